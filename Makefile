@@ -1,0 +1,36 @@
+# Two commands for a fresh clone: `make run` and `make test`. Both set up first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test check lint bench train clean
+
+setup: $(STAMP)
+
+# Re-installs only when pyproject.toml changed since the last install.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+# Database, Redis, one Celery worker and uvicorn at http://127.0.0.1:8000; Ctrl-C stops them all.
+run: setup
+	$(BIN)/python manage.py serve
+
+test: setup
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python -m worker.engine.bench
+
+# Retrains the shipped demo model (about an hour on two cores); never run by CI.
+train: setup
+	$(BIN)/python -m worker.engine.train
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,1 @@
+"""Settings: one shared base, thin per-environment files (dev, test, production)."""

@@ -1,0 +1,5 @@
+"""Local development: `make run` uses these."""
+
+from .base import *  # noqa: F401,F403
+
+DEBUG = True

@@ -1,0 +1,11 @@
+"""The test suite: fast password hashing, no secrets needed."""
+
+from .base import *  # noqa: F401,F403
+
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+ALLOWED_HOSTS = ["*"]
+
+# A file, not memory, so the worker processes the tests start see the same test database.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405

@@ -1,0 +1,109 @@
+"""Fixtures shared by the suite: a real Celery worker process and a real Chromium."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def _test_database_url() -> str:
+    """The URL of the test database pytest-django created, for processes started by the tests."""
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + settings_dict["NAME"]))
+
+
+def worker_process_start(*, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start the project's own Celery worker against the test database and the suite's Redis."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "course.settings.test",
+        "DATABASE_URL": _test_database_url(),
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel", "INFO",
+         "--concurrency", "1", "--pool", "prefork", "--without-gossip", "--without-mingle",
+         "--hostname", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"],
+        cwd=ROOT,
+        env=env,
+    )
+
+
+def worker_wait_ready(*, timeout: float = 90.0) -> None:
+    """Block until at least one worker answers a ping."""
+    from worker.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            return
+        time.sleep(0.2)
+    raise RuntimeError("no Celery worker answered within %.0f s" % timeout)
+
+
+def worker_process_stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """One real worker process for the session (tests using it need django_db(transaction=True))."""
+    with django_db_blocker.unblock():
+        process = worker_process_start()
+    try:
+        worker_wait_ready()
+        yield process
+    finally:
+        worker_process_stop(process)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright (which cannot download its own browsers here)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls from the
+    # test itself are still synchronous, so allow them.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
