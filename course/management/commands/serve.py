@@ -1,0 +1,122 @@
+"""`manage.py serve` (what `make run` calls): database, Redis, one Celery worker, uvicorn.
+
+Starts each process, prefixes its log lines with its name, and stops every process it started
+on Ctrl-C or as soon as any one of them dies.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from course.redis_server import RedisHandle, redis_resolve
+
+COLOURS = {"redis": "31", "worker": "35", "web": "36"}
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class Command(BaseCommand):
+    help = "Run the course: migrate, Redis, one Celery worker and the ASGI web server."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+
+    def handle(self, *args, host: str, port: int, **options):
+        if not _port_free(host, port):
+            raise CommandError(f"{host}:{port} is in use: stop what runs there or pass --port")
+        self.stdout.write("Migrating the database…")
+        call_command("migrate", interactive=False, verbosity=0)
+
+        redis_handle = redis_resolve(env_url=os.environ.get("REDIS_URL"),
+                                     directory=settings.VAR_DIR / "redis")
+        where = "private redis-server under var/redis" if redis_handle.process else "REDIS_URL"
+        self.stdout.write(f"Redis at {redis_handle.url} ({where})")
+
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_handle.url,
+            "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE",
+                                                     "course.settings.dev"),
+            "PYTHONUNBUFFERED": "1",
+        }
+        python = sys.executable
+        commands = {
+            "worker": [python, "-m", "celery", "-A", "worker.celery", "worker",
+                       "--loglevel", "INFO", "--concurrency",
+                       str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
+                       settings.CELERY_TASK_DEFAULT_QUEUE],
+            "web": [python, "-m", "uvicorn", "course.asgi:application", "--host", host,
+                    "--port", str(port), "--lifespan", "off",
+                    "--timeout-graceful-shutdown", "3"],
+        }
+        processes: dict[str, subprocess.Popen] = {}
+        stopping = threading.Event()
+
+        def stop_all(*_):
+            stopping.set()
+
+        signal.signal(signal.SIGINT, stop_all)
+        signal.signal(signal.SIGTERM, stop_all)
+        try:
+            for name, command in commands.items():
+                processes[name] = self._start(name, command, env)
+            self.stdout.write(self.style.SUCCESS(
+                f"\nThe course is at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
+            while not stopping.is_set():
+                dead = [n for n, p in processes.items() if p.poll() is not None]
+                if redis_handle.process and redis_handle.process.poll() is not None:
+                    dead.append("redis")
+                if dead:
+                    self.stderr.write(f"{', '.join(dead)} stopped: stopping everything.")
+                    break
+                stopping.wait(0.5)
+        finally:
+            self._stop_all(processes, redis_handle)
+        if not stopping.is_set():
+            sys.exit(1)
+
+    def _start(self, name: str, command: list[str], env: dict) -> subprocess.Popen:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                   start_new_session=True)
+        prefix = f"[{name}]".ljust(9)
+        if sys.stdout.isatty():
+            prefix = f"\033[{COLOURS.get(name, '0')}m{prefix}\033[0m"
+
+        def relay():
+            for line in process.stdout:
+                sys.stdout.write(f"{prefix}{line}")
+                sys.stdout.flush()
+
+        threading.Thread(target=relay, daemon=True).start()
+        return process
+
+    def _stop_all(self, processes: dict[str, subprocess.Popen], redis: RedisHandle) -> None:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in processes.values():
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        redis.stop()
+        self.stdout.write("Stopped.")

@@ -1,0 +1,90 @@
+"""`manage.py serve` (make run) on a machine with nothing configured: it migrates, starts its own
+Redis, a worker and uvicorn, /healthz turns 200, and Ctrl-C stops every process it started."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from course.redis_server import free_port, redis_answers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _health(url: str) -> tuple[int, dict] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return None
+
+
+def _serve_start(tmp_path: Path, port: int, out) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env.update(COURSE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="course.settings.dev")
+    return subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)],
+                            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _wait_healthy(process: subprocess.Popen, port: int, log: Path) -> None:
+    health = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        health = _health(f"http://127.0.0.1:{port}/healthz")
+        if health and health[0] == 200:
+            break
+        time.sleep(0.5)
+    assert health == (200, {"db": "ok", "redis": "ok", "workers": 1}), log.read_text()
+
+
+@pytest.mark.slow
+def test_serve_starts_everything_and_stops_everything(tmp_path):
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        process = _serve_start(tmp_path, port, out)
+        try:
+            _wait_healthy(process, port, log)
+            assert (tmp_path / "db.sqlite3").exists()
+        finally:
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 0, log.read_text()
+
+    text = log.read_text()
+    assert f"http://127.0.0.1:{port}/" in text
+    assert "[web]" in text and "[worker]" in text
+    redis_url = re.search(r"Redis at (redis://\S+)", text).group(1)
+    assert "private redis-server" in text
+    assert not redis_answers(redis_url), "the private Redis outlived make run"
+    assert _health(f"http://127.0.0.1:{port}/healthz") is None, "the web server outlived make run"
+
+
+@pytest.mark.slow
+def test_serve_stops_everything_when_one_process_dies(tmp_path):
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        process = _serve_start(tmp_path, port, out)
+        try:
+            _wait_healthy(process, port, log)
+            web_pid = int(re.search(r"\[web\]\s+INFO:\s+Started server process \[(\d+)\]",
+                                    log.read_text()).group(1))
+            os.kill(web_pid, signal.SIGKILL)
+            assert process.wait(timeout=60) == 1, log.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    text = log.read_text()
+    assert "web stopped: stopping everything." in text
+    redis_url = re.search(r"Redis at (redis://\S+)", text).group(1)
+    assert not redis_answers(redis_url)

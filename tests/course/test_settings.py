@@ -1,0 +1,31 @@
+"""Production settings pass Django's deployment checks with no warnings."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_production_settings_pass_check_deploy(tmp_path):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "course.settings.production",
+        "SECRET_KEY": "k7#Qp2!vZr9Lm4@Xw8$Nc1^Bt6&Hy3*Jd5(Gf0)Sa-Ue+Io=Pl_Mn;Kb",
+        "ALLOWED_HOSTS": "course.example.org",
+        "COURSE_VAR_DIR": str(tmp_path),
+    }
+    done = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level",
+                           "WARNING"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update(DJANGO_SETTINGS_MODULE="course.settings.production", COURSE_VAR_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "SECRET_KEY must be set" in done.stderr
