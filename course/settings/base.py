@@ -116,6 +116,7 @@ CELERY_RESULT_EXPIRES = 3600
 
 # The inference engine the workers load (a local Hugging Face directory).
 ENGINE_MODEL = os.environ.get("ENGINE_MODEL", str(BASE_DIR / "worker" / "models" / "course-lm"))
+ENGINE_DEVICE = os.environ.get("ENGINE_DEVICE", "cpu")  # "cuda" on GPU workers
 
 LOGGING = {
     "version": 1,
