@@ -47,6 +47,11 @@ class Problem:
         """problems.content.pNN, which builds the problem's worked arithmetic, when it exists."""
         return _content_module(self.number)
 
+    @property
+    def sources(self) -> tuple[tuple[str, str], ...]:
+        """(title, url) of each source the problem cites: its content module's SOURCES."""
+        return tuple(getattr(self.content_module, "SOURCES", ()))
+
 
 @dataclass(frozen=True)
 class Page:
