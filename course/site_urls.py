@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
 from course import views
+from course.forms import LoginForm
 
 app_name = "course"
 
@@ -11,6 +12,9 @@ urlpatterns = [
     re_path(r"^pages/(?P<number>\d+)/progress$", views.progress_update, name="progress"),
     path("problems/<int:number>/", views.problem_redirect, name="problem"),
     path("accounts/signup/", views.signup, name="signup"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/",
+         auth_views.LoginView.as_view(authentication_form=LoginForm,
+                                      redirect_authenticated_user=True),
+         name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

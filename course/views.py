@@ -1,26 +1,41 @@
 """The site's pages: home, the ten course pages, progress, accounts."""
 
 from django.contrib.auth import login
-from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from course.forms import ReactionForm, SignupForm
+from course.glossary import TERMS
+from course.plan import PLAN
 from course.progress import progress_mark, progress_summary
-from problems.registry import PAGES, SECTIONS, page_get, problem_get
+from problems.registry import PAGES, PROBLEMS, SECTIONS, Page, page_get, problem_get
 
 
-def _page_or_404(number: str) -> "Page":  # noqa: F821
+def _page_or_404(number: str) -> Page:
+    # Pages are always two digits (/pages/03/): one canonical URL per page.
     page = page_get(number=int(number)) if number.isdigit() and len(number) == 2 else None
     if page is None:
         raise Http404("No such page")
     return page
 
 
+def _vary_on_htmx(response: HttpResponse) -> HttpResponse:
+    # The same URL answers with a whole page or a fragment: caches must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "course/home.html", {"pages": PAGES})
+    form = ReactionForm.from_query(request.GET)
+    context = {"form": form, "reaction": form.result_or_none()}
+    if request.htmx:
+        return _vary_on_htmx(render(request, "course/_reaction_output.html", context))
+    context.update(pages=PAGES, problem_count=len(PROBLEMS), terms=TERMS, plan=PLAN)
+    return _vary_on_htmx(render(request, "course/home.html", context))
 
 
 @require_GET
@@ -53,16 +68,21 @@ def progress_update(request: HttpRequest, number: str) -> HttpResponse:
         return HttpResponse("done must be 0 or 1", status=400, content_type="text/plain")
     progress_mark(request=request, page=page.number, done=done == "1")
     if request.htmx:
-        return render(request, "course/_progress_panel.html",
-                      {"page": page, "progress": progress_summary(request=request)})
+        # The panel swaps in place; the summary at the top of the page follows out of band.
+        return _vary_on_htmx(render(request, "course/_progress_panel.html",
+                                    {"page": page, "progress": progress_summary(request=request),
+                                     "summary_oob": True}))
     return redirect(reverse("course:page", args=[page.slug]) + "#progress")
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
-    form = UserCreationForm(request.POST or None)
+    if request.user.is_authenticated:
+        return redirect("course:home")
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user)  # merges the session's progress into the new account
+        # login() sends user_logged_in, whose receiver merges the session's progress.
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("course:home")
     return render(request, "registration/signup.html", {"form": form})

@@ -37,6 +37,11 @@ class ReactionStep:
     def value_text(self) -> str:
         return number_text(self.value)
 
+    @property
+    def display(self) -> str:
+        """The value formatted for people with its unit, as the shared steps table shows it."""
+        return f"{self.value_text} {self.unit}"
+
 
 @dataclass(frozen=True)
 class ReactionResult:
@@ -46,6 +51,13 @@ class ReactionResult:
     latency_s: float
     distance_m: float
     steps: tuple[ReactionStep, ...]
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """The inputs and the distance formatted for people, keyed like the fields."""
+        return {"speed_kmh": number_text(self.speed_kmh),
+                "latency_ms": number_text(self.latency_ms),
+                "distance_m": number_text(self.distance_m)}
 
 
 class ReactionInputError(ValueError):

@@ -1,0 +1,202 @@
+"""The site's pages through Django's test client: home, the ten pages, redirects, the calculator."""
+
+import re
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from course.glossary import TERMS
+from course.plan import PLAN
+from problems.arithmetic.reaction import reaction_distance
+from problems.registry import PAGES, PROBLEMS, SECTIONS
+
+pytestmark = pytest.mark.django_db
+
+
+def _text(response) -> str:
+    return response.content.decode()
+
+
+def test_home_has_every_part(client):
+    html = _text(client.get("/"))
+    for anchor in ("start-here", "beyond-chat", "reaction", "words", "map", "plan"):
+        assert f'id="{anchor}"' in html
+    assert "Pages done 0 / 10" in html
+    assert 'Next up: <a href="/pages/01/">01 A request, end to end</a>' in html
+
+
+def test_home_start_here_has_five_request_steps(client):
+    html = _text(client.get("/"))
+    steps = re.search(r'<ol class="request-steps">(.*?)</ol>', html, re.S).group(1)
+    assert steps.count("<li>") == 5
+
+
+def test_home_glossary_links_every_term(client):
+    html = _text(client.get("/"))
+    names = {term.name for term in TERMS}
+    assert {"Inference", "Token", "Latency", "Throughput", "GPU", "Prefill", "Decode",
+            "KV cache", "Batch", "TTFT", "TPOT / ITL", "p50 / p99", "MFU",
+            "Roofline"} <= names
+    for term in TERMS:
+        assert f'id="term-{term.slug}"' in html
+        assert f"<dt>{term.name}</dt>" in html
+
+
+def test_home_map_lists_every_page_and_problem(client):
+    html = _text(client.get("/"))
+    for page in PAGES:
+        assert f'href="/pages/{page.slug}/"' in html
+    for problem in PROBLEMS.values():
+        assert f'href="/pages/{problem.page:02d}/#problem-{problem.number}"' in html
+    assert html.count('<span class="badge">Not done</span>') == len(PAGES)
+
+
+def test_home_plan_follows_the_course_brief(client):
+    html = _text(client.get("/"))
+    plan = re.search(r'<table class="plan">(.*?)</table>', html, re.S).group(1)
+    rows = re.findall(r'<th scope="row">(\d+)–(\d+)</th>', plan)
+    assert rows == [("0", "4"), ("4", "8"), ("8", "12"), ("12", "16"), ("16", "20"), ("20", "24")]
+    assert [block.page_numbers for block in PLAN[:5]] == [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10)]
+    assert PLAN[5].problem_numbers == (25,)
+    assert "Explain prefill vs decode" in plan and "Size a KV cache on paper" in plan
+    assert 'href="/pages/10/#problem-25"' in plan
+
+
+def test_home_calculator_shows_the_default_result_without_javascript(client):
+    html = _text(client.get("/"))
+    expected = reaction_distance(speed_kmh=100, latency_ms=300)
+    assert f"{expected.texts['distance_m']} m</strong>" in html
+    assert '<table class="steps">' in html
+    assert 'value="100"' in html and 'value="300"' in html
+
+
+def test_home_calculator_plain_form_submission(client):
+    response = client.get("/", {"speed_kmh": "90", "latency_ms": "100"})
+    html = _text(response)
+    # 90 km/h is 25 m/s; 0.1 s of it is 2.5 m.
+    assert "2.5 m</strong>" in html
+    assert "90 km/h × 1,000 m/km ÷ 3,600 s/h" in html
+    assert "<html" in html
+
+
+def test_home_calculator_htmx_returns_the_fragment(client):
+    response = client.get("/", {"speed_kmh": "90", "latency_ms": "100"}, HTTP_HX_REQUEST="true")
+    html = _text(response)
+    assert response.status_code == 200
+    assert "<html" not in html
+    assert html.lstrip().startswith('<div id="reaction-output"')
+    assert "2.5 m</strong>" in html
+    # Empty error slots replace stale errors beside each field.
+    assert '<p class="field-error" id="id_speed_kmh_error" hx-swap-oob="true"></p>' in html
+    assert "HX-Request" in response["Vary"]
+
+
+@pytest.mark.parametrize(
+    ("speed", "latency", "field", "message"),
+    [
+        ("-5", "100", "speed_kmh", "Speed cannot be negative."),
+        ("", "100", "speed_kmh", "Enter the speed in km/h."),
+        ("fast", "100", "speed_kmh", "Enter the speed as a number of km/h"),
+        ("5000", "100", "speed_kmh", "enter at most 1,000 km/h"),
+        ("inf", "100", "speed_kmh", "Enter the speed as a number of km/h"),
+        ("50", "-1", "latency_ms", "Latency cannot be negative."),
+        ("50", "", "latency_ms", "Enter the latency in milliseconds."),
+        ("50", "999999", "latency_ms", "Enter at most 60,000 ms"),
+        ("50", "nan", "latency_ms", "Enter the latency as a number of milliseconds"),
+    ],
+)
+@pytest.mark.parametrize("htmx", [False, True])
+def test_home_calculator_field_errors(client, speed, latency, field, message, htmx):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    response = client.get("/", {"speed_kmh": speed, "latency_ms": latency}, **headers)
+    assert response.status_code == 200
+    html = _text(response)
+    slot = re.search(rf'<p class="field-error" id="id_{field}_error"[^>]*>(.*?)</p>', html, re.S)
+    assert message in slot.group(1)
+    assert "calc-answer" not in html
+    other = "latency_ms" if field == "speed_kmh" else "speed_kmh"
+    other_slot = re.search(rf'<p class="field-error" id="id_{other}_error"[^>]*>(.*?)</p>', html)
+    assert other_slot.group(1) == ""
+
+
+def test_home_calculator_inputs_are_labelled_with_units(client):
+    html = _text(client.get("/"))
+    assert '<label for="id_speed_kmh">Speed <span class="unit">(km/h)</span></label>' in html
+    assert '<label for="id_latency_ms">Inference latency <span class="unit">(ms)</span></label>' in html
+    assert 'aria-describedby="id_speed_kmh_error"' in html
+    assert 'hx-get="/"' in html and 'hx-target="#reaction-output"' in html
+    assert 'hx-trigger="input changed delay:300ms, submit"' in html
+
+
+def test_home_calculator_marks_the_invalid_field(client):
+    html = _text(client.get("/", {"speed_kmh": "-5", "latency_ms": "100"}))
+    speed_input = re.search(r'<input[^>]*id="id_speed_kmh"[^>]*>', html).group(0)
+    assert 'aria-invalid="true"' in speed_input
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.slug)
+def test_each_page_shows_its_problems_with_nine_sections(client, page):
+    response = client.get(f"/pages/{page.slug}/")
+    assert response.status_code == 200
+    html = _text(response)
+    assert f"<h1>{page.title}</h1>" in html
+    for problem in page.problems:
+        assert f'id="problem-{problem.number}"' in html
+        assert f'href="#problem-{problem.number}"' in html  # the table of contents
+        start = html.index(f'id="problem-{problem.number}"')
+        headings = re.findall(r"<h3>(.*?)</h3>", html[start:])[: len(SECTIONS)]
+        assert headings == [heading for _, heading in SECTIONS]
+    assert "Pages done 0 / 10" in html
+    assert "Mark as done" in html
+
+
+def test_unwritten_sections_say_so(rf):
+    # The shared problem template is what every problem falls back on until it is written.
+    request = rf.get("/pages/10/")
+    request.user, request.session = AnonymousUser(), {}
+    html = render_to_string("problems/_problem.html", {"problem": PROBLEMS[25]}, request=request)
+    assert html.count("This section is being written.") == len(SECTIONS)
+    for slug, _ in SECTIONS:
+        assert f'id="problem-25-{slug}"' in html
+
+
+def test_previous_and_next_links(client):
+    first = _text(client.get("/pages/01/"))
+    assert 'rel="next" href="/pages/02/"' in first
+    assert 'rel="prev"' not in first
+    middle = _text(client.get("/pages/05/"))
+    assert 'rel="prev" href="/pages/04/"' in middle and 'rel="next" href="/pages/06/"' in middle
+    last = _text(client.get("/pages/10/"))
+    assert 'rel="prev" href="/pages/09/"' in last
+    assert 'rel="next"' not in last
+
+
+@pytest.mark.parametrize("path", ["/pages/00/", "/pages/11/", "/pages/3/", "/pages/003/",
+                                  "/pages/99/progress"])
+def test_unknown_pages_are_404(client, path):
+    method = client.post if path.endswith("progress") else client.get
+    assert method(path, {"done": "1"} if path.endswith("progress") else None).status_code == 404
+
+
+@pytest.mark.parametrize("number", [1, 7, 21, 25])
+def test_problem_redirects_to_its_page(client, number):
+    response = client.get(f"/problems/{number}/")
+    problem = PROBLEMS[number]
+    assert response.status_code == 302
+    assert response["Location"] == f"/pages/{problem.page:02d}/#problem-{number}"
+
+
+@pytest.mark.parametrize("number", [0, 26, 100])
+def test_unknown_problems_are_404(client, number):
+    assert client.get(f"/problems/{number}/").status_code == 404
+
+
+def test_home_rejects_post(client):
+    assert client.post("/").status_code == 405
+
+
+def test_pages_are_reachable_by_name():
+    assert reverse("course:page", args=["03"]) == "/pages/03/"
+    assert reverse("course:progress", args=["03"]) == "/pages/03/progress"
