@@ -1,0 +1,66 @@
+"""The arithmetic of inference: plain Python (no Django), every formula returning a `Result`
+of named values plus the worked `Step`s that produced them.
+
+Catalogs (each entry names its source): `MODELS`, `GPUS`, `DTYPES`; resolve ids with
+`model_get`, `gpu_get`, `dtype_get`, which raise `ArithmeticInputError(field=..., message=...)`.
+
+Formulas (keyword-only, each returns a `Result`):
+- memory: `params_count`, `weights_bytes`, `kv_cache`, `batch_max`
+- compute: `prefill`
+- decode: `decode`
+- roofline: `roofline`, `roofline_decode`, `roofline_batches`
+- speculative: `speculative`
+- queueing: `queue`
+- batching: `chunked_prefill`
+- caching: `prefix_cache`
+- disagg: `kv_transfer`
+- quant: `quantization`
+- moe: `moe_memory`, `moe_all_to_all`
+- cost: `cost_per_million`, `capacity_plan`
+
+Formatting for people lives in `units`.
+"""
+
+from problems.arithmetic.catalog import (
+    DTYPES,
+    GPUS,
+    MODELS,
+    Dtype,
+    Gpu,
+    Model,
+    dtype_get,
+    gpu_get,
+    model_get,
+    models_all,
+)
+from problems.arithmetic.compute import prefill
+from problems.arithmetic.decode import decode
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.memory import batch_max, kv_cache, params_count, weights_bytes
+from problems.arithmetic.roofline import roofline, roofline_batches, roofline_decode
+from problems.arithmetic.steps import Result, Step
+
+__all__ = [
+    "DTYPES",
+    "GPUS",
+    "MODELS",
+    "ArithmeticInputError",
+    "Dtype",
+    "Gpu",
+    "Model",
+    "Result",
+    "Step",
+    "batch_max",
+    "decode",
+    "dtype_get",
+    "gpu_get",
+    "kv_cache",
+    "model_get",
+    "models_all",
+    "params_count",
+    "prefill",
+    "roofline",
+    "roofline_batches",
+    "roofline_decode",
+    "weights_bytes",
+]

@@ -1,0 +1,222 @@
+"""Accelerators: memory, bandwidth and dense tensor rates from the vendors' datasheets.
+
+NVIDIA's datasheets print tensor rates "with sparsity" (2:4 structured sparsity doubles them);
+every rate here is the dense figure, half the starred one, because model weights are not 2:4
+sparse. Interconnect figures are the datasheets' totals for both directions together; one
+direction gets half (`interconnect_one_way_bytes_per_second`).
+"""
+
+from dataclasses import dataclass
+
+TERA = 10**12
+GIGA = 10**9
+
+PRICE_NOTE = (
+    "Assumed on-demand cloud price per GPU-hour, a round figure for the exercise, not a quote: "
+    "prices vary by provider, region and commitment, so change it to your own."
+)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One accelerator. Units: bytes, bytes/s, FLOP/s (or OP/s for INT8), watts, dollars/hour.
+
+    A rate of None means the chip has no tensor-core path for that format.
+    """
+
+    id: str
+    name: str
+    memory_bytes: int
+    memory_kind: str
+    bandwidth_bytes_per_second: float
+    fp32_flops: float
+    bf16_flops: float
+    fp8_flops: float | None
+    int8_ops: float | None
+    fp4_flops: float | None
+    interconnect: str
+    interconnect_bytes_per_second: float
+    power_watts: int
+    price_per_hour_assumed: float
+    price_note: str
+    source: str
+
+    @property
+    def interconnect_one_way_bytes_per_second(self) -> float:
+        return self.interconnect_bytes_per_second / 2
+
+    def rate_get(self, compute: str) -> float | None:
+        """The dense peak (FLOP/s) for a dtype's `compute` kind: fp32, bf16, fp8, int8, fp4."""
+        return {
+            "fp32": self.fp32_flops,
+            "bf16": self.bf16_flops,
+            "fp8": self.fp8_flops,
+            "int8": self.int8_ops,
+            "fp4": self.fp4_flops,
+        }[compute]
+
+
+GPUS: dict[str, Gpu] = {
+    g.id: g
+    for g in (
+        Gpu(
+            id="a100-80gb-sxm",
+            name="NVIDIA A100 80GB SXM",
+            memory_bytes=80 * GIGA,
+            memory_kind="HBM2e",
+            bandwidth_bytes_per_second=2_039 * GIGA,
+            fp32_flops=19.5 * TERA,
+            bf16_flops=312 * TERA,
+            fp8_flops=None,
+            int8_ops=624 * TERA,
+            fp4_flops=None,
+            interconnect="NVLink 3",
+            interconnect_bytes_per_second=600 * GIGA,
+            power_watts=400,
+            price_per_hour_assumed=1.80,
+            price_note=PRICE_NOTE,
+            source="NVIDIA A100 Tensor Core GPU datasheet "
+            "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)",
+        ),
+        Gpu(
+            id="h100-sxm",
+            name="NVIDIA H100 SXM",
+            memory_bytes=80 * GIGA,
+            memory_kind="HBM3",
+            bandwidth_bytes_per_second=3.35 * TERA,
+            fp32_flops=67 * TERA,
+            bf16_flops=989.5 * TERA,
+            fp8_flops=1_979 * TERA,
+            int8_ops=1_979 * TERA,
+            fp4_flops=None,
+            interconnect="NVLink 4",
+            interconnect_bytes_per_second=900 * GIGA,
+            power_watts=700,
+            price_per_hour_assumed=2.50,
+            price_note=PRICE_NOTE,
+            source="NVIDIA H100 Tensor Core GPU datasheet "
+            "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="h100-pcie",
+            name="NVIDIA H100 PCIe",
+            memory_bytes=80 * GIGA,
+            memory_kind="HBM2e",
+            bandwidth_bytes_per_second=2.0 * TERA,
+            fp32_flops=51 * TERA,
+            bf16_flops=756.5 * TERA,
+            fp8_flops=1_513 * TERA,
+            int8_ops=1_513 * TERA,
+            fp4_flops=None,
+            interconnect="NVLink bridge",
+            interconnect_bytes_per_second=600 * GIGA,
+            power_watts=350,
+            price_per_hour_assumed=2.00,
+            price_note=PRICE_NOTE,
+            source="NVIDIA H100 Tensor Core GPU datasheet (H100 NVL/PCIe column) "
+            "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="h200",
+            name="NVIDIA H200 SXM",
+            memory_bytes=141 * GIGA,
+            memory_kind="HBM3e",
+            bandwidth_bytes_per_second=4.8 * TERA,
+            fp32_flops=67 * TERA,
+            bf16_flops=989.5 * TERA,
+            fp8_flops=1_979 * TERA,
+            int8_ops=1_979 * TERA,
+            fp4_flops=None,
+            interconnect="NVLink 4",
+            interconnect_bytes_per_second=900 * GIGA,
+            power_watts=700,
+            price_per_hour_assumed=3.50,
+            price_note=PRICE_NOTE,
+            source="NVIDIA H200 Tensor Core GPU datasheet "
+            "(https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="b200",
+            name="NVIDIA B200 (HGX B200)",
+            memory_bytes=180 * GIGA,
+            memory_kind="HBM3e",
+            bandwidth_bytes_per_second=7.7 * TERA,
+            fp32_flops=75 * TERA,
+            bf16_flops=2_250 * TERA,
+            fp8_flops=4_500 * TERA,
+            int8_ops=4_500 * TERA,
+            fp4_flops=9_000 * TERA,
+            interconnect="NVLink 5",
+            interconnect_bytes_per_second=1_800 * GIGA,
+            power_watts=1_000,
+            price_per_hour_assumed=5.00,
+            price_note=PRICE_NOTE,
+            source="NVIDIA HGX platform specifications, HGX B200 per-GPU column "
+            "(https://www.nvidia.com/en-us/data-center/hgx/); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="l40s",
+            name="NVIDIA L40S",
+            memory_bytes=48 * GIGA,
+            memory_kind="GDDR6",
+            bandwidth_bytes_per_second=864 * GIGA,
+            fp32_flops=91.6 * TERA,
+            bf16_flops=362.05 * TERA,
+            fp8_flops=733 * TERA,
+            int8_ops=733 * TERA,
+            fp4_flops=None,
+            interconnect="PCIe Gen4 x16 (no NVLink)",
+            interconnect_bytes_per_second=64 * GIGA,
+            power_watts=350,
+            price_per_hour_assumed=1.00,
+            price_note=PRICE_NOTE,
+            source="NVIDIA L40S datasheet "
+            "(https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="l4",
+            name="NVIDIA L4",
+            memory_bytes=24 * GIGA,
+            memory_kind="GDDR6",
+            bandwidth_bytes_per_second=300 * GIGA,
+            fp32_flops=30.3 * TERA,
+            bf16_flops=121 * TERA,
+            fp8_flops=242.5 * TERA,
+            int8_ops=242.5 * TERA,
+            fp4_flops=None,
+            interconnect="PCIe Gen4 x16 (no NVLink)",
+            interconnect_bytes_per_second=64 * GIGA,
+            power_watts=72,
+            price_per_hour_assumed=0.70,
+            price_note=PRICE_NOTE,
+            source="NVIDIA L4 Tensor Core GPU datasheet "
+            "(https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet); "
+            "dense = half the 'with sparsity' figures",
+        ),
+        Gpu(
+            id="mi300x",
+            name="AMD Instinct MI300X",
+            memory_bytes=192 * GIGA,
+            memory_kind="HBM3",
+            bandwidth_bytes_per_second=5.3 * TERA,
+            fp32_flops=163.4 * TERA,
+            bf16_flops=1_307.4 * TERA,
+            fp8_flops=2_614.9 * TERA,
+            int8_ops=2_614.9 * TERA,
+            fp4_flops=None,
+            interconnect="Infinity Fabric (7 links × 128 GB/s)",
+            interconnect_bytes_per_second=896 * GIGA,
+            power_watts=750,
+            price_per_hour_assumed=2.50,
+            price_note=PRICE_NOTE,
+            source="AMD Instinct MI300X accelerator data sheet "
+            "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf); "  # noqa: E501
+            "dense (non-sparse) peaks",
+        ),
+    )
+}

@@ -1,0 +1,183 @@
+"""The roofline: a GPU's ridge point (peak FLOP/s ÷ bandwidth) and, for decode at a batch size,
+the arithmetic intensity that says whether memory or compute bounds the step."""
+
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.compute import attention_flops_per_token_pair, peak_flops_get
+from problems.arithmetic.decode import weights_read_params
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check
+from problems.arithmetic.memory import kv_cache, params_count_model
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_short,
+    flops_format,
+    flops_rate_format,
+    number_format,
+)
+
+BATCHES_MAX = 64
+
+
+def roofline(*, gpu: str, dtype: str = "bf16") -> Result:
+    """Peak FLOP/s, bandwidth (B/s) and the ridge point (FLOP/byte) of `gpu` for `dtype`.
+
+    Work with fewer FLOPs per byte than the ridge is memory-bound; more is compute-bound.
+    """
+    g = gpu_get(gpu)
+    d = dtype_get(dtype)
+    peak = peak_flops_get(gpu=g, dtype=d)
+    bandwidth = g.bandwidth_bytes_per_second
+    ridge = peak / bandwidth
+    return Result(
+        values={
+            "peak_flops": peak,
+            "bandwidth_bytes_per_second": bandwidth,
+            "ridge_flops_per_byte": ridge,
+        },
+        steps=(
+            Step(
+                f"Dense {d.name} peak",
+                f"{g.name} datasheet (dense, not sparse)",
+                peak,
+                "FLOP/s",
+                flops_rate_format(peak),
+            ),
+            Step(
+                "Memory bandwidth",
+                f"{g.name} datasheet ({g.memory_kind})",
+                bandwidth,
+                "B/s",
+                bandwidth_format(bandwidth),
+            ),
+            Step(
+                "Ridge point",
+                f"{flops_rate_format(peak)} ÷ {bandwidth_format(bandwidth)}",
+                ridge,
+                "FLOP/B",
+                f"{number_format(ridge)} FLOP/B",
+            ),
+        ),
+    )
+
+
+def roofline_decode(
+    *,
+    model: str,
+    gpu: str,
+    batch: int = 1,
+    context_tokens: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+) -> Result:
+    """Arithmetic intensity of one decode step (FLOP/byte) against `gpu`'s ridge, and the bound.
+
+    FLOPs grow with the batch while the weight bytes are read once per step, so intensity rises
+    with batch until the KV reads (which also grow with batch) dominate.
+    """
+    m = model_get(model)
+    d = dtype_get(dtype)
+    kv_d = dtype_get(kv_dtype or dtype, field="kv_dtype")
+    batch = count_check(batch, field="batch", maximum=USERS_MAX)
+    context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
+    ridge = roofline(gpu=gpu, dtype=dtype)
+    active = params_count_model(m)["active"]
+    flops = batch * (2 * active + attention_flops_per_token_pair(m) * context_tokens)
+    kv_per_token = kv_cache(model=model, tokens=1, dtype=kv_d.id)["bytes_per_token"]
+    weight_bytes = weights_read_params(model=m, batch=batch) * d.bytes
+    kv_bytes = batch * context_tokens * kv_per_token
+    intensity = flops / (weight_bytes + kv_bytes)
+    ridge_point = ridge["ridge_flops_per_byte"]
+    bound = "memory" if intensity < ridge_point else "compute"
+    attainable = min(ridge["peak_flops"], intensity * ridge["bandwidth_bytes_per_second"])
+    return Result(
+        values={
+            "flops_per_step": flops,
+            "bytes_per_step": weight_bytes + kv_bytes,
+            "intensity_flops_per_byte": intensity,
+            "ridge_flops_per_byte": ridge_point,
+            "attainable_flops": attainable,
+            "bound": bound,
+        },
+        steps=(
+            *ridge.steps,
+            Step(
+                "FLOPs per decode step",
+                f"{batch:,} sequences × (2 × {number_format(active)} parameters + attention "
+                f"over {context_tokens:,} tokens)",
+                flops,
+                "FLOP",
+                flops_format(flops),
+            ),
+            Step(
+                "Bytes per decode step",
+                f"{bytes_short(weight_bytes)} weights + {bytes_short(kv_bytes)} KV",
+                weight_bytes + kv_bytes,
+                "B",
+                bytes_short(weight_bytes + kv_bytes),
+            ),
+            Step(
+                "Arithmetic intensity",
+                f"{flops_format(flops)} ÷ {bytes_short(weight_bytes + kv_bytes)}",
+                intensity,
+                "FLOP/B",
+                f"{number_format(intensity)} FLOP/B",
+            ),
+            Step(
+                f"Bound: {bound}",
+                f"{number_format(intensity)} FLOP/B {'<' if bound == 'memory' else '≥'} ridge "
+                f"{number_format(ridge_point)} FLOP/B; attainable = min(peak, intensity × "
+                f"bandwidth)",
+                attainable,
+                "FLOP/s",
+                flops_rate_format(attainable),
+            ),
+        ),
+    )
+
+
+def roofline_batches(
+    *,
+    model: str,
+    gpu: str,
+    batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+    context_tokens: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+) -> Result:
+    """Decode intensity (FLOP/byte) for each batch size, for a roofline plot; `batches` ≤ 64."""
+    if not batches or len(batches) > BATCHES_MAX:
+        raise ArithmeticInputError(field="batches", message=f"give 1 to {BATCHES_MAX} batch sizes")
+    points = [
+        roofline_decode(
+            model=model,
+            gpu=gpu,
+            batch=b,
+            context_tokens=context_tokens,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+        )
+        for b in batches
+    ]
+    crossover = next(
+        (b for b, p in zip(batches, points, strict=True) if p["bound"] == "compute"), None
+    )
+    return Result(
+        values={
+            "batches": list(batches),
+            "intensities": [p["intensity_flops_per_byte"] for p in points],
+            "bounds": [p["bound"] for p in points],
+            "ridge_flops_per_byte": points[0]["ridge_flops_per_byte"],
+            "first_compute_bound_batch": crossover or 0,
+        },
+        steps=tuple(
+            Step(
+                f"Batch {b}",
+                f"{flops_format(p['flops_per_step'])} ÷ {bytes_short(p['bytes_per_step'])}",
+                p["intensity_flops_per_byte"],
+                "FLOP/B",
+                f"{number_format(p['intensity_flops_per_byte'])} FLOP/B ({p['bound']}-bound)",
+            )
+            for b, p in zip(batches, points, strict=True)
+        ),
+    )

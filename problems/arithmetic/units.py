@@ -1,0 +1,158 @@
+"""Formatting numbers for people: bytes in GB (10⁹) and GiB (2³⁰) each labelled, times with
+sensible prefixes, FLOPs in scientific notation, thousands separators, rates and money."""
+
+import math
+
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+TIB = 2**40
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def number_format(value: float, *, digits: int = 3) -> str:
+    """`value` with thousands separators and about `digits` significant figures.
+
+    Whole numbers keep every digit ("131,072"); others are rounded to `digits` significant
+    figures without scientific notation ("0.171", "32.4").
+    """
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("−∞" if value < 0 else "NaN")
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def scientific_format(value: float, *, digits: int = 2, unit: str = "") -> str:
+    """`value` as "1.6×10¹³" (about `digits` significant figures), with `unit` after a space."""
+    suffix = f" {unit}" if unit else ""
+    if value == 0 or not math.isfinite(value):
+        return f"{number_format(value)}{suffix}"
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = value / 10**exponent
+    if round(abs(mantissa), digits - 1) >= 10:
+        exponent += 1
+        mantissa = value / 10**exponent
+    mantissa_text = f"{mantissa:.{digits - 1}f}".rstrip("0").rstrip(".")
+    if exponent == 0:
+        return f"{mantissa_text}{suffix}"
+    return f"{mantissa_text}×10{str(exponent).translate(_SUPERSCRIPT)}{suffix}"
+
+
+def flops_format(flops: float) -> str:
+    """A FLOP count in scientific notation: "1.6×10¹³ FLOP"."""
+    return scientific_format(flops, unit="FLOP")
+
+
+def flops_rate_format(flops_per_second: float) -> str:
+    """A compute rate: "989 TFLOP/s" (decimal prefixes, as datasheets use)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if abs(flops_per_second) >= scale:
+            return f"{number_format(flops_per_second / scale, digits=4)} {prefix}FLOP/s"
+    return f"{number_format(flops_per_second)} FLOP/s"
+
+
+def _binary_bytes(count: float) -> str:
+    for scale, name in ((TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+        if abs(count) >= scale:
+            return f"{number_format(count / scale)} {name}"
+    return f"{number_format(count)} B"
+
+
+def _decimal_bytes(count: float) -> str:
+    for scale, name in ((TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "kB")):
+        if abs(count) >= scale:
+            return f"{number_format(count / scale)} {name}"
+    return f"{number_format(count)} B"
+
+
+def bytes_short(count: float) -> str:
+    """A byte count in one decimal unit, for use inside expressions: "131,072 B", "16.1 GB"."""
+    return f"{number_format(count)} B" if abs(count) < MB else _decimal_bytes(count)
+
+
+def bytes_in(count: float, unit: str) -> str:
+    """A byte count in a chosen unit ("GB", "GiB", "MB", ...): bytes_in(1.7e8, "GB") → "0.17 GB"."""
+    scale = {
+        "B": 1,
+        "kB": KB,
+        "MB": MB,
+        "GB": GB,
+        "TB": TB,
+        "KiB": KIB,
+        "MiB": MIB,
+        "GiB": GIB,
+        "TiB": TIB,
+    }[unit]
+    return f"{number_format(count / scale)} {unit}"
+
+
+def bytes_format(count: float) -> str:
+    """A byte count in both units, each labelled: "16.1 GB = 15 GiB"; "131,072 B = 128 KiB".
+
+    GB/MB/kB are powers of ten (datasheets, bandwidths); GiB/MiB/KiB are powers of two
+    (how memory is allocated and how nvidia-smi reports it). Small counts show exact bytes.
+    """
+    if abs(count) < KIB:
+        return f"{number_format(count)} B"
+    if abs(count) < MB:
+        return f"{number_format(count)} B = {_binary_bytes(count)}"
+    return f"{_decimal_bytes(count)} = {_binary_bytes(count)}"
+
+
+def bandwidth_format(bytes_per_second: float) -> str:
+    """A bandwidth in decimal units, as vendors quote it: "3.35 TB/s"."""
+    return f"{_decimal_bytes(bytes_per_second)}/s"
+
+
+def seconds_format(seconds: float) -> str:
+    """A duration with a sensible unit: "850 ns", "32.4 ms", "1.44 s", "2.5 min", "3.1 h"."""
+    if not math.isfinite(seconds):
+        return f"{number_format(seconds)} s"
+    magnitude = abs(seconds)
+    if magnitude == 0:
+        return "0 s"
+    if magnitude < 1e-6:
+        return f"{number_format(seconds * 1e9)} ns"
+    if magnitude < 1e-3:
+        return f"{number_format(seconds * 1e6)} µs"
+    if magnitude < 1:
+        return f"{number_format(seconds * 1e3)} ms"
+    if magnitude < 120:
+        return f"{number_format(seconds)} s"
+    if magnitude < 2 * 3600:
+        return f"{number_format(seconds / 60)} min"
+    if magnitude < 2 * 86400:
+        return f"{number_format(seconds / 3600)} h"
+    return f"{number_format(seconds / 86400)} days"
+
+
+def rate_format(value: float, unit: str) -> str:
+    """A rate such as tokens/s or requests/s: "209 tokens/s"."""
+    return f"{number_format(value)} {unit}"
+
+
+def money_format(dollars: float) -> str:
+    """US dollars: "$2.50", "$1,234", "$0.0042" (small sums keep significant figures)."""
+    if abs(dollars) >= 100:
+        return f"${dollars:,.0f}"
+    if abs(dollars) >= 0.01 or dollars == 0:
+        return f"${dollars:,.2f}"
+    return f"${number_format(dollars)}"
+
+
+def percent_format(fraction: float) -> str:
+    """A fraction as a percentage: 0.5 → "50%"."""
+    return f"{number_format(fraction * 100)}%"
