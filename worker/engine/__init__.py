@@ -1,0 +1,10 @@
+"""A compact inference engine: paged KV cache, continuous batching, speculative decoding.
+
+No Django here: the Celery worker imports this lazily, and tests use it with bare pytest.
+"""
+
+from worker.engine.engine import Engine
+from worker.engine.outputs import RequestOutput
+from worker.engine.sampling_params import SamplingParams
+
+__all__ = ["Engine", "RequestOutput", "SamplingParams"]

@@ -1,0 +1,1 @@
+"""Building blocks of the forward pass, shared by every model family."""

@@ -1,0 +1,72 @@
+"""From logits to token ids: greedy, temperature, top-k, top-p, and seeded randomness.
+
+Sampling uses the exponential race: argmax(p / E) with E ~ Exp(1) picks token i with
+probability p_i. A seeded request draws its E from its own torch.Generator, so its tokens do
+not depend on which other requests share the batch.
+"""
+
+import torch
+
+from worker.engine.sampling_params import SamplingParams
+
+
+def probs_from_logits(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    """Probabilities [N, vocab] after temperature, top-k and top-p, row by row's own params.
+
+    Greedy rows (temperature 0) come out one-hot on their argmax.
+    """
+    temps = torch.tensor([p.temperature or 1.0 for p in params], dtype=logits.dtype,
+                         device=logits.device)
+    logits = logits / temps.unsqueeze(1)
+    if any(p.top_k > 0 or p.top_p < 1.0 for p in params):
+        logits = _top_k_top_p(logits, params)
+    probs = logits.softmax(dim=-1)
+    greedy = [i for i, p in enumerate(params) if p.temperature == 0]
+    if greedy:
+        rows = torch.tensor(greedy, device=logits.device)
+        probs[rows] = torch.nn.functional.one_hot(
+            logits[rows].argmax(-1), logits.shape[-1]
+        ).to(probs.dtype)
+    return probs
+
+
+def _top_k_top_p(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    vocab = logits.shape[-1]
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    ks = torch.tensor([p.top_k if p.top_k > 0 else vocab for p in params], device=logits.device)
+    ranks = torch.arange(vocab, device=logits.device).unsqueeze(0)
+    drop = ranks >= ks.unsqueeze(1)
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    top_ps = torch.tensor([p.top_p for p in params], dtype=logits.dtype, device=logits.device)
+    sorted_probs = sorted_logits.softmax(dim=-1)
+    # Keep the smallest set whose mass reaches top_p: drop a token when the mass before it
+    # already does. The first token is always kept.
+    mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs
+    drop = mass_before >= top_ps.unsqueeze(1)
+    drop[:, 0] = False
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.full_like(logits, float("-inf")).scatter(1, order, sorted_logits)
+
+
+def exponential_noise(
+    shape: tuple[int, int], generators: list[torch.Generator | None], device: torch.device
+) -> torch.Tensor:
+    """Exp(1) noise [N, vocab]; rows with a generator draw from it (on CPU, for portability)."""
+    noise = torch.empty(shape, device=device).exponential_()
+    for i, generator in enumerate(generators):
+        if generator is not None:
+            noise[i] = torch.empty(shape[1]).exponential_(generator=generator).to(device)
+    return noise
+
+
+def tokens_sample(
+    logits: torch.Tensor,
+    params: list[SamplingParams],
+    generators: list[torch.Generator | None],
+) -> list[int]:
+    """One token id per row of `logits` [N, vocab]."""
+    if all(p.temperature == 0 for p in params):
+        return logits.argmax(dim=-1).tolist()
+    probs = probs_from_logits(logits, params)
+    noise = exponential_noise(tuple(probs.shape), generators, probs.device)
+    return (probs / noise).argmax(dim=-1).tolist()

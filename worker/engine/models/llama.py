@@ -1,0 +1,159 @@
+"""The Llama decoder: embedding, N x (RMSNorm, attention, RMSNorm, SwiGLU MLP), RMSNorm, LM head.
+
+Weights load from Hugging Face names. q/k/v are packed into one matrix and gate/up into
+another, so each layer runs two matmuls fewer per step (per-step overhead matters on CPU).
+"""
+
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+
+from worker.engine.config import ModelConfig
+from worker.engine.layers.attention import AttentionMetadata, PagedAttention
+from worker.engine.layers.norm import RMSNorm
+from worker.engine.layers.rotary import RotaryEmbedding
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads = config.num_heads, config.num_kv_heads
+        self.head_dim = config.head_dim
+        self.q_size = self.num_heads * self.head_dim
+        self.kv_size = self.num_kv_heads * self.head_dim
+        self.qkv_proj = nn.Linear(
+            config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.attention_bias
+        )
+        self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
+        self.rotary = rotary
+        self.attn = PagedAttention(
+            num_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=self.head_dim
+        )
+
+    def forward(
+        self,
+        positions: torch.Tensor,
+        x: torch.Tensor,
+        k_cache: torch.Tensor,
+        v_cache: torch.Tensor,
+        meta: AttentionMetadata,
+    ) -> torch.Tensor:
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(-1, self.num_heads, self.head_dim)
+        k = k.view(-1, self.num_kv_heads, self.head_dim)
+        v = v.view(-1, self.num_kv_heads, self.head_dim)
+        q, k = self.rotary(positions, q, k)
+        return self.o_proj(self.attn(q, k, v, k_cache, v_cache, meta))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.intermediate_size = config.intermediate_size
+        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
+        return self.down_proj(nn.functional.silu(gate) * up)
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config, rotary)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
+
+    def forward(self, positions, x, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
+        x = x + self.self_attn(positions, self.input_layernorm(x), k_cache, v_cache, meta)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, config: ModelConfig, *, max_positions: int) -> None:
+        super().__init__()
+        self.config = config
+        rotary = RotaryEmbedding(
+            head_dim=config.head_dim, max_positions=max_positions, rope=config.rope
+        )
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            LlamaDecoderLayer(config, rotary) for _ in range(config.num_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share the embedding matrix with the LM head when the checkpoint ties them."""
+        if self.config.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        meta: AttentionMetadata,
+        logits_indices: torch.Tensor,
+    ) -> torch.Tensor:
+        """Logits [len(logits_indices), vocab] for the packed tokens at `logits_indices`."""
+        x = self.embed_tokens(input_ids)
+        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
+            x = layer(positions, x, k_cache, v_cache, meta)
+        # Only the rows that sample a token need the norm and the (wide) LM head.
+        return self.lm_head(self.norm(x[logits_indices])).float()
+
+    # Weight loading ---------------------------------------------------------------------------
+
+    _PACKED = {
+        "q_proj": ("qkv_proj", 0),
+        "k_proj": ("qkv_proj", 1),
+        "v_proj": ("qkv_proj", 2),
+        "gate_proj": ("gate_up_proj", 0),
+        "up_proj": ("gate_up_proj", 1),
+    }
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Copy Hugging Face tensors in, packing q/k/v and gate/up; fail on anything missing."""
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        for hf_name, tensor in weights:
+            name = hf_name.removeprefix("model.")
+            if "rotary_emb" in name:
+                continue
+            if name == "lm_head.weight" and self.config.tie_word_embeddings:
+                continue
+            packed_name, shard = name, None
+            for short, (pack, index) in self._PACKED.items():
+                if f".{short}." in name:
+                    packed_name, shard = name.replace(short, pack), index
+                    break
+            if packed_name not in params:
+                raise ValueError(f"unexpected weight {hf_name!r}")
+            param = params[packed_name]
+            with torch.no_grad():
+                self._shard_of(param, packed_name, shard).copy_(tensor)
+            loaded.add(f"{packed_name}:{shard}")
+        expected = set()
+        for name in params:
+            pack = name.split(".")[-2]
+            shards = {"qkv_proj": 3, "gate_up_proj": 2}.get(pack)
+            expected |= {f"{name}:{i}" for i in range(shards)} if shards else {f"{name}:None"}
+        missing = expected - loaded
+        if missing:
+            raise ValueError(f"checkpoint lacks weights: {sorted(missing)[:5]}")
+
+    def _shard_of(self, param: torch.Tensor, name: str, shard: int | None) -> torch.Tensor:
+        if shard is None:
+            return param
+        c = self.config
+        if "qkv_proj" in name:
+            q, kv = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+            sizes = [q, kv, kv]
+        else:
+            sizes = [c.intermediate_size, c.intermediate_size]
+        return param.narrow(0, sum(sizes[:shard]), sizes[shard])

@@ -1,0 +1,187 @@
+"""Which sequences run this step, and how many tokens each computes.
+
+Continuous batching: every step, running sequences go first (decodes before prefill chunks, so
+a long prompt cannot stall the decoders' next token), then waiting ones are admitted while the
+token budget, `max_num_seqs` and free blocks allow. A prompt larger than what is left of the
+budget is cut into chunks (chunked prefill) that ride along with the decodes. When a sequence
+needs a block and none is free, the newest running sequence is preempted: its blocks are freed
+and it goes back to the front of the queue, to be recomputed later (its prefix may still be
+cached).
+
+Static batching, for comparison: a batch is formed only when nothing runs, with room reserved
+for every member's full length, and it runs until its last member finishes.
+"""
+
+from dataclasses import dataclass, field
+
+from worker.engine.block_manager import BlockManager
+from worker.engine.sequence import Sequence, SequenceStatus
+
+
+@dataclass
+class SchedulerOutput:
+    scheduled: list[Sequence] = field(default_factory=list)  # num_scheduled_tokens set on each
+    admitted: list[Sequence] = field(default_factory=list)
+    preempted: list[Sequence] = field(default_factory=list)
+
+    @property
+    def num_decode_tokens(self) -> int:
+        return sum(s.num_scheduled_tokens for s in self.scheduled if s.num_scheduled_tokens == 1
+                   and s.num_computed_tokens == s.num_tokens - 1)
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return sum(s.num_scheduled_tokens for s in self.scheduled) - self.num_decode_tokens
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        block_manager: BlockManager,
+        max_num_seqs: int,
+        max_num_batched_tokens: int,
+        max_model_len: int,
+        scheduling: str = "continuous",
+        policy: str = "fcfs",
+        num_lookahead_tokens: int = 0,
+    ) -> None:
+        self.block_manager = block_manager
+        self.max_num_seqs = max_num_seqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_model_len = max_model_len
+        self.scheduling = scheduling
+        self.policy = policy
+        self.num_lookahead_tokens = num_lookahead_tokens
+        self.waiting: list[Sequence] = []
+        self.running: list[Sequence] = []
+        self.num_preemptions = 0
+        self.tenant_tokens: dict[str | None, int] = {}  # tokens computed per tenant (fair policy)
+
+    def add(self, seq: Sequence) -> None:
+        self.waiting.append(seq)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # The step's plan ---------------------------------------------------------------------------
+
+    def schedule(self) -> SchedulerOutput:
+        out = SchedulerOutput()
+        if self.scheduling == "static" and not self.running:
+            self._form_static_batch(out)
+        budget = self.max_num_batched_tokens
+        decodes = [s for s in self.running if not s.is_prefilling]
+        prefills = [s for s in self.running if s.is_prefilling]
+        for seq in decodes + prefills:
+            if budget == 0:
+                break
+            if seq.status is not SequenceStatus.RUNNING:
+                continue  # preempted earlier in this loop
+            budget -= self._schedule_running(seq, budget, out)
+        if self.scheduling == "continuous" and not out.preempted:
+            self._admit_waiting(budget, out)
+        return out
+
+    def _schedule_running(self, seq: Sequence, budget: int, out: SchedulerOutput) -> int:
+        """Schedule one running sequence, preempting newer ones for room; returns tokens used."""
+        num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
+        lookahead = 0
+        if not seq.is_prefilling and self.num_lookahead_tokens:
+            # Speculative slots, never past max_tokens, max_model_len or the step's budget.
+            lookahead = max(0, min(
+                self.num_lookahead_tokens,
+                budget - num_new,
+                seq.params.max_tokens - seq.num_output_tokens - 1,
+                self.max_model_len - seq.num_tokens,
+            ))
+        while not self.block_manager.can_append(seq, num_new + lookahead):
+            victim = self._preempt_newest(out)
+            if victim is seq:
+                return 0
+        self.block_manager.append_slots(seq, num_new + lookahead)
+        seq.num_scheduled_tokens = num_new
+        seq.num_lookahead_tokens = lookahead
+        out.scheduled.append(seq)
+        return num_new + lookahead
+
+    def _preempt_newest(self, out: SchedulerOutput) -> Sequence:
+        victim = self.running.pop()
+        if victim in out.scheduled:
+            out.scheduled.remove(victim)
+        self.block_manager.free_sequence(victim)
+        victim.status = SequenceStatus.WAITING
+        victim.num_scheduled_tokens = victim.num_lookahead_tokens = 0
+        victim.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.insert(0, victim)
+        out.preempted.append(victim)
+        return victim
+
+    def _admit_waiting(self, budget: int, out: SchedulerOutput) -> None:
+        bm = self.block_manager
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            seq = self._next_waiting()
+            matched = bm.prefix_match(seq)
+            num_new = min(seq.num_tokens - len(matched) * bm.block_size, budget)
+            if not bm.can_admit(seq, matched, num_new):
+                break
+            self._admit(seq, matched, out)
+            bm.append_slots(seq, num_new)
+            seq.num_scheduled_tokens = num_new
+            seq.num_lookahead_tokens = 0
+            out.scheduled.append(seq)
+            budget -= num_new
+
+    def _form_static_batch(self, out: SchedulerOutput) -> None:
+        """Admit up to max_num_seqs waiting sequences with room for their full length."""
+        bm = self.block_manager
+        reserved = 0
+        while self.waiting and len(self.running) < self.max_num_seqs:
+            seq = self._next_waiting()
+            full_len = min(seq.num_prompt_tokens + seq.params.max_tokens, self.max_model_len)
+            need = bm.blocks_for(full_len)
+            if self.running and reserved + need > bm.num_free_blocks:
+                break
+            reserved += need
+            self._admit(seq, bm.prefix_match(seq), out)
+
+    def _admit(self, seq: Sequence, matched: list[int], out: SchedulerOutput) -> None:
+        self.waiting.remove(seq)
+        self.block_manager.admit(seq, matched)
+        seq.status = SequenceStatus.RUNNING
+        self.running.append(seq)
+        out.admitted.append(seq)
+
+    def _next_waiting(self) -> Sequence:
+        if self.policy == "fcfs":
+            return self.waiting[0]
+        # Fair share: the tenant with the fewest running requests, then the fewest tokens
+        # served so far, goes next; within a tenant, first come first served.
+        running_per_tenant: dict[str | None, int] = {}
+        for s in self.running:
+            running_per_tenant[s.tenant] = running_per_tenant.get(s.tenant, 0) + 1
+        return min(
+            self.waiting,
+            key=lambda s: (
+                running_per_tenant.get(s.tenant, 0),
+                self.tenant_tokens.get(s.tenant, 0),
+                s.num_preemptions == 0,  # a preempted request resumes before new ones
+                s.arrival_order,
+            ),
+        )
+
+    # After the step ----------------------------------------------------------------------------
+
+    def account(self, seq: Sequence, num_tokens: int) -> None:
+        """Count tokens computed for the sequence's tenant (the fair policy's measure)."""
+        self.tenant_tokens[seq.tenant] = self.tenant_tokens.get(seq.tenant, 0) + num_tokens
+
+    def finish(self, seq: Sequence) -> int:
+        """Remove a finished or aborted sequence; returns how many blocks became free."""
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
+        seq.status = SequenceStatus.FINISHED
+        return self.block_manager.free_sequence(seq)

@@ -1,0 +1,129 @@
+"""One request as the engine sees it: its tokens and the cursors the scheduler moves.
+
+Everything the scheduler decides is arithmetic on three numbers:
+- `num_tokens`: prompt plus output tokens so far;
+- `num_computed_tokens`: how many of them already have K/V in the cache;
+- `num_scheduled_tokens`: how many this step will compute (a prefill chunk, or 1 to decode).
+A prefix-cache hit starts `num_computed_tokens` above zero; preemption sets it back to zero.
+"""
+
+import enum
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from worker.engine.sampling_params import SamplingParams
+
+
+class SequenceStatus(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass
+class RequestMetrics:
+    """Wall-clock times (time.perf_counter seconds) of one request's milestones."""
+
+    arrival_time: float
+    first_scheduled_time: float | None = None
+    first_token_time: float | None = None
+    last_token_time: float | None = None
+    finished_time: float | None = None
+    itl: list[float] = field(default_factory=list)  # gaps between output tokens, seconds
+
+    def as_dict(self) -> dict:
+        """Derived latencies in seconds (None where the milestone was not reached)."""
+
+        def gap(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else b - a
+
+        return {
+            "arrival_time": self.arrival_time,
+            "first_scheduled_time": self.first_scheduled_time,
+            "first_token_time": self.first_token_time,
+            "finished_time": self.finished_time,
+            "ttft": gap(self.arrival_time, self.first_token_time),
+            "itl": list(self.itl),
+            "queue_time": gap(self.arrival_time, self.first_scheduled_time),
+            "prefill_time": gap(self.first_scheduled_time, self.first_token_time),
+            "e2e": gap(self.arrival_time, self.finished_time),
+        }
+
+
+_arrival_counter = itertools.count()
+
+
+class Sequence:
+    def __init__(
+        self,
+        request_id: str,
+        prompt_token_ids: list[int],
+        params: SamplingParams,
+        *,
+        tenant: str | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.token_ids: list[int] = list(prompt_token_ids)
+        self.num_prompt_tokens = len(prompt_token_ids)
+        self.params = params
+        self.tenant = tenant
+        self.arrival_order = next(_arrival_counter)
+        self.status = SequenceStatus.WAITING
+        self.finish_reason: str | None = None
+
+        # Cache cursors (see the module docstring).
+        self.num_computed_tokens = 0
+        self.num_scheduled_tokens = 0
+        self.num_cached_tokens = 0  # prefix-cache hit at the latest admission
+        self.block_table: list[int] = []
+        self.block_hashes: list[int] = []  # chained hashes of the full blocks registered so far
+        # Speculative decoding: the draft model's own cache cursor and this step's proposals.
+        self.draft_num_computed_tokens = 0
+        self.num_lookahead_tokens = 0
+        self.draft_token_ids: list[int] = []
+
+        self.generator: torch.Generator | None = None
+        if params.seed is not None:
+            self.generator = torch.Generator().manual_seed(params.seed)
+        self.metrics = RequestMetrics(arrival_time=time.perf_counter())
+        self.num_preemptions = 0
+
+        # Text: the detokenizer's state lives here so a sequence owns all it needs.
+        self.text = ""
+        self.emitted_text_len = 0
+        self.detok_prefix_offset = 0
+        self.detok_read_offset = 0
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens :]
+
+    @property
+    def prompt_token_ids(self) -> list[int]:
+        return self.token_ids[: self.num_prompt_tokens]
+
+    @property
+    def is_prefilling(self) -> bool:
+        """True while more than the last token still lacks K/V (a prompt or a recompute)."""
+        return self.num_tokens - self.num_computed_tokens > 1
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status is SequenceStatus.FINISHED
+
+    def __repr__(self) -> str:
+        return (
+            f"Sequence({self.request_id!r}, tokens={self.num_tokens}, "
+            f"computed={self.num_computed_tokens}, blocks={self.block_table})"
+        )
