@@ -3,8 +3,12 @@
 from django.urls import include, path
 
 from course.health import healthz
+from problems.api import api
 
 urlpatterns = [
     path("", include("course.site_urls")),
     path("healthz", healthz, name="healthz"),
+    path("api/", api.urls),
+    path("", include("problems.urls")),
+    path("demos/", include("demos.urls")),
 ]

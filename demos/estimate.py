@@ -1,0 +1,93 @@
+"""The arithmetic's estimate for the lifecycle demo's own run, on the machine that ran it.
+
+No Django. The formulas are problems/arithmetic's (prefill FLOPs; a decode step's bytes and
+FLOPs); the rates are what the worker measured on this machine at load (matmul FLOP/s and copy
+bandwidth), standing in for a datasheet's peaks. Called by the worker when a run finishes.
+"""
+
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+from problems.arithmetic.catalog.models import DEMO_MODEL_ID, demo_model_load
+from problems.arithmetic.compute import attention_flops_per_token_pair, prefill_flops_model
+from problems.arithmetic.decode import decode_step_model
+from problems.arithmetic.memory import kv_values_per_token_layer, params_count_model
+from problems.arithmetic.steps import Step
+from problems.arithmetic.units import (bandwidth_format, bytes_format, flops_format,
+                                       flops_rate_format, number_format, seconds_format)
+
+_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
+                       measured: dict) -> dict:
+    """Estimated prefill time, TTFT and TPOT (ms) for this run's sizes on the measured machine.
+
+    `machine` has matmul_flops_per_s (FLOP/s), memory_bytes_per_s (B/s), dtype and model_path;
+    `measured` the run's own ttft_ms, tpot_ms and prefill_ms, for the ratios.
+    """
+    config_path = Path(machine["model_path"]) / "config.json"
+    model = demo_model_load(config_path)
+    if model is None:
+        return {"available": False, "reason": "the model's config.json could not be read"}
+    if config_path.parent.name != DEMO_MODEL_ID:  # ENGINE_MODEL names another checkpoint
+        model = replace(model, id=config_path.parent.name, name=config_path.parent.name,
+                        source=str(config_path))
+    flops_rate = float(machine["matmul_flops_per_s"])
+    bandwidth = float(machine["memory_bytes_per_s"])
+    bytes_per_value = _DTYPE_BYTES.get(machine.get("dtype", "float32"), 4)
+
+    prefill = prefill_flops_model(model, prompt_tokens)
+    prefill_s = prefill["total"] / flops_rate
+
+    # The mean decode step: KV grows one token per step, from the prompt up.
+    context = prompt_tokens + max(0, output_tokens - 1) / 2
+    kv_per_token = model.layers * kv_values_per_token_layer(model)[0] * bytes_per_value
+    step = decode_step_model(model=model, gpu=SimpleNamespace(bandwidth_bytes_per_second=bandwidth),
+                             batch=1, context_tokens=round(context),
+                             weight_bytes_per_param=bytes_per_value,
+                             kv_bytes_per_token=kv_per_token, bandwidth_efficiency=1.0)
+    active = params_count_model(model)["active"]
+    step_flops = 2 * active + attention_flops_per_token_pair(model) * context
+    compute_s = step_flops / flops_rate
+    tpot_s = max(step["seconds"], compute_s)
+    bound = "memory" if step["seconds"] >= compute_s else "compute"
+    e2e_s = prefill_s + max(0, output_tokens - 1) * tpot_s
+
+    steps = (
+        Step("Prefill FLOPs", f"2 × {number_format(prefill['params'])} parameters × "
+             f"{prompt_tokens:,} tokens + causal attention", prefill["total"], "FLOP",
+             flops_format(prefill["total"])),
+        Step("Measured matmul rate", "best of 5 fp32 matmuls on this machine", flops_rate,
+             "FLOP/s", flops_rate_format(flops_rate)),
+        Step("Prefill estimate", f"{flops_format(prefill['total'])} ÷ "
+             f"{flops_rate_format(flops_rate)}", prefill_s, "s", seconds_format(prefill_s)),
+        Step("Bytes per decode step", f"weights + KV of {number_format(context)} tokens",
+             step["bytes"], "B", bytes_format(step["bytes"])),
+        Step("Measured copy bandwidth", "best of 5 copies of 64 MiB on this machine", bandwidth,
+             "B/s", bandwidth_format(bandwidth)),
+        Step(f"Decode step estimate ({bound}-bound)",
+             f"max({seconds_format(step['seconds'])} memory, {seconds_format(compute_s)} "
+             "compute)", tpot_s, "s", seconds_format(tpot_s)),
+    )
+
+    def ratio(key: str, estimate_s: float) -> float | None:
+        value = measured.get(key)
+        return round(value / (estimate_s * 1000), 2) if value and estimate_s > 0 else None
+
+    return {
+        "available": True,
+        "model": model.name,
+        "model_source": model.source,
+        "prefill_flops": prefill["total"],
+        "prefill_ms": round(prefill_s * 1000, 4),
+        "ttft_ms": round(prefill_s * 1000, 4),
+        "tpot_ms": round(tpot_s * 1000, 4),
+        "e2e_ms": round(e2e_s * 1000, 4),
+        "decode_bound": bound,
+        "measured_over_estimate": {"prefill": ratio("prefill_ms", prefill_s),
+                                   "ttft": ratio("ttft_ms", prefill_s),
+                                   "tpot": ratio("tpot_ms", tpot_s)},
+        "steps": [s.to_dict() for s in steps],
+    }

@@ -1,0 +1,97 @@
+"""The parameters a visitor may send to start a demo run, checked before anything is queued.
+
+No Django: the view turns `ParamError` into a 422 naming the field.
+"""
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+PROMPT_MAX_CHARS = 2000
+MAX_TOKENS_LIMIT = 512
+DEMO_SLUGS = ("lifecycle", "streaming")
+
+# Sensible defaults per demo: the streaming demo runs longer so there is time to cut a stream.
+_DEFAULTS = {
+    "lifecycle": {"prompt": "What happens during prefill?", "max_tokens": 64,
+                  "temperature": 0.7, "top_p": 0.95},
+    "streaming": {"prompt": "Why does the KV cache grow with every token?", "max_tokens": 160,
+                  "temperature": 0.8, "top_p": 0.95},
+}
+
+
+class ParamError(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RunParams:
+    prompt: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_params_defaults(demo: str) -> dict:
+    return dict(_DEFAULTS[demo])
+
+
+def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
+    value = raw.get(field, default)
+    # JSON true/false are ints to Python; a form may send numbers as strings.
+    if isinstance(value, bool):
+        raise ParamError(field, "must be a number")
+    if isinstance(value, str):
+        try:
+            value = int(value) if integer else float(value)
+        except ValueError:
+            raise ParamError(field, "must be a number") from None
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        raise ParamError(field, "must be a finite number")
+    if integer and value != int(value):
+        raise ParamError(field, "must be a whole number")
+    return int(value) if integer else float(value)
+
+
+def run_params_parse(*, demo: str, body: bytes) -> RunParams:
+    """Check a JSON request body against the demo's limits; raise ParamError naming the field."""
+    if demo not in DEMO_SLUGS:
+        raise ParamError("demo", f"no demo named {demo!r}")
+    try:
+        raw = json.loads(body or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ParamError("body", "must be a JSON object") from None
+    if not isinstance(raw, dict):
+        raise ParamError("body", "must be a JSON object")
+    unknown = sorted(set(raw) - {"prompt", "max_tokens", "temperature", "top_p"})
+    if unknown:
+        raise ParamError(unknown[0], "is not a parameter of this demo")
+    defaults = _DEFAULTS[demo]
+
+    prompt = raw.get("prompt", defaults["prompt"])
+    if not isinstance(prompt, str):
+        raise ParamError("prompt", "must be text")
+    prompt = prompt.strip()
+    if not prompt:
+        raise ParamError("prompt", "must not be empty")
+    if len(prompt) > PROMPT_MAX_CHARS:
+        raise ParamError("prompt", f"must be at most {PROMPT_MAX_CHARS} characters "
+                                   f"(got {len(prompt)})")
+
+    max_tokens = _number(raw, "max_tokens", defaults["max_tokens"], integer=True)
+    if not 1 <= max_tokens <= MAX_TOKENS_LIMIT:
+        raise ParamError("max_tokens", f"must be between 1 and {MAX_TOKENS_LIMIT}")
+    temperature = _number(raw, "temperature", defaults["temperature"], integer=False)
+    if not 0.0 <= temperature <= 2.0:
+        raise ParamError("temperature", "must be between 0 (greedy) and 2")
+    top_p = _number(raw, "top_p", defaults["top_p"], integer=False)
+    if not 0.0 < top_p <= 1.0:
+        raise ParamError("top_p", "must be greater than 0 and at most 1")
+    return RunParams(prompt=prompt, max_tokens=int(max_tokens), temperature=temperature,
+                     top_p=top_p)

@@ -1,0 +1,83 @@
+"""The SSE relay: a run's Redis Stream, replayed from the start (or from Last-Event-ID) and then
+followed live with XREAD BLOCK, written out as Server-Sent Events.
+
+When the client goes away before the end (uvicorn reports the disconnect and Django cancels the
+response's generator), the relay asks the worker to cancel: the whole run, or only the one
+stream this connection followed.
+"""
+
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import redis
+import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from demos import events, services
+from demos.conf import demo_setting
+from demos.models import Run
+
+logger = logging.getLogger(__name__)
+
+
+def _run_state_after_idle(run_id: str) -> Run | None:
+    run = Run.objects.filter(pk=run_id).first()
+    return services.run_liveness_check(run=run) if run else None
+
+
+def _should_end(event: events.Event, stream: int | None) -> bool:
+    if event.type in events.TERMINAL_TYPES:
+        return True
+    return stream is not None and event.stream == stream and event.type in events.STREAM_END_TYPES
+
+
+async def run_events_relay(*, run_id: str, stream: int | None = None,
+                           last_id: str = "0-0") -> AsyncIterator[str]:
+    """SSE text for run `run_id` (only stream `stream`'s events plus the run's own when set)."""
+    client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    ping_ms = int(float(demo_setting("DEMO_SSE_PING")) * 1000)
+    key = events.events_key(run_id)
+    ended = False
+    try:
+        yield "retry: 2000\n\n"  # how long a browser waits before reconnecting
+        while not ended:
+            reply = await client.xread({key: last_id}, block=ping_ms, count=200)
+            entries = reply[0][1] if reply else []
+            if not entries:
+                run = await sync_to_async(_run_state_after_idle)(run_id)
+                if run is not None and not run.is_active:
+                    # Ended without a terminal event we can still read (expired stream): say so.
+                    reply = await client.xread({key: last_id}, count=200)
+                    if not reply:
+                        data = {"state": run.state, "message": run.error, **run.summary}
+                        yield f"event: {run.state}\ndata: {json.dumps(data)}\n\n"
+                        ended = True
+                    continue
+                yield ": keep-alive\n\n"
+                continue
+            for entry_id, fields in entries:
+                last_id = entry_id
+                event = events.Event.from_entry(entry_id, fields)
+                if stream is not None and event.stream not in (None, stream):
+                    continue
+                yield event.sse()
+                if _should_end(event, stream):
+                    ended = True
+                    break
+    finally:
+        if not ended:
+            # Cancelled by a disconnect (or a server shutdown): stop the work it was watching.
+            # A plain client call: this connection's own may be mid-command after the cancel.
+            try:
+                events.cancel_request(events.redis_client(settings.REDIS_URL), run_id=run_id,
+                                      stream=stream, reason="disconnected",
+                                      ttl_s=int(demo_setting("DEMO_EVENTS_TTL")))
+            except redis.RedisError:
+                logger.warning("could not cancel run %s after its client left", run_id)
+        try:
+            await client.aclose()
+        except Exception:  # the connection may be half-closed by the cancellation
+            pass
+

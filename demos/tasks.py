@@ -1,0 +1,111 @@
+"""The Celery task behind every live demo run: load the run, drive the engine, publish events.
+
+Importing this module imports no torch (the web process imports it to queue runs); the engine
+loads inside the task, once per worker process.
+"""
+
+import logging
+import threading
+import time
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+
+from demos import events, services
+from demos.conf import demo_setting
+from demos.models import Run
+
+logger = logging.getLogger(__name__)
+
+_TIME_LIMIT = int(demo_setting("DEMO_RUN_TIME_LIMIT"))
+
+
+class _Heartbeat:
+    """Refreshes the run's heartbeat key from a thread, so a SIGKILLed worker's run is seen
+    as dead within the TTL even while the engine is busy loading or stepping."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.ttl_s = int(demo_setting("DEMO_HEARTBEAT_TTL"))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"heartbeat-{run_id}")
+
+    def _loop(self) -> None:
+        client = services.redis()
+        while not self._stop.is_set():
+            try:
+                events.heartbeat_beat(client, run_id=self.run_id, ttl_s=self.ttl_s)
+            except Exception:  # Redis briefly unreachable: the next beat tries again
+                logger.warning("heartbeat for run %s failed", self.run_id, exc_info=True)
+            self._stop.wait(max(0.5, self.ttl_s / 4))
+
+    def __enter__(self) -> "_Heartbeat":
+        events.heartbeat_beat(services.redis(), run_id=self.run_id, ttl_s=self.ttl_s)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        services.redis().delete(events.heartbeat_key(self.run_id))
+
+
+@shared_task(name="demos.run_execute", soft_time_limit=_TIME_LIMIT + 5,
+             time_limit=_TIME_LIMIT + 20, acks_late=False)
+def run_execute(run_id: str) -> str:
+    """Execute one demo run by id; returns its final state."""
+    from demos.runners import RunCancelled, RunContext, RunTimeLimit, runner_for
+    from demos.runners.base import engine_abort_all
+    from demos.worker_engine import engine_get
+
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.state != Run.State.QUEUED:
+        return run.state if run else "missing"  # cancelled or failed before a worker took it
+    client = services.redis()
+
+    def publish(type: str, data: dict, stream: int | None = None) -> None:
+        services.event_publish(run_id=run_id, type=type, data=data, stream=stream)
+
+    with _Heartbeat(run_id):
+        if not services.run_mark_running(run_id=run_id):
+            return Run.objects.get(pk=run_id).state
+        ctx = RunContext(
+            publish=publish,
+            cancel_targets=lambda: events.cancel_targets(client, run_id=run_id),
+            time_limit_s=_TIME_LIMIT,
+            step_delay_s=float(demo_setting("DEMO_STREAMING_STEP_DELAY"))
+            if run.demo == "streaming" else 0.0,
+        )
+        engine = None
+        try:
+            engine, machine = engine_get(settings.ENGINE_MODEL,
+                                         device=getattr(settings, "ENGINE_DEVICE", "cpu"))
+            ctx.started = time.perf_counter()  # time the run, not the model load
+            outcome = runner_for(run.demo)(engine=engine, machine=machine, params=run.params,
+                                           ctx=ctx)
+        except RunCancelled as cancelled:
+            if services.run_mark_terminal(run_id=run_id, state=Run.State.CANCELLED,
+                                          summary=cancelled.summary):
+                publish("cancelled", cancelled.summary)
+            return Run.State.CANCELLED
+        except (RunTimeLimit, SoftTimeLimitExceeded) as exc:
+            if engine is not None:
+                engine_abort_all(engine, ctx.request_ids)
+            message = (f"This run stopped: {exc}." if isinstance(exc, RunTimeLimit) else
+                       f"This run stopped: it passed its time limit of {_TIME_LIMIT} s.")
+            services.run_fail(run_id=run_id, message=message)
+            return Run.State.FAILED
+        except Exception as exc:
+            logger.exception("run %s failed", run_id)
+            if engine is not None:
+                try:
+                    engine_abort_all(engine, ctx.request_ids)
+                except Exception:
+                    logger.exception("could not clean the engine after run %s", run_id)
+            services.run_fail(run_id=run_id, message=f"The demo failed: {exc}")
+            return Run.State.FAILED
+        if services.run_mark_terminal(run_id=run_id, state=outcome.state,
+                                      summary=outcome.summary):
+            publish(outcome.state, outcome.summary)
+        return outcome.state

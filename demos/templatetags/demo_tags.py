@@ -1,0 +1,17 @@
+"""`{% demo "lifecycle" %}`: a live demo's partial, with its defaults, for any page to include."""
+
+from django import template
+
+from demos.params import DEMO_SLUGS
+
+register = template.Library()
+
+
+@register.inclusion_tag("demos/_demo.html", takes_context=True)
+def demo(context, slug: str) -> dict:
+    """The demo `slug` ("lifecycle" or "streaming") with its form defaults and examples."""
+    from demos.views import demo_context
+
+    if slug not in DEMO_SLUGS:
+        raise template.TemplateSyntaxError(f"no demo named {slug!r}")
+    return {**demo_context(slug), "request": context.get("request")}

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from demos import views
+
+app_name = "demos"
+
+urlpatterns = [
+    path("runs/<uuid:run_id>", views.run_detail, name="run_detail"),
+    path("runs/<uuid:run_id>/cancel", views.run_cancel, name="run_cancel"),
+    path("runs/<uuid:run_id>/events", views.run_events, name="run_events"),
+    path("<slug:slug>/", views.demo_page, name="demo_page"),
+    path("<slug:slug>/runs", views.run_create, name="run_create"),
+]

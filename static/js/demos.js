@@ -1,0 +1,374 @@
+// Live demos: start a run (POST JSON), follow its Server-Sent Events, cancel it.
+// One file for both demos; each .demo element on the page is wired once.
+(function () {
+  "use strict";
+  if (window.courseDemos) return; // included by more than one partial on a page
+  window.courseDemos = { runs: {} };
+
+  function csrfToken() {
+    try {
+      const headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+      if (headers["X-CSRFToken"]) return headers["X-CSRFToken"];
+    } catch (e) { /* fall back to the cookie */ }
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  async function postJson(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(body || {}),
+    });
+    let data = {};
+    try { data = await response.json(); } catch (e) { data = { error: response.statusText }; }
+    return { status: response.status, data: data };
+  }
+
+  function ms(value) {
+    if (value === null || value === undefined) return "–";
+    return value >= 100 ? value.toFixed(0) + " ms" : value.toFixed(value >= 10 ? 1 : 2) + " ms";
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  let plotlyLoading = null;
+  function plotlyLoad(src) {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (!plotlyLoading) {
+      plotlyLoading = new Promise(function (resolve, reject) {
+        const script = document.createElement("script");
+        script.src = src;
+        script.onload = function () { resolve(window.Plotly); };
+        script.onerror = reject;
+        document.head.appendChild(script);
+      });
+    }
+    return plotlyLoading;
+  }
+
+  function formParams(form) {
+    return {
+      prompt: form.elements.prompt.value,
+      max_tokens: Number(form.elements.max_tokens.value),
+      temperature: Number(form.elements.temperature.value),
+      top_p: Number(form.elements.top_p.value),
+    };
+  }
+
+  function showErrors(root, response) {
+    root.querySelectorAll(".field-error").forEach(function (p) { p.textContent = ""; });
+    const general = root.querySelector(".demo-error");
+    general.textContent = "";
+    const data = response.data || {};
+    const fieldError = data.field && root.querySelector('[data-error-for="' + data.field + '"]');
+    if (fieldError) fieldError.textContent = data.error;
+    else general.textContent = data.error || "Something went wrong (" + response.status + ").";
+  }
+
+  // ---- The lifecycle demo (problem 1) ----------------------------------------------------
+
+  function lifecycleReset(root) {
+    root.querySelectorAll(".demo-stages li").forEach(function (li) {
+      li.classList.remove("done", "active");
+      li.querySelector(".stage-detail").textContent = "";
+    });
+    root.querySelector(".demo-chips").replaceChildren();
+    root.querySelector(".demo-output").replaceChildren();
+    root.querySelector(".demo-estimate").replaceChildren();
+    const plot = root.querySelector(".demo-timeline");
+    if (window.Plotly) window.Plotly.purge(plot);
+    plot.replaceChildren();
+    plot.classList.remove("drawn");
+  }
+
+  function stage(root, name, detail) {
+    const li = root.querySelector('.demo-stages li[data-stage="' + name + '"]');
+    if (!li) return;
+    li.classList.add("done");
+    li.querySelector(".stage-detail").textContent = detail;
+  }
+
+  function lifecycleHandlers(root) {
+    let tokens = 0;
+    return {
+      tokenized: function (d) {
+        stage(root, "tokenized", d.token_count + " tokens in " + ms(d.ms));
+        const chips = root.querySelector(".demo-chips");
+        d.pieces.forEach(function (piece, i) {
+          const chip = el("span", "chip", piece.replace(/\n/g, "⏎") || "∅");
+          chip.title = "token id " + d.token_ids[i];
+          chips.appendChild(chip);
+        });
+      },
+      queued: function (d) { stage(root, "queued", "at " + ms(d.at_ms) + "; " + d.kv_blocks_free + " of " + d.kv_blocks_total + " blocks free"); },
+      admitted: function (d) {
+        stage(root, "admitted", d.blocks + " blocks after " + ms(d.queue_ms) + " in the queue" +
+          (d.cached_tokens ? "; " + d.cached_tokens + " prompt tokens already cached" : ""));
+      },
+      prefill: function (d) { stage(root, "prefill", d.tokens + " tokens in " + ms(d.ms)); },
+      token: function (d) {
+        tokens += 1;
+        stage(root, "token", tokens + (tokens === 1 ? " token" : " tokens") + " so far");
+        const span = el("span", "token", d.text);
+        span.title = "token " + d.index + " at " + ms(d.at_ms);
+        root.querySelector(".demo-output").appendChild(span);
+      },
+      finished: function (d) {
+        stage(root, "finished", "stop reason " + d.finish_reason + "; " + d.blocks_freed +
+          " blocks freed; usage " + d.usage.prompt_tokens + " prompt + " +
+          d.usage.completion_tokens + " completion tokens; TTFT " + ms(d.ttft_ms) +
+          ", TPOT " + ms(d.tpot_ms));
+        lifecycleEstimate(root, d);
+        lifecyclePlot(root, d);
+      },
+      cancelled: function (d) { stage(root, "finished", "cancelled (" + d.reason + "); " + d.blocks_freed + " blocks freed"); },
+    };
+  }
+
+  function lifecycleEstimate(root, d) {
+    const box = root.querySelector(".demo-estimate");
+    const est = d.estimate || {};
+    if (!est.available) return;
+    const table = el("table", "estimate-table");
+    const caption = el("caption", "", "Measured on this run vs the arithmetic's estimate for " +
+      est.model + " on this machine (" + est.decode_bound + "-bound decode)");
+    table.appendChild(caption);
+    const head = el("tr");
+    ["", "measured", "estimate", "measured ÷ estimate"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+    table.appendChild(head);
+    [["Prefill", d.prefill_ms, est.prefill_ms, est.measured_over_estimate.prefill],
+     ["TTFT", d.ttft_ms, est.ttft_ms, est.measured_over_estimate.ttft],
+     ["TPOT", d.tpot_ms, est.tpot_ms, est.measured_over_estimate.tpot]].forEach(function (row) {
+      const tr = el("tr");
+      tr.appendChild(el("th", "", row[0]));
+      tr.appendChild(el("td", "", ms(row[1])));
+      tr.appendChild(el("td", "", ms(row[2])));
+      tr.appendChild(el("td", "", row[3] === null ? "–" : row[3] + "×"));
+      table.appendChild(tr);
+    });
+    box.appendChild(table);
+    const working = el("ol", "estimate-steps");
+    est.steps.forEach(function (s) {
+      working.appendChild(el("li", "", s.label + ": " + s.expression + " = " + s.display));
+    });
+    box.appendChild(working);
+  }
+
+  function lifecyclePlot(root, d) {
+    const target = root.querySelector(".demo-timeline");
+    plotlyLoad(root.dataset.plotlySrc).then(function (Plotly) {
+      const stages = d.timeline.map(function (s) { return s.stage; });
+      const measured = {
+        type: "bar", orientation: "h", name: "measured",
+        y: stages, base: d.timeline.map(function (s) { return s.start_ms; }),
+        x: d.timeline.map(function (s) { return Math.max(s.end_ms - s.start_ms, 0.05); }),
+        hovertemplate: "%{y}: %{x:.2f} ms<extra>measured</extra>",
+      };
+      const traces = [measured];
+      if (d.token_at_ms && d.token_at_ms.length) {
+        traces.push({
+          type: "scatter", mode: "markers", name: "tokens", y: d.token_at_ms.map(function () { return "decode"; }),
+          x: d.token_at_ms, marker: { size: 6, symbol: "line-ns-open" },
+          hovertemplate: "token at %{x:.1f} ms<extra></extra>",
+        });
+      }
+      const est = d.estimate || {};
+      if (est.available) {
+        const prefillStart = d.timeline[2].start_ms;
+        const estStages = ["prefill (estimate)"];
+        const estBase = [prefillStart];
+        const estX = [est.prefill_ms];
+        if (d.usage.completion_tokens > 1) {
+          estStages.push("decode (estimate)");
+          estBase.push(prefillStart + est.prefill_ms);
+          estX.push(est.tpot_ms * (d.usage.completion_tokens - 1));
+        }
+        traces.push({ type: "bar", orientation: "h", name: "estimate", y: estStages, base: estBase,
+          x: estX, hovertemplate: "%{y}: %{x:.2f} ms<extra>estimate</extra>" });
+      }
+      const layout = {
+        title: { text: "TTFT " + ms(d.ttft_ms) + " · TPOT " + ms(d.tpot_ms), font: { size: 14 } },
+        barmode: "overlay", height: 300, margin: { l: 130, r: 20, t: 40, b: 40 },
+        xaxis: { title: { text: "ms since the request arrived" }, rangemode: "tozero" },
+        yaxis: { autorange: "reversed" },
+        shapes: d.ttft_ms === null ? [] : [{ type: "line", x0: d.ttft_ms, x1: d.ttft_ms, yref: "paper",
+          y0: 0, y1: 1, line: { dash: "dot", width: 1 } }],
+        showlegend: true,
+      };
+      return Plotly.newPlot(target, traces, layout, { displayModeBar: false, responsive: true });
+    }).then(function () { target.classList.add("drawn"); }).catch(function () {
+      target.textContent = "The timeline plot could not be drawn.";
+    });
+  }
+
+  // ---- The streaming demo (problem 2) ----------------------------------------------------
+
+  function streamingReset(root) {
+    root.querySelector(".streams").replaceChildren();
+    kvShow(root, null);
+  }
+
+  function kvShow(root, d) {
+    const bar = root.querySelector(".kv-bar");
+    const fill = root.querySelector(".kv-bar-free");
+    if (!d) {
+      root.querySelector(".kv-free").textContent = "–";
+      root.querySelector(".kv-total").textContent = "–";
+      fill.style.width = "0%";
+      return;
+    }
+    root.querySelector(".kv-free").textContent = d.kv_blocks_free;
+    root.querySelector(".kv-total").textContent = d.kv_blocks_total;
+    bar.setAttribute("aria-valuemax", d.kv_blocks_total);
+    bar.setAttribute("aria-valuenow", d.kv_blocks_free);
+    fill.style.width = (100 * d.kv_blocks_free / d.kv_blocks_total).toFixed(1) + "%";
+  }
+
+  function streamingHandlers(root, run) {
+    function column(i) { return root.querySelector('.stream[data-stream="' + i + '"]'); }
+    function streamEnded(i, label) {
+      const col = column(i);
+      if (!col) return;
+      col.querySelector(".stream-state").textContent = label;
+      col.classList.add("ended");
+      col.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      const source = run.streamSources[i];
+      if (source) { source.close(); delete run.streamSources[i]; }
+    }
+    return {
+      streams: function (d) {
+        kvShow(root, d);
+        const box = root.querySelector(".streams");
+        const template = root.querySelector(".stream-template");
+        d.streams.forEach(function (s) {
+          const col = template.content.firstElementChild.cloneNode(true);
+          col.dataset.stream = s.stream;
+          col.querySelector(".stream-index").textContent = s.stream;
+          col.querySelector(".stream-state").textContent = "streaming";
+          col.querySelector(".stream-prompt").textContent = s.prompt;
+          col.querySelector(".stream-cut").addEventListener("click", function () {
+            // As a client that goes away: close this stream's own connection, nothing else.
+            const source = run.streamSources[s.stream];
+            if (source) { source.close(); delete run.streamSources[s.stream]; }
+            col.querySelector(".stream-state").textContent = "cut by the client…";
+            col.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+          });
+          col.querySelector(".stream-cancel").addEventListener("click", function () {
+            postJson(run.cancelUrl, { stream: s.stream });
+            col.querySelector(".stream-state").textContent = "cancelling…";
+          });
+          box.appendChild(col);
+          streamFollow(root, run, s.stream);
+        });
+      },
+      step: function (d) { kvShow(root, d); },
+      aborted: function (d) {
+        kvShow(root, d);
+        streamEnded(d.stream, "aborted (" + d.reason + "): " + d.blocks_freed + " blocks back in the pool");
+      },
+      done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
+      finished: function (d) { kvShow(root, d); },
+      cancelled: function (d) { kvShow(root, d); },
+    };
+  }
+
+  function streamFollow(root, run, index) {
+    const source = new EventSource(run.eventsUrl + "?stream=" + index);
+    run.streamSources[index] = source;
+    const col = root.querySelector('.stream[data-stream="' + index + '"]');
+    source.addEventListener("token", function (e) {
+      const d = JSON.parse(e.data);
+      col.querySelector(".stream-text").appendChild(el("span", "token", d.text));
+    });
+    ["done", "aborted", "finished", "failed", "cancelled"].forEach(function (type) {
+      source.addEventListener(type, function () { source.close(); });
+    });
+  }
+
+  // ---- Shared: one run at a time per demo element ----------------------------------------
+
+  function runFollow(root, run, handlers) {
+    const state = root.querySelector(".demo-state");
+    const source = new EventSource(run.eventsUrl);
+    run.source = source;
+    Object.keys(handlers).forEach(function (type) {
+      source.addEventListener(type, function (e) { handlers[type](JSON.parse(e.data)); });
+    });
+    source.addEventListener("tokenized", function () { state.textContent = "running"; });
+    source.addEventListener("streams", function () { state.textContent = "running"; });
+    function end(label) {
+      source.close();
+      Object.values(run.streamSources).forEach(function (s) { s.close(); });
+      run.streamSources = {};
+      state.textContent = label;
+      root.querySelector(".demo-run").disabled = false;
+      root.querySelector(".demo-cancel").hidden = true;
+      root.dataset.runState = label;
+    }
+    source.addEventListener("finished", function () { end("finished"); });
+    source.addEventListener("cancelled", function () { end("cancelled"); });
+    source.addEventListener("failed", function (e) {
+      const d = JSON.parse(e.data);
+      root.querySelector(".demo-error").textContent = d.message;
+      end("failed");
+    });
+  }
+
+  function demoWire(root) {
+    if (root.dataset.wired) return;
+    root.dataset.wired = "1";
+    const form = root.querySelector(".demo-form");
+    const isLifecycle = root.dataset.demo === "lifecycle";
+    root.querySelectorAll("[data-example]").forEach(function (button) {
+      button.addEventListener("click", function () { form.elements.prompt.value = button.dataset.example; });
+    });
+    let current = null;
+    root.querySelector(".demo-cancel").addEventListener("click", function () {
+      if (current) postJson(current.cancelUrl, {});
+    });
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      const runButton = root.querySelector(".demo-run");
+      runButton.disabled = true;
+      root.querySelector(".demo-state").textContent = "starting…";
+      root.dataset.runState = "starting";
+      const response = await postJson(root.dataset.startUrl, formParams(form));
+      if (response.status !== 201) {
+        showErrors(root, response);
+        runButton.disabled = false;
+        root.querySelector(".demo-state").textContent = "";
+        root.dataset.runState = "";
+        return;
+      }
+      showErrors(root, { data: {} });
+      root.querySelector(".demo-error").textContent = "";
+      const runId = response.data.run_id;
+      current = {
+        id: runId, eventsUrl: response.data.events_url,
+        cancelUrl: response.data.events_url.replace(/events$/, "cancel"), streamSources: {},
+      };
+      window.courseDemos.runs[root.dataset.demo] = current;
+      root.querySelector(".demo-cancel").hidden = false;
+      root.querySelector(".demo-state").textContent = "queued";
+      if (isLifecycle) {
+        lifecycleReset(root);
+        runFollow(root, current, lifecycleHandlers(root));
+      } else {
+        streamingReset(root);
+        runFollow(root, current, streamingHandlers(root, current));
+      }
+    });
+  }
+
+  function demosWire() { document.querySelectorAll(".demo[data-demo]").forEach(demoWire); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", demosWire);
+  else demosWire();
+  document.addEventListener("htmx:afterSettle", demosWire);
+})();
