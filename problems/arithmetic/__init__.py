@@ -21,6 +21,8 @@ Formulas (keyword-only, each returns a `Result`):
 Formatting for people lives in `units`.
 """
 
+from problems.arithmetic.batching import chunked_prefill
+from problems.arithmetic.caching import prefix_cache
 from problems.arithmetic.catalog import (
     DTYPES,
     GPUS,
@@ -34,10 +36,16 @@ from problems.arithmetic.catalog import (
     models_all,
 )
 from problems.arithmetic.compute import prefill
+from problems.arithmetic.cost import capacity_plan, cost_per_million
 from problems.arithmetic.decode import decode
+from problems.arithmetic.disagg import kv_transfer
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.memory import batch_max, kv_cache, params_count, weights_bytes
+from problems.arithmetic.moe import moe_all_to_all, moe_memory
+from problems.arithmetic.quant import quantization
+from problems.arithmetic.queueing import queue
 from problems.arithmetic.roofline import roofline, roofline_batches, roofline_decode
+from problems.arithmetic.speculative import speculative
 from problems.arithmetic.steps import Result, Step
 
 __all__ = [
@@ -63,4 +71,14 @@ __all__ = [
     "roofline_batches",
     "roofline_decode",
     "weights_bytes",
+    "chunked_prefill",
+    "prefix_cache",
+    "capacity_plan",
+    "cost_per_million",
+    "kv_transfer",
+    "moe_all_to_all",
+    "moe_memory",
+    "quantization",
+    "queue",
+    "speculative",
 ]
