@@ -8,16 +8,16 @@ and an htmx response can replace just that element.
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.reaction import (
     LATENCY_MS_MAX,
     LATENCY_MS_MIN,
     SPEED_KMH_MAX,
     SPEED_KMH_MIN,
-    ReactionInputError,
-    ReactionResult,
-    number_text,
     reaction_distance,
 )
+from problems.arithmetic.steps import Result
+from problems.arithmetic.units import number_format
 
 
 class DescribedErrorsMixin:
@@ -49,7 +49,7 @@ class ReactionForm(DescribedErrorsMixin, forms.Form):
             "invalid": "Enter the speed as a number of km/h, such as 50.",
             "min_value": "Speed cannot be negative.",
             "max_value": (f"That is faster than any car or robot here: enter at most "
-                          f"{number_text(SPEED_KMH_MAX)} km/h."),
+                          f"{number_format(SPEED_KMH_MAX)} km/h."),
         },
     )
     latency_ms = forms.FloatField(
@@ -59,7 +59,7 @@ class ReactionForm(DescribedErrorsMixin, forms.Form):
             "required": "Enter the latency in milliseconds.",
             "invalid": "Enter the latency as a number of milliseconds, such as 200.",
             "min_value": "Latency cannot be negative.",
-            "max_value": (f"Enter at most {number_text(LATENCY_MS_MAX)} ms: a decision that "
+            "max_value": (f"Enter at most {number_format(LATENCY_MS_MAX)} ms: a decision that "
                           f"takes longer than a minute is not steering anything."),
         },
     )
@@ -74,7 +74,7 @@ class ReactionForm(DescribedErrorsMixin, forms.Form):
         try:
             self.result = reaction_distance(speed_kmh=cleaned["speed_kmh"],
                                             latency_ms=cleaned["latency_ms"])
-        except ReactionInputError as error:  # the formula's own bounds have the last word
+        except ArithmeticInputError as error:  # the formula's own bounds have the last word
             self.add_error(error.field, error.message)
         return cleaned
 
@@ -85,7 +85,7 @@ class ReactionForm(DescribedErrorsMixin, forms.Form):
             return cls(query)
         return cls({name: str(value) for name, value in cls.defaults.items()})
 
-    def result_or_none(self) -> ReactionResult | None:
+    def result_or_none(self) -> Result | None:
         return getattr(self, "result", None) if self.is_valid() else None
 
 

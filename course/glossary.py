@@ -19,8 +19,8 @@ class Term:
 
 TERMS: tuple[Term, ...] = (
     Term("inference", "Inference",
-         "Running a model that is already trained on new input to get its output; no weight "
-         "changes. Serving means doing that for many people at once, quickly and cheaply."),
+         "Running an already trained model on new input to get its output, leaving its weights "
+         "unchanged. Serving means doing that for many people at once, quickly and cheaply."),
     Term("token", "Token",
          "The unit a language model reads and writes: a word, a piece of a word, a punctuation "
          "mark or a space, which the tokenizer maps to an integer id."),

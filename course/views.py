@@ -11,6 +11,7 @@ from course.forms import ReactionForm, SignupForm
 from course.glossary import TERMS
 from course.plan import PLAN
 from course.progress import progress_mark, progress_summary
+from problems.arithmetic.reaction import reaction_texts
 from problems.registry import PAGES, PROBLEMS, SECTIONS, Page, page_get, problem_get
 
 
@@ -31,7 +32,9 @@ def _vary_on_htmx(response: HttpResponse) -> HttpResponse:
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     form = ReactionForm.from_query(request.GET)
-    context = {"form": form, "reaction": form.result_or_none()}
+    reaction = form.result_or_none()
+    context = {"form": form, "reaction": reaction,
+               "reaction_texts": reaction_texts(reaction) if reaction else None}
     if request.htmx:
         return _vary_on_htmx(render(request, "course/_reaction_output.html", context))
     context.update(pages=PAGES, problem_count=len(PROBLEMS), terms=TERMS, plan=PLAN)

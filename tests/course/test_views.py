@@ -67,7 +67,8 @@ def test_home_plan_follows_the_course_brief(client):
 def test_home_calculator_shows_the_default_result_without_javascript(client):
     html = _text(client.get("/"))
     expected = reaction_distance(speed_kmh=100, latency_ms=300)
-    assert f"{expected.texts['distance_m']} m</strong>" in html
+    assert f"{expected.steps[-1].display}</strong>" in html
+    assert expected.steps[-1].display == "8.33 m"
     assert '<table class="steps">' in html
     assert 'value="100"' in html and 'value="300"' in html
 
