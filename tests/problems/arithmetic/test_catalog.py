@@ -1,0 +1,96 @@
+"""Catalogs: every entry names its source; ids resolve; the demo model loads when shipped."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic import DTYPES, GPUS, MODELS, ArithmeticInputError, gpu_get, model_get
+from problems.arithmetic.catalog import demo_model_load
+
+MODEL_IDS = {
+    "llama-2-7b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "deepseek-v3",
+}
+GPU_IDS = {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "l4", "mi300x"}
+DTYPE_IDS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"}
+
+
+def test_ids_are_the_ones_the_issue_lists() -> None:
+    assert set(MODELS) == MODEL_IDS
+    assert set(GPUS) == GPU_IDS
+    assert set(DTYPES) == DTYPE_IDS
+
+
+def test_every_entry_names_a_source_with_a_url() -> None:
+    for entry in [*MODELS.values(), *GPUS.values(), *DTYPES.values()]:
+        assert entry.source, entry.id
+    for entry in [*MODELS.values(), *GPUS.values()]:
+        assert "https://" in entry.source, entry.id
+
+
+def test_gpu_prices_are_marked_as_assumptions() -> None:
+    for gpu in GPUS.values():
+        assert gpu.price_per_hour_assumed > 0
+        assert "Assumed" in gpu.price_note
+
+
+def test_datasheet_dense_rates() -> None:
+    # H100 SXM datasheet: FP8 3,958 TFLOPS with sparsity → 1,979 dense; BF16 1,979 → 989.5.
+    h100 = GPUS["h100-sxm"]
+    assert h100.fp8_flops == 3958e12 / 2
+    assert h100.bf16_flops == 1979e12 / 2
+    # L4 datasheet: 242 TFLOPS BF16 with sparsity → 121 dense; 300 GB/s.
+    assert GPUS["l4"].bf16_flops == 121e12
+    # MI300X data sheet: 1,307.4 TFLOPS FP16/BF16 dense; 5.3 TB/s; 192 GB.
+    assert GPUS["mi300x"].bf16_flops == 1307.4e12
+    assert GPUS["mi300x"].memory_bytes == 192e9
+
+
+def test_block_scaled_formats_count_their_scales() -> None:
+    # NVFP4: an FP8 scale per 16 values → 4.5 bits; MXFP4: an 8-bit scale per 32 → 4.25.
+    assert DTYPES["nvfp4"].bits == 4.5
+    assert DTYPES["mxfp4"].bits == 4.25
+    assert DTYPES["int4"].bits == 4 + 20 / 128
+    assert DTYPES["bf16"].bytes == 2
+
+
+def test_unknown_ids_name_the_field() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        model_get("llama-4")
+    assert error.value.field == "model"
+    with pytest.raises(ArithmeticInputError) as error:
+        gpu_get("h800")
+    assert error.value.field == "gpu"
+
+
+def test_demo_model_loads_from_its_config(tmp_path: Path) -> None:
+    config = {
+        "hidden_size": 256,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 4,
+        "intermediate_size": 768,
+        "vocab_size": 4096,
+        "max_position_embeddings": 1024,
+        "tie_word_embeddings": True,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    model = demo_model_load(path)
+    assert model is not None
+    assert (model.head_dim, model.attention, model.kv_heads) == (32, "GQA", 2)
+
+
+def test_demo_model_absent_or_broken_is_none(tmp_path: Path) -> None:
+    assert demo_model_load(tmp_path / "missing.json") is None
+    (tmp_path / "bad.json").write_text("{}")
+    assert demo_model_load(tmp_path / "bad.json") is None

@@ -1,0 +1,129 @@
+"""Parameters, weight bytes, the KV cache and the largest batch, against published figures."""
+
+import pytest
+
+from problems.arithmetic import ArithmeticInputError, batch_max, kv_cache, weights_bytes
+from problems.arithmetic.catalog import MODELS, Model
+from problems.arithmetic.memory import kv_values_per_token_layer, params_count_model
+
+
+@pytest.mark.parametrize("model_id", sorted(MODELS))
+def test_parameters_from_the_architecture_match_the_model_card(model_id: str) -> None:
+    # Source: each model's card / paper, recorded in its catalog entry's `source`.
+    model = MODELS[model_id]
+    counts = params_count_model(model)
+    assert counts["total"] == pytest.approx(model.params_published, rel=0.005)
+    if model.active_params_published:
+        assert counts["active"] == pytest.approx(model.active_params_published, rel=0.02)
+
+
+def test_moe_weights_count_every_expert_not_only_the_active_ones() -> None:
+    # Mixtral paper (arXiv:2401.04088): 46.7B parameters in memory, 12.9B used per token.
+    result = weights_bytes(model="mixtral-8x7b", dtype="bf16")
+    assert result["params"] == pytest.approx(46.7e9, rel=0.005)
+    assert result["bytes"] == pytest.approx(2 * 46.7e9, rel=0.005)
+
+
+def test_llama_2_7b_kv_for_4096_tokens_is_about_2_gb() -> None:
+    # NVIDIA Technical Blog, "Mastering LLM Techniques: Inference Optimization" (2023):
+    # Llama 2 7B, batch 1, 4,096 tokens, FP16: 1 × 4096 × 2 × 32 × 4096 × 2 bytes ≈ 2 GB.
+    result = kv_cache(model="llama-2-7b", tokens=4096, dtype="fp16")
+    assert result["total_bytes"] == 1 * 4096 * 2 * 32 * 4096 * 2
+    assert result["bytes_per_token"] == 512 * 1024
+
+
+def test_gqa_uses_kv_heads_not_attention_heads() -> None:
+    # Llama 3 70B config.json: 64 attention heads but 8 KV heads → 320 KiB per token in BF16.
+    result = kv_cache(model="llama-3-70b", tokens=1, dtype="bf16")
+    assert result["bytes_per_token"] == 80 * 2 * 8 * 128 * 2 == 320 * 1024
+    assert result["bytes_per_token"] != 80 * 2 * 64 * 128 * 2  # the attention-heads mistake
+
+
+def test_mla_caches_the_latent_and_rope_key() -> None:
+    # DeepSeek-V2 paper (arXiv:2405.04434) Table 1: MLA caches (d_c + d_h^R) = 512 + 64 values
+    # per token per layer; DeepSeek-V3 has 61 layers.
+    result = kv_cache(model="deepseek-v3", tokens=1, dtype="bf16")
+    assert result["bytes_per_token"] == 61 * (512 + 64) * 2 == 70_272
+    # What a calculator treating it as 128-head MHA would report is ~57× larger.
+    assert 61 * 2 * 128 * 128 * 2 / result["bytes_per_token"] > 50
+
+
+def test_head_dim_is_read_from_the_config_not_hidden_over_heads() -> None:
+    # google/gemma-7b config.json: hidden 3072, 16 heads, head_dim 256 (not 3072 / 16 = 192);
+    # model card: 8.54B parameters (tied embeddings, vocab 256,000).
+    gemma = Model(
+        id="gemma-7b",
+        name="Gemma 7B",
+        layers=28,
+        hidden=3072,
+        heads=16,
+        kv_heads=16,
+        head_dim=256,
+        intermediate=24576,
+        vocab=256000,
+        context=8192,
+        attention="MHA",
+        tied_embeddings=True,
+    )
+    values, _ = kv_values_per_token_layer(gemma)
+    assert values == 2 * 16 * 256
+    assert params_count_model(gemma)["total"] == pytest.approx(8.54e9, rel=0.005)
+
+
+def test_tensor_parallel_splits_kv_heads_then_replicates_them() -> None:
+    # Llama 3 70B has 8 KV heads: TP 4 gives 2 heads per GPU; TP 16 cannot split a head,
+    # so each GPU keeps 1 (every head twice), i.e. 1/8 of the cache per GPU, not 1/16.
+    full = kv_cache(model="llama-3-70b", tokens=1000)["total_bytes"]
+    assert kv_cache(model="llama-3-70b", tokens=1000, tp=4)["total_bytes_per_gpu"] == full / 4
+    assert kv_cache(model="llama-3-70b", tokens=1000, tp=8)["total_bytes_per_gpu"] == full / 8
+    assert kv_cache(model="llama-3-70b", tokens=1000, tp=16)["total_bytes_per_gpu"] == full / 8
+
+
+def test_tensor_parallel_must_divide_the_kv_heads() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        kv_cache(model="llama-3-70b", tokens=1000, tp=3)
+    assert error.value.field == "tp"
+
+
+def test_mla_latent_is_whole_on_every_tensor_parallel_gpu() -> None:
+    result = kv_cache(model="deepseek-v3", tokens=10, tp=8)
+    assert result["total_bytes_per_gpu"] == result["total_bytes"]
+
+
+def test_kv_steps_show_the_inputs_with_units() -> None:
+    step = kv_cache(model="llama-3-8b", tokens=1300).steps[0]
+    assert step.expression == "32 layers × 2 (K and V) × 8 KV heads × 128 head_dim × 2 B (BF16)"
+    assert step.display == "131,072 B = 128 KiB"
+
+
+def test_largest_batch_on_one_h100() -> None:
+    # 80 GB × 0.9 − 16.06 GB of weights = 55.94 GB free; each 4,096-token sequence needs
+    # 4,096 × 131,072 B = 536.9 MB → 104 sequences.
+    result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=4096)
+    assert result["batch"] == int((80e9 * 0.9 - 8_030_261_248 * 2) // (4096 * 131_072))
+    assert result["batch"] == 104
+
+
+def test_a_model_that_does_not_fit_gets_batch_zero() -> None:
+    result = batch_max(model="llama-3-70b", gpu="h100-sxm", context_tokens=1000)
+    assert result["batch"] == 0
+    assert result["fits"] is False
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"model": "gpt-5", "tokens": 1}, "model"),
+        ({"model": "llama-3-8b", "tokens": 0}, "tokens"),
+        ({"model": "llama-3-8b", "tokens": -5}, "tokens"),
+        ({"model": "llama-3-8b", "tokens": 10**12}, "tokens"),
+        ({"model": "llama-3-8b", "tokens": 1.5}, "tokens"),
+        ({"model": "llama-3-8b", "tokens": float("nan")}, "tokens"),
+        ({"model": "llama-3-8b", "tokens": 1, "users": 0}, "users"),
+        ({"model": "llama-3-8b", "tokens": 1, "dtype": "fp7"}, "dtype"),
+    ],
+)
+def test_bad_input_names_the_field(kwargs: dict, field: str) -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        kv_cache(**kwargs)
+    assert error.value.field == field

@@ -1,0 +1,46 @@
+"""Formatting for people."""
+
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_format,
+    bytes_in,
+    flops_format,
+    money_format,
+    number_format,
+    seconds_format,
+)
+
+
+def test_gb_and_gib_are_both_shown_and_labelled() -> None:
+    # 80 GB of HBM is 74.5 GiB: the gap that makes "80 GB" GPUs report ~74.5 GiB.
+    assert bytes_format(80e9) == "80 GB = 74.5 GiB"
+    assert bytes_format(2**30) == "1.07 GB = 1 GiB"
+    assert bytes_format(131_072) == "131,072 B = 128 KiB"
+    assert bytes_format(512) == "512 B"
+
+
+def test_bytes_in_a_chosen_unit() -> None:
+    assert bytes_in(170_393_600, "GB") == "0.17 GB"
+
+
+def test_seconds_pick_a_sensible_prefix() -> None:
+    assert seconds_format(0.0000005) == "500 ns"
+    assert seconds_format(0.0000168) == "16.8 µs"
+    assert seconds_format(0.0324) == "32.4 ms"
+    assert seconds_format(1.44) == "1.44 s"
+    assert seconds_format(600) == "10 min"
+    assert seconds_format(36_000) == "10 h"
+
+
+def test_flops_in_scientific_notation() -> None:
+    assert flops_format(1.606e13) == "1.6×10¹³ FLOP"
+    assert flops_format(9.99e12) == "1×10¹³ FLOP"
+
+
+def test_numbers_rates_and_money() -> None:
+    assert number_format(1_234_567) == "1,234,567"
+    assert number_format(0.17123) == "0.171"
+    assert bandwidth_format(3.35e12) == "3.35 TB/s"
+    assert money_format(2.5) == "$2.50"
+    assert money_format(54_750) == "$54,750"
+    assert money_format(0.0042) == "$0.0042"
