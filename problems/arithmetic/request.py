@@ -1,0 +1,172 @@
+"""One request for scale: prefill, the decode loop and the KV cache it holds, composed from the
+prefill, decode and KV-cache formulas so a page can show the whole request in one working.
+
+Plain Python, no Django. The headline figures are also given rounded to two significant
+figures, the precision at which an interview answer states them.
+"""
+
+import math
+
+from problems.arithmetic.catalog import gpu_get
+from problems.arithmetic.compute import prefill
+from problems.arithmetic.decode import decode
+from problems.arithmetic.inputs import TOKENS_MAX, count_check
+from problems.arithmetic.memory import kv_cache
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import (
+    bytes_format,
+    bytes_in,
+    bytes_short,
+    number_format,
+    scientific_format,
+    seconds_format,
+)
+
+
+def seconds_rounded(seconds: float, *, digits: int = 2) -> str:
+    """A duration to `digits` significant figures in a sensible unit: "32 ms", "1.4 s"."""
+    if seconds <= 0 or not math.isfinite(seconds):
+        return seconds_format(seconds)
+    for scale, unit in ((1e-6, "µs"), (1e-3, "ms"), (1.0, "s")):
+        if seconds < scale * 1000 or unit == "s":
+            return f"{number_format(seconds / scale, digits=digits)} {unit}"
+    return seconds_format(seconds)  # unreachable: "s" always returns above
+
+
+def request_for_scale(
+    *,
+    model: str = "llama-3-8b",
+    gpu: str = "h100-sxm",
+    dtype: str = "bf16",
+    prompt_tokens: int = 1_000,
+    output_tokens: int = 300,
+    mfu: float = 0.5,
+    bandwidth_efficiency: float = 1.0,
+) -> Result:
+    """The time and memory of one request alone on one `gpu` (FLOP, seconds, bytes).
+
+    Prefill at `mfu` of the dense peak gives the time to the first token (no queue); each
+    decode step reads every weight at `bandwidth_efficiency` of peak bandwidth; the KV cache
+    holds `prompt_tokens + output_tokens` tokens at the end.
+    """
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
+    dec = decode(
+        model=model,
+        gpu=gpu,
+        batch=1,
+        context_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        dtype=dtype,
+        bandwidth_efficiency=bandwidth_efficiency,
+    )
+    total_tokens = prompt_tokens + output_tokens
+    kv = kv_cache(model=model, tokens=total_tokens, users=1, dtype=dtype)
+    weights_floor = float(dec["weights_floor_seconds"])
+    answer_weights_only = output_tokens * weights_floor
+    ttft = float(pre["seconds"])
+    e2e = ttft + float(dec["total_seconds"])
+    decode_share = float(dec["total_seconds"]) / e2e
+    memory = float(gpu_get(gpu).memory_bytes)
+    needed = float(dec["weight_bytes_per_step"]) + float(kv["total_bytes"])
+    fits = needed <= memory
+    steps = (
+        *pre.steps,
+        *dec.steps,
+        Step(
+            "Answer, weights alone",
+            f"{output_tokens:,} steps × {seconds_format(weights_floor)} (the weight-read floor)",
+            answer_weights_only,
+            "s",
+            seconds_format(answer_weights_only),
+        ),
+        *kv.steps[:1],
+        Step(
+            "KV cache at the end",
+            f"{bytes_short(kv['bytes_per_token'])} × ({prompt_tokens:,} prompt + "
+            f"{output_tokens:,} output) tokens",
+            kv["total_bytes"],
+            "B",
+            bytes_in(kv["total_bytes"], "GB"),
+        ),
+        Step(
+            "Weights + this request's KV",
+            f"{bytes_short(dec['weight_bytes_per_step'])} + {bytes_short(kv['total_bytes'])}, "
+            f"against {bytes_short(memory)} on the GPU"
+            + ("" if fits else ": does not fit on one GPU"),
+            needed,
+            "B",
+            bytes_format(needed),
+        ),
+        Step("Time to first token (no queue)", "the prefill time", ttft, "s", seconds_format(ttft)),
+        Step(
+            "Whole request",
+            f"{seconds_format(ttft)} prefill + {seconds_format(dec['total_seconds'])} decode",
+            e2e,
+            "s",
+            seconds_format(e2e),
+        ),
+        Step(
+            "Share of the time in decode",
+            f"{seconds_format(dec['total_seconds'])} ÷ {seconds_format(e2e)}",
+            decode_share,
+            "",
+            f"{number_format(decode_share * 100)}%",
+        ),
+    )
+    return Result(
+        values={
+            "prefill_flops": pre["flops"],
+            "prefill_linear_flops": pre["linear_flops"],
+            "prefill_seconds": ttft,
+            "prefill_linear_seconds": pre["linear_seconds"],
+            "weight_bytes": dec["weight_bytes_per_step"],
+            "decode_step_seconds": dec["step_seconds"],
+            "decode_weights_floor_seconds": weights_floor,
+            "decode_seconds": dec["total_seconds"],
+            "answer_weights_only_seconds": answer_weights_only,
+            "kv_bytes": kv["total_bytes"],
+            "kv_bytes_per_token": kv["bytes_per_token"],
+            "ttft_seconds": ttft,
+            "e2e_seconds": e2e,
+            "decode_share": decode_share,
+            "bound": dec["bound"],
+            "memory_needed_bytes": needed,
+            "gpu_memory_bytes": memory,
+            "fits": fits,
+            # Rounded as an interview answer says them.
+            "prefill_flops_text": scientific_format(pre["flops"], digits=2, unit="FLOP"),
+            "prefill_linear_text": seconds_rounded(float(pre["linear_seconds"])),
+            "prefill_text": seconds_rounded(ttft),
+            "weights_text": bytes_in(dec["weight_bytes_per_step"], "GB"),
+            "step_floor_text": seconds_rounded(weights_floor),
+            "answer_text": seconds_rounded(answer_weights_only),
+            "decode_text": seconds_rounded(float(dec["total_seconds"]), digits=3),
+            "e2e_text": seconds_rounded(e2e),
+            "kv_text": bytes_in(kv["total_bytes"], "GB"),
+            "decode_share_text": f"{number_format(decode_share * 100, digits=2)}%",
+        },
+        steps=steps,
+    )
+
+
+def request_timeline(
+    *,
+    ttft_seconds: float,
+    step_seconds: float,
+    floor_step_seconds: float,
+    output_tokens: int,
+    points: int = 24,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """When output token i exists (seconds since arrival): the first at `ttft_seconds`, then one
+    per decode step. Returns (token numbers, seconds at `step_seconds`, seconds at the floor)."""
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    count = min(points, output_tokens)
+    if count == 1:
+        tokens = [1]
+    else:
+        tokens = sorted({1 + round((output_tokens - 1) * i / (count - 1)) for i in range(count)})
+    seconds = tuple(ttft_seconds + (t - 1) * step_seconds for t in tokens)
+    floor = tuple(ttft_seconds + (t - 1) * floor_step_seconds for t in tokens)
+    return tuple(float(t) for t in tokens), seconds, floor

@@ -1,0 +1,422 @@
+"""Streaming a generation over Server-Sent Events: what it costs on the wire, what it saves in
+waiting, and what an abandoned request keeps holding when nobody cancels it.
+
+Plain Python, no Django. Event sizes are measured, not guessed: the functions build a real
+OpenAI-style `chat.completion.chunk` event (the shape the OpenAI API and vLLM's
+OpenAI-compatible server stream) and count its UTF-8 bytes.
+"""
+
+import json
+import math
+
+from problems.arithmetic.compute import prefill
+from problems.arithmetic.decode import decode
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.inputs import TOKENS_MAX, count_check, number_check
+from problems.arithmetic.memory import kv_cache
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_in,
+    bytes_format,
+    bytes_short,
+    number_format,
+    seconds_format,
+)
+
+# A chunk's fixed fields, with placeholder values of realistic length: ids are "chatcmpl-"
+# plus 32 hex digits, `created` a Unix time in seconds, `model` the name the client asked for.
+CHUNK_ID = "chatcmpl-" + "0" * 32
+CHUNK_CREATED = 1_700_000_000
+CHUNK_MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"
+SSE_PREFIX = "data: "
+SSE_END = "\n\n"
+# The OpenAI-style stream ends with this sentinel event.
+SSE_DONE = "data: [DONE]\n\n"
+CHARS_PER_TOKEN_MAX = 100.0
+TOKENS_PER_EVENT_MAX = 10_000
+BLOCK_SIZE_MAX = 4_096
+SECONDS_MAX = 1e6
+
+
+def _text(chars: int) -> str:
+    # ASCII letters: one byte each in UTF-8, so characters and bytes agree.
+    return "x" * chars
+
+
+def sse_chunk_event(*, content: str, model_name: str = CHUNK_MODEL) -> str:
+    """One streamed event: `data: ` + a compact chat.completion.chunk JSON + a blank line."""
+    chunk = {
+        "id": CHUNK_ID,
+        "object": "chat.completion.chunk",
+        "created": CHUNK_CREATED,
+        "model": model_name,
+        "choices": [
+            {"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}
+        ],
+    }
+    return SSE_PREFIX + json.dumps(chunk, separators=(",", ":")) + SSE_END
+
+
+def plain_response_body(
+    *, content: str, prompt_tokens: int, completion_tokens: int, model_name: str = CHUNK_MODEL
+) -> str:
+    """The same answer sent in one piece: a compact chat.completion JSON body."""
+    body = {
+        "id": CHUNK_ID,
+        "object": "chat.completion",
+        "created": CHUNK_CREATED,
+        "model": model_name,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return json.dumps(body, separators=(",", ":"))
+
+
+def stream_cost(
+    *,
+    output_tokens: int,
+    ttft_seconds: float,
+    tpot_seconds: float,
+    prompt_tokens: int = 1_000,
+    chars_per_token: float = 4.0,
+    tokens_per_event: int = 1,
+) -> Result:
+    """Bytes on the wire and waiting time, streamed vs sent whole (bytes, seconds).
+
+    `ttft_seconds` is the time to the first token (queue + prefill); `tpot_seconds` the time per
+    output token after it; `tokens_per_event` how many tokens the server packs in one event.
+    """
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    tokens_per_event = count_check(
+        tokens_per_event, field="tokens_per_event", maximum=TOKENS_PER_EVENT_MAX
+    )
+    number_check(chars_per_token, field="chars_per_token", maximum=CHARS_PER_TOKEN_MAX)
+    number_check(ttft_seconds, field="ttft_seconds", maximum=SECONDS_MAX)
+    number_check(tpot_seconds, field="tpot_seconds", maximum=SECONDS_MAX)
+
+    event_chars = max(1, round(chars_per_token * tokens_per_event))
+    event = sse_chunk_event(content=_text(event_chars))
+    event_bytes = len(event.encode())
+    overhead_bytes = event_bytes - event_chars
+    events = math.ceil(output_tokens / tokens_per_event)
+    answer_chars = max(1, round(chars_per_token * output_tokens))
+    # Every event carries its share of the text plus the same envelope; [DONE] closes it.
+    stream_bytes = events * overhead_bytes + answer_chars + len(SSE_DONE)
+    plain_bytes = len(
+        plain_response_body(
+            content=_text(answer_chars),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=output_tokens,
+        ).encode()
+    )
+    first_text = ttft_seconds + (min(tokens_per_event, output_tokens) - 1) * tpot_seconds
+    full_answer = ttft_seconds + (output_tokens - 1) * tpot_seconds
+    rate = event_bytes / (tokens_per_event * tpot_seconds) if tpot_seconds > 0 else 0.0
+    steps = (
+        Step(
+            "Bytes per event",
+            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with {event_chars} characters "
+            f"of text ({tokens_per_event} token{'s' if tokens_per_event != 1 else ''} × "
+            f"{number_format(chars_per_token)} characters) + blank line",
+            event_bytes,
+            "B",
+            bytes_format(event_bytes),
+        ),
+        Step(
+            "Envelope per event",
+            f"{event_bytes} B − {event_chars} B of text",
+            overhead_bytes,
+            "B",
+            bytes_format(overhead_bytes),
+        ),
+        Step(
+            "Events",
+            f"⌈{output_tokens:,} tokens ÷ {tokens_per_event} per event⌉",
+            events,
+            "events",
+            f"{events:,} events",
+        ),
+        Step(
+            "Bytes streamed",
+            f"{events:,} events × {overhead_bytes} B envelope + {answer_chars:,} B of text "
+            f"+ {len(SSE_DONE)} B [DONE]",
+            stream_bytes,
+            "B",
+            bytes_format(stream_bytes),
+        ),
+        Step(
+            "Bytes sent whole",
+            "one chat.completion JSON body with the same text and usage",
+            plain_bytes,
+            "B",
+            bytes_format(plain_bytes),
+        ),
+        Step(
+            "Streaming's extra bytes",
+            f"{bytes_short(stream_bytes)} ÷ {bytes_short(plain_bytes)}",
+            stream_bytes / plain_bytes,
+            "×",
+            f"{number_format(stream_bytes / plain_bytes)}×",
+        ),
+        Step(
+            "Bandwidth per stream",
+            f"{event_bytes} B per event ÷ ({tokens_per_event} × {seconds_format(tpot_seconds)} "
+            f"per token)",
+            rate,
+            "B/s",
+            bandwidth_format(rate),
+        ),
+        Step(
+            "First text on screen, streamed",
+            f"TTFT {seconds_format(ttft_seconds)} + {min(tokens_per_event, output_tokens) - 1} "
+            f"× {seconds_format(tpot_seconds)}",
+            first_text,
+            "s",
+            seconds_format(first_text),
+        ),
+        Step(
+            "First text on screen, sent whole",
+            f"TTFT {seconds_format(ttft_seconds)} + {output_tokens - 1:,} × "
+            f"{seconds_format(tpot_seconds)}",
+            full_answer,
+            "s",
+            seconds_format(full_answer),
+        ),
+        Step(
+            "Waiting saved by streaming",
+            f"{seconds_format(full_answer)} − {seconds_format(first_text)}",
+            full_answer - first_text,
+            "s",
+            seconds_format(full_answer - first_text),
+        ),
+    )
+    return Result(
+        values={
+            "bytes_per_event": event_bytes,
+            "envelope_bytes": overhead_bytes,
+            "events": events,
+            "stream_bytes": stream_bytes,
+            "plain_bytes": plain_bytes,
+            "overhead_ratio": stream_bytes / plain_bytes,
+            "bytes_per_second_per_stream": rate,
+            "first_text_seconds": first_text,
+            "full_answer_seconds": full_answer,
+            "waiting_saved_seconds": full_answer - first_text,
+        },
+        steps=steps,
+    )
+
+
+def abandoned_request(
+    *,
+    model: str,
+    prompt_tokens: int,
+    output_tokens: int,
+    cut_after_tokens: int,
+    step_seconds: float,
+    dtype: str = "bf16",
+    block_size: int = 16,
+) -> Result:
+    """KV blocks an abandoned request holds, and for how long without cancellation (blocks, s).
+
+    The client goes away after `cut_after_tokens` of `output_tokens` (max_tokens). Without
+    cancellation the engine decodes the rest, one token per `step_seconds`; with it, the
+    blocks return within one engine step. `block_size` is tokens per KV block.
+    """
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    cut_after_tokens = count_check(
+        cut_after_tokens, field="cut_after_tokens", minimum=0, maximum=TOKENS_MAX
+    )
+    if cut_after_tokens >= output_tokens:
+        raise ArithmeticInputError(
+            field="cut_after_tokens", message="must be fewer than output_tokens (max_tokens)"
+        )
+    block_size = count_check(block_size, field="block_size", maximum=BLOCK_SIZE_MAX)
+    number_check(step_seconds, field="step_seconds", maximum=SECONDS_MAX)
+
+    per_token = kv_cache(model=model, tokens=1, users=1, dtype=dtype)["bytes_per_token"]
+    block_bytes = per_token * block_size
+    at_cut = prompt_tokens + cut_after_tokens
+    blocks_cut = math.ceil(at_cut / block_size)
+    at_end = prompt_tokens + output_tokens
+    blocks_end = math.ceil(at_end / block_size)
+    remaining = output_tokens - cut_after_tokens
+    held = remaining * step_seconds
+    # Blocks grow linearly from the cut to the end, so the average held is their midpoint.
+    block_seconds = (blocks_cut + blocks_end) / 2 * held
+    steps = (
+        Step(
+            "KV bytes per block",
+            f"{bytes_short(per_token)} per token × {block_size} tokens per block",
+            block_bytes,
+            "B",
+            bytes_format(block_bytes),
+        ),
+        Step(
+            "Tokens in the cache at the cut",
+            f"{prompt_tokens:,} prompt + {cut_after_tokens:,} generated",
+            at_cut,
+            "tokens",
+            f"{at_cut:,} tokens",
+        ),
+        Step(
+            "Blocks held at the cut",
+            f"⌈{at_cut:,} ÷ {block_size}⌉",
+            blocks_cut,
+            "blocks",
+            f"{blocks_cut:,} blocks",
+        ),
+        Step(
+            "Memory held at the cut",
+            f"{blocks_cut:,} blocks × {bytes_short(block_bytes)}",
+            blocks_cut * block_bytes,
+            "B",
+            bytes_format(blocks_cut * block_bytes),
+        ),
+        Step(
+            "Tokens decoded for nobody without cancellation",
+            f"{output_tokens:,} max_tokens − {cut_after_tokens:,}",
+            remaining,
+            "tokens",
+            f"{remaining:,} tokens",
+        ),
+        Step(
+            "Time the blocks stay held without cancellation",
+            f"{remaining:,} steps × {seconds_format(step_seconds)}",
+            held,
+            "s",
+            seconds_format(held),
+        ),
+        Step(
+            "Blocks held at the end",
+            f"⌈({prompt_tokens:,} + {output_tokens:,}) ÷ {block_size}⌉",
+            blocks_end,
+            "blocks",
+            f"{blocks_end:,} blocks",
+        ),
+        Step(
+            "Memory held at the end",
+            f"{blocks_end:,} blocks × {bytes_short(block_bytes)}",
+            blocks_end * block_bytes,
+            "B",
+            bytes_format(blocks_end * block_bytes),
+        ),
+        Step(
+            "Block-seconds wasted",
+            f"({blocks_cut:,} + {blocks_end:,}) ÷ 2 blocks × {seconds_format(held)}",
+            block_seconds,
+            "block·s",
+            f"{number_format(block_seconds)} block·s",
+        ),
+        Step(
+            "Time held with cancellation",
+            "freed at the next engine step: at most one step",
+            step_seconds,
+            "s",
+            seconds_format(step_seconds),
+        ),
+    )
+    return Result(
+        values={
+            "bytes_per_token": per_token,
+            "block_bytes": block_bytes,
+            "tokens_at_cut": at_cut,
+            "blocks_at_cut": blocks_cut,
+            "bytes_at_cut": blocks_cut * block_bytes,
+            "wasted_tokens": remaining,
+            "held_seconds_without_cancel": held,
+            "blocks_at_end": blocks_end,
+            "bytes_at_end": blocks_end * block_bytes,
+            "block_seconds_wasted": block_seconds,
+            "held_seconds_with_cancel": step_seconds,
+        },
+        steps=steps,
+    )
+
+
+def abandoned_blocks_timeline(
+    *,
+    blocks_at_cut: int,
+    blocks_at_end: int,
+    held_seconds_without_cancel: float,
+    held_seconds_with_cancel: float,
+    points: int = 24,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """KV blocks an abandoned request holds against seconds since its client left.
+
+    Returns (seconds, blocks without cancellation, blocks with cancellation): without it the
+    blocks grow from `blocks_at_cut` to `blocks_at_end` as the engine decodes for nobody, then
+    drop to zero; with it they drop to zero after one engine step.
+    """
+    end = max(held_seconds_without_cancel, held_seconds_with_cancel)
+    count = max(points, 3)
+    # Evenly spaced times, plus a point just after each release so the drop shows as a drop.
+    times = {end * i / (count - 1) for i in range(count)}
+    times |= {held_seconds_with_cancel, held_seconds_with_cancel * 1.001,
+              held_seconds_without_cancel * 1.001, end * 1.1}
+    ordered = sorted(times)
+    growth = blocks_at_end - blocks_at_cut
+    without = []
+    with_cancel = []
+    for t in ordered:
+        if t <= held_seconds_without_cancel and held_seconds_without_cancel > 0:
+            without.append(float(math.ceil(blocks_at_cut + growth * t / held_seconds_without_cancel)))
+        else:
+            without.append(0.0)
+        with_cancel.append(float(blocks_at_cut) if t <= held_seconds_with_cancel else 0.0)
+    return tuple(ordered), tuple(without), tuple(with_cancel)
+
+
+def streaming_for_scale(
+    *,
+    model: str = "llama-3-8b",
+    gpu: str = "h100-sxm",
+    dtype: str = "bf16",
+    prompt_tokens: int = 1_000,
+    output_tokens: int = 1_000,
+    cut_after_tokens: int = 100,
+    batch: int = 32,
+    block_size: int = 16,
+    chars_per_token: float = 4.0,
+    tokens_per_event: int = 1,
+    mfu: float = 0.5,
+) -> Result:
+    """Problem 2's whole working: TTFT from prefill, TPOT from a decode step shared by `batch`
+    sequences, then `stream_cost` and `abandoned_request` with those times (bytes, seconds)."""
+    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
+    dec = decode(model=model, gpu=gpu, batch=batch, context_tokens=prompt_tokens,
+                 output_tokens=1, dtype=dtype)
+    ttft = float(pre["seconds"])
+    tpot = float(dec["step_seconds"])
+    cost = stream_cost(output_tokens=output_tokens, ttft_seconds=ttft, tpot_seconds=tpot,
+                       prompt_tokens=prompt_tokens, chars_per_token=chars_per_token,
+                       tokens_per_event=tokens_per_event)
+    abandoned = abandoned_request(model=model, prompt_tokens=prompt_tokens,
+                                  output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
+                                  step_seconds=tpot, dtype=dtype, block_size=block_size)
+    timing = (
+        Step("Time to first token (no queue)",
+             f"prefill of {prompt_tokens:,} tokens at {number_format(mfu)} MFU", ttft, "s",
+             seconds_format(ttft)),
+        Step("Time per output token",
+             f"one decode step shared by {batch:,} sequences "
+             f"({dec['bound']}-bound)", tpot, "s", seconds_format(tpot)),
+    )
+    values = {**cost.values, **abandoned.values, "ttft_seconds": ttft, "tpot_seconds": tpot,
+              "bytes_at_cut_text": bytes_in(abandoned["bytes_at_cut"], "MB"),
+              "bytes_at_end_text": bytes_in(abandoned["bytes_at_end"], "MB")}
+    return Result(values=values, steps=timing + cost.steps + abandoned.steps)
