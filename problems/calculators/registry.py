@@ -1,0 +1,178 @@
+"""The calculator registry and the one function that turns a request's inputs into a filled-in
+calculator (bound form, `Result`, plot), whatever the inputs were.
+
+Kept free of templates and views so the template tag, the views and the tests share it.
+"""
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.steps import Result, Step
+from problems.forms import CalculatorForm
+from problems.plots import Plot, plot_figure, plot_table
+
+PREFIX_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+Compute = Callable[..., Result]
+PlotBuild = Callable[..., Plot]
+
+
+@dataclass(frozen=True)
+class Calculator:
+    """One calculator.
+
+    `compute(**cleaned_data) -> Result` calls `problems/arithmetic`; `plot(inputs=cleaned_data,
+    result=result) -> Plot` is optional. `listed=False` keeps a problem's own calculator off the
+    /calculators/ index (it still has its own URL, which the htmx re-render uses).
+    """
+
+    slug: str
+    title: str
+    explanation: str
+    form_class: type[CalculatorForm]
+    compute: Compute
+    plot: PlotBuild | None = None
+    listed: bool = True
+    order: int = 100
+
+
+@dataclass(frozen=True)
+class CalculatorState:
+    """A calculator filled in from one request: what the templates render."""
+
+    calculator: Calculator
+    prefix: str
+    form: CalculatorForm
+    result: Result | None
+    figure: dict | None
+    table: dict | None
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return self.result.steps if self.result else ()
+
+    @property
+    def dom_id(self) -> str:
+        return f"calc-{self.prefix}"
+
+    @property
+    def figure_json(self) -> str:
+        """The plotly figure as JSON; allow_nan=False makes a non-finite number an error here."""
+        return json.dumps(self.figure, allow_nan=False, separators=(",", ":"))
+
+    @property
+    def figure_title(self) -> str:
+        return self.figure["layout"]["title"]["text"] if self.figure else ""
+
+
+_CALCULATORS: dict[str, Calculator] = {}
+
+
+def calculator_register(calculator: Calculator) -> Calculator:
+    """Add `calculator` to the registry (re-registering the same slug replaces it, so a module
+    that is imported twice does no harm)."""
+    if not PREFIX_PATTERN.match(calculator.slug):
+        raise ValueError(f"calculator slug {calculator.slug!r} must be lower-case letters, "
+                         "digits and hyphens")
+    _CALCULATORS[calculator.slug] = calculator
+    return calculator
+
+
+def _builtins_load() -> None:
+    # Importing the modules registers their calculators; problem content modules register
+    # theirs too, so load them, or a problem's htmx re-render could miss its calculator.
+    from problems.calculators import builtin  # noqa: F401
+    from problems.registry import PROBLEMS
+
+    for problem in PROBLEMS.values():
+        problem.content_module  # noqa: B018 (imported for its registrations)
+
+
+def calculators_all(*, listed_only: bool = True) -> list[Calculator]:
+    """Every registered calculator in page order (only those for the index when `listed_only`)."""
+    _builtins_load()
+    found = [c for c in _CALCULATORS.values() if c.listed or not listed_only]
+    return sorted(found, key=lambda c: c.order)
+
+
+def calculator_get(slug: str) -> Calculator | None:
+    """The calculator registered as `slug`, or None."""
+    if slug not in _CALCULATORS:
+        _builtins_load()
+    return _CALCULATORS.get(slug)
+
+
+def result_compose(*results: Result, values: Mapping[str, float | int | str | bool] | None = None) -> Result:
+    """Several formulas' results as one: steps concatenated in order, values merged (later
+    results win on a clash; `values` adds or overrides named values)."""
+    merged: dict[str, float | int | str | bool] = {}
+    steps: list[Step] = []
+    for result in results:
+        merged.update(result.values)
+        steps.extend(result.steps)
+    merged.update(values or {})
+    return Result(values=merged, steps=tuple(steps))
+
+
+def _bound_data(calculator: Calculator, *, prefix: str,
+                initial: Mapping[str, object]) -> dict[str, object]:
+    # The form's defaults with the embedding page's overrides on top.
+    base = calculator.form_class(prefix=prefix)
+    data = {}
+    for name, value in {**base.defaults(), **initial}.items():
+        if name in base.fields and value is not None:
+            data[base.add_prefix(name)] = str(value)
+    return data
+
+
+def query_names_prefix(query: Mapping[str, object], form: CalculatorForm) -> bool:
+    """Whether the query carries any of `form`'s (prefixed) fields: then it binds the form."""
+    return any(form.add_prefix(name) in query for name in form.fields)
+
+
+def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] | None = None,
+                        prefix: str | None = None,
+                        initial: Mapping[str, object] | None = None) -> CalculatorState:
+    """Fill `calculator` in from `query` (request.GET) when it names this prefix's fields, else
+    from its defaults with `initial` on top. Never raises for bad input: an input the form or
+    the formula refuses becomes an error on that field (or on the form)."""
+    prefix = prefix or calculator.slug
+    if not PREFIX_PATTERN.match(prefix):
+        raise ValueError(f"prefix {prefix!r} must be lower-case letters, digits and hyphens")
+    unbound = calculator.form_class(prefix=prefix)
+    query = query or {}
+    if query_names_prefix(query, unbound):
+        form = calculator.form_class(query, prefix=prefix)
+    else:
+        data = _bound_data(calculator, prefix=prefix, initial=initial or {})
+        form = calculator.form_class(data, prefix=prefix)
+    result = figure = table = None
+    if form.is_valid():
+        inputs = dict(form.cleaned_data)
+        try:
+            result = calculator.compute(**inputs)
+            if calculator.plot is not None:
+                plot = calculator.plot(inputs=inputs, result=result)
+                figure, table = plot_figure(plot), plot_table(plot)
+        except ArithmeticInputError as error:
+            result = figure = table = None
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        except (ArithmeticError, ValueError) as error:
+            # A formula that overflows or divides by zero on some corner of its inputs must not
+            # take the page down: say so beside the form instead.
+            result = figure = table = None
+            form.add_error(None, f"These inputs cannot be computed ({error}). Try other values.")
+        if result is not None and not _finite(result):
+            result = figure = table = None
+            form.add_error(None, "These inputs give a result too large to show. Try smaller values.")
+    return CalculatorState(calculator=calculator, prefix=prefix, form=form, result=result,
+                           figure=figure, table=table)
+
+
+def _finite(result: Result) -> bool:
+    return all(math.isfinite(v) for v in result.values.values()
+               if isinstance(v, float)) and all(math.isfinite(s.value) for s in result.steps)

@@ -1,0 +1,38 @@
+"""The calculators: every one on /calculators/, one on /calculators/<slug>/, and the htmx
+partial (the same URL with HX-Request) that re-renders a calculator's working in place."""
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+
+from problems.calculators import calculator_evaluate, calculator_get, calculators_all
+from problems.calculators.registry import PREFIX_PATTERN
+
+
+def _vary_on_htmx(response: HttpResponse) -> HttpResponse:
+    # The same URL answers with a whole page or a fragment: caches must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+@require_GET
+def calculators_index(request: HttpRequest) -> HttpResponse:
+    return render(request, "problems/calculators.html", {"calculators": calculators_all()})
+
+
+@require_GET
+def calculator_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    calculator = calculator_get(slug)
+    if calculator is None:
+        raise Http404("No such calculator")
+    prefix = request.GET.get("prefix") or calculator.slug
+    if not PREFIX_PATTERN.match(prefix):
+        return HttpResponseBadRequest("prefix: use lower-case letters, digits and hyphens",
+                                      content_type="text/plain")
+    if request.htmx:
+        state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
+        return _vary_on_htmx(render(request, "problems/_calculator_output.html",
+                                    {"state": state, "oob": True}))
+    return _vary_on_htmx(render(request, "problems/calculator_detail.html",
+                                {"calculator": calculator, "prefix": prefix}))

@@ -1,0 +1,137 @@
+"""The calculator registry, its evaluation from a query, and the plot helper (no HTTP)."""
+
+import json
+import math
+
+import pytest
+from django.http import QueryDict
+
+from problems.arithmetic import memory
+from problems.arithmetic.steps import Result, Step
+from problems.calculators import (
+    calculator_evaluate,
+    calculator_get,
+    calculators_all,
+    result_compose,
+)
+from problems.plots import Mark, Plot, Series, plot_figure, plot_table, sweep_whole
+
+# Every formula family of issue 4 §2 that has landed in problems/arithmetic has a calculator.
+EXPECTED_SLUGS = {"weights", "kv-cache", "batch-max"}
+
+
+def _finite_numbers(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite_numbers(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite_numbers(v) for v in value)
+    return True
+
+
+def test_registry_holds_every_expected_calculator():
+    slugs = {c.slug for c in calculators_all()}
+    assert EXPECTED_SLUGS <= slugs
+
+
+@pytest.mark.parametrize("calculator", calculators_all(), ids=lambda c: c.slug)
+def test_each_calculator_computes_from_its_defaults(calculator):
+    state = calculator_evaluate(calculator)
+    assert state.form.is_valid(), state.form.errors
+    assert state.result is not None and state.result.steps
+    if calculator.plot is not None:
+        # The figure survives strict JSON (no NaN or Infinity) and every line has points.
+        figure = json.loads(state.figure_json)
+        assert _finite_numbers(figure)
+        assert figure["data"] and all(trace["x"] for trace in figure["data"])
+        assert len(state.table["rows"]) >= 2
+
+
+def test_query_overrides_initial_and_initial_overrides_defaults():
+    kv = calculator_get("kv-cache")
+    from_initial = calculator_evaluate(kv, initial={"tokens": 1000, "users": 3})
+    assert from_initial.result["total_bytes"] == memory.kv_cache(
+        model="llama-3-70b", tokens=1000, users=3)["total_bytes"]
+    query = QueryDict("kv-cache-model=llama-3-8b&kv-cache-tokens=1300&kv-cache-users=1"
+                      "&kv-cache-dtype=bf16&kv-cache-tp=1")
+    from_query = calculator_evaluate(kv, query=query, initial={"tokens": 1000, "users": 3})
+    assert from_query.result["total_bytes"] == memory.kv_cache(
+        model="llama-3-8b", tokens=1300, users=1)["total_bytes"]
+
+
+def test_a_query_for_another_prefix_leaves_this_calculator_on_its_defaults():
+    kv = calculator_get("kv-cache")
+    state = calculator_evaluate(kv, query=QueryDict("other-tokens=5"), prefix="p3-kv")
+    assert state.form["tokens"].value() == "32768"
+    assert state.result is not None
+
+
+def test_out_of_range_input_is_a_field_error_and_keeps_what_was_typed():
+    kv = calculator_get("kv-cache")
+    query = QueryDict("kv-cache-model=llama-3-70b&kv-cache-tokens=-5&kv-cache-users=1"
+                      "&kv-cache-dtype=bf16&kv-cache-tp=1")
+    state = calculator_evaluate(kv, query=query)
+    assert state.result is None
+    assert "tokens" in state.form.errors
+    assert state.form["tokens"].value() == "-5"
+
+
+def test_the_formulas_own_refusal_lands_on_its_field():
+    # 8 KV heads cannot split evenly over 3 GPUs: the arithmetic says so, naming tp.
+    kv = calculator_get("kv-cache")
+    state = calculator_evaluate(kv, initial={"tp": 3})
+    assert state.result is None
+    assert "tp" in state.form.errors
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "1e400", "twelve", ""])
+def test_unusable_numbers_are_field_errors(text):
+    kv = calculator_get("kv-cache")
+    query = QueryDict(f"kv-cache-model=llama-3-70b&kv-cache-tokens={text}&kv-cache-users=1"
+                      "&kv-cache-dtype=bf16&kv-cache-tp=1")
+    state = calculator_evaluate(kv, query=query)
+    assert state.result is None and "tokens" in state.form.errors
+
+
+def test_unknown_choice_is_a_field_error():
+    weights = calculator_get("weights")
+    state = calculator_evaluate(weights, query=QueryDict("weights-model=gpt-9&weights-dtype=bf16"))
+    assert "model" in state.form.errors
+
+
+def test_bad_prefix_is_refused():
+    with pytest.raises(ValueError):
+        calculator_evaluate(calculator_get("weights"), prefix="<script>")
+
+
+def test_result_compose_concatenates_steps_and_merges_values():
+    a = Result(values={"x": 1.0, "shared": 1}, steps=(Step("A", "a", 1.0, "s", "1 s"),))
+    b = Result(values={"y": 2.0, "shared": 2}, steps=(Step("B", "b", 2.0, "s", "2 s"),))
+    combined = result_compose(a, b, values={"z": 3})
+    assert [s.label for s in combined.steps] == ["A", "B"]
+    assert combined.values == {"x": 1.0, "y": 2.0, "shared": 2, "z": 3}
+
+
+def test_plot_figure_drops_points_that_are_not_finite_or_not_on_a_log_axis():
+    plot = Plot(title="t", x_title="x (s)", y_title="y (s)", x_log=True,
+                series=(Series("a", (0.0, 1.0, 2.0, 3.0), (1.0, math.inf, math.nan, 4.0)),),
+                marks=(Mark(2.0, "here"), Mark(math.nan, "nowhere")))
+    figure = plot_figure(plot)
+    assert figure["data"][0]["x"] == [3.0] and figure["data"][0]["y"] == [4.0]
+    assert [s["x0"] for s in figure["layout"]["shapes"]] == [2.0]
+    json.dumps(figure, allow_nan=False)
+
+
+def test_plot_table_lines_up_series_by_x():
+    plot = Plot(title="t", x_title="Batch (sequences)", y_title="y",
+                series=(Series("a", (1, 2), (10.0, 20.0)), Series("b", (2, 4), (5.0, 7.5))))
+    table = plot_table(plot)
+    assert table["headers"] == ["Batch (sequences)", "a", "b"]
+    assert table["rows"] == [["1", "10", ""], ["2", "20", "5"], ["4", "", "7.5"]]
+
+
+def test_sweep_whole_is_sorted_distinct_and_keeps_both_ends():
+    values = sweep_whole(1, 1000, count=10)
+    assert values[0] == 1 and values[-1] == 1000
+    assert values == sorted(set(values))
