@@ -125,7 +125,8 @@ def test_home_calculator_field_errors(client, speed, latency, field, message, ht
 def test_home_calculator_inputs_are_labelled_with_units(client):
     html = _text(client.get("/"))
     assert '<label for="id_speed_kmh">Speed <span class="unit">(km/h)</span></label>' in html
-    assert '<label for="id_latency_ms">Inference latency <span class="unit">(ms)</span></label>' in html
+    assert ('<label for="id_latency_ms">Inference latency <span class="unit">(ms)</span></label>'
+            in html)
     assert 'aria-describedby="id_speed_kmh_error"' in html
     assert 'hx-get="/"' in html and 'hx-target="#reaction-output"' in html
     assert 'hx-trigger="input changed delay:300ms, submit"' in html
