@@ -204,6 +204,11 @@ def decode(
             "kv_bytes_per_step": step["kv"],
             "memory_seconds": step["seconds"],
             "weights_floor_seconds": step["weights"] / step["bandwidth"],
+            # Decode reads what must already sit in memory: all weights (every expert) and
+            # each sequence's KV at the end of the answer.
+            "fits_in_memory": params_count_model(m)["total"] * d.bytes
+            + batch * (context_tokens + output_tokens) * kv_per_token
+            <= g.memory_bytes,
             "compute_seconds": compute_seconds,
             "step_seconds": step_seconds,
             "bound": bound,

@@ -114,7 +114,8 @@ GPUS: dict[str, Gpu] = {
             power_watts=350,
             price_per_hour_assumed=2.00,
             price_note=PRICE_NOTE,
-            source="NVIDIA H100 Tensor Core GPU datasheet (H100 NVL/PCIe column) "
+            source="NVIDIA H100 PCIe GPU Product Brief (PB-11133-001, 2022) and the 2022 H100 "
+            "datasheet's PCIe column "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
             "dense = half the 'with sparsity' figures",
         ),

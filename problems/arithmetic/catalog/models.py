@@ -1,14 +1,15 @@
 """Model architectures from each model's config.json, with the parameter counts their model
 cards publish. The shipped demo model is read from its own config.json when it is present."""
 
+import functools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 DEMO_MODEL_ID = "course-lm"
-DEMO_CONFIG_PATH = (
-    Path(__file__).resolve().parents[3] / "worker" / "models" / DEMO_MODEL_ID / "config.json"
-)
+DEMO_MODEL_IDS = (DEMO_MODEL_ID, "course-lm-draft")
+DEMO_DIR = Path(__file__).resolve().parents[3] / "worker" / "models"
 
 
 @dataclass(frozen=True)
@@ -271,8 +272,34 @@ _MODELS: tuple[Model, ...] = (
 )
 
 
-def demo_model_load(path: Path = DEMO_CONFIG_PATH) -> Model | None:
-    """The shipped demo model from its Hugging Face-style config.json, or None if absent."""
+def safetensors_params(directory: Path) -> int | None:
+    """Parameters stored in `directory`'s *.safetensors files, read from their headers only.
+
+    A safetensors file starts with an 8-byte little-endian header length and a JSON header
+    giving every tensor's shape, so the count needs neither torch nor the weights themselves.
+    """
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    try:
+        for file in files:
+            with file.open("rb") as handle:
+                length = int.from_bytes(handle.read(8), "little")
+                header = json.loads(handle.read(length))
+            for name, tensor in header.items():
+                if name != "__metadata__":
+                    total += math.prod(tensor["shape"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return total
+
+
+def demo_model_load(path: Path, *, model_id: str = DEMO_MODEL_ID) -> Model | None:
+    """A shipped demo model from its Hugging Face-style config.json, or None if absent.
+
+    Its published parameter count is what its safetensors files hold.
+    """
     try:
         config = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -284,8 +311,10 @@ def demo_model_load(path: Path = DEMO_CONFIG_PATH) -> Model | None:
         head_dim = int(config.get("head_dim") or hidden // heads)
         attention = "MHA" if kv_heads == heads else ("MQA" if kv_heads == 1 else "GQA")
         return Model(
-            id=DEMO_MODEL_ID,
-            name="The course's demo model",
+            id=model_id,
+            name="The course's demo model"
+            if model_id == DEMO_MODEL_ID
+            else "The course's draft model",
             layers=int(config["num_hidden_layers"]),
             hidden=hidden,
             heads=heads,
@@ -297,18 +326,37 @@ def demo_model_load(path: Path = DEMO_CONFIG_PATH) -> Model | None:
             attention=attention,
             tied_embeddings=bool(config.get("tie_word_embeddings", False)),
             qkv_bias=bool(config.get("attention_bias", False)),
-            source=f"worker/models/{DEMO_MODEL_ID}/config.json (shipped with this course)",
+            params_published=safetensors_params(path.parent),
+            source=f"worker/models/{model_id}/config.json and model.safetensors "
+            "(shipped with this course)",
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
 
 
+@functools.lru_cache(maxsize=8)
+def _demo_models_cached(stamps: tuple[tuple[str, float], ...]) -> tuple[Model, ...]:
+    loaded = (
+        demo_model_load(DEMO_DIR / model_id / "config.json", model_id=model_id)
+        for model_id, _ in stamps
+    )
+    return tuple(model for model in loaded if model is not None)
+
+
 def models_all() -> dict[str, Model]:
-    """Every catalog model keyed by id, plus the demo model when its config.json exists."""
+    """Every catalog model keyed by id, plus the shipped demo and draft models when present.
+
+    The demo models are re-read only when their config.json changes (keyed on its mtime).
+    """
     models = {m.id: m for m in _MODELS}
-    demo = demo_model_load()
-    if demo is not None:
-        models[demo.id] = demo
+    stamps = []
+    for model_id in DEMO_MODEL_IDS:
+        try:
+            stamps.append((model_id, (DEMO_DIR / model_id / "config.json").stat().st_mtime))
+        except OSError:
+            continue
+    for model in _demo_models_cached(tuple(stamps)):
+        models[model.id] = model
     return models
 
 

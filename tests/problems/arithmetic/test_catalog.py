@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from problems.arithmetic import DTYPES, GPUS, MODELS, ArithmeticInputError, gpu_get, model_get
-from problems.arithmetic.catalog import demo_model_load
+from problems.arithmetic.catalog import models_all
+from problems.arithmetic.catalog.models import DEMO_MODEL_IDS, demo_model_load, safetensors_params
+from problems.arithmetic.memory import params_count_model
 
 MODEL_IDS = {
     "llama-2-7b",
@@ -94,3 +96,27 @@ def test_demo_model_absent_or_broken_is_none(tmp_path: Path) -> None:
     assert demo_model_load(tmp_path / "missing.json") is None
     (tmp_path / "bad.json").write_text("{}")
     assert demo_model_load(tmp_path / "bad.json") is None
+
+
+def test_safetensors_params_reads_the_header_only(tmp_path: Path) -> None:
+    header = json.dumps(
+        {
+            "__metadata__": {"format": "pt"},
+            "a": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]},
+            "b": {"dtype": "F32", "shape": [5], "data_offsets": [48, 68]},
+        }
+    ).encode()
+    (tmp_path / "model.safetensors").write_bytes(
+        len(header).to_bytes(8, "little") + header + bytes(68)
+    )
+    assert safetensors_params(tmp_path) == 12 + 5
+    assert safetensors_params(tmp_path / "nowhere") is None
+
+
+@pytest.mark.parametrize("model_id", DEMO_MODEL_IDS)
+def test_shipped_demo_model_architecture_matches_its_weights(model_id: str) -> None:
+    # Source: the model's own safetensors files, counted independently of the config.
+    model = models_all().get(model_id)
+    if model is None or model.params_published is None:
+        pytest.skip(f"{model_id} is not shipped in this checkout")
+    assert params_count_model(model)["total"] == model.params_published

@@ -50,3 +50,14 @@ def test_whole_answer_accounts_for_the_growing_kv() -> None:
     mean_step = (8_030_261_248 * 2 + 1500 * 131_072) / 3.35e12
     assert long["total_seconds"] == pytest.approx(1001 * mean_step)
     assert flat["total_seconds"] == pytest.approx(flat["step_seconds"])
+
+
+def test_fits_in_memory_counts_all_weights_and_the_final_kv() -> None:
+    assert decode(model="llama-3-8b", gpu="h100-sxm", batch=1, context_tokens=1000)[
+        "fits_in_memory"
+    ]
+    # Llama 3.1 405B in BF16 is ~812 GB: no single GPU holds it.
+    assert not decode(model="llama-3.1-405b", gpu="b200")["fits_in_memory"]
+    # Mixtral in BF16 (93.4 GB, every expert) does not fit an 80 GB H100 even though a
+    # batch-1 step reads only ~26 GB.
+    assert not decode(model="mixtral-8x7b", gpu="h100-sxm")["fits_in_memory"]
