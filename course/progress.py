@@ -24,7 +24,11 @@ class ProgressSummary:
 
 
 def _session_pages(request: HttpRequest) -> set[int]:
-    return {int(n) for n in request.session.get(SESSION_KEY, []) if int(n) in PAGE_NUMBERS}
+    # Only whole page numbers that exist count: anything else in the session is ignored.
+    stored = request.session.get(SESSION_KEY, [])
+    if not isinstance(stored, list):
+        return set()
+    return {n for n in stored if type(n) is int and n in PAGE_NUMBERS}
 
 
 def progress_pages_done(*, request: HttpRequest) -> frozenset[int]:
@@ -37,6 +41,7 @@ def progress_pages_done(*, request: HttpRequest) -> frozenset[int]:
 
 
 def progress_summary(*, request: HttpRequest) -> ProgressSummary:
+    """Pages done, out of how many, and the first page not done (the "Next up")."""
     done = progress_pages_done(request=request)
     next_number = next((n for n in PAGE_NUMBERS if n not in done), None)
     return ProgressSummary(
@@ -65,3 +70,5 @@ def progress_merge_session(*, request: HttpRequest, user) -> None:
     """On login: the union of the session's pages and the account's. Nothing is lost."""
     for page in _session_pages(request):
         PageProgress.objects.get_or_create(user=user, page=page)
+    # The account holds them now; the session copy would only go stale.
+    request.session.pop(SESSION_KEY, None)

@@ -163,8 +163,19 @@ def test_signup_errors_sit_beside_their_fields(client):
     assert "didn’t match" in html or "didn't match" in html
 
 
-def test_session_progress_ignores_tampered_values(client):
+@pytest.mark.parametrize("stored", [[3, 42, 0], [3, "x", None, 3.5], "3"])
+def test_session_progress_ignores_values_that_are_not_pages(client, stored):
     session = client.session
-    session["pages_done"] = [3, 42, 0]
+    session["pages_done"] = stored
     session.save()
-    assert "Pages done 1 / 10" in _home(client)
+    expected = "Pages done 0 / 10" if stored == "3" else "Pages done 1 / 10"
+    assert expected in _home(client)
+
+
+def test_login_moves_the_session_copy_into_the_account(client, django_user_model):
+    django_user_model.objects.create_user("ada", password=PASSWORD)
+    _mark(client, "02", "1")
+    client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
+    assert "pages_done" not in client.session
+    _mark(client, "02", "0")  # undone on the account: nothing in the session brings it back
+    assert "Pages done 0 / 10" in _home(client)

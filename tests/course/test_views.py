@@ -182,6 +182,13 @@ def test_unknown_pages_are_404(client, path):
     assert method(path, {"done": "1"} if path.endswith("progress") else None).status_code == 404
 
 
+def test_not_found_page_is_the_sites_own(client):
+    response = client.get("/pages/11/")
+    assert response.status_code == 404
+    html = _text(response)
+    assert "Nothing here" in html and 'href="/#map"' in html
+
+
 @pytest.mark.parametrize("number", [1, 7, 21, 25])
 def test_problem_redirects_to_its_page(client, number):
     response = client.get(f"/problems/{number}/")
