@@ -72,3 +72,43 @@ def tiny_draft(tmp_path_factory) -> Path:
     """A smaller llama (1 layer) with the same vocabulary, as a draft model."""
     root = tmp_path_factory.mktemp("tiny-draft")
     return tiny_model_save("llama_tied", root / "draft", seed=1, num_hidden_layers=1)
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+_CORPUS = [
+    "The KV cache stores keys and values for every token already seen.",
+    "Continuous batching admits new requests at every step. Prefill is compute bound; "
+    "decode is memory bound. Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber \u6f22\u5b57 \U0001f680.",
+] * 20
+
+
+def tiny_tokenizer_save(directory: Path) -> Path:
+    """A byte-level BPE tokenizer of 320 ids (0 <unk>, 1 <s>, 2 </s>) with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<unk>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(_CORPUS, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_text_model(tmp_path_factory) -> Path:
+    """A tiny llama with a real byte-level BPE tokenizer and chat template beside it."""
+    root = tmp_path_factory.mktemp("tiny-text")
+    directory = tiny_model_save("llama_tied", root / "model", seed=2)
+    return tiny_tokenizer_save(directory)

@@ -297,7 +297,9 @@ def jargon_paragraphs(*, path: Path = JARGON_PATH) -> list[str]:
     return paragraphs
 
 
-def corpus_documents(*, seed: int = 0, facts: int = 6000) -> list[str]:
+def corpus_documents(
+    *, seed: int = 0, facts: int = 6000, jargon_path: Path = JARGON_PATH
+) -> list[str]:
     """Every training document as text, shuffled with `seed`; special tokens already in place."""
     rng = random.Random(seed)
     documents = []
@@ -324,6 +326,6 @@ def corpus_documents(*, seed: int = 0, facts: int = 6000) -> list[str]:
             ]))
         else:
             documents.append(BOS + answer + EOS)
-    documents.extend(BOS + paragraph + EOS for paragraph in jargon_paragraphs())
+    documents.extend(BOS + paragraph + EOS for paragraph in jargon_paragraphs(path=jargon_path))
     rng.shuffle(documents)
     return documents

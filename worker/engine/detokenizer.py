@@ -28,3 +28,15 @@ def text_piece_next(tokenizer, seq: Sequence) -> str:  # noqa: ANN001 (any HF to
         seq.detok_read_offset = len(ids)
         return full[len(prefix) :]
     return ""
+
+
+def text_flush(tokenizer, seq: Sequence) -> str:  # noqa: ANN001
+    """At the end: whatever the last tokens decode to, complete character or not."""
+    ids = seq.token_ids
+    if seq.detok_read_offset >= len(ids):
+        return ""
+    prefix = tokenizer.decode(ids[seq.detok_prefix_offset : seq.detok_read_offset],
+                              skip_special_tokens=True)
+    full = tokenizer.decode(ids[seq.detok_prefix_offset :], skip_special_tokens=True)
+    seq.detok_prefix_offset = seq.detok_read_offset = len(ids)
+    return full[len(prefix) :]

@@ -19,7 +19,7 @@ import torch
 
 from worker.engine.block_manager import BlockManager
 from worker.engine.config import ModelConfig, model_config_load
-from worker.engine.detokenizer import detokenizer_init, text_piece_next
+from worker.engine.detokenizer import detokenizer_init, text_flush, text_piece_next
 from worker.engine.layers.sampler import tokens_sample
 from worker.engine.model_runner import BatchEntry, ModelRunner, model_load
 from worker.engine.outputs import RequestOutput
@@ -378,9 +378,16 @@ class Engine:
             elif token in params.stop_token_ids:
                 reason = "stop"
             elif params.stop and _stop_string_cut(seq, text_before):
-                reason = "stop"
+                reason = "stop_string"
             elif seq.num_output_tokens >= params.max_tokens or seq.num_tokens >= self.max_model_len:
                 reason = "length"
+            if reason in ("stop", "length") and self.tokenizer is not None:
+                # Keep the tail even if it ends mid-character; a stop string cut it already.
+                seq.text += text_flush(self.tokenizer, seq)
+                if params.stop and _stop_string_cut(seq, text_before):
+                    reason = "stop_string"
+            if reason == "stop_string":
+                reason = "stop"
             # Hold back text that could be the start of a stop string until it is decided.
             hold = 0 if reason or not params.stop else max(len(s) for s in params.stop) - 1
             emit_to = max(seq.emitted_text_len, len(seq.text) - hold)
