@@ -49,3 +49,9 @@ def test_mfu_must_be_a_fraction(mfu: float) -> None:
     with pytest.raises(ArithmeticInputError) as error:
         prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=10, mfu=mfu)
     assert error.value.field == "mfu"
+
+
+def test_mla_attention_flops_use_its_own_head_dims() -> None:
+    # DeepSeek-V3 config.json: queries and keys are 128 + 64 = 192 wide, values 128, 128 heads.
+    pair = attention_flops_per_token_pair(MODELS["deepseek-v3"])
+    assert pair == 61 * 128 * 2 * (192 + 128)

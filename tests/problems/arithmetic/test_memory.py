@@ -127,3 +127,23 @@ def test_bad_input_names_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(ArithmeticInputError) as error:
         kv_cache(**kwargs)
     assert error.value.field == field
+
+
+def test_mqa_caches_a_single_kv_head() -> None:
+    # tiiuae/falcon-7b config.json: 32 layers, 71 query heads sharing one KV head
+    # (multi_query), head_dim 4544 / 71 = 64 → 32 × 2 × 1 × 64 × 2 B = 8,192 B per token.
+    falcon = Model(
+        id="falcon-7b",
+        name="Falcon 7B",
+        layers=32,
+        hidden=4544,
+        heads=71,
+        kv_heads=1,
+        head_dim=64,
+        intermediate=18176,
+        vocab=65024,
+        context=2048,
+        attention="MQA",
+    )
+    values, _ = kv_values_per_token_layer(falcon)
+    assert falcon.layers * values * 2 == 8192
