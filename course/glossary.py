@@ -31,8 +31,8 @@ TERMS: tuple[Term, ...] = (
          "How much work the whole system finishes per second across all users, usually counted "
          "in tokens per second or requests per second."),
     Term("gpu", "GPU",
-         "A processor with thousands of arithmetic units working in parallel and its own "
-         "high-bandwidth memory (HBM), which holds the model's weights and the KV cache."),
+         "A processor with thousands of arithmetic units working in parallel and its own fast "
+         "memory (HBM on most data-centre GPUs), which holds the weights and the KV cache."),
     Term("prefill", "Prefill",
          "The first phase of a request: one forward pass over the whole prompt at once, which "
          "fills the KV cache and yields the first output token. Mostly limited by arithmetic."),
