@@ -11,8 +11,10 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Router
 from ninja.errors import ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from problems import arithmetic as a
+from problems.arithmetic.inputs import USERS_MAX, count_check
 from problems.arithmetic.memory import params_count_model
 
 api = NinjaAPI(
@@ -27,6 +29,23 @@ calc = Router(tags=["calculators"])
 catalog = Router(tags=["catalogs"])
 
 Answer = dict[str, object]
+
+
+class StepOut(BaseModel):
+    """One line of working: the expression has its inputs and units filled in."""
+
+    label: str
+    expression: str
+    value: float
+    unit: str
+    display: str
+
+
+class CalcOut(BaseModel):
+    """A formula's result fields (named per endpoint, in SI-style units) plus its steps."""
+
+    model_config = ConfigDict(extra="allow")
+    steps: list[StepOut]
 
 
 @api.exception_handler(a.ArithmeticInputError)
@@ -60,24 +79,24 @@ def _answer(formula: Callable[..., a.Result], **inputs: object) -> Answer:
         raise a.ArithmeticInputError(field=field, message="inputs too large to compute") from exc
 
 
-@calc.get("/params", response=dict, summary="Parameters from the architecture")
+@calc.get("/params", response=CalcOut, summary="Parameters from the architecture")
 def params(request: HttpRequest, model: str) -> Answer:
     return _answer(a.params_count, model=model)
 
 
-@calc.get("/weights", response=dict, summary="Weight bytes in a number format")
+@calc.get("/weights", response=CalcOut, summary="Weight bytes in a number format")
 def weights(request: HttpRequest, model: str, dtype: str = "bf16") -> Answer:
     return _answer(a.weights_bytes, model=model, dtype=dtype)
 
 
-@calc.get("/kv-cache", response=dict, summary="KV cache bytes, per GPU under tensor parallelism")
+@calc.get("/kv-cache", response=CalcOut, summary="KV cache bytes, per GPU under tensor parallelism")
 def kv_cache(
     request: HttpRequest, model: str, tokens: int, users: int = 1, dtype: str = "bf16", tp: int = 1
 ) -> Answer:
     return _answer(a.kv_cache, model=model, tokens=tokens, users=users, dtype=dtype, tp=tp)
 
 
-@calc.get("/batch-max", response=dict, summary="Largest batch whose KV fits beside the weights")
+@calc.get("/batch-max", response=CalcOut, summary="Largest batch whose KV fits beside the weights")
 def batch_max(
     request: HttpRequest,
     model: str,
@@ -100,7 +119,7 @@ def batch_max(
     )
 
 
-@calc.get("/prefill", response=dict, summary="Prefill FLOPs and time at an MFU")
+@calc.get("/prefill", response=CalcOut, summary="Prefill FLOPs and time at an MFU")
 def prefill(
     request: HttpRequest,
     model: str,
@@ -114,7 +133,7 @@ def prefill(
     )
 
 
-@calc.get("/decode", response=dict, summary="One decode step and a whole answer")
+@calc.get("/decode", response=CalcOut, summary="One decode step and a whole answer")
 def decode(
     request: HttpRequest,
     model: str,
@@ -139,12 +158,12 @@ def decode(
     )
 
 
-@calc.get("/roofline", response=dict, summary="Peak, bandwidth and ridge point of a GPU")
+@calc.get("/roofline", response=CalcOut, summary="Peak, bandwidth and ridge point of a GPU")
 def roofline(request: HttpRequest, gpu: str, dtype: str = "bf16") -> Answer:
     return _answer(a.roofline, gpu=gpu, dtype=dtype)
 
 
-@calc.get("/roofline-decode", response=dict, summary="Decode intensity against the ridge")
+@calc.get("/roofline-decode", response=CalcOut, summary="Decode intensity against the ridge")
 def roofline_decode(
     request: HttpRequest,
     model: str,
@@ -165,7 +184,39 @@ def roofline_decode(
     )
 
 
-@calc.get("/speculative", response=dict, summary="Speculative decoding: tokens per step, speedup")
+@calc.get("/roofline-batches", response=CalcOut, summary="Decode intensity for each batch size")
+def roofline_batches(
+    request: HttpRequest,
+    model: str,
+    gpu: str,
+    batches: str = "1,2,4,8,16,32,64,128,256,512",
+    context_tokens: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+) -> Answer:
+    """`batches` is a comma-separated list of batch sizes (at most 64 of them)."""
+    try:
+        sizes = tuple(int(part) for part in batches.split(",") if part.strip())
+    except ValueError as exc:
+        raise a.ArithmeticInputError(
+            field="batches", message="give whole numbers separated by commas"
+        ) from exc
+    for size in sizes:
+        count_check(size, field="batches", maximum=USERS_MAX)
+    return _answer(
+        a.roofline_batches,
+        model=model,
+        gpu=gpu,
+        batches=sizes,
+        context_tokens=context_tokens,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+    )
+
+
+@calc.get(
+    "/speculative", response=CalcOut, summary="Speculative decoding: tokens per step, speedup"
+)
 def speculative(
     request: HttpRequest, acceptance: float, draft_tokens: int, draft_cost: float = 0.0
 ) -> Answer:
@@ -174,14 +225,14 @@ def speculative(
     )
 
 
-@calc.get("/queue", response=dict, summary="M/M/c queue: utilisation, waits, p50 and p99")
+@calc.get("/queue", response=CalcOut, summary="M/M/c queue: utilisation, waits, p50 and p99")
 def queue(
     request: HttpRequest, arrival_rate: float, service_rate: float, servers: int = 1
 ) -> Answer:
     return _answer(a.queue, arrival_rate=arrival_rate, service_rate=service_rate, servers=servers)
 
 
-@calc.get("/chunked-prefill", response=dict, summary="Chunked prefill: chunks and stalls")
+@calc.get("/chunked-prefill", response=CalcOut, summary="Chunked prefill: chunks and stalls")
 def chunked_prefill(
     request: HttpRequest,
     model: str,
@@ -202,7 +253,7 @@ def chunked_prefill(
     )
 
 
-@calc.get("/prefix-cache", response=dict, summary="Prefix caching: FLOPs and time saved")
+@calc.get("/prefix-cache", response=CalcOut, summary="Prefix caching: FLOPs and time saved")
 def prefix_cache(
     request: HttpRequest,
     model: str,
@@ -225,7 +276,7 @@ def prefix_cache(
     )
 
 
-@calc.get("/kv-transfer", response=dict, summary="Disaggregation: KV bytes and transfer time")
+@calc.get("/kv-transfer", response=CalcOut, summary="Disaggregation: KV bytes and transfer time")
 def kv_transfer(
     request: HttpRequest,
     model: str,
@@ -246,7 +297,7 @@ def kv_transfer(
     )
 
 
-@calc.get("/quantization", response=dict, summary="Quantization: memory saved, decode floor")
+@calc.get("/quantization", response=CalcOut, summary="Quantization: memory saved, decode floor")
 def quantization(
     request: HttpRequest,
     model: str,
@@ -269,19 +320,19 @@ def quantization(
     )
 
 
-@calc.get("/moe-memory", response=dict, summary="MoE weights per GPU under TP, PP and EP")
+@calc.get("/moe-memory", response=CalcOut, summary="MoE weights per GPU under TP, PP and EP")
 def moe_memory(request: HttpRequest, model: str, gpus: int, dtype: str = "bf16") -> Answer:
     return _answer(a.moe_memory, model=model, gpus=gpus, dtype=dtype)
 
 
-@calc.get("/moe-all-to-all", response=dict, summary="MoE all-to-all bytes per token under EP")
+@calc.get("/moe-all-to-all", response=CalcOut, summary="MoE all-to-all bytes per token under EP")
 def moe_all_to_all(
     request: HttpRequest, model: str, ep: int, tokens: int = 1, dtype: str = "bf16"
 ) -> Answer:
     return _answer(a.moe_all_to_all, model=model, ep=ep, tokens=tokens, dtype=dtype)
 
 
-@calc.get("/cost", response=dict, summary="Dollars per million tokens")
+@calc.get("/cost", response=CalcOut, summary="Dollars per million tokens")
 def cost(
     request: HttpRequest, gpu: str, tokens_per_second: float, price_per_hour: float | None = None
 ) -> Answer:
@@ -293,7 +344,7 @@ def cost(
     )
 
 
-@calc.get("/capacity", response=dict, summary="Capacity plan: peak load, GPUs, monthly cost")
+@calc.get("/capacity", response=CalcOut, summary="Capacity plan: peak load, GPUs, monthly cost")
 def capacity(
     request: HttpRequest,
     daily_users: int,

@@ -10,6 +10,7 @@ from problems.arithmetic.units import (
     bandwidth_format,
     bytes_format,
     bytes_short,
+    count_format,
     flops_format,
     flops_rate_format,
     number_format,
@@ -132,7 +133,8 @@ def decode(
         ),
         Step(
             "KV read per step",
-            f"{batch:,} sequences × {context_tokens:,} tokens × {bytes_short(kv_per_token)} "
+            f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
+            f"{bytes_short(kv_per_token)} "
             f"per token ({kv_d.name})",
             step["kv"],
             "B",
@@ -183,7 +185,7 @@ def decode(
         ),
         Step(
             "Tokens/s in aggregate",
-            f"{batch:,} sequences ÷ {seconds_format(step_seconds)}",
+            f"{count_format(batch, 'sequence')} ÷ {seconds_format(step_seconds)}",
             aggregate,
             "tokens/s",
             rate_format(aggregate, "tokens/s"),

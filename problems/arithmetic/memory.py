@@ -7,7 +7,13 @@ from problems.arithmetic.catalog import Model, dtype_get, gpu_get, model_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
 from problems.arithmetic.steps import Result, Step
-from problems.arithmetic.units import bytes_format, bytes_short, number_format, scientific_format
+from problems.arithmetic.units import (
+    bytes_format,
+    bytes_short,
+    count_format,
+    number_format,
+    scientific_format,
+)
 
 TP_MAX = 1024
 
@@ -250,14 +256,16 @@ def kv_cache(
         ),
         Step(
             "KV cache in total",
-            f"{bytes_short(per_token)} × {tokens:,} tokens × {users:,} users",
+            f"{bytes_short(per_token)} × {count_format(tokens, 'token')} × "
+            f"{count_format(users, 'user')}",
             total,
             "B",
             bytes_format(total),
         ),
         Step(
             "KV cache per GPU",
-            f"{bytes_short(per_token_gpu)} × {tokens:,} tokens × {users:,} users",
+            f"{bytes_short(per_token_gpu)} × {count_format(tokens, 'token')} × "
+            f"{count_format(users, 'user')}",
             total_gpu,
             "B",
             bytes_format(total_gpu),
@@ -332,7 +340,7 @@ def batch_max(
             f"⌊{bytes_short(max(free, 0))} ÷ {bytes_short(per_sequence)}⌋",
             batch,
             "sequences",
-            f"{batch:,} sequences",
+            count_format(batch, "sequence"),
         ),
     )
     return Result(

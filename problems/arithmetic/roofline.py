@@ -11,6 +11,7 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
+    count_format,
     flops_format,
     flops_rate_format,
     number_format,
@@ -103,8 +104,8 @@ def roofline_decode(
             *ridge.steps,
             Step(
                 "FLOPs per decode step",
-                f"{batch:,} sequences × (2 × {number_format(active)} parameters + attention "
-                f"over {context_tokens:,} tokens)",
+                f"{count_format(batch, 'sequence')} × (2 × {number_format(active)} parameters "
+                f"+ attention over {count_format(context_tokens, 'token')})",
                 flops,
                 "FLOP",
                 flops_format(flops),

@@ -153,6 +153,11 @@ def money_format(dollars: float) -> str:
     return f"${number_format(dollars)}"
 
 
+def count_format(count: float, noun: str) -> str:
+    """A count with its noun, plural unless exactly one: "1 sequence", "8 sequences"."""
+    return f"{number_format(count)} {noun if count == 1 else noun + 's'}"
+
+
 def percent_format(fraction: float) -> str:
     """A fraction as a percentage: 0.5 → "50%"."""
     return f"{number_format(fraction * 100)}%"
