@@ -207,6 +207,7 @@ def stream_cost(
         values={
             "bytes_per_event": event_bytes,
             "envelope_bytes": overhead_bytes,
+            "event_chars": event_chars,
             "events": events,
             "stream_bytes": stream_bytes,
             "plain_bytes": plain_bytes,

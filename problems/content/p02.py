@@ -126,6 +126,7 @@ def context(*, request: HttpRequest) -> dict:
         "r": r,
         "bytes_per_event": f"{int(r['bytes_per_event']):,} B",
         "envelope_bytes": f"{int(r['envelope_bytes']):,} B",
+        "event_chars": f"{int(r['event_chars']):,}",
         "overhead_ratio": f"{number_format(float(r['overhead_ratio']), digits=2)}×",
         "stream_rate": next(s.display for s in result.steps if s.label == "Bandwidth per stream"),
         "ttft": seconds_format(float(r["ttft_seconds"])),

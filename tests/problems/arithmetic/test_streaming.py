@@ -1,0 +1,113 @@
+"""Streaming arithmetic: event sizes measured from real SSE events, waiting times, and the KV
+blocks an abandoned request holds (bare pytest, no Django)."""
+
+import json
+import math
+
+import pytest
+
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.streaming import (
+    SSE_DONE,
+    abandoned_blocks_timeline,
+    abandoned_request,
+    sse_chunk_event,
+    stream_cost,
+    streaming_for_scale,
+)
+
+
+def test_an_event_is_a_data_line_of_chunk_json_and_a_blank_line() -> None:
+    event = sse_chunk_event(content="Hi")
+    assert event.startswith("data: ") and event.endswith("\n\n")
+    chunk = json.loads(event.removeprefix("data: "))
+    assert chunk["object"] == "chat.completion.chunk"
+    assert chunk["choices"][0]["delta"] == {"content": "Hi"}
+    assert SSE_DONE == "data: [DONE]\n\n"
+
+
+def test_bytes_per_event_are_the_measured_utf8_length() -> None:
+    result = stream_cost(output_tokens=10, ttft_seconds=0.1, tpot_seconds=0.01,
+                         chars_per_token=4.0)
+    assert result["bytes_per_event"] == len(sse_chunk_event(content="xxxx").encode())
+    assert result["envelope_bytes"] == result["bytes_per_event"] - 4
+    # Ten events of envelope, forty characters of text, and the closing sentinel.
+    assert result["stream_bytes"] == 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
+
+
+def test_packing_tokens_into_events_cuts_bytes_and_delays_first_text() -> None:
+    one = stream_cost(output_tokens=1000, ttft_seconds=0.05, tpot_seconds=0.01)
+    eight = stream_cost(output_tokens=1000, ttft_seconds=0.05, tpot_seconds=0.01,
+                        tokens_per_event=8)
+    assert eight["events"] == 125
+    assert eight["stream_bytes"] < one["stream_bytes"]
+    assert one["first_text_seconds"] == pytest.approx(0.05)
+    assert eight["first_text_seconds"] == pytest.approx(0.05 + 7 * 0.01)
+    assert one["full_answer_seconds"] == eight["full_answer_seconds"] == pytest.approx(
+        0.05 + 999 * 0.01)
+
+
+def test_streaming_sends_more_bytes_than_one_response() -> None:
+    result = stream_cost(output_tokens=300, ttft_seconds=0.03, tpot_seconds=0.005)
+    assert result["overhead_ratio"] > 10
+
+
+@pytest.mark.parametrize(("field", "kwargs"), [
+    ("output_tokens", {"output_tokens": 0}),
+    ("tokens_per_event", {"tokens_per_event": 0}),
+    ("chars_per_token", {"chars_per_token": math.nan}),
+    ("tpot_seconds", {"tpot_seconds": -1.0}),
+])
+def test_stream_cost_names_the_bad_field(field: str, kwargs: dict) -> None:
+    inputs = {"output_tokens": 10, "ttft_seconds": 0.1, "tpot_seconds": 0.01, **kwargs}
+    with pytest.raises(ArithmeticInputError) as error:
+        stream_cost(**inputs)
+    assert error.value.field == field
+
+
+def test_abandoned_request_blocks_and_time_for_llama_3_8b() -> None:
+    result = abandoned_request(model="llama-3-8b", prompt_tokens=1000, output_tokens=1000,
+                               cut_after_tokens=100, step_seconds=0.005, block_size=16)
+    # 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token (config.json).
+    assert result["block_bytes"] == 131_072 * 16
+    assert result["blocks_at_cut"] == math.ceil(1100 / 16) == 69
+    assert result["blocks_at_end"] == 2000 // 16 == 125
+    assert result["bytes_at_cut"] == 69 * 131_072 * 16
+    assert result["wasted_tokens"] == 900
+    assert result["held_seconds_without_cancel"] == pytest.approx(900 * 0.005)
+    assert result["held_seconds_with_cancel"] == 0.005
+
+
+def test_time_held_is_linear_in_the_step_time() -> None:
+    slow = abandoned_request(model="llama-3-8b", prompt_tokens=500, output_tokens=800,
+                             cut_after_tokens=10, step_seconds=0.02)
+    fast = abandoned_request(model="llama-3-8b", prompt_tokens=500, output_tokens=800,
+                             cut_after_tokens=10, step_seconds=0.01)
+    assert slow["held_seconds_without_cancel"] == pytest.approx(
+        2 * fast["held_seconds_without_cancel"])
+
+
+def test_a_cut_at_or_after_max_tokens_is_refused() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        abandoned_request(model="llama-3-8b", prompt_tokens=10, output_tokens=100,
+                          cut_after_tokens=100, step_seconds=0.01)
+    assert error.value.field == "cut_after_tokens"
+
+
+def test_blocks_timeline_drops_to_zero_after_each_release() -> None:
+    times, without, with_cancel = abandoned_blocks_timeline(
+        blocks_at_cut=10, blocks_at_end=20, held_seconds_without_cancel=2.0,
+        held_seconds_with_cancel=0.01)
+    assert without[0] == with_cancel[0] == 10
+    before = [b for t, b in zip(times, without, strict=True) if t <= 2.0]
+    assert before == sorted(before) and before[-1] == 20
+    assert all(b == 0 for t, b in zip(times, without, strict=True) if t > 2.0)
+    assert all(b == 0 for t, b in zip(times, with_cancel, strict=True) if t > 0.01)
+
+
+def test_streaming_for_scale_composes_the_steps() -> None:
+    result = streaming_for_scale()
+    labels = [step.label for step in result.steps]
+    assert labels[0] == "Time to first token (no queue)"
+    assert "Bytes per event" in labels and "Blocks held at the cut" in labels
+    assert result["held_seconds_with_cancel"] == result["tpot_seconds"]

@@ -1,0 +1,142 @@
+"""Problem 1 on page 01, through Django's test client: every section written, COURSE.md's
+figures shown and equal to the JSON API's, inputs that change them, hints hidden, a titled SVG."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.request import seconds_rounded
+from problems.arithmetic.units import bytes_in, scientific_format
+from problems.content import p01
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import (
+    problem_html,
+    section_html,
+    text_of,
+    typed_figures,
+)
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/01/"
+TEMPLATE = Path(p01.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def api_get(client, path: str, **params) -> dict:
+    response = client.get(f"/api/calc/{path}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 1)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 1, slug)
+        assert heading in section
+        assert "being-written" not in section
+        # Written means real prose, not a heading alone.
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_course_figures_appear_and_equal_the_api(client) -> None:
+    worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    pre = api_get(client, "prefill", model="llama-3-8b", gpu="h100-sxm", prompt_tokens=1000,
+                  dtype="bf16", mfu=0.5)
+    dec = api_get(client, "decode", model="llama-3-8b", gpu="h100-sxm", batch=1,
+                  context_tokens=1000, output_tokens=300, dtype="bf16")
+    kv = api_get(client, "kv-cache", model="llama-3-8b", tokens=1300, users=1, dtype="bf16")
+    expected = {
+        "1.6×10¹³ FLOP": scientific_format(pre["flops"], digits=2, unit="FLOP"),
+        "32 ms": seconds_rounded(pre["linear_seconds"]),
+        "4.8 ms": seconds_rounded(dec["weights_floor_seconds"]),
+        "1.4 s": seconds_rounded(300 * dec["weights_floor_seconds"]),
+        "0.17 GB": bytes_in(kv["total_bytes"], "GB"),
+    }
+    for course_figure, from_api in expected.items():
+        assert from_api == course_figure
+        assert course_figure in worked
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    query = ("?p1-scale-model=llama-3-70b&p1-scale-gpu=h200&p1-scale-dtype=fp8"
+             "&p1-scale-prompt_tokens=4000&p1-scale-output_tokens=500&p1-scale-mfu=0.4")
+    worked = text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
+    pre = api_get(client, "prefill", model="llama-3-70b", gpu="h200", prompt_tokens=4000,
+                  dtype="fp8", mfu=0.4)
+    dec = api_get(client, "decode", model="llama-3-70b", gpu="h200", batch=1,
+                  context_tokens=4000, output_tokens=500, dtype="fp8")
+    assert "Llama 3 70B in FP8 (E4M3) on one NVIDIA H200 SXM" in worked
+    assert scientific_format(pre["flops"], digits=2, unit="FLOP") in worked
+    assert seconds_rounded(dec["weights_floor_seconds"]) in worked
+    assert "1.6×10¹³" not in worked
+    assert "4,000 tokens" in worked
+
+
+def test_bad_input_shows_a_field_error_and_keeps_the_defaults_in_the_prose(client) -> None:
+    content = page_get(client, "?p1-scale-prompt_tokens=-5&p1-scale-model=llama-3-8b")
+    worked = section_html(problem_html(content, 1), 1, "worked")
+    assert "Enter at least 1 tokens." in worked
+    assert "1.6×10¹³ FLOP" in text_of(worked)
+
+
+def test_unknown_model_in_the_query_is_a_field_error_not_a_500(client) -> None:
+    content = page_get(client, "?p1-scale-model=gpt-9")
+    assert "Choose a model from the list." in section_html(problem_html(content, 1), 1, "worked")
+
+
+def test_htmx_re_render_of_the_calculator_returns_new_steps(client) -> None:
+    response = client.get("/calculators/request-for-scale/",
+                          {"prefix": "p1-scale", "p1-scale-model": "llama-3-8b",
+                           "p1-scale-gpu": "h100-sxm", "p1-scale-dtype": "bf16",
+                           "p1-scale-prompt_tokens": "2000", "p1-scale-output_tokens": "300",
+                           "p1-scale-mfu": "0.5"},
+                          HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<html" not in body
+    assert "2,000 tokens" in body
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 1), 1, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 3
+    assert len(hints) == len(questions)
+    # Nothing of a hint's answer sits outside its <details>.
+    outside = re.sub(r"<details>.*?</details>", "", followups, flags=re.S)
+    assert "AsyncLLM" not in outside and "AsyncLLM" in followups
+
+
+def test_the_request_path_diagram_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 1), 1, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg
+    assert re.search(r"<title[^>]*>[^<]*request[^<]*</title>", svg)
+    assert re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+    for stage in ("API server", "Scheduler", "Prefill", "Decode loop", "KV cache"):
+        assert stage in svg
+
+
+def test_the_live_demo_is_embedded(client) -> None:
+    demo = section_html(problem_html(page_get(client), 1), 1, "demo")
+    assert 'data-demo="lifecycle"' in demo
+
+
+def test_the_template_types_no_figures() -> None:
+    # The check itself catches a typed figure.
+    assert typed_figures("<p>about 32 ms, then 0.17 GB</p>") == ["32 ms", "0.17 GB"]
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p01.SOURCES) >= 5
+    for title, url in p01.SOURCES:
+        assert title and url.startswith("https://")

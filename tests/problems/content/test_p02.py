@@ -1,0 +1,139 @@
+"""Problem 2 on page 01, through Django's test client: every section written, the streaming
+figures equal to the arithmetic and the JSON API's for the same inputs, inputs that change
+them, hints hidden, a titled SVG."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.streaming import abandoned_request, stream_cost
+from problems.arithmetic.units import seconds_format
+from problems.content import p02
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import (
+    problem_html,
+    section_html,
+    text_of,
+    typed_figures,
+)
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/01/"
+TEMPLATE = Path(p02.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def api_get(client, path: str, **params) -> dict:
+    response = client.get(f"/api/calc/{path}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def stream_query(**changes: object) -> str:
+    """A whole p2-stream query: the calculator's defaults with `changes` on top."""
+    fields = {**p02.StreamingCostForm().defaults(), **changes}
+    return "?" + "&".join(f"p2-stream-{name}={value}" for name, value in fields.items())
+
+
+def worked_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 2), 2, "worked"))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 2)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 2, slug)
+        assert heading in section
+        assert "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_figures_equal_the_api_and_the_arithmetic(client) -> None:
+    worked = worked_text(client)
+    pre = api_get(client, "prefill", model="llama-3-8b", gpu="h100-sxm", prompt_tokens=1000,
+                  dtype="bf16", mfu=0.5)
+    dec = api_get(client, "decode", model="llama-3-8b", gpu="h100-sxm", batch=32,
+                  context_tokens=1000, output_tokens=1, dtype="bf16")
+    ttft, tpot = pre["seconds"], dec["step_seconds"]
+    cost = stream_cost(output_tokens=1000, ttft_seconds=ttft, tpot_seconds=tpot,
+                       prompt_tokens=1000, chars_per_token=4.0, tokens_per_event=1)
+    held = abandoned_request(model="llama-3-8b", prompt_tokens=1000, output_tokens=1000,
+                             cut_after_tokens=100, step_seconds=tpot, block_size=16)
+    assert f"about {seconds_format(ttft)} to the first token" in worked
+    assert f"{seconds_format(tpot)} per token" in worked
+    assert f"is {cost['bytes_per_event']:,} B when it carries 4 characters" in worked
+    assert f"first text appears after {seconds_format(cost['first_text_seconds'])}" in worked
+    assert f"nothing for {seconds_format(cost['full_answer_seconds'])}" in worked
+    assert f"holds {held['blocks_at_cut']:,} blocks of 16 tokens" in worked
+    assert f"grow to {held['blocks_at_end']:,}" in worked
+    assert f"over {seconds_format(held['held_seconds_without_cancel'])}" in worked
+    # The arithmetic by hand: ⌈(1,000 + 100) ÷ 16⌉ and ⌈(1,000 + 1,000) ÷ 16⌉ blocks.
+    assert (held["blocks_at_cut"], held["blocks_at_end"]) == (69, 125)
+
+
+def test_the_sample_event_on_the_page_is_valid_sse(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 2), 2, "concepts")
+    sample = re.search(r'<pre class="sse-sample"><code>(.*?)</code></pre>', concepts, re.S)
+    text = sample.group(1).replace("&quot;", '"')
+    events = [e for e in text.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]"
+    first = json.loads(events[0].removeprefix("data: "))
+    assert first["object"] == "chat.completion.chunk"
+    assert first["choices"][0]["delta"]["content"] == "Hello"
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    worked = worked_text(client, stream_query(cut_after_tokens=500, tokens_per_event=4))
+    assert "holds 94 blocks of 16 tokens" in worked  # ⌈1,500 ÷ 16⌉
+    four = stream_cost(output_tokens=1000, ttft_seconds=0.03, tpot_seconds=0.006,
+                       tokens_per_event=4)
+    assert f"is {four['bytes_per_event']:,} B when it carries 16 characters" in worked
+    assert "holds 69 blocks" not in worked
+
+
+def test_a_cut_after_max_tokens_is_a_field_error_beside_that_field(client) -> None:
+    content = page_get(client, stream_query(cut_after_tokens=2000, output_tokens=1000))
+    worked = section_html(problem_html(content, 2), 2, "worked")
+    error = re.search(r'id="id_p2-stream-cut_after_tokens_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "fewer than output_tokens" in error.group(1)
+    # The prose keeps the defaults meanwhile.
+    assert "holds 69 blocks" in text_of(worked)
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 2), 2, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 3
+    assert len(hints) == len(questions)
+
+
+def test_the_cut_stream_diagram_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 2), 2, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg
+    assert re.search(r"<title[^>]*>[^<]*free pool[^<]*</title>", svg)
+    assert re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+def test_the_live_demo_is_embedded(client) -> None:
+    demo = section_html(problem_html(page_get(client), 2), 2, "demo")
+    assert 'data-demo="streaming"' in demo
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p02.SOURCES) >= 5
+    for title, url in p02.SOURCES:
+        assert title and url.startswith("https://")
