@@ -80,11 +80,13 @@ def whole_field(text: str, *, unit: str = "", initial: int, minimum: int = 1,
         error_messages=_bounds_messages(text, unit, minimum, maximum, whole=True))
 
 
-def real_field(text: str, *, unit: str = "", initial: float, minimum: float = 0.0,
-               maximum: float, help_text: str = "") -> forms.FloatField:
+def real_field(text: str, *, unit: str = "", initial: float | None, minimum: float = 0.0,
+               maximum: float, help_text: str = "", required: bool = True) -> forms.FloatField:
     """A real number from `minimum` to `maximum` (the formula may refuse an endpoint, and then
-    its message shows beside this field); the label reads "text (unit)"."""
+    its message shows beside this field); the label reads "text (unit)". Left blank, an optional
+    field gives None, which the formula reads as "use the catalog's figure"."""
     return forms.FloatField(
         label=_label(text, unit), initial=initial, min_value=minimum, max_value=maximum,
+        required=required,
         help_text=help_text, widget=_number_widget(minimum=minimum, maximum=maximum, step="any"),
         error_messages=_bounds_messages(text, unit, minimum, maximum, whole=False))

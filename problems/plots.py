@@ -9,6 +9,7 @@ or Infinity.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from problems.arithmetic.units import number_format
@@ -119,6 +120,18 @@ def plot_table(plot: Plot) -> dict[str, list]:
     rows = [[number_format(x)] + [number_format(c[x]) if x in c else "" for c in columns]
             for x in xs]
     return {"headers": [plot.x_title] + [s.name for s in plot.series], "rows": rows}
+
+
+def series_values(xs: list[float] | list[int], value_at: Callable[[float], float]) -> tuple[float, ...]:
+    """`value_at(x)` for each x; NaN (dropped from the figure) where the formula refuses that x,
+    as when a batch no longer fits or a split is uneven."""
+    values = []
+    for x in xs:
+        try:
+            values.append(float(value_at(x)))
+        except (ArithmeticError, ValueError):
+            values.append(math.nan)
+    return tuple(values)
 
 
 def sweep_points(start: float, stop: float, *, count: int = 24, log: bool = False) -> list[float]:

@@ -1,3 +1,3 @@
 """Imports every module of built-in calculators, which registers them (one per formula family)."""
 
-from problems.calculators import memory  # noqa: F401
+from problems.calculators import fleet, memory, serving, timing  # noqa: F401

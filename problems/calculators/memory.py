@@ -13,6 +13,14 @@ from problems.plots import Mark, Plot, Series, sweep_whole
 TP_CHOICES_MAX = memory.TP_MAX
 
 
+class ParamsForm(CalculatorForm):
+    model = model_field(initial="deepseek-v3")
+
+
+def params_compute(*, model: str) -> Result:
+    return memory.params_count(model=model)
+
+
 class WeightsForm(CalculatorForm):
     model = model_field(initial="llama-3-70b")
     dtype = dtype_field()
@@ -90,6 +98,13 @@ def batch_max_plot(*, inputs: dict, result: Result) -> Plot:
                 series=(Series("Largest batch", tuple(xs), tuple(batches), markers=True),),
                 marks=(Mark(inputs["context_tokens"], "your context"),))
 
+
+calculator_register(Calculator(
+    slug="params", title="Parameters from the architecture",
+    explanation="Add up the embedding, each layer's attention and feed-forward matrices, and "
+                "the output head. For an MoE model, count every expert for memory and only the "
+                "routed few (plus shared ones) for the work each token does.",
+    form_class=ParamsForm, compute=params_compute, order=5))
 
 calculator_register(Calculator(
     slug="weights", title="Weight memory",

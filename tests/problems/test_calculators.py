@@ -16,8 +16,12 @@ from problems.calculators import (
 )
 from problems.plots import Mark, Plot, Series, plot_figure, plot_table, sweep_whole
 
-# Every formula family of issue 4 §2 that has landed in problems/arithmetic has a calculator.
-EXPECTED_SLUGS = {"weights", "kv-cache", "batch-max"}
+# Every formula of issue 4 §2 has a calculator.
+EXPECTED_SLUGS = {
+    "params", "weights", "kv-cache", "batch-max", "prefill", "decode", "roofline", "speculative",
+    "queue", "chunked-prefill", "prefix-cache", "kv-transfer", "quantization", "moe-memory",
+    "moe-all-to-all", "cost", "capacity",
+}
 
 
 def _finite_numbers(value: object) -> bool:

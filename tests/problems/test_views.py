@@ -138,3 +138,30 @@ def test_template_tag_request_overrides_the_embedding_defaults():
                     ).render(Context({"request": request}))
     expected = memory.kv_cache(model="llama-3-8b", tokens=1300, users=1)
     assert _step_values(html)[2] == expected.steps[2].display
+
+
+# (calculator, page query, API path and query): the same inputs on both sides.
+SAME_INPUTS = [
+    ("kv-cache", KV_QUERY, "kv-cache?model=llama-3-8b&tokens=1300&users=1&dtype=bf16&tp=1"),
+    ("decode", "decode-model=llama-3-8b&decode-gpu=h100-sxm&decode-batch=4"
+               "&decode-context_tokens=2000&decode-output_tokens=300&decode-dtype=bf16"
+               "&decode-kv_dtype=&decode-bandwidth_efficiency=0.8",
+     "decode?model=llama-3-8b&gpu=h100-sxm&batch=4&context_tokens=2000&output_tokens=300"
+     "&dtype=bf16&bandwidth_efficiency=0.8"),
+    ("queue", "queue-arrival_rate=30&queue-service_rate=10&queue-servers=4",
+     "queue?arrival_rate=30&service_rate=10&servers=4"),
+    ("speculative", "speculative-acceptance=0.6&speculative-draft_tokens=5"
+                    "&speculative-draft_cost=0.1",
+     "speculative?acceptance=0.6&draft_tokens=5&draft_cost=0.1"),
+    ("cost", "cost-gpu=h200&cost-tokens_per_second=3000&cost-price_per_hour=",
+     "cost?gpu=h200&tokens_per_second=3000"),
+]
+
+
+@pytest.mark.parametrize(("slug", "page_query", "api_query"), SAME_INPUTS,
+                         ids=[case[0] for case in SAME_INPUTS])
+def test_page_figures_equal_the_json_api_for_the_same_inputs(client, slug, page_query, api_query):
+    api = client.get(f"/api/calc/{api_query}")
+    assert api.status_code == 200, api.content
+    html = client.get(f"/calculators/{slug}/?{page_query}").content.decode()
+    assert _step_values(html) == [step["display"] for step in api.json()["steps"]]
