@@ -17,8 +17,8 @@ from problems.arithmetic.memory import kv_cache
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
-    bytes_in,
     bytes_format,
+    bytes_in,
     bytes_short,
     number_format,
     seconds_format,
@@ -375,7 +375,8 @@ def abandoned_blocks_timeline(
     with_cancel = []
     for t in ordered:
         if t <= held_seconds_without_cancel and held_seconds_without_cancel > 0:
-            without.append(float(math.ceil(blocks_at_cut + growth * t / held_seconds_without_cancel)))
+            share = t / held_seconds_without_cancel
+            without.append(float(math.ceil(blocks_at_cut + growth * share)))
         else:
             without.append(0.0)
         with_cancel.append(float(blocks_at_cut) if t <= held_seconds_with_cancel else 0.0)

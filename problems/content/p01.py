@@ -17,7 +17,14 @@ from problems.arithmetic.units import (
     percent_format,
 )
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Plot, Series
 
 SLUG = "request-for-scale"
@@ -97,7 +104,8 @@ def context(*, request: HttpRequest) -> dict:
         # Bad input shows beside the calculator's field; the prose keeps the defaults.
         inputs = RequestForScaleForm(prefix=PREFIX).defaults()
         result = request_for_scale(**inputs)
-    model, gpu, dtype = model_get(inputs["model"]), gpu_get(inputs["gpu"]), dtype_get(inputs["dtype"])
+    model, gpu = model_get(inputs["model"]), gpu_get(inputs["gpu"])
+    dtype = dtype_get(inputs["dtype"])
     peak = peak_flops_get(gpu=gpu, dtype=dtype)
     return {
         "calculator_slug": SLUG,

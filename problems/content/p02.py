@@ -14,7 +14,14 @@ from problems.arithmetic.streaming import (
 )
 from problems.arithmetic.units import number_format, seconds_format
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Mark, Plot, Series
 
 SLUG = "streaming-cost"
