@@ -36,8 +36,10 @@ def _should_end(event: events.Event, stream: int | None) -> bool:
 async def run_events_relay(*, run_id: str, stream: int | None = None,
                            last_id: str = "0-0") -> AsyncIterator[str]:
     """SSE text for run `run_id` (only stream `stream`'s events plus the run's own when set)."""
-    client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
     ping_ms = int(float(demo_setting("DEMO_SSE_PING")) * 1000)
+    # The socket must outwait XREAD BLOCK, or an idle stream reads as a timeout.
+    client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True,
+                                     socket_timeout=ping_ms / 1000 + 10)
     key = events.events_key(run_id)
     ended = False
     try:
