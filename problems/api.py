@@ -75,8 +75,14 @@ def _answer(formula: Callable[..., a.Result], **inputs: object) -> Answer:
     except (OverflowError, ZeroDivisionError, ValueError) as exc:
         if isinstance(exc, a.ArithmeticInputError):
             raise
-        field = next(iter(inputs), "")
-        raise a.ArithmeticInputError(field=field, message="inputs too large to compute") from exc
+        # Which input pushed the result out of range is not knowable here: name the first
+        # numeric one and list them all.
+        numeric = [k for k, v in inputs.items() if isinstance(v, int | float)]
+        field = numeric[0] if numeric else next(iter(inputs), "")
+        raise a.ArithmeticInputError(
+            field=field,
+            message=f"the result is too large to compute; reduce one of {', '.join(numeric)}",
+        ) from exc
 
 
 @calc.get("/params", response=CalcOut, summary="Parameters from the architecture")

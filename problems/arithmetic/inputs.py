@@ -11,6 +11,9 @@ TOKENS_MAX = 10**9
 USERS_MAX = 10**9
 COUNT_MAX = 10**12
 RATE_MAX = 1e15
+# The smallest positive value a "greater than zero" input accepts: smaller ones are typos or
+# probes, and dividing by them would overflow.
+POSITIVE_MIN = 1e-9
 
 
 def number_check(
@@ -32,6 +35,8 @@ def number_check(
     if value < minimum or (value == minimum and not allow_minimum):
         relation = "at least" if allow_minimum else "greater than"
         raise ArithmeticInputError(field=field, message=f"must be {relation} {minimum:g}")
+    if minimum == 0 and not allow_minimum and value < POSITIVE_MIN:
+        raise ArithmeticInputError(field=field, message=f"must be at least {POSITIVE_MIN:g}")
     if value > maximum:
         raise ArithmeticInputError(field=field, message=f"must be at most {maximum:g}")
     return value

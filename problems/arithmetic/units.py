@@ -27,6 +27,8 @@ def number_format(value: float, *, digits: int = 3) -> str:
         return f"{int(value):,}"
     if value == 0:
         return "0"
+    if abs(value) < 1e-4 or abs(value) >= 1e15:
+        return scientific_format(value, digits=digits)
     magnitude = math.floor(math.log10(abs(value)))
     decimals = max(0, digits - 1 - magnitude)
     text = f"{value:,.{decimals}f}"

@@ -201,6 +201,15 @@ def test_defaults(client: Client) -> None:
             400,
         ),
         ("moe-all-to-all", {"model": "llama-3-8b", "ep": 2}, "model", 400),
+        # Positive-only inputs so small that dividing by them would overflow.
+        ("cost", {"gpu": "l4", "tokens_per_second": 1e-310}, "tokens_per_second", 400),
+        ("queue", {"arrival_rate": 1e-301, "service_rate": 1e-300}, "arrival_rate", 400),
+        (
+            "prefill",
+            {"model": "llama-3-8b", "gpu": "l4", "prompt_tokens": 10, "mfu": 1e-12},
+            "mfu",
+            400,
+        ),
     ],
 )
 def test_bad_input_is_a_4xx_naming_the_field(

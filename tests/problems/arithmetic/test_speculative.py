@@ -38,3 +38,8 @@ def test_bad_input(kwargs: dict, field: str) -> None:
     with pytest.raises(ArithmeticInputError) as error:
         speculative(**kwargs)
     assert error.value.field == field
+
+
+def test_the_expression_shows_acceptance_as_given() -> None:
+    step = speculative(acceptance=0.9999999, draft_tokens=4).steps[0]
+    assert "0.9999999" in step.expression

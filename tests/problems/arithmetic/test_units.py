@@ -44,3 +44,8 @@ def test_numbers_rates_and_money() -> None:
     assert money_format(2.5) == "$2.50"
     assert money_format(54_750) == "$54,750"
     assert money_format(0.0042) == "$0.0042"
+
+
+def test_tiny_and_huge_numbers_switch_to_scientific_notation() -> None:
+    assert number_format(0.00001234) == "1.23×10⁻⁵"
+    assert number_format(2.5e17) == "2.5×10¹⁷"
