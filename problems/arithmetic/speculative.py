@@ -26,7 +26,7 @@ def speculative(*, acceptance: float, draft_tokens: int, draft_cost: float = 0.0
         expression = f"γ + 1 = {gamma} + 1 (every draft accepted)"
     else:
         expected = (1 - alpha ** (gamma + 1)) / (1 - alpha)
-        shown = f"{alpha:.6g}"  # the input as given, not rounded to 1 when it is 0.9999999
+        shown = f"{alpha:.10g}"  # the input as given, not rounded to 1 when it is 0.9999999
         expression = f"(1 − {shown}^({gamma} + 1)) ÷ (1 − {shown})"
     step_cost = gamma * cost + 1
     speedup = expected / step_cost
