@@ -170,3 +170,23 @@ def request_timeline(
     seconds = tuple(ttft_seconds + (t - 1) * step_seconds for t in tokens)
     floor = tuple(ttft_seconds + (t - 1) * floor_step_seconds for t in tokens)
     return tuple(float(t) for t in tokens), seconds, floor
+
+
+def request_split(
+    *,
+    ttft_seconds: float,
+    step_seconds: float,
+    output_tokens: int,
+    points: int = 24,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """Prefill time against decode-loop time for answers up to twice `output_tokens` long.
+
+    Returns (output lengths in tokens, prefill seconds, decode seconds): prefill is the same
+    whatever the answer's length; the loop takes one step per token after the first.
+    """
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    top = max(2 * output_tokens, 2)
+    lengths = sorted({1 + round((top - 1) * i / (points - 1)) for i in range(points)}
+                     | {output_tokens})
+    decode = tuple((n - 1) * step_seconds for n in lengths)
+    return tuple(float(n) for n in lengths), tuple(ttft_seconds for _ in lengths), decode

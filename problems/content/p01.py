@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
 from problems.arithmetic.compute import peak_flops_get
-from problems.arithmetic.request import request_for_scale, request_timeline
+from problems.arithmetic.request import request_for_scale, request_split
 from problems.arithmetic.units import (
     bandwidth_format,
     flops_rate_format,
@@ -25,7 +25,7 @@ from problems.forms import (
     real_field,
     whole_field,
 )
-from problems.plots import Plot, Series
+from problems.plots import Mark, Plot, Series
 
 SLUG = "request-for-scale"
 PREFIX = "p1-scale"
@@ -44,18 +44,18 @@ class RequestForScaleForm(CalculatorForm):
 
 
 def request_for_scale_plot(*, inputs: dict, result) -> Plot:
-    """Seconds since the request arrived at which each output token exists."""
-    tokens, seconds, floor = request_timeline(
+    """Prefill against the decode loop as the answer grows, with the learner's length marked."""
+    tokens, prefill_seconds, decode_seconds = request_split(
         ttft_seconds=float(result["ttft_seconds"]),
         step_seconds=float(result["decode_step_seconds"]),
-        floor_step_seconds=float(result["decode_weights_floor_seconds"]),
         output_tokens=inputs["output_tokens"])
     return Plot(
-        title="When each output token exists",
-        x_title="Output token",
-        y_title="Time since arrival (s)",
-        series=(Series("This request alone", tokens, seconds),
-                Series("Weight-read floor", tokens, floor, dash=True)),
+        title="Prefill against the decode loop as the answer grows",
+        x_title="Output tokens",
+        y_title="Time (s)",
+        series=(Series("Prefill (time to first token)", tokens, prefill_seconds, dash=True),
+                Series("Decode loop", tokens, decode_seconds)),
+        marks=(Mark(float(inputs["output_tokens"]), "this answer"),),
     )
 
 

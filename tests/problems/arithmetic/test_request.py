@@ -4,7 +4,12 @@ KV cache, with the headline figures rounded as the prose states them (bare pytes
 import pytest
 
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.request import request_for_scale, request_timeline, seconds_rounded
+from problems.arithmetic.request import (
+    request_for_scale,
+    request_split,
+    request_timeline,
+    seconds_rounded,
+)
 
 
 def test_the_course_example_rounds_to_the_stated_figures() -> None:
@@ -51,3 +56,12 @@ def test_timeline_starts_at_ttft_and_adds_one_step_per_token() -> None:
     assert tokens == (1.0, 2.0, 3.0, 4.0, 5.0)
     assert seconds == pytest.approx((0.1, 0.11, 0.12, 0.13, 0.14))
     assert floor[-1] == pytest.approx(0.12)
+
+
+def test_split_keeps_prefill_flat_while_the_loop_grows() -> None:
+    lengths, prefill, decode = request_split(ttft_seconds=0.03, step_seconds=0.005,
+                                             output_tokens=300)
+    assert 300.0 in lengths and lengths[-1] == 600.0
+    assert set(prefill) == {0.03}
+    assert decode[lengths.index(300.0)] == pytest.approx(299 * 0.005)
+    assert list(decode) == sorted(decode)
