@@ -85,13 +85,17 @@ def plot_figure(plot: Plot) -> dict:
     for mark in plot.marks:
         if not math.isfinite(mark.x) or (plot.x_log and mark.x <= 0):
             continue
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": mark.x, "x1": mark.x,
+        # On a log axis plotly takes a shape's x as the value itself but an annotation's x as
+        # the value's log10.
+        x = float(mark.x)
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x,
                        "y0": 0, "y1": 1, "line": {"color": "#555555", "width": 1, "dash": "dot"}})
-        annotations.append({"x": mark.x, "xref": "x", "y": 1, "yref": "paper", "text": mark.label,
+        annotations.append({"x": math.log10(x) if plot.x_log else x, "xref": "x", "y": 1,
+                            "yref": "paper", "text": mark.label,
                             "showarrow": False, "xanchor": "left", "yanchor": "bottom",
                             "font": {"size": 11}})
-    y_axis: dict[str, object] = {"title": {"text": plot.y_title}, "type": "log" if plot.y_log else "linear",
-                                 "automargin": True}
+    y_axis: dict[str, object] = {"title": {"text": plot.y_title},
+                                 "type": "log" if plot.y_log else "linear", "automargin": True}
     if plot.y_from_zero and not plot.y_log:
         y_axis["rangemode"] = "tozero"
     layout = {
@@ -122,7 +126,8 @@ def plot_table(plot: Plot) -> dict[str, list]:
     return {"headers": [plot.x_title] + [s.name for s in plot.series], "rows": rows}
 
 
-def series_values(xs: list[float] | list[int], value_at: Callable[[float], float]) -> tuple[float, ...]:
+def series_values(xs: list[float] | list[int],
+                  value_at: Callable[[float], float]) -> tuple[float, ...]:
     """`value_at(x)` for each x; NaN (dropped from the figure) where the formula refuses that x,
     as when a batch no longer fits or a split is uneven."""
     values = []
@@ -135,7 +140,8 @@ def series_values(xs: list[float] | list[int], value_at: Callable[[float], float
 
 
 def sweep_points(start: float, stop: float, *, count: int = 24, log: bool = False) -> list[float]:
-    """`count` x values from `start` to `stop` inclusive, evenly spaced (geometrically when `log`)."""
+    """`count` x values from `start` to `stop` inclusive, evenly spaced (geometrically when
+    `log`)."""
     if count < 2 or start == stop:
         return [start]
     if log:

@@ -8,7 +8,14 @@ from problems.arithmetic.moe import GPUS_MAX
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import GB, money_format
 from problems.calculators.registry import Calculator, calculator_register
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
 
 MS = 1e3  # seconds → milliseconds on plot axes
@@ -105,12 +112,15 @@ def cost_compute(*, gpu: str, tokens_per_second: float, price_per_hour: float | 
 def cost_plot(*, inputs: dict, result: Result) -> Plot:
     rate = inputs["tokens_per_second"]
     xs = sweep_points(max(rate / 30, 1.0), max(rate * 30, 100.0), count=25, log=True)
+    name = f"{a.gpu_get(inputs['gpu']).name} at {money_format(result['price_per_hour'])}/h"
+
+    def at(x: float) -> Result:
+        return cost_compute(**{**inputs, "tokens_per_second": x})
+
     return Plot(title="Cost vs throughput", x_title="Throughput per GPU (tokens/s)",
                 y_title="Dollars per million tokens", x_log=True, y_log=True,
-                series=(Series(f"{a.gpu_get(inputs['gpu']).name} at "
-                               f"{money_format(result['price_per_hour'])}/h", tuple(xs), series_values(
-                                   xs, lambda x: cost_compute(**{**inputs, "tokens_per_second": x})[
-                                       "dollars_per_million_tokens"])),),
+                series=(Series(name, tuple(xs), series_values(
+                    xs, lambda x: at(x)["dollars_per_million_tokens"])),),
                 marks=(Mark(rate, "your throughput"),))
 
 

@@ -1,4 +1,5 @@
-"""Calculators for memory: parameters and weight bytes, the KV cache, the largest batch that fits."""
+"""Calculators for memory: parameters and weight bytes, the KV cache, the largest batch that
+fits."""
 
 from problems.arithmetic import memory
 from problems.arithmetic.catalog import model_get
@@ -7,7 +8,14 @@ from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import GB
 from problems.calculators.registry import Calculator, calculator_register
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Mark, Plot, Series, sweep_whole
 
 TP_CHOICES_MAX = memory.TP_MAX

@@ -106,7 +106,8 @@ def calculator_get(slug: str) -> Calculator | None:
     return _CALCULATORS.get(slug)
 
 
-def result_compose(*results: Result, values: Mapping[str, float | int | str | bool] | None = None) -> Result:
+def result_compose(*results: Result,
+                   values: Mapping[str, float | int | str | bool] | None = None) -> Result:
     """Several formulas' results as one: steps concatenated in order, values merged (later
     results win on a clash; `values` adds or overrides named values)."""
     merged: dict[str, float | int | str | bool] = {}
@@ -168,7 +169,8 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
             form.add_error(None, f"These inputs cannot be computed ({error}). Try other values.")
         if result is not None and not _finite(result):
             result = figure = table = None
-            form.add_error(None, "These inputs give a result too large to show. Try smaller values.")
+            form.add_error(None, "These inputs give a result too large to show. "
+                                 "Try smaller values.")
     return CalculatorState(calculator=calculator, prefix=prefix, form=form, result=result,
                            figure=figure, table=table)
 

@@ -7,7 +7,14 @@ from problems.arithmetic.queueing import SERVERS_MAX
 from problems.arithmetic.speculative import DRAFT_TOKENS_MAX
 from problems.arithmetic.steps import Result
 from problems.calculators.registry import Calculator, calculator_register
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
 
 MS = 1e3  # seconds → milliseconds on plot axes
@@ -112,7 +119,8 @@ class PrefixCacheForm(CalculatorForm):
     gpu = gpu_field()
     prompt_tokens = whole_field("Prompt length", unit="tokens", initial=3_000, maximum=TOKENS_MAX)
     prefix_tokens = whole_field("Shared prefix", unit="tokens", initial=2_000, maximum=TOKENS_MAX,
-                                help_text="The system prompt or document every request starts with.")
+                                help_text="The system prompt or document every request "
+                                          "starts with.")
     hit_rate = real_field("Cache hit rate", unit="fraction", initial=0.8, maximum=1.0)
     dtype = dtype_field()
     mfu = _mfu_field()
@@ -164,7 +172,8 @@ def kv_transfer_plot(*, inputs: dict, result: Result) -> Plot:
     return Plot(title="KV transfer time vs prompt length", x_title="Prompt (tokens)",
                 y_title="Transfer time (ms)", x_log=True, y_log=True,
                 series=(Series("KV cache over the link", tuple(xs), series_values(
-                    xs, lambda x: kv_transfer_compute(**{**inputs, "prompt_tokens": x})["seconds"] * MS)),),
+                    xs, lambda x: kv_transfer_compute(
+                        **{**inputs, "prompt_tokens": x})["seconds"] * MS)),),
                 marks=(Mark(inputs["prompt_tokens"], "your prompt"),))
 
 

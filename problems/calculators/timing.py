@@ -4,7 +4,14 @@ from problems import arithmetic as a
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.steps import Result
 from problems.calculators.registry import Calculator, calculator_register, result_compose
-from problems.forms import CalculatorForm, dtype_field, gpu_field, model_field, real_field, whole_field
+from problems.forms import (
+    CalculatorForm,
+    dtype_field,
+    gpu_field,
+    model_field,
+    real_field,
+    whole_field,
+)
 from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
 
 MS = 1e3  # seconds → milliseconds on plot axes
@@ -79,7 +86,8 @@ def decode_plot(*, inputs: dict, result: Result) -> Plot:
     return Plot(
         title="Decode step time vs batch", x_title="Batch (sequences)",
         y_title="Time per decode step (ms)", x_log=True,
-        series=(Series("Step time", tuple(xs), series_values(xs, lambda x: at(x)["step_seconds"] * MS)),
+        series=(Series("Step time", tuple(xs),
+                       series_values(xs, lambda x: at(x)["step_seconds"] * MS)),
                 Series("Floor: reading the weights once", tuple(xs),
                        series_values(xs, lambda x: at(x)["weights_floor_seconds"] * MS), dash=True),
                 Series("Compute time", tuple(xs),

@@ -123,7 +123,9 @@ def test_plot_figure_drops_points_that_are_not_finite_or_not_on_a_log_axis():
                 marks=(Mark(2.0, "here"), Mark(math.nan, "nowhere")))
     figure = plot_figure(plot)
     assert figure["data"][0]["x"] == [3.0] and figure["data"][0]["y"] == [4.0]
+    # On a log axis plotly wants a shape at the value but an annotation at its log10.
     assert [s["x0"] for s in figure["layout"]["shapes"]] == [2.0]
+    assert [n["x"] for n in figure["layout"]["annotations"]] == [math.log10(2.0)]
     json.dumps(figure, allow_nan=False)
 
 

@@ -94,7 +94,7 @@ def test_bad_input_shows_a_field_error_not_a_500(client, htmx):
     response = client.get(f"/calculators/kv-cache/?{query}", **headers)
     assert response.status_code == 200
     html = response.content.decode()
-    error = re.search(r'<p class="field-error" id="id_kv-cache-tokens_error"[^>]*>([^<]+)</p>', html)
+    error = re.search(r'id="id_kv-cache-tokens_error"[^>]*>([^<]+)</p>', html)
     assert error and "at least 1" in error.group(1)
     assert "calculator-invalid" in html
     if not htmx:
@@ -117,7 +117,8 @@ def test_unknown_calculator_is_404_and_bad_prefix_is_400(client):
 def test_template_tag_embeds_with_overrides_and_a_prefix():
     request = RequestFactory().get("/pages/02/")
     template = Template('{% load calculator_tags %}'
-                        '{% calculator "kv-cache" prefix="p3" model="llama-3-70b" tokens=32768 users=100 %}'
+                        '{% calculator "kv-cache" prefix="p3" model="llama-3-70b" tokens=32768 '
+                        'users=100 %}'
                         '{% calculator "kv-cache" prefix="p3-small" tokens=1000 users=1 %}')
     html = template.render(Context({"request": request}))
     assert 'id="calc-p3"' in html and 'id="calc-p3-small"' in html
