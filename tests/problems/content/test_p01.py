@@ -140,3 +140,14 @@ def test_sources_are_titled_links() -> None:
     assert len(p01.SOURCES) >= 5
     for title, url in p01.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_page_lists_both_problems_sources_once_each(client) -> None:
+    from problems.content import p02
+
+    content = page_get(client)
+    sources = content[content.index('id="sources"'):]
+    urls = re.findall(r'<li><a href="([^"]+)"', sources)
+    expected = list(dict.fromkeys(url for _, url in p01.SOURCES + p02.SOURCES))
+    assert urls == expected
+    assert len(urls) < len(p01.SOURCES) + len(p02.SOURCES)  # shared ones listed once
