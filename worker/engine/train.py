@@ -50,7 +50,8 @@ class Recipe:
 
 
 RECIPES = {
-    "course-lm": Recipe("course-lm", 256, 688, 6, 8, 4, steps=1000, lr=2e-3),
+    "course-lm": Recipe("course-lm", 256, 688, 6, 8, 4, steps=600, lr=2e-3, warmup_steps=50,
+                        save_every=50),
     "course-lm-draft": Recipe("course-lm-draft", 128, 344, 2, 4, 2, steps=800, lr=3e-3),
 }
 
