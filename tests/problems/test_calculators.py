@@ -141,3 +141,25 @@ def test_sweep_whole_is_sorted_distinct_and_keeps_both_ends():
     values = sweep_whole(1, 1000, count=10)
     assert values[0] == 1 and values[-1] == 1000
     assert values == sorted(set(values))
+
+
+HOSTILE_VALUES = ["-1", "0", "1e308", "nan", "", "99999999999999999999", "0.5"]
+
+
+@pytest.mark.parametrize("calculator", calculators_all(), ids=lambda c: c.slug)
+def test_no_input_breaks_a_calculator(calculator):
+    # Each field in turn gets each hostile value, the others their defaults: the outcome is
+    # either a result with finite numbers or an error message, never an exception.
+    defaults = calculator_evaluate(calculator).form
+    for name in defaults.fields:
+        for text in HOSTILE_VALUES:
+            query = QueryDict(mutable=True)
+            for other, field in defaults.fields.items():
+                query[defaults.add_prefix(other)] = "" if field.initial is None else str(
+                    field.initial)
+            query[defaults.add_prefix(name)] = text
+            state = calculator_evaluate(calculator, query=query)
+            if state.result is None:
+                assert state.form.errors, (name, text)
+            else:
+                assert _finite_numbers(json.loads(state.figure_json or "null")), (name, text)

@@ -166,3 +166,17 @@ def test_page_figures_equal_the_json_api_for_the_same_inputs(client, slug, page_
     assert api.status_code == 200, api.content
     html = client.get(f"/calculators/{slug}/?{page_query}").content.decode()
     assert _step_values(html) == [step["display"] for step in api.json()["steps"]]
+
+
+def test_index_binds_the_submitted_calculator_and_leaves_the_others_on_defaults(client):
+    html = client.get("/calculators/?weights-model=llama-3-8b&weights-dtype=int4").content.decode()
+    expected = memory.weights_bytes(model="llama-3-8b", dtype="int4")
+    assert expected.steps[-1].display in _step_values(html)
+    assert 'name="kv-cache-tokens" value="32768"' in html
+
+
+def test_template_tag_names_an_unknown_calculator():
+    from django.template import TemplateSyntaxError
+
+    with pytest.raises(TemplateSyntaxError):
+        Template('{% load calculator_tags %}{% calculator "nope" %}').render(Context({}))
