@@ -75,7 +75,7 @@ class ReactionForm(DescribedErrorsMixin, forms.Form):
             self.result = reaction_distance(speed_kmh=cleaned["speed_kmh"],
                                             latency_ms=cleaned["latency_ms"])
         except ArithmeticInputError as error:  # the formula's own bounds have the last word
-            self.add_error(error.field, error.message)
+            self.add_error(error.field, f"{self.fields[error.field].label} {error.message}.")
         return cleaned
 
     @classmethod

@@ -6,14 +6,14 @@ Plain Python, no Django: the home page's calculator and its tests call `reaction
 """
 
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import number_check
+from problems.arithmetic.inputs import POSITIVE_MIN, number_check
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import number_format
 
 # Bounds that keep the calculator honest: below is meaningless, above is not a vehicle or
 # robot this question is about (the land speed record is about 1,228 km/h; a minute of
 # latency is no longer a control loop).
-SPEED_KMH_MIN = 0.0
+SPEED_KMH_MIN = 0.0  # zero and, apart from it, nothing below POSITIVE_MIN
 SPEED_KMH_MAX = 1_000.0
 LATENCY_MS_MIN = 0.0
 LATENCY_MS_MAX = 60_000.0
@@ -21,6 +21,17 @@ LATENCY_MS_MAX = 60_000.0
 METRES_PER_KILOMETRE = 1_000
 SECONDS_PER_HOUR = 3_600
 MILLISECONDS_PER_SECOND = 1_000
+
+
+def _checked(value: float, *, field: str, maximum: float, unit: str) -> float:
+    value = float(number_check(value, field=field, minimum=0.0, maximum=maximum,
+                               allow_minimum=True))
+    # Zero is a real answer (standing still, instant inference); a vanishingly small positive
+    # value is a typo or a probe, and would underflow when formatted.
+    if 0 < value < POSITIVE_MIN:
+        raise ArithmeticInputError(field=field,
+                                   message=f"must be 0 or at least {POSITIVE_MIN:g} {unit}")
+    return value
 
 
 def _text(value: float) -> str:
@@ -38,10 +49,8 @@ def reaction_distance(*, speed_kmh: float, latency_ms: float) -> Result:
     `latency_s` (s) and `distance_m` (m), and the worked steps.
     Raises ArithmeticInputError naming the field for a value outside those ranges.
     """
-    speed_kmh = float(number_check(speed_kmh, field="speed_kmh", minimum=SPEED_KMH_MIN,
-                                   maximum=SPEED_KMH_MAX, allow_minimum=True))
-    latency_ms = float(number_check(latency_ms, field="latency_ms", minimum=LATENCY_MS_MIN,
-                                    maximum=LATENCY_MS_MAX, allow_minimum=True))
+    speed_kmh = _checked(speed_kmh, field="speed_kmh", maximum=SPEED_KMH_MAX, unit="km/h")
+    latency_ms = _checked(latency_ms, field="latency_ms", maximum=LATENCY_MS_MAX, unit="ms")
     speed_m_per_s = speed_kmh * METRES_PER_KILOMETRE / SECONDS_PER_HOUR
     latency_s = latency_ms / MILLISECONDS_PER_SECOND
     distance_m = speed_m_per_s * latency_s

@@ -106,6 +106,7 @@ def test_home_calculator_htmx_returns_the_fragment(client):
         ("50", "", "latency_ms", "Enter the latency in milliseconds."),
         ("50", "999999", "latency_ms", "Enter at most 60,000 ms"),
         ("50", "nan", "latency_ms", "Enter the latency as a number of milliseconds"),
+        ("5e-324", "100", "speed_kmh", "Speed must be 0 or at least 1e-09 km/h."),
     ],
 )
 @pytest.mark.parametrize("htmx", [False, True])

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.inputs import POSITIVE_MIN
 from problems.arithmetic.reaction import (
     LATENCY_MS_MAX,
     SPEED_KMH_MAX,
@@ -15,8 +16,9 @@ from problems.arithmetic.reaction import (
 )
 from problems.arithmetic.steps import Step
 
-speeds = st.floats(min_value=0, max_value=SPEED_KMH_MAX)
-latencies = st.floats(min_value=0, max_value=LATENCY_MS_MAX)
+# Zero, or a value no smaller than the formula accepts.
+speeds = st.just(0.0) | st.floats(min_value=POSITIVE_MIN, max_value=SPEED_KMH_MAX)
+latencies = st.just(0.0) | st.floats(min_value=POSITIVE_MIN, max_value=LATENCY_MS_MAX)
 
 
 def test_highway_speed_and_a_tenth_of_a_second():
@@ -51,6 +53,12 @@ def test_result_is_json_ready():
     assert len(as_dict["steps"]) == 3
 
 
+def test_tiny_but_sensible_inputs_are_formatted():
+    result = reaction_distance(speed_kmh=1e-9, latency_ms=1e-9)
+    assert result["distance_m"] > 0
+    assert "×10" in result.steps[-1].display
+
+
 def test_zero_latency_means_no_distance():
     assert reaction_distance(speed_kmh=120, latency_ms=0)["distance_m"] == 0
 
@@ -62,14 +70,14 @@ def test_distance_is_speed_times_time(speed, latency):
     assert math.isfinite(distance) and distance >= 0
 
 
-@given(speed=st.floats(min_value=0, max_value=SPEED_KMH_MAX / 2), latency=latencies)
+@given(speed=st.floats(min_value=POSITIVE_MIN, max_value=SPEED_KMH_MAX / 2), latency=latencies)
 def test_doubling_speed_doubles_distance(speed, latency):
     once = reaction_distance(speed_kmh=speed, latency_ms=latency)["distance_m"]
     twice = reaction_distance(speed_kmh=2 * speed, latency_ms=latency)["distance_m"]
     assert twice == pytest.approx(2 * once, rel=1e-12, abs=1e-12)
 
 
-@given(speed=speeds, latency=st.floats(min_value=0, max_value=LATENCY_MS_MAX / 2))
+@given(speed=speeds, latency=st.floats(min_value=POSITIVE_MIN, max_value=LATENCY_MS_MAX / 2))
 def test_doubling_latency_doubles_distance(speed, latency):
     once = reaction_distance(speed_kmh=speed, latency_ms=latency)["distance_m"]
     twice = reaction_distance(speed_kmh=speed, latency_ms=2 * latency)["distance_m"]
@@ -88,6 +96,8 @@ def test_doubling_latency_doubles_distance(speed, latency):
         (50, -5, "latency_ms"),
         (50, LATENCY_MS_MAX + 1, "latency_ms"),
         (50, math.nan, "latency_ms"),
+        (5e-324, 100, "speed_kmh"),
+        (50, 1e-12, "latency_ms"),
     ],
 )
 def test_bad_input_names_the_field(speed, latency, field):
