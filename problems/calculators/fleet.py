@@ -100,7 +100,9 @@ def moe_all_to_all_compute(*, model: str, ep: int, tokens: int, dtype: str) -> R
 class CostForm(CalculatorForm):
     gpu = gpu_field()
     tokens_per_second = real_field("Throughput per GPU", unit="tokens/s", initial=2_000,
-                                   minimum=0.001, maximum=THROUGHPUT_MAX)
+                                   minimum=0.001, maximum=THROUGHPUT_MAX,
+                                   help_text="An assumption: measure your own engine's output "
+                                             "tokens/s at the latency you promise.")
     price_per_hour = _price_field()
 
 
@@ -137,7 +139,9 @@ class CapacityForm(CalculatorForm):
                                  maximum=1e3)
     gpu = gpu_field()
     tokens_per_second_per_gpu = real_field("Output throughput per GPU", unit="tokens/s",
-                                           initial=2_000, minimum=0.001, maximum=THROUGHPUT_MAX)
+                                           initial=2_000, minimum=0.001, maximum=THROUGHPUT_MAX,
+                                           help_text="An assumption: what one GPU sustains "
+                                                     "within your latency targets.")
     target_utilization = real_field("Target utilisation at peak", unit="fraction", initial=0.7,
                                     minimum=0.01, maximum=1.0)
     price_per_hour = _price_field()

@@ -124,8 +124,10 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="kv-cache", title="KV cache size",
     explanation="Every token in context keeps a key and a value vector per KV head in every "
-                "layer (or, for MLA, one compressed latent). Multiply by context and by users. "
-                "Under tensor parallelism each GPU holds only its share of the KV heads.",
+                "layer (for MLA, one compressed latent plus a small shared RoPE key instead). "
+                "Multiply by context and by users. Under tensor parallelism each GPU holds its "
+                "share of the KV heads, until there are more GPUs than heads and heads are "
+                "copied.",
     form_class=KvCacheForm, compute=kv_cache_compute, plot=kv_cache_plot, order=20))
 
 calculator_register(Calculator(

@@ -154,10 +154,12 @@ class KvTransferForm(CalculatorForm):
     gpu = gpu_field(label="GPU (its interconnect is the link unless you give one)")
     link_gb_per_second = real_field(
         "Link bandwidth, one direction", unit="GB/s", initial=None, minimum=0.001, maximum=1e6,
-        required=False, help_text="Leave blank to use the GPU's interconnect; 400 Gb/s "
-                                  "InfiniBand is 50 GB/s.")
+        required=False, help_text="Leave blank to use the GPU's interconnect. A 400 Gb/s "
+                                  "network port carries 50 GB/s each way.")
     link_efficiency = real_field("Link efficiency", unit="fraction", initial=0.8, minimum=0.01,
-                                 maximum=1.0)
+                                 maximum=1.0,
+                                 help_text="An assumption: the share of the link's rated "
+                                           "bandwidth a transfer achieves.")
 
 
 def kv_transfer_compute(*, model: str, prompt_tokens: int, dtype: str, gpu: str,
@@ -208,5 +210,6 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="kv-transfer", title="Disaggregation: moving the KV cache",
     explanation="With prefill and decode on different GPUs, the prompt's whole KV cache must "
-                "cross the link before the first decode step: bytes ÷ usable bandwidth.",
+                "cross the link to the decode GPU: bytes ÷ usable bandwidth. Sent layer by layer "
+                "while prefill is still running, much of that time can be hidden.",
     form_class=KvTransferForm, compute=kv_transfer_compute, plot=kv_transfer_plot, order=110))

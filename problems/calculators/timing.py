@@ -29,8 +29,8 @@ class PrefillForm(CalculatorForm):
     prompt_tokens = whole_field("Prompt length", unit="tokens", initial=1_000, maximum=TOKENS_MAX)
     dtype = dtype_field()
     mfu = _efficiency_field("Model FLOPs utilisation (MFU)", initial=0.5,
-                            help_text="The share of the dense tensor-core peak the prefill "
-                                      "really reaches; 0.4 to 0.6 is typical of a good engine.")
+                            help_text="An assumption: the share of the dense tensor-core peak "
+                                      "the prefill really reaches. Change it to test the answer.")
 
 
 def prefill_compute(*, model: str, gpu: str, prompt_tokens: int, dtype: str, mfu: float) -> Result:
@@ -66,8 +66,8 @@ class DecodeForm(CalculatorForm):
     kv_dtype = dtype_field(label="KV cache format", initial="", required=False)
     bandwidth_efficiency = _efficiency_field(
         "Bandwidth efficiency", initial=1.0,
-        help_text="The share of the datasheet's memory bandwidth a step achieves; 1 gives the "
-                  "floor, real kernels reach about 0.7 to 0.9.")
+        help_text="An assumption: the share of the datasheet's memory bandwidth a step "
+                  "achieves. 1 gives the floor; real kernels fall short of it.")
 
 
 def decode_compute(*, model: str, gpu: str, batch: int, context_tokens: int, output_tokens: int,
