@@ -7,9 +7,10 @@ figures, the precision at which an interview answer states them.
 
 import math
 
-from problems.arithmetic.catalog import gpu_get
+from problems.arithmetic.catalog import gpu_get, model_get
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.decode import decode
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, count_check
 from problems.arithmetic.memory import kv_cache
 from problems.arithmetic.steps import Result, Step
@@ -21,6 +22,18 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
+
+
+def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
+    """Refuse a prompt plus answer longer than the model's context window, as a server would
+    before spending any GPU time on it (naming `output_tokens`, the usual one to shorten)."""
+    window = model_get(model).context
+    if window and prompt_tokens + output_tokens > window:
+        raise ArithmeticInputError(
+            field="output_tokens",
+            message=f"the prompt ({prompt_tokens:,}) plus the output ({output_tokens:,}) exceed "
+            f"the model's context window of {window:,} tokens",
+        )
 
 
 def seconds_rounded(seconds: float, *, digits: int = 2) -> str:
@@ -51,6 +64,7 @@ def request_for_scale(
     """
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    context_check(model=model, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
     dec = decode(
         model=model,

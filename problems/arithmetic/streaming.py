@@ -399,6 +399,12 @@ def streaming_for_scale(
 ) -> Result:
     """Problem 2's whole working: TTFT from prefill, TPOT from a decode step shared by `batch`
     sequences, then `stream_cost` and `abandoned_request` with those times (bytes, seconds)."""
+    # Imported here: request.py composes the same formulas and this keeps the modules acyclic.
+    from problems.arithmetic.request import context_check
+
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
+    context_check(model=model, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
     dec = decode(model=model, gpu=gpu, batch=batch, context_tokens=prompt_tokens,
                  output_tokens=1, dtype=dtype)

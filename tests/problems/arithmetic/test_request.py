@@ -65,3 +65,12 @@ def test_split_keeps_prefill_flat_while_the_loop_grows() -> None:
     assert set(prefill) == {0.03}
     assert decode[lengths.index(300.0)] == pytest.approx(299 * 0.005)
     assert list(decode) == sorted(decode)
+
+
+def test_prompt_plus_output_beyond_the_context_window_is_refused() -> None:
+    # Llama 3 8B's config.json: max_position_embeddings 8,192.
+    request_for_scale(prompt_tokens=8000, output_tokens=192)
+    with pytest.raises(ArithmeticInputError) as error:
+        request_for_scale(prompt_tokens=8000, output_tokens=193)
+    assert error.value.field == "output_tokens"
+    assert "8,192" in error.value.message
