@@ -161,7 +161,9 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
                 figure, table = plot_figure(plot), plot_table(plot)
         except ArithmeticInputError as error:
             result = figure = table = None
-            form.add_error(error.field if error.field in form.fields else None, error.message)
+            # The arithmetic's messages start lower-case (they follow "field: " in the API).
+            message = error.message[:1].upper() + error.message[1:]
+            form.add_error(error.field if error.field in form.fields else None, message)
         except (ArithmeticError, ValueError) as error:
             # A formula that overflows or divides by zero on some corner of its inputs must not
             # take the page down: say so beside the form instead.
