@@ -12,9 +12,13 @@ import torch
 from safetensors import safe_open
 
 from worker.engine.config import ModelConfig
-from worker.engine.layers.attention import AttentionMetadata
+from worker.engine.layers.attention import AttentionGroup, AttentionMetadata
 from worker.engine.layers.rotary import RotaryEmbedding
 from worker.engine.models import model_class_for
+
+
+# Queries up to this many tokens (a decode, a speculative check) go in the short group.
+_SHORT_QUERY = 8
 
 
 @dataclass
@@ -90,40 +94,63 @@ class ModelRunner:
 
     def _prepare(self, entries: list[BatchEntry]):
         dev, bs = self.device, self.block_size
-        q_lens = [len(e.token_ids) for e in entries]
-        starts = [e.start for e in entries]
-        num_seqs, max_q = len(entries), max(q_lens)
-        max_blocks = max(-(-(e.start + len(e.token_ids)) // bs) for e in entries)
+        # Pack short queries (decodes, speculative checks) first and long ones after, so each
+        # kind gets its own attention group with its own padding.
+        order = sorted(range(len(entries)),
+                       key=lambda i: len(entries[i].token_ids) > _SHORT_QUERY)
         flat_ids: list[int] = []
-        tables: list[list[int]] = []
-        logits_indices: list[int] = []
-        offset = 0
-        for e, n in zip(entries, q_lens, strict=True):
-            flat_ids.extend(e.token_ids)
-            table = e.block_table[:max_blocks]
-            tables.append(table + [0] * (max_blocks - len(table)))
-            logits_indices.extend(range(offset + n - e.num_logits, offset + n))
-            offset += n
+        offsets = [0] * len(entries)
+        for i in order:
+            offsets[i] = len(flat_ids)
+            flat_ids.extend(entries[i].token_ids)
+        logits_indices = [j for e, off in zip(entries, offsets, strict=True)
+                          for j in range(off + len(e.token_ids) - e.num_logits,
+                                         off + len(e.token_ids))]
+        short = [entries[i] for i in order if len(entries[i].token_ids) <= _SHORT_QUERY]
+        long = [entries[i] for i in order if len(entries[i].token_ids) > _SHORT_QUERY]
+        groups, positions, slots = [], [], []
+        start = 0
+        for members in (short, long):
+            if members:
+                group, pos, slot = self._group(members, start, dev, bs)
+                groups.append(group)
+                positions.append(pos)
+                slots.append(slot)
+                start = group.token_end
+        meta = AttentionMetadata(slot_mapping=torch.cat(slots), groups=groups)
+        input_ids = torch.tensor(flat_ids, dtype=torch.long, device=dev)
+        logits_t = torch.tensor(logits_indices, dtype=torch.long, device=dev)
+        return input_ids, torch.cat(positions), meta, logits_t
 
-        q_lens_t = torch.tensor(q_lens, device=dev)
-        starts_t = torch.tensor(starts, device=dev)
+    @staticmethod
+    def _group(entries: list[BatchEntry], token_start: int, dev: torch.device, bs: int):
+        """One attention group's metadata, with its tokens' positions and pool slots."""
+        q_lens = [len(e.token_ids) for e in entries]
+        num_seqs, max_q, total = len(entries), max(q_lens), sum(q_lens)
+        max_blocks = max(-(-(e.start + len(e.token_ids)) // bs) for e in entries)
+        tables = [e.block_table[:max_blocks] + [0] * (max_blocks - len(e.block_table[:max_blocks]))
+                  for e in entries]
         block_tables = torch.tensor(tables, dtype=torch.long, device=dev)
-        seq_of_token = torch.repeat_interleave(torch.arange(num_seqs, device=dev), q_lens_t)
-        first_token = torch.cumsum(q_lens_t, 0) - q_lens_t
-        local = torch.arange(offset, device=dev) - first_token[seq_of_token]
+        starts_t = torch.tensor([e.start for e in entries], device=dev)
+        if max_q == min(q_lens):
+            # Equal lengths (all decodes, say): the packed rows already form the grid.
+            seq_of_token = torch.arange(num_seqs, device=dev).repeat_interleave(max_q)
+            local = torch.arange(max_q, device=dev).repeat(num_seqs)
+            query_index = None
+        else:
+            q_lens_t = torch.tensor(q_lens, device=dev)
+            seq_of_token = torch.repeat_interleave(torch.arange(num_seqs, device=dev), q_lens_t)
+            first_token = torch.cumsum(q_lens_t, 0) - q_lens_t
+            local = torch.arange(total, device=dev) - first_token[seq_of_token]
+            query_index = seq_of_token * max_q + local
         positions = starts_t[seq_of_token] + local
         slot_mapping = block_tables[seq_of_token, positions // bs] * bs + positions % bs
         # Query i of sequence s sits at position starts[s] + i and sees keys at or before it.
         query_pos = starts_t.unsqueeze(1) + torch.arange(max_q, device=dev).unsqueeze(0)
         key_pos = torch.arange(max_blocks * bs, device=dev)
         mask = (key_pos.view(1, 1, -1) <= query_pos.unsqueeze(-1)).unsqueeze(1)
-        meta = AttentionMetadata(
-            slot_mapping=slot_mapping,
-            block_tables=block_tables,
-            query_index=seq_of_token * max_q + local,
-            mask=mask,
-            num_seqs=num_seqs,
-            max_query_len=max_q,
+        group = AttentionGroup(
+            token_start=token_start, token_end=token_start + total, block_tables=block_tables,
+            query_index=query_index, mask=mask, num_seqs=num_seqs, max_query_len=max_q,
         )
-        input_ids = torch.tensor(flat_ids, dtype=torch.long, device=dev)
-        return input_ids, positions, meta, torch.tensor(logits_indices, dtype=torch.long, device=dev)
+        return group, positions, slot_mapping

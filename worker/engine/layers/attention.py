@@ -1,13 +1,14 @@
 """Paged attention in pure torch: write this step's K/V into the pool, then attend.
 
 The batch is packed: T tokens from S sequences laid end to end, each sequence contributing a
-prefill chunk or one decode token. Only this file reads `AttentionMetadata`, so a faster
-kernel (flash-attention on CUDA) can replace the body without touching the models.
+prefill chunk or a few decode tokens. Only this file reads `AttentionMetadata`, so a faster
+kernel (flash-attention on CUDA) could replace the body without touching the models.
 
-How it reads the pool without a per-token Python loop: the block tables [S, max_blocks] index
-the pool in one gather, giving each sequence its context as one padded row; queries are
+How it reads the pool without a per-token Python loop: a group's block tables [S, max_blocks]
+index the pool in one gather, giving each sequence its context as one padded row; queries are
 scattered into a padded [S, max_q] grid; one masked scaled_dot_product_attention call covers
-the whole batch.
+the group. Short queries (decodes) and long ones (prefill chunks) form separate groups, so a
+decode is never padded to a prefill chunk's length.
 """
 
 from dataclasses import dataclass
@@ -18,13 +19,20 @@ from torch import nn
 
 
 @dataclass
-class AttentionMetadata:
-    slot_mapping: torch.Tensor  # [T] flat pool slot (block_id * block_size + offset) per token
+class AttentionGroup:
+    token_start: int  # the group's tokens are packed rows token_start .. token_end - 1
+    token_end: int
     block_tables: torch.Tensor  # [S, max_blocks] block ids, padded with 0
-    query_index: torch.Tensor  # [T] where each packed token sits in the padded [S * max_q] grid
+    query_index: torch.Tensor | None  # [tokens] slot in the padded [S * max_q] grid; None if max_q 1
     mask: torch.Tensor  # [S, 1, max_q, max_blocks * block_size] True where a query may look
     num_seqs: int
     max_query_len: int
+
+
+@dataclass
+class AttentionMetadata:
+    slot_mapping: torch.Tensor  # [T] flat pool slot (block_id * block_size + offset) per token
+    groups: list[AttentionGroup]
 
 
 class PagedAttention(nn.Module):
@@ -48,27 +56,27 @@ class PagedAttention(nn.Module):
 
         Returns [T, heads * D].
         """
-        kv_heads, d = self.num_kv_heads, self.head_dim
         # Write first: a token attends to itself, and a chunk to its own earlier tokens.
-        k_cache.view(-1, kv_heads, d).index_copy_(0, meta.slot_mapping, k)
-        v_cache.view(-1, kv_heads, d).index_copy_(0, meta.slot_mapping, v)
+        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
+        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
+        outs = [self._group(q[g.token_start : g.token_end], k_cache, v_cache, g)
+                for g in meta.groups]
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
 
-        s, max_q = meta.num_seqs, meta.max_query_len
-        keys = k_cache[meta.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
-        values = v_cache[meta.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
-        if max_q == 1:
-            queries = q.view(s, 1, self.num_heads, d)  # pure decode: already one row each
+    def _group(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+               g: AttentionGroup) -> torch.Tensor:
+        kv_heads, d, s, max_q = self.num_kv_heads, self.head_dim, g.num_seqs, g.max_query_len
+        keys = k_cache[g.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
+        values = v_cache[g.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
+        if g.query_index is None:
+            queries = q.view(s, max_q, self.num_heads, d)  # every sequence has max_q queries
         else:
             queries = q.new_zeros(s * max_q, self.num_heads, d)
-            queries[meta.query_index] = q
+            queries[g.query_index] = q
             queries = queries.view(s, max_q, self.num_heads, d)
         out = F.scaled_dot_product_attention(
-            queries.transpose(1, 2),
-            keys,
-            values,
-            attn_mask=meta.mask,
-            scale=self.scale,
+            queries.transpose(1, 2), keys, values, attn_mask=g.mask, scale=self.scale,
             enable_gqa=kv_heads != self.num_heads,
         )
         out = out.transpose(1, 2).reshape(s * max_q, self.num_heads * d)
-        return out if max_q == 1 else out[meta.query_index]
+        return out if g.query_index is None else out[g.query_index]
