@@ -8,10 +8,12 @@ Embed one in any template:
     {% calculator "kv-cache" model="llama-3-70b" tokens=32768 users=100 %}
     {% calculator "decode" prefix="p1-decode" model="llama-3-8b" batch=1 %}
 
-Keyword arguments other than `prefix` are initial values of the form's fields (by field name);
-a request whose query names this calculator's fields (`?kv-cache-tokens=8192`) overrides them.
-`prefix` (default: the slug) prefixes the field names, so several calculators, even two of the
-same kind, can sit on one page. Without JavaScript the form submits to the page it is on, which
+Keyword arguments other than `prefix` and `heading` are initial values of the form's fields (by
+field name); a request whose query names this calculator's fields (`?kv-cache-tokens=8192`)
+overrides them. `prefix` (default: the slug; lower-case letters, digits, hyphens) prefixes the
+field names, so several calculators, even two of the same kind, can sit on one page. `heading`
+(default 3) is the level of the calculator's title. The element ids are `calc-<prefix>` (the
+section, a link target), `calc-<prefix>-output` (steps and plot) and `id_<prefix>-<field>`. Without JavaScript the form submits to the page it is on, which
 re-renders with the inputs kept; with htmx each change re-renders only the steps and the plot
 (GET /calculators/<slug>/?prefix=...&<fields>, HX-Request: true). The tag also loads plotly.js
 and static/js/plots.js once per page.
