@@ -32,7 +32,7 @@ def test_no_horizontal_scroll(live_server, browser, width):
     context = browser.new_context(viewport={"width": width, "height": 800})
     try:
         page = context.new_page()
-        for path in ("/", "/pages/03/", "/accounts/signup/"):
+        for path in ("/", "/pages/01/", "/pages/03/", "/accounts/signup/"):
             page.goto(live_server.url + path)
             overflow = page.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth")
