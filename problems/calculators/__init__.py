@@ -13,10 +13,11 @@ field name); a request whose query names this calculator's fields (`?kv-cache-to
 overrides them. `prefix` (default: the slug; lower-case letters, digits, hyphens) prefixes the
 field names, so several calculators, even two of the same kind, can sit on one page. `heading`
 (default 3) is the level of the calculator's title. The element ids are `calc-<prefix>` (the
-section, a link target), `calc-<prefix>-output` (steps and plot) and `id_<prefix>-<field>`. Without JavaScript the form submits to the page it is on, which
-re-renders with the inputs kept; with htmx each change re-renders only the steps and the plot
-(GET /calculators/<slug>/?prefix=...&<fields>, HX-Request: true). The tag also loads plotly.js
-and static/js/plots.js once per page.
+section, a link target), `calc-<prefix>-output` (steps and plot) and `id_<prefix>-<field>`.
+Without JavaScript the form submits to the page it is on, which re-renders with the inputs kept;
+with htmx each change re-renders only the steps and the plot (GET
+/calculators/<slug>/?prefix=...&<fields>, HX-Request: true). The tag also loads plotly.js and
+static/js/plots.js once per page.
 
 Register a problem's own calculator (several formulas composed) from its content module:
 

@@ -119,20 +119,51 @@ def result_compose(*results: Result,
     return Result(values=merged, steps=tuple(steps))
 
 
-def _bound_data(calculator: Calculator, *, prefix: str,
-                initial: Mapping[str, object]) -> dict[str, object]:
-    # The form's defaults with the embedding page's overrides on top.
-    base = calculator.form_class(prefix=prefix)
+def _default_data(form: CalculatorForm, *, initial: Mapping[str, object]) -> dict[str, str]:
+    # The form's defaults with the embedding page's overrides on top, as a query would carry
+    # them, so the form binds (and validates) exactly as if the learner had typed them.
     data = {}
-    for name, value in {**base.defaults(), **initial}.items():
-        if name in base.fields and value is not None:
-            data[base.add_prefix(name)] = str(value)
+    for name, value in {**form.defaults(), **initial}.items():
+        if name in form.fields and value is not None:
+            data[form.add_prefix(name)] = str(value)
     return data
 
 
 def query_names_prefix(query: Mapping[str, object], form: CalculatorForm) -> bool:
     """Whether the query carries any of `form`'s (prefixed) fields: then it binds the form."""
     return any(form.add_prefix(name) in query for name in form.fields)
+
+
+def _result_compute(calculator: Calculator, form: CalculatorForm) -> Result | None:
+    """The formula's result for a valid form, or None with the refusal added to the form."""
+    try:
+        result = calculator.compute(**form.cleaned_data)
+    except ArithmeticInputError as error:
+        # The arithmetic's messages start lower-case (they follow "field: " in the API).
+        message = error.message[:1].upper() + error.message[1:]
+        form.add_error(error.field if error.field in form.fields else None, message)
+        return None
+    except (ArithmeticError, ValueError) as error:
+        # A formula that overflows or divides by zero on some corner of its inputs must not
+        # take the page down: say so beside the form instead.
+        form.add_error(None, f"These inputs cannot be computed ({error}). Try other values.")
+        return None
+    if not _finite(result):
+        form.add_error(None, "These inputs give a result too large to show. Try smaller values.")
+        return None
+    return result
+
+
+def _plot_build(calculator: Calculator, inputs: dict, result: Result) -> tuple[dict, dict] | None:
+    """The plotly figure and its table, or None when there is no plot or it cannot be drawn
+    for these inputs (the steps still stand on their own)."""
+    if calculator.plot is None:
+        return None
+    try:
+        plot = calculator.plot(inputs=inputs, result=result)
+    except (ArithmeticError, ValueError):
+        return None
+    return plot_figure(plot), plot_table(plot)
 
 
 def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] | None = None,
@@ -149,30 +180,10 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
     if query_names_prefix(query, unbound):
         form = calculator.form_class(query, prefix=prefix)
     else:
-        data = _bound_data(calculator, prefix=prefix, initial=initial or {})
-        form = calculator.form_class(data, prefix=prefix)
-    result = figure = table = None
-    if form.is_valid():
-        inputs = dict(form.cleaned_data)
-        try:
-            result = calculator.compute(**inputs)
-            if calculator.plot is not None:
-                plot = calculator.plot(inputs=inputs, result=result)
-                figure, table = plot_figure(plot), plot_table(plot)
-        except ArithmeticInputError as error:
-            result = figure = table = None
-            # The arithmetic's messages start lower-case (they follow "field: " in the API).
-            message = error.message[:1].upper() + error.message[1:]
-            form.add_error(error.field if error.field in form.fields else None, message)
-        except (ArithmeticError, ValueError) as error:
-            # A formula that overflows or divides by zero on some corner of its inputs must not
-            # take the page down: say so beside the form instead.
-            result = figure = table = None
-            form.add_error(None, f"These inputs cannot be computed ({error}). Try other values.")
-        if result is not None and not _finite(result):
-            result = figure = table = None
-            form.add_error(None, "These inputs give a result too large to show. "
-                                 "Try smaller values.")
+        form = calculator.form_class(_default_data(unbound, initial=initial or {}), prefix=prefix)
+    result = _result_compute(calculator, form) if form.is_valid() else None
+    drawn = _plot_build(calculator, dict(form.cleaned_data), result) if result else None
+    figure, table = drawn if drawn else (None, None)
     return CalculatorState(calculator=calculator, prefix=prefix, form=form, result=result,
                            figure=figure, table=table)
 
