@@ -165,6 +165,12 @@ def test_unwritten_sections_say_so(rf):
         assert f'id="problem-25-{slug}"' in html
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.slug)
+def test_table_of_contents_links_sources_exactly_when_the_page_has_them(client, page):
+    html = _text(client.get(f"/pages/{page.slug}/"))
+    assert ('href="#sources"' in html) == ('id="sources"' in html)
+
+
 def test_previous_and_next_links(client):
     first = _text(client.get("/pages/01/"))
     assert 'rel="next" href="/pages/02/"' in first
