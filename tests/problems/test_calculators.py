@@ -163,3 +163,17 @@ def test_no_input_breaks_a_calculator(calculator):
                 assert state.form.errors, (name, text)
             else:
                 assert _finite_numbers(json.loads(state.figure_json or "null")), (name, text)
+
+
+def test_a_plot_that_cannot_be_drawn_leaves_the_steps():
+    from problems.arithmetic.errors import ArithmeticInputError
+    from problems.calculators import Calculator
+    from problems.calculators.memory import WeightsForm, weights_compute
+
+    def plot_refused(*, inputs: dict, result: Result) -> Plot:
+        raise ArithmeticInputError(field="model", message="no plot for this one")
+
+    calculator = Calculator(slug="weights-unplotted", title="t", explanation="e",
+                            form_class=WeightsForm, compute=weights_compute, plot=plot_refused)
+    state = calculator_evaluate(calculator)
+    assert state.result is not None and state.figure is None and not state.form.errors
