@@ -27,6 +27,15 @@ def test_home_has_every_part(client):
     assert 'Next up: <a href="/pages/01/">01 A request, end to end</a>' in html
 
 
+def test_site_navigation(client):
+    html = _text(client.get("/pages/02/"))
+    nav = re.search(r'<nav class="site-nav".*?</nav>', html, re.S).group(0)
+    for href in ('href="/"', 'href="/#map"', 'href="/#words"', 'href="/calculators/"',
+                 'href="/accounts/login/"', 'href="/accounts/signup/"'):
+        assert href in nav
+    assert 'class="skip-link" href="#main"' in html and 'id="main"' in html
+
+
 def test_home_start_here_has_five_request_steps(client):
     html = _text(client.get("/"))
     steps = re.search(r'<ol class="request-steps">(.*?)</ol>', html, re.S).group(1)
