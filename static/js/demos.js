@@ -270,6 +270,9 @@
       },
       step: function (d) { kvShow(root, d); },
       aborted: function (d) {
+        // Kept for the page's tests and curious readers: the bar before and after the abort.
+        root.dataset.kvBeforeAbort = root.querySelector(".kv-bar").getAttribute("aria-valuenow");
+        root.dataset.kvAfterAbort = d.kv_blocks_free;
         kvShow(root, d);
         streamEnded(d.stream, "aborted (" + d.reason + "): " + d.blocks_freed + " blocks back in the pool");
       },

@@ -1,0 +1,66 @@
+"""The two live demos of page 01 in Chromium, served by uvicorn with a real worker behind it."""
+
+import pytest
+
+from tests.demos.conftest import asgi_server  # noqa: F401  (the fixture: uvicorn on a free port)
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow,
+              pytest.mark.django_db(transaction=True)]
+
+
+def test_lifecycle_run_streams_tokens_and_draws_the_timeline(page, asgi_server,  # noqa: F811
+                                                              celery_worker_process):
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/01/")
+    demo = page.locator("#demo-lifecycle")
+    demo.locator("[data-example]").first.click()
+    demo.locator("input[name=max_tokens]").fill("24")
+    demo.get_by_role("button", name="Run", exact=True).click()
+    # Tokens arrive one event at a time: the chip row fills, then the output grows.
+    demo.locator(".demo-chips .chip").first.wait_for(state="attached", timeout=90_000)
+    demo.locator(".demo-output .token").first.wait_for(state="attached", timeout=90_000)
+    page.wait_for_function(
+        "() => document.querySelector('#demo-lifecycle').dataset.runState === 'finished'",
+        timeout=90_000)
+    tokens = demo.locator(".demo-output .token").count()
+    assert tokens >= 1
+    assert demo.locator('li[data-stage="admitted"].done').count() == 1
+    assert "blocks freed" in demo.locator('li[data-stage="finished"] .stage-detail').inner_text()
+    demo.locator(".demo-timeline.drawn").wait_for()
+    assert demo.locator(".demo-timeline .main-svg").count() >= 1  # plotly drew it
+    assert demo.locator(".estimate-table").count() == 1
+
+
+def test_lifecycle_shows_a_field_error_for_bad_input(page, asgi_server):  # noqa: F811
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/01/")
+    demo = page.locator("#demo-lifecycle")
+    demo.locator("input[name=max_tokens]").fill("9999")
+    demo.get_by_role("button", name="Run", exact=True).click()
+    error = demo.locator('[data-error-for="max_tokens"]')
+    error.wait_for()
+    page.wait_for_function(
+        "() => document.querySelector('#demo-lifecycle [data-error-for=max_tokens]').textContent")
+    assert "512" in error.inner_text()
+
+
+def test_cutting_one_stream_returns_its_blocks(page, asgi_server,  # noqa: F811
+                                               celery_worker_process):
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/01/")
+    demo = page.locator("#demo-streaming")
+    demo.locator("input[name=max_tokens]").fill("300")
+    demo.get_by_role("button", name="Run", exact=True).click()
+    stream = demo.locator('.stream[data-stream="1"]')
+    stream.locator(".stream-text .token").first.wait_for(state="attached", timeout=90_000)
+    stream.get_by_role("button", name="Cut stream").click()
+    stream.locator(".stream-state", has_text="aborted").wait_for(timeout=30_000)
+    before = int(demo.get_attribute("data-kv-before-abort"))
+    after = int(demo.get_attribute("data-kv-after-abort"))
+    assert after > before  # the free-blocks bar rose at the abort
+    assert "disconnected" in stream.locator(".stream-state").inner_text()
+    # The other streams carry on streaming after the cut.
+    count = demo.locator('.stream[data-stream="0"] .stream-text .token').count()
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#demo-streaming .stream[data-stream=\"0\"] "
+        f".stream-text .token').length > {count}")
+    demo.get_by_role("button", name="Cancel run").click()
+    page.wait_for_function(
+        "() => document.querySelector('#demo-streaming').dataset.runState === 'cancelled'")
