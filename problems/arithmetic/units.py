@@ -42,12 +42,12 @@ def scientific_format(value: float, *, digits: int = 2, unit: str = "") -> str:
     suffix = f" {unit}" if unit else ""
     if value == 0 or not math.isfinite(value):
         return f"{number_format(value)}{suffix}"
-    exponent = math.floor(math.log10(abs(value)))
-    mantissa = value / 10**exponent
-    if round(abs(mantissa), digits - 1) >= 10:
-        exponent += 1
-        mantissa = value / 10**exponent
-    mantissa_text = f"{mantissa:.{digits - 1}f}".rstrip("0").rstrip(".")
+    # Python's own e-format rounds the mantissa (9.96e3 → "1.0e+04") and, unlike dividing by
+    # 10**exponent, stays exact for subnormal floats such as 5e-324.
+    mantissa_text, exponent_text = f"{value:.{digits - 1}e}".split("e")
+    exponent = int(exponent_text)
+    if "." in mantissa_text:
+        mantissa_text = mantissa_text.rstrip("0").rstrip(".")
     if exponent == 0:
         return f"{mantissa_text}{suffix}"
     return f"{mantissa_text}×10{str(exponent).translate(_SUPERSCRIPT)}{suffix}"

@@ -49,3 +49,12 @@ def test_numbers_rates_and_money() -> None:
 def test_tiny_and_huge_numbers_switch_to_scientific_notation() -> None:
     assert number_format(0.00001234) == "1.23×10⁻⁵"
     assert number_format(2.5e17) == "2.5×10¹⁷"
+
+
+def test_scientific_format_survives_subnormal_floats():
+    # 10**-324 underflows to 0.0: the mantissa must not be found by dividing by it.
+    from problems.arithmetic.units import number_format, scientific_format
+
+    assert scientific_format(5e-324) == "4.9×10⁻³²⁴"
+    assert number_format(5e-324).endswith("10⁻³²⁴")
+    assert scientific_format(9.96e3) == "1×10⁴"
