@@ -14,8 +14,14 @@ from problems.arithmetic.compute import attention_flops_per_token_pair, prefill_
 from problems.arithmetic.decode import decode_step_model
 from problems.arithmetic.memory import kv_values_per_token_layer, params_count_model
 from problems.arithmetic.steps import Step
-from problems.arithmetic.units import (bandwidth_format, bytes_format, flops_format,
-                                       flops_rate_format, number_format, seconds_format)
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_format,
+    flops_format,
+    flops_rate_format,
+    number_format,
+    seconds_format,
+)
 
 _DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 

@@ -45,7 +45,14 @@ async def run_events_relay(*, run_id: str, stream: int | None = None,
     try:
         yield "retry: 2000\n\n"  # how long a browser waits before reconnecting
         while not ended:
-            reply = await client.xread({key: last_id}, block=ping_ms, count=200)
+            try:
+                reply = await client.xread({key: last_id}, block=ping_ms, count=200)
+            except redis.RedisError:
+                # Redis hiccup: end this response without cancelling; the browser reconnects
+                # with Last-Event-ID and the relay resumes where it stopped.
+                logger.warning("relay for run %s lost Redis", run_id, exc_info=True)
+                ended = True
+                break
             entries = reply[0][1] if reply else []
             if not entries:
                 run = await sync_to_async(_run_state_after_idle)(run_id)

@@ -7,8 +7,7 @@ Errors are JSON naming what was wrong: 422 for a bad parameter, 409 for a run al
 import json
 
 from asgiref.sync import sync_to_async
-from django.http import (Http404, HttpRequest, HttpResponse, JsonResponse,
-                         StreamingHttpResponse)
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache

@@ -63,7 +63,8 @@ def machine_measure(*, device: str = "cpu", matmul_size: int = 512,
 
 def model_facts(engine) -> dict:
     """The loaded model's size: parameter count and weight bytes as held in memory."""
-    model = getattr(engine, "model", None) or getattr(getattr(engine, "runner", None), "model", None)
+    runner = getattr(engine, "runner", None)
+    model = getattr(engine, "model", None) or getattr(runner, "model", None)
     params = [p for p in model.parameters()] if model is not None else []
     return {
         "parameters": int(sum(p.numel() for p in params)),

@@ -6,8 +6,13 @@ publishes finished with this runner's summary (or cancelled).
 
 import time
 
-from demos.runners.base import (RunCancelled, RunContext, RunOutcome, engine_abort_all,
-                                engine_events_sorted)
+from demos.runners.base import (
+    RunCancelled,
+    RunContext,
+    RunOutcome,
+    engine_abort_all,
+    engine_events_sorted,
+)
 
 
 def _blocks_held(engine) -> int:
@@ -16,15 +21,18 @@ def _blocks_held(engine) -> int:
 
 
 def token_pieces(engine, token_ids: list[int]) -> list[str]:
-    """Each token's own text, for the chips (byte-level pieces may be partial characters)."""
-    return [engine.decode([token_id]) for token_id in token_ids]
+    """Each token's own text, for the chips. Special tokens (the chat template's markers)
+    decode to nothing, so they show by name; byte-level pieces may be partial characters."""
+    names = (engine.tokenizer.convert_ids_to_tokens(token_ids)
+             if engine.tokenizer is not None else [""] * len(token_ids))
+    return [engine.decode([token_id]) or name
+            for token_id, name in zip(token_ids, names, strict=True)]
 
 
 def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Run one request and report every stage; `machine` holds this worker's measured rates."""
-    from worker.engine import SamplingParams
-
     from demos.estimate import lifecycle_estimate
+    from worker.engine import SamplingParams
 
     t_start = time.perf_counter()
     token_ids = engine.encode_prompt(params["prompt"], chat=True)

@@ -8,8 +8,13 @@ back to the pool at once while the others carry on. Events: streams, admitted, t
 
 import time
 
-from demos.runners.base import (RunCancelled, RunContext, RunOutcome, engine_abort_all,
-                                engine_events_sorted)
+from demos.runners.base import (
+    RunCancelled,
+    RunContext,
+    RunOutcome,
+    engine_abort_all,
+    engine_events_sorted,
+)
 
 # The learner's prompt is stream 0; these two keep it company.
 COMPANION_PROMPTS = (
@@ -95,8 +100,9 @@ def streaming_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                 ctx.publish("token", {"index": event.get("index"), "text": event.get("text", ""),
                                       "at_ms": ctx.elapsed_ms()}, stream=index)
             elif kind == "finished":
-                stream_end(index, "done", {"finish_reason": event.get("finish_reason"),
-                                           "completion_tokens": streams[index]["completion_tokens"]})
+                stream_end(index, "done", {
+                    "finish_reason": event.get("finish_reason"),
+                    "completion_tokens": streams[index]["completion_tokens"]})
         if ctx.step_delay_s:
             time.sleep(ctx.step_delay_s)
     return RunOutcome(state="finished", summary={

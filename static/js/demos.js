@@ -82,6 +82,8 @@
     root.querySelector(".demo-chips").replaceChildren();
     root.querySelector(".demo-output").replaceChildren();
     root.querySelector(".demo-estimate").replaceChildren();
+    const note = root.querySelector(".estimate-note");
+    if (note) note.hidden = true;
     const plot = root.querySelector(".demo-timeline");
     if (window.Plotly) window.Plotly.purge(plot);
     plot.replaceChildren();
@@ -159,6 +161,8 @@
       working.appendChild(el("li", "", s.label + ": " + s.expression + " = " + s.display));
     });
     box.appendChild(working);
+    const note = root.querySelector(".estimate-note");
+    if (note) note.hidden = false;
   }
 
   function lifecyclePlot(root, d) {

@@ -24,7 +24,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def uvicorn_process_start(*, port: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+def uvicorn_process_start(*, port: int,
+                          extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     """uvicorn serving course.asgi against the test database and the suite's Redis."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "course.settings.test",
            "DATABASE_URL": _test_database_url(), "PYTHONUNBUFFERED": "1", **(extra_env or {})}

@@ -11,8 +11,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 def test_a_run_over_its_time_limit_fails_with_a_message(monkeypatch):
-    from demos.worker_engine import engine_get
     from django.conf import settings
+
+    from demos.worker_engine import engine_get
 
     run = Run.objects.create(demo="lifecycle", owner="session:x",
                              params={"prompt": "Hi", "max_tokens": 4, "temperature": 0,
