@@ -72,6 +72,7 @@ class ModelRunner:
         self.config = config
         self.block_size = block_size
         self.device = torch.device(device)
+        self._per_kv = config.num_heads // config.num_kv_heads
         shape = (num_blocks, block_size, config.num_kv_heads, config.head_dim)
         self.kv_caches = [
             (torch.zeros(shape, dtype=dtype, device=device),
@@ -112,7 +113,7 @@ class ModelRunner:
         start = 0
         for members in (short, long):
             if members:
-                group, pos, slot = self._group(members, start, dev, bs)
+                group, pos, slot = self._group(members, start, dev, bs, self._per_kv)
                 groups.append(group)
                 positions.append(pos)
                 slots.append(slot)
@@ -123,7 +124,8 @@ class ModelRunner:
         return input_ids, torch.cat(positions), meta, logits_t
 
     @staticmethod
-    def _group(entries: list[BatchEntry], token_start: int, dev: torch.device, bs: int):
+    def _group(entries: list[BatchEntry], token_start: int, dev: torch.device, bs: int,
+               per_kv: int):
         """One attention group's metadata, with its tokens' positions and pool slots."""
         q_lens = [len(e.token_ids) for e in entries]
         num_seqs, max_q, total = len(entries), max(q_lens), sum(q_lens)
@@ -149,8 +151,11 @@ class ModelRunner:
         query_pos = starts_t.unsqueeze(1) + torch.arange(max_q, device=dev).unsqueeze(0)
         key_pos = torch.arange(max_blocks * bs, device=dev)
         mask = (key_pos.view(1, 1, -1) <= query_pos.unsqueeze(-1)).unsqueeze(1)
+        if max_q > 1:
+            mask = mask.repeat(1, 1, per_kv, 1)  # rows ordered (query head in group, position)
         group = AttentionGroup(
-            token_start=token_start, token_end=token_start + total, block_tables=block_tables,
+            token_start=token_start, token_end=token_start + total,
+            block_ids=block_tables.view(-1),
             query_index=query_index, mask=mask, num_seqs=num_seqs, max_query_len=max_q,
         )
         return group, positions, slot_mapping

@@ -5,7 +5,7 @@ prefill chunk or a few decode tokens. Only this file reads `AttentionMetadata`, 
 kernel (flash-attention on CUDA) could replace the body without touching the models.
 
 How it reads the pool without a per-token Python loop: a group's block tables [S, max_blocks]
-index the pool in one gather, giving each sequence its context as one padded row; queries are
+index the pool in one index_select, giving each sequence its context as one padded row; queries are
 scattered into a padded [S, max_q] grid; one masked scaled_dot_product_attention call covers
 the group. Short queries (decodes) and long ones (prefill chunks) form separate groups, so a
 decode is never padded to a prefill chunk's length.
@@ -22,9 +22,11 @@ from torch import nn
 class AttentionGroup:
     token_start: int  # the group's tokens are packed rows token_start .. token_end - 1
     token_end: int
-    block_tables: torch.Tensor  # [S, max_blocks] block ids, padded with 0
+    block_ids: torch.Tensor  # [S * max_blocks] each sequence's block ids, padded with 0
     query_index: torch.Tensor | None  # [tokens] slot in the padded [S * max_q] grid; None if max_q 1
-    mask: torch.Tensor  # [S, 1, max_q, max_blocks * block_size] True where a query may look
+    # [S, 1, per_kv * max_q, max_blocks * block_size]: True where a query may look (the
+    # query-position mask repeated for each query head sharing a KV head).
+    mask: torch.Tensor
     num_seqs: int
     max_query_len: int
 
@@ -66,17 +68,23 @@ class PagedAttention(nn.Module):
     def _group(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                g: AttentionGroup) -> torch.Tensor:
         kv_heads, d, s, max_q = self.num_kv_heads, self.head_dim, g.num_seqs, g.max_query_len
-        keys = k_cache[g.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
-        values = v_cache[g.block_tables].view(s, -1, kv_heads, d).transpose(1, 2)
+        per_kv = self.num_heads // kv_heads
+        # One gather per pool: each sequence's blocks, in order, as a contiguous context.
+        keys = k_cache.index_select(0, g.block_ids).view(s, -1, kv_heads, d).transpose(1, 2)
+        values = v_cache.index_select(0, g.block_ids).view(s, -1, kv_heads, d).transpose(1, 2)
         if g.query_index is None:
             queries = q.view(s, max_q, self.num_heads, d)  # every sequence has max_q queries
         else:
             queries = q.new_zeros(s * max_q, self.num_heads, d)
             queries[g.query_index] = q
             queries = queries.view(s, max_q, self.num_heads, d)
+        # Grouped-query attention without copying K/V per query head: the query heads that
+        # share a KV head become extra query rows, [S, kv_heads, per_kv * max_q, D].
+        queries = queries.view(s, max_q, kv_heads, per_kv, d).permute(0, 2, 3, 1, 4)
         out = F.scaled_dot_product_attention(
-            queries.transpose(1, 2), keys, values, attn_mask=g.mask, scale=self.scale,
-            enable_gqa=kv_heads != self.num_heads,
+            queries.reshape(s, kv_heads, per_kv * max_q, d), keys, values, attn_mask=g.mask,
+            scale=self.scale,
         )
-        out = out.transpose(1, 2).reshape(s * max_q, self.num_heads * d)
+        out = out.view(s, kv_heads, per_kv, max_q, d).permute(0, 3, 1, 2, 4)
+        out = out.reshape(s * max_q, self.num_heads * d)
         return out if g.query_index is None else out[g.query_index]
