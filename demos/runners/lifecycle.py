@@ -121,12 +121,17 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
             time.sleep(ctx.step_delay_s)
     ctx.request_ids.discard(request_id)
     t_end = time.perf_counter()
-    blocks_freed = held - _blocks_held(engine)
+    n_out = len(token_times)
+    # The final step may allocate a block and free everything at once, so counting free blocks
+    # around it misses that block. Use the engine's own count when its event carries one, else
+    # the paged-cache rule: every token but the last sampled one has its K and V in a block.
+    block_size = int(engine.stats().get("block_size", 16))
+    blocks_freed = int(finished.get("blocks_freed",
+                                    -(-(len(token_ids) + n_out - 1) // block_size)))
 
     def ms(t: float) -> float:
         return round((t - t_start) * 1000, 3)
 
-    n_out = len(token_times)
     ttft_ms = ms(token_times[0]) if token_times else None
     tpot_ms = (round((token_times[-1] - token_times[0]) * 1000 / (n_out - 1), 3)
                if n_out > 1 else None)

@@ -108,9 +108,10 @@ class SiteClient:
         if last_event_id:
             extra["Last-Event-ID"] = last_event_id
         conn.request("GET", path, headers=self._headers(extra))
+        sock = conn.sock  # http.client may drop its own reference once the response starts
         response = conn.getresponse()
         assert response.status == 200, response.read()
-        return SseReader(conn=conn, response=response)
+        return SseReader(conn=conn, response=response, sock=sock)
 
 
 @dataclass
@@ -124,6 +125,7 @@ class SseEvent:
 class SseReader:
     conn: http.client.HTTPConnection
     response: http.client.HTTPResponse
+    sock: socket.socket
     comments: int = 0
 
     def __iter__(self):
@@ -157,10 +159,12 @@ class SseReader:
     def close(self) -> None:
         """Go away as a client would: close the socket without reading on."""
         try:
-            self.conn.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        self.response.close()
         self.conn.close()
+        self.sock.close()
 
 
 @pytest.fixture
