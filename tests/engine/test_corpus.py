@@ -26,8 +26,9 @@ from worker.engine.corpus import (
 PROSE = (
     "   :cache: n.\n\n"
     "   A small fast store placed in front of a larger slow one. Hackers speak of {cache} hits\n"
-    "   and misses with \u201cgreat\u201d feeling \u2014 a hit saves the long trip to the slow store,\n"
-    "   and a miss costs that trip plus the time spent looking in the cache first.\n\n"
+    "   and misses with \u201cgreat\u201d feeling \u2014 a hit saves the long trip to the slow\n"
+    "   store,"
+    " and a miss costs that trip plus the time spent looking in the cache first.\n\n"
     "   short line\n"
 )
 

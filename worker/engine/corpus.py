@@ -1,4 +1,4 @@
-"""The training corpus of the shipped demo model: inference prose, computed facts, and the Jargon File.
+"""The demo model's training corpus: inference prose, computed facts, and the Jargon File.
 
 Everything here is deterministic given the seed, so `python -m worker.engine.train` rebuilds the
 same corpus on any machine that has Debian's `jargon-text` package installed. No Django, no torch.
