@@ -84,7 +84,8 @@ def run_start(*, owner: str, demo: str, params: RunParams) -> Run:
     with transaction.atomic():
         run = Run.objects.create(owner=owner, demo=demo, params=params.as_dict())
         queue = str(demo_setting("DEMO_QUEUE")) or settings.CELERY_TASK_DEFAULT_QUEUE
-        transaction.on_commit(lambda: run_execute.apply_async(args=[str(run.id)], queue=queue))
+        # delay_on_commit with a queue: the worker must find the row when the task arrives.
+        run_execute.apply_async_on_commit(args=[str(run.id)], queue=queue)
     return run
 
 

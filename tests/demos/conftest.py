@@ -51,6 +51,12 @@ def http_wait_ready(*, port: int, timeout: float = 60.0) -> None:
 @pytest.fixture(scope="session")
 def asgi_server(django_db_setup, django_db_blocker):
     """The site under uvicorn for the session: its base URL's port."""
+    with django_db_blocker.unblock():
+        database_url = _test_database_url()
+    if "mode=memory" in database_url:
+        pytest.fail("the test database is in memory, so uvicorn and the worker cannot see it: "
+                    "the suite must run with DJANGO_SETTINGS_MODULE=course.settings.test "
+                    "(importing worker.celery before pytest-django sets it to dev)")
     port = _free_port()
     with django_db_blocker.unblock():
         process = uvicorn_process_start(port=port)
