@@ -51,12 +51,26 @@ class _Heartbeat:
         services.redis().delete(events.heartbeat_key(self.run_id))
 
 
+def _engine_clean(engine, ctx, *, run_id: str) -> None:
+    """Abort what a failed run left in the engine this worker keeps for the next run."""
+    from demos.runners.base import engine_abort_all
+
+    if engine is None:
+        return
+    try:
+        engine_abort_all(engine, ctx.request_ids)
+    except Exception:  # a half-finished step may leave it inconsistent: load afresh next time
+        logger.exception("could not clean the engine after run %s; reloading it", run_id)
+        from demos.worker_engine import engine_forget
+
+        engine_forget()
+
+
 @shared_task(name="demos.run_execute", soft_time_limit=_TIME_LIMIT + 5,
              time_limit=_TIME_LIMIT + 20, acks_late=False)
 def run_execute(run_id: str) -> str:
     """Execute one demo run by id; returns its final state."""
     from demos.runners import RunCancelled, RunContext, RunTimeLimit, runner_for
-    from demos.runners.base import engine_abort_all
     from demos.worker_engine import engine_get
 
     run = Run.objects.filter(pk=run_id).first()
@@ -90,19 +104,14 @@ def run_execute(run_id: str) -> str:
                 publish("cancelled", cancelled.summary)
             return Run.State.CANCELLED
         except (RunTimeLimit, SoftTimeLimitExceeded) as exc:
-            if engine is not None:
-                engine_abort_all(engine, ctx.request_ids)
+            _engine_clean(engine, ctx, run_id=run_id)
             message = (f"This run stopped: {exc}." if isinstance(exc, RunTimeLimit) else
                        f"This run stopped: it passed its time limit of {_TIME_LIMIT} s.")
             services.run_fail(run_id=run_id, message=message)
             return Run.State.FAILED
         except Exception as exc:
             logger.exception("run %s failed", run_id)
-            if engine is not None:
-                try:
-                    engine_abort_all(engine, ctx.request_ids)
-                except Exception:
-                    logger.exception("could not clean the engine after run %s", run_id)
+            _engine_clean(engine, ctx, run_id=run_id)
             services.run_fail(run_id=run_id, message=f"The demo failed: {exc}")
             return Run.State.FAILED
         if services.run_mark_terminal(run_id=run_id, state=outcome.state,

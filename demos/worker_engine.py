@@ -89,3 +89,11 @@ def engine_get(model_path: str, *, device: str = "cpu") -> tuple:
                         time.perf_counter() - t, machine)
             _loaded = (engine, machine)
         return _loaded
+
+
+def engine_forget() -> None:
+    """Drop this process's engine, so the next run loads a fresh one (after a failure that may
+    have left it half-way through a step)."""
+    global _loaded
+    with _lock:
+        _loaded = None

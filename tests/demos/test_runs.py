@@ -113,3 +113,17 @@ def test_cutting_one_stream_aborts_it_and_the_others_finish(site, celery_worker_
     assert not [e for e in after_abort if e.type == "token" and e.data.get("stream") == 1]
     steps_before = [e for e in seen[:seen.index(aborted[0])] if e.type == "step"]
     assert aborted[0].data["kv_blocks_free"] > steps_before[-1].data["kv_blocks_free"]
+
+
+def test_a_run_whose_events_expired_still_ends_its_stream(site, celery_worker_process):
+    from demos import events
+    from demos.services import redis
+
+    started = run_start(site, "lifecycle", max_tokens=1)
+    state = run_wait_state(site, started["run_id"], {"finished", "failed", "cancelled"})
+    redis().delete(events.events_key(started["run_id"]))  # as if its TTL had passed
+    reader = site.events_open(started["events_url"])
+    seen = reader.until(lambda e: e.type in ("finished", "failed", "cancelled"))
+    reader.close()
+    assert [e.type for e in seen] == [state["state"]]
+    assert seen[0].data["state"] == state["state"]
