@@ -16,11 +16,16 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Run',
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True,
+                                        serialize=False)),
                 ('demo', models.SlugField(max_length=40)),
                 ('params', models.JSONField(default=dict)),
                 ('owner', models.CharField(db_index=True, max_length=80)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('finished', 'Finished'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=12)),
+                ('state', models.CharField(
+                    choices=[('queued', 'Queued'), ('running', 'Running'),
+                             ('finished', 'Finished'), ('failed', 'Failed'),
+                             ('cancelled', 'Cancelled')],
+                    db_index=True, default='queued', max_length=12)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
