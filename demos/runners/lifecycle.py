@@ -46,8 +46,10 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
         "at_ms": ctx.elapsed_ms(t_tokenized),
     })
 
+    # ignore_eos is never sent by the page (the web form has no such field); tests use it.
     sampling = SamplingParams(temperature=params["temperature"], top_p=params["top_p"],
-                              max_tokens=params["max_tokens"])
+                              max_tokens=params["max_tokens"],
+                              ignore_eos=bool(params.get("ignore_eos", False)))
     free_before = int(engine.stats()["kv_blocks_free"])
     request_id = engine.add_request(token_ids, sampling)
     ctx.request_ids.add(request_id)
