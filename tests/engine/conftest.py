@@ -81,7 +81,8 @@ CHAT_TEMPLATE = (
 _CORPUS = [
     "The KV cache stores keys and values for every token already seen.",
     "Continuous batching admits new requests at every step. Prefill is compute bound; "
-    "decode is memory bound. Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber \u6f22\u5b57 \U0001f680.",
+    "decode is memory bound. Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber "
+    "\u6f22\u5b57 \U0001f680.",
 ] * 20
 
 

@@ -73,7 +73,8 @@ def test_continuous_batching_fills_a_freed_seat_at_once(tiny_models):
     events = run_all(engine)
     position = {(e["type"], e["request_id"]): i for i, e in enumerate(events)
                 if e["type"] in ("admitted", "finished")}
-    assert position[("finished", "r0")] < position[("admitted", "r2")] < position[("finished", "r1")]
+    order = [position[k] for k in (("finished", "r0"), ("admitted", "r2"), ("finished", "r1"))]
+    assert order == sorted(order)
     assert max(e["num_seqs"] for e in events if e["type"] == "step") == 2
 
 

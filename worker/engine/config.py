@@ -40,7 +40,8 @@ def model_config_load(path: str | Path) -> ModelConfig:
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ValueError(
-            f"unsupported model_type {model_type!r}; this engine runs {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"unsupported model_type {model_type!r}; "
+            f"this engine runs {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     if raw.get("hidden_act", "silu") != "silu":
         raise ValueError(f"unsupported hidden_act {raw['hidden_act']!r}; only silu (SwiGLU)")

@@ -288,9 +288,6 @@ class Engine:
         t0 = time.perf_counter()
         events, self._pending_events = self._pending_events, []
         plan = self.scheduler.schedule()
-        for seq in plan.preempted:
-            events.append({"type": "preempted", "request_id": seq.request_id,
-                           "num_tokens": seq.num_tokens})
         for seq in plan.admitted:
             if seq.metrics.first_scheduled_time is None:
                 seq.metrics.first_scheduled_time = t0
@@ -299,9 +296,10 @@ class Engine:
                 "blocks": len(seq.block_table), "prompt_tokens": seq.num_prompt_tokens,
                 "cached_tokens": seq.num_cached_tokens,
             })
-        num_decode = sum(
-            1 + s.num_lookahead_tokens for s in plan.scheduled
-            if s.num_computed_tokens == s.num_tokens - 1 and s.num_computed_tokens > 0)
+        for seq in plan.preempted:
+            events.append({"type": "preempted", "request_id": seq.request_id,
+                           "num_tokens": seq.num_tokens})
+        num_decode = sum(1 + s.num_lookahead_tokens for s in plan.scheduled if _is_decode(s))
         num_total = sum(s.num_scheduled_tokens + s.num_lookahead_tokens for s in plan.scheduled)
         if plan.scheduled:
             self._execute(plan, events)
@@ -322,7 +320,7 @@ class Engine:
         scheduled = plan.scheduled
         for seq in scheduled:
             start, n = seq.num_computed_tokens, seq.num_scheduled_tokens
-            if n > 1 or start == 0 or start < seq.num_tokens - 1:
+            if not _is_decode(seq):
                 events.append({
                     "type": "prefill_chunk", "request_id": seq.request_id, "tokens": n,
                     "start": start, "end": start + n, "done": start + n == seq.num_tokens,
@@ -439,6 +437,11 @@ class Engine:
             "spec_decode_num_accepted_tokens": spec.num_accepted_tokens if spec else 0,
             "max_model_len": self.max_model_len,
         }
+
+
+def _is_decode(seq: Sequence) -> bool:
+    """A decode computes only the newest output token; anything else is (re)filling a prompt."""
+    return seq.num_output_tokens > 0 and seq.num_computed_tokens == seq.num_tokens - 1
 
 
 def _stop_string_cut(seq: Sequence, text_before: int) -> bool:

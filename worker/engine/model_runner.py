@@ -16,7 +16,6 @@ from worker.engine.layers.attention import AttentionGroup, AttentionMetadata
 from worker.engine.layers.rotary import RotaryEmbedding
 from worker.engine.models import model_class_for
 
-
 # Queries up to this many tokens (a decode, a speculative check) go in the short group.
 _SHORT_QUERY = 8
 

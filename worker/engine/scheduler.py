@@ -24,15 +24,6 @@ class SchedulerOutput:
     admitted: list[Sequence] = field(default_factory=list)
     preempted: list[Sequence] = field(default_factory=list)
 
-    @property
-    def num_decode_tokens(self) -> int:
-        return sum(s.num_scheduled_tokens for s in self.scheduled if s.num_scheduled_tokens == 1
-                   and s.num_computed_tokens == s.num_tokens - 1)
-
-    @property
-    def num_prefill_tokens(self) -> int:
-        return sum(s.num_scheduled_tokens for s in self.scheduled) - self.num_decode_tokens
-
 
 class Scheduler:
     def __init__(

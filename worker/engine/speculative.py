@@ -119,7 +119,7 @@ def _verify(seq: Sequence, drafts: list[int], qs: list | None, logits: torch.Ten
     accepted = []
     for j, d in enumerate(drafts):
         q = qs[j]
-        u = torch.rand((), generator=seq.generator).item() if seq.generator else torch.rand(()).item()
+        u = torch.rand((), generator=seq.generator).item()
         if u < min(1.0, (p[j, d] / q[d]).item()):
             accepted.append(d)
             continue

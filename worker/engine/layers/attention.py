@@ -23,7 +23,8 @@ class AttentionGroup:
     token_start: int  # the group's tokens are packed rows token_start .. token_end - 1
     token_end: int
     block_ids: torch.Tensor  # [S * max_blocks] each sequence's block ids, padded with 0
-    query_index: torch.Tensor | None  # [tokens] slot in the padded [S * max_q] grid; None if max_q 1
+    # [tokens] each token's slot in the padded [S * max_q] grid; None when all lengths are equal
+    query_index: torch.Tensor | None
     # [S, 1, per_kv * max_q, max_blocks * block_size]: True where a query may look (the
     # query-position mask repeated for each query head sharing a KV head).
     mask: torch.Tensor
