@@ -49,6 +49,18 @@ def test_events_tell_one_request_lifecycle_in_order(engine):
     assert steps[-1]["blocks_free"] == steps[-1]["blocks_total"] == 32
 
 
+def test_block_tables_show_each_request_its_blocks(engine):
+    a = engine.add_request(ids(20, 1), GREEDY)
+    b = engine.add_request(ids(5, 2), GREEDY)
+    engine.step()  # budget 16: a gets its first chunk, b waits
+    engine.step()
+    tables = engine.block_tables()
+    assert len(tables[a]) == 2 and len(tables[b]) == 1
+    assert not set(tables[a]) & set(tables[b])
+    step = [e for e in engine.step() if e["type"] == "step"][0]
+    assert 0 < step["model_seconds"] <= step["seconds"]
+
+
 def test_chunked_prefill_shares_steps_with_decodes(engine):
     engine.add_request(ids(3, 1), SamplingParams(temperature=0, max_tokens=20, ignore_eos=True))
     engine.step()  # the short prompt is decoding from here on

@@ -252,6 +252,10 @@ class Engine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
+    def block_tables(self) -> dict[str, list[int]]:
+        """Physical KV block ids held by each running request, in logical order."""
+        return {s.request_id: list(s.block_table) for s in self.scheduler.running}
+
     def generate(
         self,
         prompts: Prompt | list[Prompt],
@@ -286,6 +290,9 @@ class Engine:
     def step(self) -> list[dict]:
         """Schedule, compute and sample once; returns the events of this step."""
         t0 = time.perf_counter()
+        self.runner.seconds = 0.0
+        if self.speculative is not None:
+            self.speculative.draft_runner.seconds = 0.0
         events, self._pending_events = self._pending_events, []
         plan = self.scheduler.schedule()
         for seq in plan.admitted:
@@ -313,6 +320,9 @@ class Engine:
             "blocks_free": self.block_manager.num_free_blocks,
             "blocks_total": self.block_manager.num_blocks,
             "seconds": time.perf_counter() - t0,
+            # Forward passes only; the rest of `seconds` is host work (scheduling, sampling).
+            "model_seconds": self.runner.seconds + (
+                self.speculative.draft_runner.seconds if self.speculative else 0.0),
         })
         return events
 

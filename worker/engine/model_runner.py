@@ -5,6 +5,7 @@ them need logits). The runner lays the tokens end to end, builds the attention m
 runs the forward pass and returns logits only for the rows that sample.
 """
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +73,7 @@ class ModelRunner:
         self.block_size = block_size
         self.device = torch.device(device)
         self._per_kv = config.num_heads // config.num_kv_heads
+        self.seconds = 0.0  # time in forward passes since the engine last reset it
         shape = (num_blocks, block_size, config.num_kv_heads, config.head_dim)
         self.kv_caches = [
             (torch.zeros(shape, dtype=dtype, device=device),
@@ -90,7 +92,12 @@ class ModelRunner:
     def execute(self, entries: list[BatchEntry]) -> torch.Tensor:
         """Logits [sum of num_logits, vocab] in fp32, in entry order."""
         input_ids, positions, meta, logits_indices = self._prepare(entries)
-        return self.model(input_ids, positions, self.kv_caches, meta, logits_indices)
+        t0 = time.perf_counter()
+        logits = self.model(input_ids, positions, self.kv_caches, meta, logits_indices)
+        if logits.is_cuda:
+            torch.cuda.synchronize(logits.device)  # kernels run asynchronously
+        self.seconds += time.perf_counter() - t0
+        return logits
 
     def _prepare(self, entries: list[BatchEntry]):
         dev, bs = self.device, self.block_size
