@@ -9,8 +9,12 @@ produces exactly its output length) runs three ways on the same model and device
 - transformers' `generate` on static batches of `--batch-size`, left-padded, each batch running
   to its longest member's output length (the tokens past a member's own length are wasted).
 All requests arrive at time zero. The runs alternate over `--rounds` rounds and each keeps its
-fastest round, which filters out slowdowns from other load on the machine. Printed per row: output tokens per second, TTFT mean/p50/p99,
-mean TPOT (time per output token after the first), and throughput relative to transformers.
+fastest round, which filters out slowdowns from other load on the machine. Printed per row:
+output tokens per second, TTFT mean/p50/p99, mean TPOT (time per output token after the
+first), and throughput relative to transformers.
+
+On a machine shared with other work, `--threads 1` gives steadier numbers: two OpenMP threads
+stall whenever another process takes one of the two cores.
 """
 
 import argparse
