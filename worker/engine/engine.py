@@ -436,7 +436,7 @@ class Engine:
             "kv_blocks_total": bm.num_blocks,
             "kv_blocks_free": bm.num_free_blocks,
             "kv_block_bytes": self.kv_block_bytes,
-            "kv_cache_usage": 1 - bm.num_free_blocks / bm.num_blocks,
+            "kv_cache_usage_perc": 1 - bm.num_free_blocks / bm.num_blocks,  # a fraction, as vLLM
             "block_size": bm.block_size,
             "prefix_cache_queries": bm.prefix_cache_queries,
             "prefix_cache_hits": bm.prefix_cache_hits,
