@@ -195,3 +195,31 @@ def test_duplicate_request_id_is_refused(engine):
     engine.add_request(ids(3), GREEDY, request_id="x")
     with pytest.raises(ValueError, match="already"):
         engine.add_request(ids(3), GREEDY, request_id="x")
+
+
+def test_kv_handoff_lets_another_engine_continue_without_recomputing(tiny_models):
+    path = tiny_models["qwen2"]
+    prompt = ids(37, 4)
+    params = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+    whole = Engine.from_pretrained(path, num_kv_blocks=16).generate([prompt], params)[0]
+
+    prefill = Engine.from_pretrained(path, num_kv_blocks=16)
+    rid = prefill.add_request(prompt, SamplingParams(temperature=0, max_tokens=1), export_kv=True)
+    run_all(prefill)
+    handoff = prefill.kv_take(rid)
+    assert handoff.token_ids == prompt + whole.token_ids[:1]
+    assert handoff.nbytes == 37 * prefill.stats()["kv_block_bytes"] // 16
+
+    decode = Engine.from_pretrained(path, num_kv_blocks=16, block_size=8)  # other block size
+    decode.add_request(None, SamplingParams(temperature=0, max_tokens=9, ignore_eos=True),
+                       request_id="d", kv=handoff)
+    events = run_all(decode)
+    chunks = [e for e in events if e["type"] == "prefill_chunk"]
+    # Only the newest token is computed; the 37 prompt tokens arrived as K/V.
+    assert [(c["start"], c["end"]) for c in chunks] == [(37, 38)]
+    steps = [e for e in events if e["type"] == "step"]
+    assert sum(s["num_prefill_tokens"] + s["num_decode_tokens"] for s in steps) == 9
+    assert [e["token_id"] for e in events if e["type"] == "token"] == whole.token_ids[1:]
+    assert decode.stats()["kv_blocks_free"] == 16
+    with pytest.raises(ValueError):
+        prefill.kv_take(rid)

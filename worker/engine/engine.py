@@ -20,6 +20,7 @@ import torch
 from worker.engine.block_manager import BlockManager
 from worker.engine.config import ModelConfig, model_config_load
 from worker.engine.detokenizer import detokenizer_init, text_flush, text_piece_next
+from worker.engine.kv_transfer import KVHandoff, kv_check, kv_read, kv_write
 from worker.engine.layers.sampler import tokens_sample
 from worker.engine.model_runner import BatchEntry, ModelRunner, model_load
 from worker.engine.outputs import RequestOutput
@@ -65,6 +66,7 @@ class Engine:
         self._pending_events: list[dict] = []
         self._outputs: dict[str, RequestOutput] = {}
         self._collect: set[str] = set()
+        self._kv_exports: dict[str, KVHandoff] = {}
         self._ids = itertools.count()
 
     # Loading ------------------------------------------------------------------------------------
@@ -216,17 +218,29 @@ class Engine:
         request_id: str | None = None,
         tenant: str | None = None,
         chat: bool = False,
+        *,
+        export_kv: bool = False,
+        kv: KVHandoff | None = None,
     ) -> str:
-        """Queue a request; returns its id. The next step() reports it as `queued`."""
+        """Queue a request; returns its id. The next step() reports it as `queued`.
+
+        Disaggregated serving: with `export_kv`, the request's K/V is kept when it finishes,
+        for `kv_take`. With `kv` (a handoff from another engine running the same model), the
+        prompt is `kv.token_ids` and its K/V is copied in instead of computed.
+        """
         params = params or SamplingParams()
         if not isinstance(params, SamplingParams):
             raise ValueError("params must be a SamplingParams")
+        if kv is not None:
+            kv_check(self.runner, kv)
+            prompt = kv.token_ids
         token_ids = self.encode_prompt(prompt, chat=chat)
         self._prompt_check(token_ids)
         request_id = str(request_id) if request_id is not None else f"req-{next(self._ids)}"
         if request_id in self._requests:
             raise ValueError(f"request_id {request_id!r} is already running")
         seq = Sequence(request_id, token_ids, params, tenant=tenant)
+        seq.kv_import, seq.export_kv = kv, export_kv
         detokenizer_init(seq)
         self._requests[request_id] = seq
         self.scheduler.add(seq)
@@ -251,6 +265,13 @@ class Engine:
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
+
+    def kv_take(self, request_id: str) -> KVHandoff:
+        """The K/V a finished `export_kv` request left behind (taken once)."""
+        try:
+            return self._kv_exports.pop(request_id)
+        except KeyError:
+            raise ValueError(f"no exported KV for request {request_id!r}") from None
 
     def block_tables(self) -> dict[str, list[int]]:
         """Physical KV block ids held by each running request, in logical order."""
@@ -296,6 +317,11 @@ class Engine:
         events, self._pending_events = self._pending_events, []
         plan = self.scheduler.schedule()
         for seq in plan.admitted:
+            if seq.kv_import is not None:
+                kv_write(self.runner, seq.kv_import, seq.block_table)
+                self.block_manager.register_full_blocks(
+                    seq, 0 if self.speculative else seq.num_computed_tokens)
+                seq.kv_import = None
             if seq.metrics.first_scheduled_time is None:
                 seq.metrics.first_scheduled_time = t0
             events.append({
@@ -408,6 +434,10 @@ class Engine:
                 return
 
     def _finish(self, seq: Sequence, reason: str, now: float, events: list[dict]) -> None:
+        if seq.export_kv:
+            self._kv_exports[seq.request_id] = kv_read(
+                self.runner, token_ids=seq.token_ids, block_table=seq.block_table,
+                num_tokens=seq.num_computed_tokens)
         self.scheduler.finish(seq)
         self._requests.pop(seq.request_id, None)
         seq.finish_reason = reason

@@ -113,9 +113,10 @@ class Scheduler:
         bm = self.block_manager
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self._next_waiting()
-            matched = bm.prefix_match(seq)
-            num_new = min(seq.num_tokens - len(matched) * bm.block_size, budget)
-            if not bm.can_admit(seq, matched, num_new):
+            matched = [] if seq.kv_import else bm.prefix_match(seq)
+            imported = seq.kv_import.num_computed_tokens if seq.kv_import else 0
+            num_new = min(seq.num_tokens - len(matched) * bm.block_size - imported, budget)
+            if not bm.can_admit(seq, matched, imported + num_new):
                 break
             self._admit(seq, matched, out)
             bm.append_slots(seq, num_new)
@@ -135,11 +136,16 @@ class Scheduler:
             if self.running and reserved + need > bm.num_free_blocks:
                 break
             reserved += need
-            self._admit(seq, bm.prefix_match(seq), out)
+            self._admit(seq, [] if seq.kv_import else bm.prefix_match(seq), out)
 
     def _admit(self, seq: Sequence, matched: list[int], out: SchedulerOutput) -> None:
         self.waiting.remove(seq)
         self.block_manager.admit(seq, matched)
+        if seq.kv_import is not None:
+            # Blocks for the imported K/V; the engine copies it in before the forward pass.
+            # The draft model (if any) has none of it, so its cursor stays at zero.
+            seq.num_computed_tokens = seq.kv_import.num_computed_tokens
+            self.block_manager.append_slots(seq, 0)
         seq.status = SequenceStatus.RUNNING
         self.running.append(seq)
         out.admitted.append(seq)

@@ -85,6 +85,10 @@ class Sequence:
         self.num_lookahead_tokens = 0
         self.draft_token_ids: list[int] = []
 
+        # Disaggregated serving: K/V to import on admission, or to export on finishing.
+        self.kv_import = None  # a kv_transfer.KVHandoff
+        self.export_kv = False
+
         self.generator: torch.Generator | None = None
         if params.seed is not None:
             self.generator = torch.Generator().manual_seed(params.seed)
