@@ -48,3 +48,22 @@ def test_speculative_output_survives_preemption(tiny_models, tiny_draft):
     spec = engine.generate(prompts(), GREEDY)
     assert engine.stats()["num_preemptions"] > 0
     assert [o.token_ids for o in spec] == [o.token_ids for o in plain]
+
+
+def test_acceptance_rule_keeps_the_target_distribution():
+    """Draft from q, verify against p: the first emitted token must follow p, not q."""
+    from worker.engine.sequence import Sequence
+    from worker.engine.speculative import _verify
+
+    p = torch.tensor([0.5, 0.3, 0.15, 0.05])
+    q = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    logits = torch.log(torch.stack([p, p]))  # k = 1: one check row, one bonus row
+    seq = Sequence("s", [1], SamplingParams(temperature=1.0, seed=0))
+    draft_gen = torch.Generator().manual_seed(1)
+    counts = torch.zeros(4)
+    trials = 3000
+    for _ in range(trials):
+        draft = int(torch.multinomial(q, 1, generator=draft_gen))
+        accepted, extra = _verify(seq, [draft], [q], logits)
+        counts[(accepted + [extra])[0]] += 1
+    torch.testing.assert_close(counts / trials, p, atol=0.03, rtol=0)
