@@ -127,3 +127,22 @@ def test_a_run_whose_events_expired_still_ends_its_stream(site, celery_worker_pr
     reader.close()
     assert [e.type for e in seen] == [state["state"]]
     assert seen[0].data["state"] == state["state"]
+
+
+def test_leaving_while_still_queued_ends_the_run(site, client):
+    import json
+
+    from django.test import override_settings
+
+    from tests.demos.conftest import SiteClient
+
+    # Queued where no worker listens; then the same visitor watches it over uvicorn and leaves.
+    with override_settings(DEMO_QUEUE="demos-nobody-listens"):
+        response = client.post("/demos/lifecycle/runs", content_type="application/json",
+                               data=json.dumps({"prompt": "Hi"}))
+    assert response.status_code == 201
+    visitor = SiteClient(port=site.port, cookies={"sessionid": client.cookies["sessionid"].value})
+    reader = visitor.events_open(response.json()["events_url"])
+    reader.close()
+    state = run_wait_state(visitor, response.json()["run_id"], {"cancelled"}, timeout=30)
+    assert state["summary"]["reason"] == "disconnected"
