@@ -11,29 +11,24 @@ JSON-serialisable dicts.
 """
 
 import itertools
-import logging
 import time
 from pathlib import Path
 
 import torch
 
 from worker.engine.block_manager import BlockManager
-from worker.engine.config import ModelConfig, model_config_load
-from worker.engine.detokenizer import detokenizer_init, text_flush, text_piece_next
+from worker.engine.config import ModelConfig
+from worker.engine.detokenizer import detokenizer_init, text_piece_next
 from worker.engine.kv_transfer import KVHandoff, kv_check, kv_read, kv_write
 from worker.engine.layers.sampler import tokens_sample
-from worker.engine.model_runner import BatchEntry, ModelRunner, model_load
+from worker.engine.loader import engine_parts_load
+from worker.engine.model_runner import BatchEntry, ModelRunner
 from worker.engine.outputs import RequestOutput
 from worker.engine.sampling_params import SamplingParams
 from worker.engine.scheduler import Scheduler, SchedulerOutput
 from worker.engine.sequence import Sequence
 from worker.engine.speculative import SpeculativeDecoder
-
-logger = logging.getLogger(__name__)
-
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
-_DEFAULT_CPU_KV_BYTES = 256 * 2**20
-_DEFAULT_CUDA_KV_FRACTION = 0.5  # of the memory free after loading the weights
+from worker.engine.stopping import finish_reason_check, text_emit
 
 Prompt = str | list[int] | list[dict]
 
@@ -95,81 +90,15 @@ class Engine:
         CPU, half the free memory on CUDA). Without `max_model_len`, it is the model's context
         capped at what the pool holds.
         """
-        _engine_args_check(
-            block_size=block_size, max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max_num_batched_tokens, scheduling=scheduling, policy=policy,
-            num_speculative_tokens=num_speculative_tokens, num_kv_blocks=num_kv_blocks,
-            kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=max_model_len,
-        )
-        path = Path(path)
-        if not path.is_dir():
-            raise FileNotFoundError(f"model directory {path} does not exist")
-        config = model_config_load(path)
-        draft_config = model_config_load(speculative_model) if speculative_model else None
-        if draft_config is not None and draft_config.vocab_size != config.vocab_size:
-            raise ValueError("the draft model must share the target's vocabulary")
-
-        context = config.max_position_embeddings
-        if config.sliding_window:
-            context = min(context, config.sliding_window)  # see models/mistral.py
-        if max_model_len is not None and max_model_len > context:
-            raise ValueError(f"max_model_len {max_model_len} exceeds the model's context {context}")
-
-        block_bytes = ModelRunner.kv_block_bytes(config, block_size=block_size, dtype=dtype)
-        pool_block_bytes = block_bytes
-        if draft_config is not None:
-            pool_block_bytes += ModelRunner.kv_block_bytes(
-                draft_config, block_size=block_size, dtype=dtype)
-
-        max_positions = max_model_len or context
-        model = model_load(path, config, max_positions=max_positions, device=device, dtype=dtype)
-        draft = None
-        if draft_config is not None:
-            draft = model_load(speculative_model, draft_config, max_positions=max_positions,
-                               device=device, dtype=dtype)
-
-        if num_kv_blocks is None:
-            budget = kv_cache_memory_bytes or _default_kv_budget(device)
-            # No more than max_num_seqs sequences of full length could ever use.
-            most_useful = max_num_seqs * -(-(max_model_len or context) // block_size)
-            num_kv_blocks = min(budget // pool_block_bytes, most_useful)
-            logger.info("KV cache: %d blocks of %d tokens (%d bytes each) from a %d-byte budget",
-                        num_kv_blocks, block_size, pool_block_bytes, budget)
-        capacity = num_kv_blocks * block_size
-        if num_kv_blocks < 1:
-            raise ValueError(
-                f"KV cache budget holds no block: one block needs {pool_block_bytes} bytes")
-        if max_model_len is None:
-            max_model_len = min(context, capacity)
-        elif max_model_len > capacity:
-            raise ValueError(
-                f"KV cache of {num_kv_blocks} blocks x {block_size} tokens = {capacity} tokens "
-                f"is too small for one sequence of max_model_len={max_model_len}")
-
-        runner = ModelRunner(model, config, num_blocks=num_kv_blocks, block_size=block_size,
-                             device=device, dtype=dtype)
-        speculative = None
-        if draft is not None:
-            draft_runner = ModelRunner(draft, draft_config, num_blocks=num_kv_blocks,
-                                       block_size=block_size, device=device, dtype=dtype)
-            speculative = SpeculativeDecoder(
-                draft_runner=draft_runner, num_speculative_tokens=num_speculative_tokens)
-        block_manager = BlockManager(num_blocks=num_kv_blocks, block_size=block_size,
-                                     enable_prefix_caching=enable_prefix_caching)
-        scheduler = Scheduler(
-            block_manager=block_manager, max_num_seqs=max_num_seqs,
+        parts = engine_parts_load(
+            path, device=device, dtype=dtype, block_size=block_size, num_kv_blocks=num_kv_blocks,
+            kv_cache_memory_bytes=kv_cache_memory_bytes, max_num_seqs=max_num_seqs,
             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
-            scheduling=scheduling, policy=policy,
-            num_lookahead_tokens=num_speculative_tokens if speculative else 0,
+            enable_prefix_caching=enable_prefix_caching, scheduling=scheduling,
+            speculative_model=speculative_model, num_speculative_tokens=num_speculative_tokens,
+            policy=policy,
         )
-        tokenizer = None
-        if any((path / name).is_file() for name in _TOKENIZER_FILES):
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(str(path))
-        return cls(config=config, runner=runner, tokenizer=tokenizer, block_manager=block_manager,
-                   scheduler=scheduler, max_model_len=max_model_len, kv_block_bytes=block_bytes,
-                   speculative=speculative)
+        return cls(**parts)
 
     # Text in and out ----------------------------------------------------------------------------
 
@@ -394,7 +323,6 @@ class Engine:
     def _tokens_append(self, seq: Sequence, tokens: list[int], now: float,
                        events: list[dict]) -> None:
         """Append sampled tokens one by one, stopping at the first stop condition."""
-        params = seq.params
         for token in tokens:
             seq.token_ids.append(token)
             m = seq.metrics
@@ -406,27 +334,10 @@ class Engine:
             text_before = len(seq.text)
             if self.tokenizer is not None:
                 seq.text += text_piece_next(self.tokenizer, seq)
-            reason = None
-            if token in self.eos_token_ids and not params.ignore_eos:
-                reason = "stop"
-            elif token in params.stop_token_ids:
-                reason = "stop"
-            elif params.stop and _stop_string_cut(seq, text_before):
-                reason = "stop_string"
-            elif seq.num_output_tokens >= params.max_tokens or seq.num_tokens >= self.max_model_len:
-                reason = "length"
-            if reason in ("stop", "length") and self.tokenizer is not None:
-                # Keep the tail even if it ends mid-character; a stop string cut it already.
-                seq.text += text_flush(self.tokenizer, seq)
-                if params.stop and _stop_string_cut(seq, text_before):
-                    reason = "stop_string"
-            if reason == "stop_string":
-                reason = "stop"
-            # Hold back text that could be the start of a stop string until it is decided.
-            hold = 0 if reason or not params.stop else max(len(s) for s in params.stop) - 1
-            emit_to = max(seq.emitted_text_len, len(seq.text) - hold)
-            piece = seq.text[seq.emitted_text_len : emit_to]
-            seq.emitted_text_len = emit_to
+            reason = finish_reason_check(
+                seq, token, text_before=text_before, eos_token_ids=self.eos_token_ids,
+                max_model_len=self.max_model_len, tokenizer=self.tokenizer)
+            piece = text_emit(seq, finished=reason is not None)
             events.append({"type": "token", "request_id": seq.request_id, "token_id": token,
                            "text": piece, "index": seq.num_output_tokens - 1})
             if reason:
@@ -484,46 +395,6 @@ def _is_decode(seq: Sequence) -> bool:
     return seq.num_output_tokens > 0 and seq.num_computed_tokens == seq.num_tokens - 1
 
 
-def _stop_string_cut(seq: Sequence, text_before: int) -> bool:
-    """Cut the text at the first stop string that the newest piece completed."""
-    longest = max(len(s) for s in seq.params.stop)
-    search_from = max(0, text_before - longest + 1)
-    hits = [i for s in seq.params.stop if (i := seq.text.find(s, search_from)) != -1]
-    if not hits:
-        return False
-    seq.text = seq.text[: min(hits)]
-    seq.emitted_text_len = min(seq.emitted_text_len, len(seq.text))
-    return True
-
-
 def _metrics_summary(seq: Sequence) -> dict:
     d = seq.metrics.as_dict()
     return {k: d[k] for k in ("ttft", "itl", "queue_time", "prefill_time", "e2e")}
-
-
-def _default_kv_budget(device: str) -> int:
-    if str(device).startswith("cuda"):
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-        return int(free * _DEFAULT_CUDA_KV_FRACTION)
-    return _DEFAULT_CPU_KV_BYTES
-
-
-def _engine_args_check(**kw) -> None:  # noqa: ANN003
-    if kw["block_size"] < 1:
-        raise ValueError("block_size must be >= 1")
-    if kw["max_num_seqs"] < 1:
-        raise ValueError("max_num_seqs must be >= 1")
-    if kw["max_num_batched_tokens"] < 1:
-        raise ValueError("max_num_batched_tokens must be >= 1")
-    if kw["scheduling"] not in ("continuous", "static"):
-        raise ValueError("scheduling must be 'continuous' or 'static'")
-    if kw["policy"] not in ("fcfs", "fair"):
-        raise ValueError("policy must be 'fcfs' or 'fair'")
-    if kw["num_speculative_tokens"] < 1:
-        raise ValueError("num_speculative_tokens must be >= 1")
-    if kw["num_kv_blocks"] is not None and kw["num_kv_blocks"] < 1:
-        raise ValueError("num_kv_blocks must be >= 1")
-    if kw["kv_cache_memory_bytes"] is not None and kw["kv_cache_memory_bytes"] < 1:
-        raise ValueError("kv_cache_memory_bytes must be >= 1")
-    if kw["max_model_len"] is not None and kw["max_model_len"] < 2:
-        raise ValueError("max_model_len must be >= 2")
