@@ -14,6 +14,13 @@ def test_lifecycle_run_streams_tokens_and_draws_the_timeline(page, asgi_server, 
     demo = page.locator("#demo-lifecycle")
     demo.locator("[data-example]").first.click()
     demo.locator("input[name=max_tokens]").fill("24")
+    # Record how many tokens the output holds after each change the page makes to it.
+    page.evaluate("""() => {
+        const out = document.querySelector('#demo-lifecycle .demo-output');
+        window.tokenCounts = [];
+        new MutationObserver(() => window.tokenCounts.push(out.children.length))
+            .observe(out, {childList: true});
+    }""")
     demo.get_by_role("button", name="Run", exact=True).click()
     # Tokens arrive one event at a time: the chip row fills, then the output grows.
     demo.locator(".demo-chips .chip").first.wait_for(state="attached", timeout=90_000)
@@ -23,6 +30,10 @@ def test_lifecycle_run_streams_tokens_and_draws_the_timeline(page, asgi_server, 
         timeout=90_000)
     tokens = demo.locator(".demo-output .token").count()
     assert tokens >= 1
+    counts = [c for c in page.evaluate("window.tokenCounts") if c > 0]
+    # One at a time: the page grew by single tokens, not in one block at the end.
+    assert counts[-1] == tokens
+    assert len(set(counts)) >= min(3, tokens)
     assert demo.locator('li[data-stage="admitted"].done').count() == 1
     assert "blocks freed" in demo.locator('li[data-stage="finished"] .stage-detail').inner_text()
     demo.locator(".demo-timeline.drawn").wait_for()
