@@ -70,3 +70,15 @@ def test_greedy_generate_matches_transformers(family, variant, tiny_models, refe
     assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
     # The second pass found the full blocks of the 16-, 32- and 45-token prompts cached.
     assert (stats["prefix_cache_hits"] > 0) == (variant != "no_prefix_cache")
+
+
+def test_sharded_checkpoint_gives_the_same_output(tiny_models, references, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_models["mistral"], dtype=torch.float32)
+    model.save_pretrained(tmp_path, max_shard_size="40KB")
+    assert (tmp_path / "model.safetensors.index.json").is_file()
+    (tmp_path / "consolidated.safetensors").write_bytes(b"not a shard the index names")
+    engine = Engine.from_pretrained(tmp_path, num_kv_blocks=64)
+    outputs = engine.generate(prompts_make(), SamplingParams(temperature=0, max_tokens=MAX_TOKENS))
+    assert [o.token_ids for o in outputs] == references["mistral"][1]

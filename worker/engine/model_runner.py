@@ -5,6 +5,7 @@ them need logits). The runner lays the tokens end to end, builds the attention m
 runs the forward pass and returns logits only for the rows that sample.
 """
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +34,7 @@ def model_load(
     path: str | Path, config: ModelConfig, *, max_positions: int, device: str, dtype: torch.dtype
 ) -> torch.nn.Module:
     """Build the model for `config` and fill it from the directory's *.safetensors files."""
-    files = sorted(Path(path).glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"no *.safetensors weights in {path}")
+    files = _weight_files(Path(path))
     with torch.device("meta"):
         model = model_class_for(config.model_type)(config, max_positions=max_positions)
     # Built on the meta device, so no time goes into random init of weights about to be loaded.
@@ -55,6 +54,19 @@ def model_load(
     model = model.to(dtype).eval()
     model.tie_weights()
     return model
+
+
+def _weight_files(path: Path) -> list[Path]:
+    """The checkpoint's safetensors shards: those its index names, else model*.safetensors
+    (some repositories also ship the same weights under another layout, e.g. consolidated)."""
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [path / name for name in names]
+    files = sorted(path.glob("model*.safetensors")) or sorted(path.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors weights in {path}")
+    return files
 
 
 class ModelRunner:
