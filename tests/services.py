@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from course.redis_server import RedisHandle, redis_resolve
+# Before anything imports `course` (whose Celery app defaults DJANGO_SETTINGS_MODULE to dev):
+# the suite runs on the test settings, with the file-based test database its worker
+# processes share.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "course.settings.test")
+
+from course.redis_server import RedisHandle, redis_resolve  # noqa: E402
 
 _handle: RedisHandle | None = None
 
