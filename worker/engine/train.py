@@ -3,8 +3,9 @@
 Builds the corpus (worker/engine/corpus.py), trains a byte-level BPE tokenizer on it, then trains
 course-lm (the target) and course-lm-draft (the speculative-decoding draft, same tokenizer) and
 saves both as Hugging Face directories under worker/models/. Seeded and single-threaded, so a
-rerun on the same torch and transformers versions writes the same files. Takes about an hour on
-two CPU cores; never run by CI. Checkpoints go to var/train/ so a stopped run resumes.
+rerun on the same machine type, torch and transformers versions writes the same files. Takes
+20 to 45 minutes on one thread of a shared CPU core; never run by CI. Checkpoints go to
+var/train/ so a stopped run resumes.
 """
 
 import argparse
