@@ -54,19 +54,20 @@ class RotaryEmbedding(nn.Module):
         inv_freq = rope_inv_freq(head_dim=self.head_dim, rope=self.rope).to(self.cos.device)
         positions = torch.arange(self.max_positions, dtype=torch.float32, device=self.cos.device)
         freqs = torch.outer(positions, inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        self.cos = emb.cos()
-        self.sin = emb.sin()
+        self.cos = torch.cat((freqs, freqs), dim=-1).cos()
+        # The sign of rotate_half folded in: rotate_half(x) * sin == x.roll(D/2) * this.
+        self.sin = torch.cat((-freqs.sin(), freqs.sin()), dim=-1)
 
-    def forward(
-        self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotate q [T, heads, D] and k [T, kv_heads, D] by their tokens' positions [T]."""
-        cos = self.cos[positions].to(q.dtype).unsqueeze(1)
-        sin = self.sin[positions].to(q.dtype).unsqueeze(1)
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+    def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+        """cos and signed sin [T, 1, D] for the tokens' positions; computed once per step."""
+        cos = self.cos[positions].to(dtype).unsqueeze(1)
+        return cos, self.sin[positions].to(dtype).unsqueeze(1)
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+def rope_apply(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x [T, heads, D] by its tokens' angles (cos and signed sin from `tables`).
+
+    The pairs are (i, i + D/2), the layout Hugging Face Llama checkpoints use:
+    x * cos + rotate_half(x) * sin, with rotate_half(x) = (-x2, x1).
+    """
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * sin

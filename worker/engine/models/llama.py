@@ -12,11 +12,11 @@ from torch import nn
 from worker.engine.config import ModelConfig
 from worker.engine.layers.attention import AttentionMetadata, PagedAttention
 from worker.engine.layers.norm import RMSNorm
-from worker.engine.layers.rotary import RotaryEmbedding
+from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads = config.num_heads, config.num_kv_heads
         self.head_dim = config.head_dim
@@ -26,24 +26,25 @@ class LlamaAttention(nn.Module):
             config.hidden_size, self.q_size + 2 * self.kv_size, bias=config.attention_bias
         )
         self.o_proj = nn.Linear(self.q_size, config.hidden_size, bias=False)
-        self.rotary = rotary
         self.attn = PagedAttention(
             num_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=self.head_dim
         )
 
     def forward(
         self,
-        positions: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
         x: torch.Tensor,
         k_cache: torch.Tensor,
         v_cache: torch.Tensor,
         meta: AttentionMetadata,
     ) -> torch.Tensor:
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(-1, self.num_heads, self.head_dim)
-        k = k.view(-1, self.num_kv_heads, self.head_dim)
-        v = v.view(-1, self.num_kv_heads, self.head_dim)
-        q, k = self.rotary(positions, q, k)
+        qkv = self.qkv_proj(x)
+        # q and k are adjacent columns: rotate them together, one op each instead of two.
+        qk = qkv[:, : self.q_size + self.kv_size].view(-1, self.num_heads + self.num_kv_heads,
+                                                        self.head_dim)
+        qk = rope_apply(qk, *rope)
+        q, k = qk[:, : self.num_heads], qk[:, self.num_heads :]
+        v = qkv[:, self.q_size + self.kv_size :].view(-1, self.num_kv_heads, self.head_dim)
         return self.o_proj(self.attn(q, k, v, k_cache, v_cache, meta))
 
 
@@ -60,15 +61,15 @@ class LlamaMLP(nn.Module):
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, config: ModelConfig, rotary: RotaryEmbedding) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.self_attn = LlamaAttention(config, rotary)
+        self.self_attn = LlamaAttention(config)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, positions, x, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
-        x = x + self.self_attn(positions, self.input_layernorm(x), k_cache, v_cache, meta)
+    def forward(self, rope, x, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
+        x = x + self.self_attn(rope, self.input_layernorm(x), k_cache, v_cache, meta)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -76,13 +77,11 @@ class LlamaForCausalLM(nn.Module):
     def __init__(self, config: ModelConfig, *, max_positions: int) -> None:
         super().__init__()
         self.config = config
-        rotary = RotaryEmbedding(
+        self.rotary = RotaryEmbedding(
             head_dim=config.head_dim, max_positions=max_positions, rope=config.rope
         )
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.layers = nn.ModuleList(
-            LlamaDecoderLayer(config, rotary) for _ in range(config.num_layers)
-        )
+        self.layers = nn.ModuleList(LlamaDecoderLayer(config) for _ in range(config.num_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.tie_weights()
@@ -102,8 +101,9 @@ class LlamaForCausalLM(nn.Module):
     ) -> torch.Tensor:
         """Logits [len(logits_indices), vocab] for the packed tokens at `logits_indices`."""
         x = self.embed_tokens(input_ids)
+        rope = self.rotary.tables(positions, x.dtype)
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
-            x = layer(positions, x, k_cache, v_cache, meta)
+            x = layer(rope, x, k_cache, v_cache, meta)
         # Only the rows that sample a token need the norm and the (wide) LM head.
         return self.lm_head(self.norm(x[logits_indices])).float()
 
