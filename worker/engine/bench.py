@@ -1,6 +1,6 @@
 """Benchmark: this engine (continuous and static batching) against transformers' `generate`.
 
-    python -m worker.engine.bench [--model DIR] [--num-requests 48] [--batch-size 16]
+    python -m worker.engine.bench [--model DIR] [--num-requests 96] [--batch-size 16]
 
 One mixed workload (prompt and output lengths drawn from ranges, EOS ignored so every request
 produces exactly its output length) runs three ways on the same model and device:
@@ -144,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--num-requests", type=int, default=48)
+    parser.add_argument("--num-requests", type=int, default=96)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--prompt-len", type=int, nargs=2, default=(8, 96))
     parser.add_argument("--output-len", type=int, nargs=2, default=(8, 160))
