@@ -69,6 +69,21 @@ def _weight_files(path: Path) -> list[Path]:
     return files
 
 
+def _padding_split(contexts: list[int]) -> int:
+    """Where to cut a list of ascending context lengths (blocks) into two attention groups:
+    the cut that gathers the fewest padded blocks, or 0 (no cut) when it saves under 30%."""
+    n = len(contexts)
+    if n < 2:
+        return 0
+    whole = n * contexts[-1]
+    best, cut = whole, 0
+    for k in range(1, n):
+        cost = k * contexts[k - 1] + (n - k) * contexts[-1]
+        if cost < best:
+            best, cut = cost, k
+    return cut if best <= 0.7 * whole else 0
+
+
 class ModelRunner:
     def __init__(
         self,
@@ -114,9 +129,14 @@ class ModelRunner:
     def _prepare(self, entries: list[BatchEntry]):
         dev, bs = self.device, self.block_size
         # Pack short queries (decodes, speculative checks) first and long ones after, so each
-        # kind gets its own attention group with its own padding.
+        # kind gets its own attention group with its own padding; short ones by context length,
+        # so they can split where the padding would cost more than an extra group.
+        def context(e: BatchEntry) -> int:
+            return -(-(e.start + len(e.token_ids)) // bs)
+
         order = sorted(range(len(entries)),
-                       key=lambda i: len(entries[i].token_ids) > _SHORT_QUERY)
+                       key=lambda i: (len(entries[i].token_ids) > _SHORT_QUERY,
+                                      context(entries[i])))
         flat_ids: list[int] = []
         offsets = [0] * len(entries)
         for i in order:
@@ -129,7 +149,8 @@ class ModelRunner:
         long = [entries[i] for i in order if len(entries[i].token_ids) > _SHORT_QUERY]
         groups, positions, slots = [], [], []
         start = 0
-        for members in (short, long):
+        cut = _padding_split([context(e) for e in short])
+        for members in (short[:cut], short[cut:], long):
             if members:
                 group, pos, slot = self._group(members, start, dev, bs, self._per_kv)
                 groups.append(group)
