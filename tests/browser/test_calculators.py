@@ -2,6 +2,7 @@
 plot is drawn by plotly.js, both on load and after the swap."""
 
 import pytest
+from playwright.sync_api import expect
 
 from problems.arithmetic import memory
 
@@ -37,4 +38,5 @@ def test_a_bad_input_shows_its_error_beside_the_field(page, live_server):
     page.wait_for_function(
         "() => document.querySelector('#id_kv-cache-tokens_error').innerText.trim() !== ''")
     assert "at least 1" in error.inner_text()
-    assert page.locator("#id_kv-cache-tokens").get_attribute("aria-invalid") == "true"
+    # aria-invalid follows once htmx settles the swap, a moment after the error text lands.
+    expect(page.locator("#id_kv-cache-tokens")).to_have_attribute("aria-invalid", "true")

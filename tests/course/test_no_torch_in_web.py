@@ -4,6 +4,7 @@ Runs in a fresh interpreter: this test process itself may have imported torch fo
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from django.test import Client
 from django.test.runner import DiscoverRunner
 from django.urls import get_resolver, URLPattern, URLResolver
 
-runner = DiscoverRunner(verbosity=0)
+runner = DiscoverRunner(verbosity=0, interactive=False)
 old = runner.setup_databases()
 paths = json.loads(sys.argv[1])
 client = Client()
@@ -67,11 +68,15 @@ def every_url() -> list[str]:
 
 
 @pytest.mark.slow
-def test_serving_every_url_imports_no_torch():
+def test_serving_every_url_imports_no_torch(tmp_path):
     paths = every_url()
     assert "/" in paths and "/pages/01/" in paths and "/healthz" in paths
+    # Its own var/ so its test database never meets the one this session is using.
+    env = {**os.environ, "COURSE_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE":
+           "course.settings.test"}
+    env.pop("DATABASE_URL", None)
     done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(paths)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["statuses"]["/"] == 200
