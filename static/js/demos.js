@@ -97,11 +97,14 @@
     li.querySelector(".stage-detail").textContent = detail;
   }
 
+  // "1 block", "4 blocks": counts read as words, not as code.
+  function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
+
   function lifecycleHandlers(root) {
     let tokens = 0;
     return {
       tokenized: function (d) {
-        stage(root, "tokenized", d.token_count + " tokens in " + ms(d.ms));
+        stage(root, "tokenized", count(d.token_count, "token") + " in " + ms(d.ms));
         const chips = root.querySelector(".demo-chips");
         d.pieces.forEach(function (piece, i) {
           const chip = el("span", "chip", piece.replace(/\n/g, "⏎") || "∅");
@@ -111,10 +114,10 @@
       },
       queued: function (d) { stage(root, "queued", "at " + ms(d.at_ms) + "; " + d.kv_blocks_free + " of " + d.kv_blocks_total + " blocks free"); },
       admitted: function (d) {
-        stage(root, "admitted", d.blocks + " blocks after " + ms(d.queue_ms) + " in the queue" +
+        stage(root, "admitted", count(d.blocks, "block") + " after " + ms(d.queue_ms) + " in the queue" +
           (d.cached_tokens ? "; " + d.cached_tokens + " prompt tokens already cached" : ""));
       },
-      prefill: function (d) { stage(root, "prefill", d.tokens + " tokens in " + ms(d.ms)); },
+      prefill: function (d) { stage(root, "prefill", count(d.tokens, "token") + " in " + ms(d.ms)); },
       token: function (d) {
         tokens += 1;
         stage(root, "token", tokens + (tokens === 1 ? " token" : " tokens") + " so far");
@@ -123,14 +126,14 @@
         root.querySelector(".demo-output").appendChild(span);
       },
       finished: function (d) {
-        stage(root, "finished", "stop reason " + d.finish_reason + "; " + d.blocks_freed +
-          " blocks freed; usage " + d.usage.prompt_tokens + " prompt + " +
+        stage(root, "finished", "stop reason " + d.finish_reason + "; " +
+          count(d.blocks_freed, "block") + " freed; usage " + d.usage.prompt_tokens + " prompt + " +
           d.usage.completion_tokens + " completion tokens; TTFT " + ms(d.ttft_ms) +
           ", TPOT " + ms(d.tpot_ms));
         lifecycleEstimate(root, d);
         lifecyclePlot(root, d);
       },
-      cancelled: function (d) { stage(root, "finished", "cancelled (" + d.reason + "); " + d.blocks_freed + " blocks freed"); },
+      cancelled: function (d) { stage(root, "finished", "cancelled (" + d.reason + "); " + count(d.blocks_freed, "block") + " freed"); },
     };
   }
 
@@ -278,7 +281,7 @@
         root.dataset.kvBeforeAbort = root.querySelector(".kv-bar").getAttribute("aria-valuenow");
         root.dataset.kvAfterAbort = d.kv_blocks_free;
         kvShow(root, d);
-        streamEnded(d.stream, "aborted (" + d.reason + "): " + d.blocks_freed + " blocks back in the pool");
+        streamEnded(d.stream, "aborted (" + d.reason + "): " + count(d.blocks_freed, "block") + " back in the pool");
       },
       done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
       finished: function (d) { kvShow(root, d); },
