@@ -21,7 +21,8 @@ def _database_ok() -> str:
 
 def _redis_ok() -> str:
     try:
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1,
+                                      socket_connect_timeout=1)
         client.ping()
         return "ok"
     except (redis.RedisError, OSError) as exc:

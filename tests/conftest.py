@@ -59,7 +59,7 @@ def worker_wait_ready(*, timeout: float = 90.0) -> None:
         if app.control.ping(timeout=0.5):
             return
         time.sleep(0.2)
-    raise RuntimeError("no Celery worker answered within %.0f s" % timeout)
+    raise RuntimeError(f"no Celery worker answered within {timeout:.0f} s")
 
 
 def worker_process_stop(process: subprocess.Popen) -> None:

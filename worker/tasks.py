@@ -1,4 +1,4 @@
-"""Worker-wide tasks. Demo runs live in demos/tasks.py; this module holds what every worker offers."""
+"""Tasks every worker offers; demo runs live in demos/tasks.py."""
 
 import platform
 import socket

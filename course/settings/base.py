@@ -93,7 +93,8 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns when it is missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
-WHITENOISE_USE_FINDERS = True  # serve straight from static/ without collectstatic outside production
+# Outside production, serve straight from static/ without collectstatic.
+WHITENOISE_USE_FINDERS = True
 
 # Redis: Celery's broker and result store, and the pub/sub channel of each run's events.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -115,7 +116,8 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "celery")
 CELERY_RESULT_EXPIRES = 3600
 
 # The inference engine the workers load (a local Hugging Face directory).
-ENGINE_MODEL = os.environ.get("ENGINE_MODEL", str(BASE_DIR / "worker" / "models" / "course-lm"))
+ENGINE_MODEL = os.environ.get("ENGINE_MODEL",
+                              str(BASE_DIR / "worker" / "models" / "course-lm"))
 ENGINE_DEVICE = os.environ.get("ENGINE_DEVICE", "cpu")  # "cuda" on GPU workers
 
 LOGGING = {

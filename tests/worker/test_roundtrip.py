@@ -1,4 +1,4 @@
-"""A real task through a real Redis to a real worker process, and its result back (no eager mode)."""
+"""A real task through a real Redis to a real worker process and back (no eager mode)."""
 
 import pytest
 from django.conf import settings
