@@ -20,6 +20,7 @@ run: setup
 
 test: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: setup
