@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from problems import arithmetic as a
 from problems.arithmetic.inputs import USERS_MAX, count_check
 from problems.arithmetic.memory import params_count_model
+from problems.arithmetic.reaction import reaction_distance
+from problems.arithmetic.request import request_for_scale
+from problems.arithmetic.streaming import streaming_for_scale
 
 api = NinjaAPI(
     title="Inference arithmetic",
@@ -375,6 +378,51 @@ def capacity(
         target_utilization=target_utilization,
         price_per_hour=price_per_hour,
     )
+
+
+@calc.get("/request", response=CalcOut,
+          summary="One request for scale: prefill, decode steps, the answer, its KV cache")
+def request(
+    request: HttpRequest,
+    model: str = "llama-3-8b",
+    gpu: str = "h100-sxm",
+    dtype: str = "bf16",
+    prompt_tokens: int = 1_000,
+    output_tokens: int = 300,
+    mfu: float = 0.5,
+    bandwidth_efficiency: float = 1.0,
+) -> Answer:
+    return _answer(request_for_scale, model=model, gpu=gpu, dtype=dtype,
+                   prompt_tokens=prompt_tokens, output_tokens=output_tokens, mfu=mfu,
+                   bandwidth_efficiency=bandwidth_efficiency)
+
+
+@calc.get("/streaming", response=CalcOut,
+          summary="Streaming: bytes per event, first byte vs whole answer, abandoned KV blocks")
+def streaming(
+    request: HttpRequest,
+    model: str = "llama-3-8b",
+    gpu: str = "h100-sxm",
+    dtype: str = "bf16",
+    prompt_tokens: int = 1_000,
+    output_tokens: int = 1_000,
+    cut_after_tokens: int = 100,
+    batch: int = 32,
+    block_size: int = 16,
+    chars_per_token: float = 4.0,
+    tokens_per_event: int = 1,
+    mfu: float = 0.5,
+) -> Answer:
+    return _answer(streaming_for_scale, model=model, gpu=gpu, dtype=dtype,
+                   prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                   cut_after_tokens=cut_after_tokens, batch=batch, block_size=block_size,
+                   chars_per_token=chars_per_token, tokens_per_event=tokens_per_event, mfu=mfu)
+
+
+@calc.get("/reaction", response=CalcOut,
+          summary="Distance a machine travels while its model thinks (speed × latency)")
+def reaction(request: HttpRequest, speed_kmh: float, latency_ms: float) -> Answer:
+    return _answer(reaction_distance, speed_kmh=speed_kmh, latency_ms=latency_ms)
 
 
 def _entry(entry: object, **extra: object) -> dict[str, object]:
