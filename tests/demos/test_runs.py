@@ -8,7 +8,8 @@ import pytest
 
 from tests.demos.conftest import run_wait_state
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow,
+              pytest.mark.postgres]
 
 LIFECYCLE_ORDER = ["tokenized", "queued", "admitted", "prefill", "token"]
 

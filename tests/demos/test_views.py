@@ -10,7 +10,7 @@ from demos import events
 from demos.models import Run
 from demos.services import redis
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def start(client: Client, slug: str = "lifecycle", body=None, raw: bytes | None = None):
