@@ -215,6 +215,10 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is a KV cache?",
             "Explain the KV cache.",
             "Why do inference engines keep a KV cache?",
+            "What does the KV cache store?",
+            "How does the KV cache work?",
+            "Why does the KV cache save time?",
+            "How big is the KV cache?",
         ],
         "The KV cache holds the key and value vectors that attention computed for the tokens a "
         "sequence already has. Each decode step computes keys and values only for the newest "
@@ -228,6 +232,11 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is the difference between prefill and decode?",
             "What are the two phases of LLM inference?",
             "What happens during prefill?",
+            "What is prefill?",
+            "What is decode?",
+            "What happens during decode?",
+            "How do prefill and decode differ?",
+            "Explain the prefill phase and the decode phase.",
         ],
         "Prefill processes the whole prompt in one forward pass, fills the KV cache and produces "
         "the first output token; it is limited by compute. Decode then generates one token per "
@@ -240,6 +249,11 @@ ANSWERS: list[tuple[list[str], str]] = [
             "Explain continuous batching.",
             "How is continuous batching different from static batching?",
             "What is in-flight batching?",
+            "Why is batching faster?",
+            "Why does batching raise throughput?",
+            "How does batching help inference?",
+            "What is batching?",
+            "Explain batching.",
         ],
         "Continuous batching rebuilds the batch at every decode step. A finished request leaves "
         "at once and a waiting request joins as soon as there is room, instead of waiting for "
@@ -252,6 +266,8 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is PagedAttention?",
             "Why does vLLM page the KV cache?",
             "How does a paged KV cache work?",
+            "What is a KV block?",
+            "How does vLLM manage KV cache memory?",
         ],
         "Paged attention stores the KV cache in fixed-size blocks from one shared pool, and each "
         "sequence keeps a block table that maps its positions to blocks. Memory is allocated "
@@ -263,6 +279,8 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is prefix caching?",
             "Explain prefix caching.",
             "How can requests share a system prompt in the KV cache?",
+            "How does prefix caching work?",
+            "Why reuse a cached prefix?",
         ],
         "Prefix caching reuses the KV cache of a shared beginning, such as a system prompt. Each "
         "full block of tokens is hashed together with the hash of the block before it. A new "
@@ -274,6 +292,10 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is speculative decoding?",
             "Explain speculative decoding.",
             "How does a draft model speed up decoding?",
+            "How does speculative decoding work?",
+            "What does the draft model do?",
+            "Why is speculative decoding faster?",
+            "What is a draft model?",
         ],
         "Speculative decoding lets a small draft model propose several tokens and the large "
         "target model verify them in one forward pass. Accepted tokens are kept, and at the "
@@ -285,6 +307,9 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is quantization?",
             "Why quantize a model for inference?",
             "How does quantization speed up decoding?",
+            "What is int8 or fp8 quantization?",
+            "Explain quantization.",
+            "How does quantization work?",
         ],
         "Quantization stores weights, and sometimes activations or the KV cache, in fewer bits, "
         "for example int8, fp8 or 4-bit formats instead of bf16. The model takes less memory, "
@@ -297,6 +322,9 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is time to first token?",
             "What latency metrics matter for LLM serving?",
             "What is TPOT?",
+            "What is time per output token?",
+            "Explain TTFT and TPOT.",
+            "How do you measure LLM latency?",
         ],
         "Time to first token is the wait from the arrival of a request to its first output "
         "token: queue time plus prefill. Time per output token is the average gap between later "
@@ -308,6 +336,8 @@ ANSWERS: list[tuple[list[str], str]] = [
             "Why is decoding memory bound?",
             "Why is decode limited by memory bandwidth?",
             "What limits the speed of decoding?",
+            "Is decoding compute bound or memory bound?",
+            "Why is decode slow?",
         ],
         "Each decode step multiplies every weight matrix by one vector per sequence. That is "
         "about two operations per weight, while the weight itself must be read from memory. The "
@@ -319,6 +349,8 @@ ANSWERS: list[tuple[list[str], str]] = [
             "What is grouped-query attention?",
             "What is GQA?",
             "Why do models use fewer KV heads than attention heads?",
+            "Explain grouped-query attention.",
+            "How does GQA shrink the KV cache?",
         ],
         "Grouped-query attention lets several query heads share one key-value head. With 32 "
         "query heads and 8 KV heads the model stores a quarter of the keys and values of full "
@@ -394,6 +426,19 @@ ANSWERS: list[tuple[list[str], str]] = [
         "Disaggregated serving runs prefill and decode on separate workers. The prefill worker "
         "builds the KV cache and hands it to a decode worker. Long prompts then never interrupt "
         "decoding, and each pool can be sized and scaled for its own bottleneck.",
+    ),
+    (
+        [
+            "What is a GPU good for?",
+            "Why do we run LLMs on GPUs?",
+            "What matters about a GPU for inference?",
+            "Explain GPUs for inference.",
+        ],
+        "A GPU runs thousands of threads at once and has tensor cores that multiply small "
+        "matrices very fast, which suits the matrix products of a transformer. For inference "
+        "the numbers that matter most are memory capacity, which decides whether the weights "
+        "and the KV cache fit, and memory bandwidth, which decides how fast each decode step "
+        "can read the weights.",
     ),
     (
         [
