@@ -124,12 +124,9 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     ctx.request_ids.discard(request_id)
     t_end = time.perf_counter()
     n_out = len(token_times)
-    # The final step may allocate a block and free everything at once, so counting free blocks
-    # around it misses that block. Use the engine's own count when its event carries one, else
-    # the paged-cache rule: every token but the last sampled one has its K and V in a block.
-    block_size = int(engine.stats().get("block_size", 16))
-    blocks_freed = int(finished.get("blocks_freed",
-                                    -(-(len(token_ids) + n_out - 1) // block_size)))
+    # The engine's own count: the final step may allocate a block and free everything at once,
+    # which counting free blocks around it would miss.
+    blocks_freed = int(finished["blocks_freed"])
 
     def ms(t: float) -> float:
         return round((t - t_start) * 1000, 3)

@@ -42,6 +42,8 @@ def test_events_tell_one_request_lifecycle_in_order(engine):
     assert [e["index"] for e in mine if e["type"] == "token"] == list(range(8))
     finished = mine[-1]
     assert finished["finish_reason"] == "length" and finished["num_output_tokens"] == 8
+    # 20 prompt tokens + 7 decoded into the cache (the last sampled token never is): 2 blocks.
+    assert finished["blocks_freed"] == 2
     assert set(finished["metrics"]) >= {"ttft", "itl", "queue_time", "prefill_time", "e2e"}
     assert len(finished["metrics"]["itl"]) == 7
     steps = [e for e in events if e["type"] == "step"]

@@ -349,13 +349,14 @@ class Engine:
             self._kv_exports[seq.request_id] = kv_read(
                 self.runner, token_ids=seq.token_ids, block_table=seq.block_table,
                 num_tokens=seq.num_computed_tokens)
-        self.scheduler.finish(seq)
+        freed = self.scheduler.finish(seq)
         self._requests.pop(seq.request_id, None)
         seq.finish_reason = reason
         seq.metrics.finished_time = now
         events.append({
             "type": "finished", "request_id": seq.request_id, "finish_reason": reason,
             "num_output_tokens": seq.num_output_tokens, "metrics": _metrics_summary(seq),
+            "blocks_freed": freed,
         })
         self._output_store(seq)
 
