@@ -29,7 +29,8 @@ lint: setup
 bench: setup
 	$(BIN)/python -m worker.engine.bench
 
-# Retrains the shipped demo model (about an hour on two cores); never run by CI.
+# Retrains the shipped demo models (20-45 minutes on two cores; needs Debian's jargon-text).
+# Never run by CI.
 train: setup
 	$(BIN)/python -m worker.engine.train
 
