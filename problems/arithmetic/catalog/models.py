@@ -312,9 +312,9 @@ def demo_model_load(path: Path, *, model_id: str = DEMO_MODEL_ID) -> Model | Non
         attention = "MHA" if kv_heads == heads else ("MQA" if kv_heads == 1 else "GQA")
         return Model(
             id=model_id,
-            name="The course's demo model"
+            name="course-lm (this course's demo model)"
             if model_id == DEMO_MODEL_ID
-            else "The course's draft model",
+            else "course-lm-draft (this course's draft model)",
             layers=int(config["num_hidden_layers"]),
             hidden=hidden,
             heads=heads,
