@@ -29,7 +29,7 @@ lint: setup
 bench: setup
 	$(BIN)/python -m worker.engine.bench
 
-# Retrains the shipped demo models (20-45 minutes on two cores; needs Debian's jargon-text).
+# Retrains the shipped demo models (about 50 minutes on two cores; needs Debian's jargon-text).
 # Never run by CI.
 train: setup
 	$(BIN)/python -m worker.engine.train
