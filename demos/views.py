@@ -40,8 +40,8 @@ def demo_context(slug: str) -> dict:
 EXAMPLE_PROMPTS = (
     "What happens during prefill?",
     "Why is decoding slower per token than prefill?",
-    "What is a KV cache block?",
-    "Write one sentence about GPUs.",
+    "What is paged attention?",
+    "What is a GPU good for?",
 )
 
 

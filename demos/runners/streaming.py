@@ -18,8 +18,8 @@ from demos.runners.base import (
 
 # The learner's prompt is stream 0; these two keep it company.
 COMPANION_PROMPTS = (
-    "Explain continuous batching in one paragraph.",
-    "What does the scheduler do when KV blocks run out?",
+    "What is continuous batching?",
+    "What is prefix caching?",
 )
 
 
