@@ -6,5 +6,6 @@ HTTP: POST /demos/<slug>/runs (JSON prompt, max_tokens, temperature, top_p) → 
 {"stream": n}); GET /demos/runs/<id>/events[?stream=n] (Server-Sent Events, Last-Event-ID
 resumes). Code: params (checks), services (runs), events (Redis keys), relay (SSE), tasks (the
 Celery task), runners/ (what each demo does with the engine), estimate (the arithmetic's
-estimate for a run), worker_engine (the engine a worker keeps).
+estimate for a run). The engine a worker keeps between runs is worker/demo_engine.py: only
+worker processes import torch.
 """

@@ -61,7 +61,7 @@ def _engine_clean(engine, ctx, *, run_id: str) -> None:
         engine_abort_all(engine, ctx.request_ids)
     except Exception:  # a half-finished step may leave it inconsistent: load afresh next time
         logger.exception("could not clean the engine after run %s; reloading it", run_id)
-        from demos.worker_engine import engine_forget
+        from worker.demo_engine import engine_forget
 
         engine_forget()
 
@@ -71,7 +71,7 @@ def _engine_clean(engine, ctx, *, run_id: str) -> None:
 def run_execute(run_id: str) -> str:
     """Execute one demo run by id; returns its final state."""
     from demos.runners import RunCancelled, RunContext, RunTimeLimit, runner_for
-    from demos.worker_engine import engine_get
+    from worker.demo_engine import engine_get
 
     run = Run.objects.filter(pk=run_id).first()
     if run is None or run.state != Run.State.QUEUED:

@@ -139,7 +139,7 @@ def test_home_calculator_inputs_are_labelled_with_units(client):
             in html)
     assert 'aria-describedby="id_speed_kmh_error"' in html
     assert 'hx-get="/"' in html and 'hx-target="#reaction-output"' in html
-    assert 'hx-trigger="input changed delay:300ms, submit"' in html
+    assert 'hx-trigger="input changed delay:0.3s, submit"' in html
 
 
 def test_home_calculator_marks_the_invalid_field(client):

@@ -14,7 +14,7 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "course.settings.test"
 import django
 django.setup()
 import demos.views, demos.relay, demos.services, demos.tasks, demos.runners, demos.estimate
-import demos.worker_engine, demos.templatetags.demo_tags
+import worker.demo_engine, demos.templatetags.demo_tags
 from django.template.loader import render_to_string
 render_to_string("demos/demo_page.html", demos.views.demo_context("streaming"))
 print(json.dumps({"torch": "torch" in sys.modules, "transformers": "transformers" in sys.modules}))

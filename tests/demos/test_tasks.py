@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 def test_a_run_over_its_time_limit_fails_with_a_message(monkeypatch):
     from django.conf import settings
 
-    from demos.worker_engine import engine_get
+    from worker.demo_engine import engine_get
 
     run = Run.objects.create(demo="lifecycle", owner="session:x",
                              params={"prompt": "Hi", "max_tokens": 4, "temperature": 0,

@@ -11,7 +11,7 @@ MODEL = Path(__file__).resolve().parents[3] / "worker" / "models" / "course-lm"
 
 @pytest.fixture(scope="session")
 def engine_and_machine():
-    from demos.worker_engine import engine_get
+    from worker.demo_engine import engine_get
 
     return engine_get(str(MODEL))
 
