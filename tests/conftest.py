@@ -62,7 +62,8 @@ def worker_wait_ready(*, timeout: float = 90.0) -> None:
     raise RuntimeError(f"no Celery worker answered within {timeout:.0f} s")
 
 
-def worker_process_stop(process: subprocess.Popen) -> None:
+def process_stop(process: subprocess.Popen) -> None:
+    """Stop a process the tests started: politely, then for certain."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -81,7 +82,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         worker_wait_ready()
         yield process
     finally:
-        worker_process_stop(process)
+        process_stop(process)
 
 
 @pytest.fixture(scope="session")

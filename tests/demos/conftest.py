@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _test_database_url
+from course.redis_server import free_port
+from tests.conftest import _test_database_url, process_stop
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def uvicorn_process_start(*, port: int,
@@ -57,19 +52,14 @@ def asgi_server(django_db_setup, django_db_blocker):
         pytest.fail("the test database is in memory, so uvicorn and the worker cannot see it: "
                     "the suite must run with DJANGO_SETTINGS_MODULE=course.settings.test "
                     "(importing worker.celery before pytest-django sets it to dev)")
-    port = _free_port()
+    port = free_port()
     with django_db_blocker.unblock():
         process = uvicorn_process_start(port=port)
     try:
         http_wait_ready(port=port)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process_stop(process)
 
 
 @dataclass
