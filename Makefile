@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test check lint bench train clean
+.PHONY: setup run test check lint bench loadtest train clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m worker.engine.bench
+
+# The site under production settings on 127.0.0.1, measured alone and under 20 clients (a table).
+loadtest: setup
+	DJANGO_SETTINGS_MODULE=course.settings.dev $(BIN)/python manage.py loadtest
 
 # Retrains the shipped demo models (about 50 minutes on two cores; needs Debian's jargon-text).
 # Never run by CI.
