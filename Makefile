@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/python manage.py serve
 
+# The test settings are pinned here: pytest-django prefers an exported DJANGO_SETTINGS_MODULE
+# over pyproject.toml, and a developer's shell often exports the development one.
 test: setup
-	$(BIN)/python manage.py makemigrations --check --dry-run
+	DJANGO_SETTINGS_MODULE=course.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	DJANGO_SETTINGS_MODULE=course.settings.test $(BIN)/python -m pytest
 
 lint: setup
 	$(BIN)/ruff check .
