@@ -8,7 +8,9 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "course.settings.dev")
+# As for the web server: production unless told otherwise (it then needs SECRET_KEY);
+# `make run` and the tests name their settings explicitly.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "course.settings.production")
 
 app = Celery("course")
 app.config_from_object("django.conf:settings", namespace="CELERY")
