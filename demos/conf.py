@@ -8,7 +8,17 @@ import os
 from django.conf import settings
 
 _DEFAULTS: dict[str, int | float | str] = {
-    "DEMO_MAX_QUEUED": 8,  # runs waiting for a worker, site-wide, before 429
+    # The queue: anonymous visitors and signed-in learners each have a share of their own, so
+    # a flood of cookie-less requests cannot lock learners out.
+    "DEMO_MAX_QUEUED": 8,  # anonymous visitors' runs waiting for a worker, site-wide, before 429
+    "DEMO_MAX_QUEUED_ACCOUNTS": 8,  # signed-in learners' runs waiting, site-wide, before 429
+    "DEMO_MAX_QUEUED_TOKENS": 8000,  # tokens of work (prompt + max_tokens, per stream) waiting,
+    # per share, before 429
+    "DEMO_ACTIVE_PER_ADDRESS": 2,  # anonymous runs queued or running from one client address
+    "DEMO_STARTS_PER_MINUTE": 10,  # run starts per visitor (session or account) per minute
+    "DEMO_ADDRESS_STARTS_PER_MINUTE": 20,  # anonymous run starts per client address per minute
+    "DEMO_LOST_GRACE": 15,  # seconds before a queued run whose message is gone counts as lost
+    "DEMO_SWEEP_INTERVAL": 30,  # seconds between sweeps of runs whose worker is gone (0: off)
     "DEMO_RUN_TIME_LIMIT": 90,  # seconds a run may take in the worker before it fails
     "DEMO_QUEUE_TIMEOUT": 600,  # seconds a run may wait for a worker before it fails
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
