@@ -17,7 +17,7 @@ from demos import services
 from demos.params import DEMO_SLUGS, ParamError, run_params_defaults, run_params_parse
 from demos.relay import run_events_relay
 from demos.runners.streaming import streaming_prompts
-from demos.services import CancelTarget, QueueFull, RunConflict
+from demos.services import CancelTarget, EnqueueFailed, QueueFull, RateLimited, RunConflict
 
 
 def _error(status: int, *, field: str | None = None, message: str, **extra) -> JsonResponse:
@@ -63,24 +63,28 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
         return _error(422, field=exc.field, message=f"{exc.field} {exc.message}")
     owner = services.run_owner_for_request(request)
     try:
-        run = services.run_start(owner=owner, demo=slug, params=params)
+        run = services.run_start(owner=owner, demo=slug, params=params,
+                                 client_addr=services.client_address_for_request(request))
     except RunConflict as exc:
         run_id = str(exc.active.id)
         return _error(409, message=f"You already have a run in progress ({run_id}); "
                       "cancel it or wait for it to end.", active_run_id=run_id,
                       active_events_url=_events_url(run_id))
-    except QueueFull as exc:
-        response = _error(429, message="The demo queue is full; try again in "
-                          f"{exc.retry_after_s} s.", retry_after_s=exc.retry_after_s)
+    except (QueueFull, RateLimited) as exc:
+        response = _error(429, message=exc.message, retry_after_s=exc.retry_after_s)
         response["Retry-After"] = str(exc.retry_after_s)
         return response
+    except EnqueueFailed as exc:
+        return _error(503, message="The demo could not be queued right now; please try again "
+                      "in a minute.", run_id=str(exc))
     return JsonResponse({"run_id": str(run.id), "events_url": _events_url(str(run.id)),
                          "state": run.state}, status=201)
 
 
 def _owned_run(request: HttpRequest, run_id) -> "services.Run | None":
-    return services.run_get_for_owner(run_id=str(run_id),
-                                      owner=services.run_owner_for_request(request))
+    # Reading or cancelling never creates a session: without one, no run is yours.
+    return services.run_get_for_owner(
+        run_id=str(run_id), owner=services.run_owner_for_request(request, create=False))
 
 
 @never_cache
@@ -140,8 +144,8 @@ async def run_events(request: HttpRequest, run_id) -> HttpResponse:
         stream = _stream_param(request)
     except ValueError as exc:
         return _error(422, field="stream", message=str(exc))
-    run = await sync_to_async(services.run_get_for_owner)(
-        run_id=str(run_id), owner=await sync_to_async(services.run_owner_for_request)(request))
+    owner = await sync_to_async(services.run_owner_for_request)(request, create=False)
+    run = await sync_to_async(services.run_get_for_owner)(run_id=str(run_id), owner=owner)
     if run is None:
         return _error(404, message="No such run.")
     response = StreamingHttpResponse(
