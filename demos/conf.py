@@ -23,6 +23,11 @@ _DEFAULTS: dict[str, int | float | str] = {
     "DEMO_QUEUE_TIMEOUT": 600,  # seconds a run may wait for a worker before it fails
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
     "DEMO_HEARTBEAT_TTL": 10,  # seconds without a worker heartbeat before a run is dead
+    "DEMO_SSE_PER_VISITOR": 8,  # event streams one visitor may hold open at once
+    "DEMO_SSE_PER_RUN": 8,  # event streams following one run at once (4 per streaming demo)
+    "DEMO_SSE_PER_PROCESS": 200,  # event streams one web process serves at once, before 503
+    "DEMO_REDIS_POOL": 250,  # async Redis connections per web process, shared by its streams
+    "DEMO_REDIS_POOL_TIMEOUT": 5,  # seconds a stream waits for a free connection in that pool
     "DEMO_SSE_PING": 5,  # seconds between keep-alive comments on an idle event stream
     "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between engine steps in the streaming demo
     "DEMO_QUEUE": "",  # Celery queue for runs; empty means CELERY_TASK_DEFAULT_QUEUE

@@ -20,6 +20,49 @@ _DEFAULTS = {
 }
 
 
+# Whole numbers longer than this are no parameter of ours: JSON parsing keeps them as text, so
+# a 5,000-digit integer becomes "too large" beside its field, not a ValueError from int().
+_INT_DIGITS_MAX = 30
+
+
+class _TooLarge:
+    """A JSON integer too long to be any parameter's value, kept unconverted."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text)
+
+
+def _int_parse(text: str) -> int | _TooLarge:
+    return _TooLarge(text) if len(text.lstrip("-")) > _INT_DIGITS_MAX else int(text)
+
+
+def json_object_parse(body: bytes) -> dict:
+    """A request body as a JSON object, or ParamError("body"). Enormous integers stay text."""
+    try:
+        raw = json.loads(body or b"{}", parse_int=_int_parse)
+    except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        raise ParamError("body", "must be a JSON object") from None
+    if not isinstance(raw, dict):
+        raise ParamError("body", "must be a JSON object")
+    return raw
+
+
+def whole_number_parse(value: object, *, field: str) -> int:
+    """A whole number from JSON or a form: 7 or "7" (ASCII digits only; "²".isdigit() is True
+    but int("²") fails). ParamError naming `field` otherwise."""
+    if isinstance(value, _TooLarge):
+        raise ParamError(field, "is far too large")
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text.lstrip("-")
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > _INT_DIGITS_MAX:
+            raise ParamError(field, "must be a whole number")
+        return int(text)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParamError(field, "must be a whole number")
+    return value
+
+
 class ParamError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -44,14 +87,20 @@ def run_params_defaults(demo: str) -> dict:
 
 def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
     value = raw.get(field, default)
+    if isinstance(value, _TooLarge):
+        raise ParamError(field, "is far too large")
     # JSON true/false are ints to Python; a form may send numbers as strings.
     if isinstance(value, bool):
         raise ParamError(field, "must be a number")
     if isinstance(value, str):
+        if len(value) > 64:  # no parameter needs more; int() of thousands of digits is slow
+            raise ParamError(field, "must be a number")
         try:
             value = int(value) if integer else float(value)
         except ValueError:
             raise ParamError(field, "must be a number") from None
+    if isinstance(value, int) and abs(value) > 10**_INT_DIGITS_MAX:
+        raise ParamError(field, "is far too large")
     if not isinstance(value, int | float) or not math.isfinite(value):
         raise ParamError(field, "must be a finite number")
     if integer and value != int(value):
@@ -63,12 +112,7 @@ def run_params_parse(*, demo: str, body: bytes) -> RunParams:
     """Check a JSON request body against the demo's limits; raise ParamError naming the field."""
     if demo not in DEMO_SLUGS:
         raise ParamError("demo", f"no demo named {demo!r}")
-    try:
-        raw = json.loads(body or b"{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ParamError("body", "must be a JSON object") from None
-    if not isinstance(raw, dict):
-        raise ParamError("body", "must be a JSON object")
+    raw = json_object_parse(body)
     unknown = sorted(set(raw) - {"prompt", "max_tokens", "temperature", "top_p"})
     if unknown:
         raise ParamError(unknown[0], "is not a parameter of this demo")
@@ -80,6 +124,9 @@ def run_params_parse(*, demo: str, body: bytes) -> RunParams:
     prompt = prompt.strip()
     if not prompt:
         raise ParamError("prompt", "must not be empty")
+    if any(ord(c) < 32 and c not in "\n\r\t" for c in prompt):
+        # NUL in particular: PostgreSQL's text cannot hold it.
+        raise ParamError("prompt", "must not contain control characters")
     if len(prompt) > PROMPT_MAX_CHARS:
         raise ParamError("prompt", f"must be at most {PROMPT_MAX_CHARS} characters "
                                    f"(got {len(prompt)})")
