@@ -387,6 +387,23 @@ def run_fail(*, run_id: str, message: str, reason: str = "error", summary: dict 
     return changed
 
 
+def run_fail_unexpected(*, run_id: str, exc: BaseException) -> bool:
+    """End a run that an unexpected exception stopped: the details go to the log, the visitor
+    reads a plain sentence that still says what kind of trouble it was (never the exception's
+    own text, which can hold addresses and internals)."""
+    import redis as redis_lib
+
+    logger.error("run %s failed", run_id, exc_info=exc)
+    if isinstance(exc, redis_lib.RedisError):
+        reason, what = "redis", "the worker lost contact with the demos' message store"
+    elif isinstance(exc, MemoryError):
+        reason, what = "error", "the worker ran out of memory"
+    else:
+        reason, what = "error", "the worker hit an internal error (it has been logged)"
+    return run_fail(run_id=run_id, reason=reason,
+                    message=f"The demo stopped: {what}. Please run it again.")
+
+
 def run_as_json(run: Run) -> dict:
     return {
         "run_id": str(run.id),
