@@ -1,11 +1,21 @@
 """The parameters a visitor may send to start a demo run, checked before anything is queued.
 
 No Django: the view turns `ParamError` into a 422 naming the field.
+
+The prompt is also measured in tokens, as the engine will see it (the model's chat template
+applied, then its tokenizer), so a prompt that fits the character limit but not the model's
+context is refused here instead of taking a queue slot: 2,000 emoji are 8,000 byte-level tokens.
+That uses the light `tokenizers` package and jinja2, never torch or transformers.
 """
 
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 PROMPT_MAX_CHARS = 2000
 MAX_TOKENS_LIMIT = 512
@@ -79,6 +89,76 @@ class RunParams:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class _PromptTokenizer:
+    tokenizer: object  # tokenizers.Tokenizer
+    template: object | None  # a compiled jinja2 chat template
+    special: dict  # bos_token, eos_token, ... as the template reads them
+    context: int  # the model's context window (tokens)
+
+
+@cache
+def _prompt_tokenizer(model_dir: str) -> _PromptTokenizer | None:
+    """The model's tokenizer.json, chat template and context, loaded once per process; None
+    when the web machine has no copy of the model (a GPU worker's local checkpoint)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from tokenizers import Tokenizer
+
+    directory = Path(model_dir)
+    try:
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        config = json.loads((directory / "tokenizer_config.json").read_text())
+        model_config = json.loads((directory / "config.json").read_text())
+    except (OSError, ValueError, Exception):  # tokenizers raises its own Exception type
+        logger.warning("no tokenizer for %s in the web process: prompts are limited by "
+                       "characters only", model_dir, exc_info=True)
+        return None
+    source = config.get("chat_template")
+    # The same environment transformers renders chat templates in.
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    special = {k: v if isinstance(v, str) else (v or {}).get("content", "")
+               for k, v in config.items() if k.endswith("_token")}
+    context = int(model_config.get("max_position_embeddings")
+                  or config.get("model_max_length") or 0)
+    return _PromptTokenizer(tokenizer=tokenizer,
+                            template=env.from_string(source) if isinstance(source, str) else None,
+                            special=special, context=context)
+
+
+def prompt_context_tokens(model_dir: str) -> int | None:
+    """The model's context window in tokens, or None when the web side cannot read it."""
+    loaded = _prompt_tokenizer(str(model_dir))
+    return loaded.context if loaded and loaded.context else None
+
+
+def prompt_tokens_count(prompt: str, *, model_dir: str) -> int | None:
+    """Tokens of `prompt` as the engine encodes a chat prompt (template applied, generation
+    prompt added, no extra special tokens), or None when the tokenizer is not at hand."""
+    loaded = _prompt_tokenizer(str(model_dir))
+    if loaded is None:
+        return None
+    if loaded.template is None:
+        return len(loaded.tokenizer.encode(prompt).ids)
+    text = loaded.template.render(messages=[{"role": "user", "content": prompt}],
+                                  add_generation_prompt=True, **loaded.special)
+    return len(loaded.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def prompt_fit_check(params: "RunParams", *, model_dir: str) -> int:
+    """The prompt's tokens; ParamError when prompt + max_tokens pass the model's context."""
+    tokens = prompt_tokens_count(params.prompt, model_dir=model_dir)
+    context = prompt_context_tokens(model_dir)
+    if tokens is None or context is None:
+        return len(params.prompt.encode())  # an upper bound for a byte-level tokenizer
+    if tokens >= context:
+        raise ParamError("prompt", f"is {tokens:,} tokens long, more than the model's context "
+                         f"of {context:,} tokens; shorten it")
+    if tokens + params.max_tokens > context:
+        raise ParamError("max_tokens", f"must be at most {context - tokens:,} for this prompt "
+                         f"({tokens:,} tokens; the model's context is {context:,} tokens)")
+    return tokens
 
 
 def run_params_defaults(demo: str) -> dict:

@@ -11,6 +11,7 @@ import logging
 
 import redis
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
@@ -23,6 +24,7 @@ from demos.params import (
     DEMO_SLUGS,
     ParamError,
     json_object_parse,
+    prompt_fit_check,
     run_params_defaults,
     run_params_parse,
     whole_number_parse,
@@ -105,6 +107,7 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
         return _error(404, message=f"No demo named {slug!r}.")
     try:
         params = run_params_parse(demo=slug, body=_body_read(request))
+        prompt_tokens = prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
     except RequestDataTooBig:
         return _too_big()
     except ParamError as exc:
@@ -112,7 +115,8 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
     owner = services.run_owner_for_request(request)
     try:
         run = services.run_start(owner=owner, demo=slug, params=params,
-                                 client_addr=services.client_address_for_request(request))
+                                 client_addr=services.client_address_for_request(request),
+                                 prompt_tokens=prompt_tokens)
     except RunConflict as exc:
         run_id = str(exc.active.id)
         return _error(409, message=f"You already have a run in progress ({run_id}); "
