@@ -38,6 +38,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -49,6 +50,25 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it answers requests made while logins are paused.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site's own files (htmx, its SSE
+# extension, plotly.js and ours are all served from static/), no eval, no inline script.
+# Styles allow inline: plotly.js writes style attributes and <style> elements as it draws.
+# connect-src 'self' covers htmx's requests and the demos' EventSource streams.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "course.urls"
 ASGI_APPLICATION = "course.asgi.application"
