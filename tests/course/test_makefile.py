@@ -27,8 +27,11 @@ def _make_test_pytest_line(env: dict) -> str:
     return lines[0]
 
 
-def test_make_test_pins_the_test_settings_against_an_exported_module():
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "course.settings.dev"}
+def test_make_test_pins_the_test_settings_against_an_exported_module(tmp_path):
+    # Its own var/: the nested run's test database must never be this session's.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "course.settings.dev",
+           "COURSE_VAR_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
     line = _make_test_pytest_line(env)
     probe = "tests/course/test_makefile.py::test_this_suite_runs_on_the_test_settings"
     done = subprocess.run(["bash", "-c", f"{line} -q -p no:cacheprovider {shlex.quote(probe)}"],
