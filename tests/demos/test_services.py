@@ -14,6 +14,7 @@ from demos import events, services
 from demos.models import Run
 from demos.params import RunParams
 from demos.services import redis
+from tests.demos.conftest import run_wait_state
 
 PARAMS = RunParams(prompt="Hi", max_tokens=8, temperature=0.0, top_p=1.0)
 
@@ -170,6 +171,8 @@ def test_parallel_starts_from_one_session_make_one_run(site):
     status, first = site.request("POST", "/demos/lifecycle/runs", {"prompt": "Hi"})
     assert status == 201, first
     site.request("POST", f"/demos/runs/{first['run_id']}/cancel", {})  # now it has a session
+    # A worker may have taken it up already: then the cancel lands a step later.
+    run_wait_state(site, first["run_id"], {"cancelled", "finished", "failed"})
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         replies = list(pool.map(lambda _: site.request("POST", "/demos/lifecycle/runs",
                                                        {"prompt": "Hi"}), range(6)))
