@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test check lint bench train clean
+.PHONY: setup run test check lint bench loadtest train clean
 
 setup: $(STAMP)
 
@@ -18,16 +18,22 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/python manage.py serve
 
+# The test settings are pinned here: pytest-django prefers an exported DJANGO_SETTINGS_MODULE
+# over pyproject.toml, and a developer's shell often exports the development one.
 test: setup
-	$(BIN)/python manage.py makemigrations --check --dry-run
+	DJANGO_SETTINGS_MODULE=course.settings.test $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	DJANGO_SETTINGS_MODULE=course.settings.test $(BIN)/python -m pytest
 
 lint: setup
 	$(BIN)/ruff check .
 
 bench: setup
 	$(BIN)/python -m worker.engine.bench
+
+# The site under production settings on 127.0.0.1, measured alone and under 20 clients (a table).
+loadtest: setup
+	DJANGO_SETTINGS_MODULE=course.settings.dev $(BIN)/python manage.py loadtest
 
 # Retrains the shipped demo models (about 50 minutes on two cores; needs Debian's jargon-text).
 # Never run by CI.

@@ -1,4 +1,15 @@
-"""GET /healthz: the database, Redis and at least one Celery worker, or 503 naming what failed."""
+"""GET /healthz: the database, Redis and at least one ready worker, or 503 naming what failed.
+
+Worker liveness is read from the heartbeat hashes the workers write themselves (see
+worker/heartbeat.py): `course:worker:<hostname>` with `engine_ready` ("0"/"1"), `queues`
+(comma-separated), `model` and `updated_at` (unix seconds), expiring 15 s after the last beat.
+One SCAN and one pipelined read per request, on a client with short timeouts: never a broker
+round trip (a `control.ping` per request once exhausted the broker's pool and jammed the site).
+"""
+
+import logging
+import time
+from functools import cache
 
 import redis
 from django.conf import settings
@@ -7,7 +18,18 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from worker.celery import app as celery_app
+logger = logging.getLogger(__name__)
+
+WORKER_KEY_PREFIX = "course:worker:"
+# A heartbeat older than this is a worker that stopped beating (the key's TTL ends it anyway).
+WORKER_STALE_S = 15
+
+
+@cache
+def _health_redis(url: str) -> redis.Redis:
+    # Short timeouts: a health check that hangs is worse than one that says "error".
+    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=1,
+                                socket_connect_timeout=1)
 
 
 def _database_ok() -> str:
@@ -16,32 +38,39 @@ def _database_ok() -> str:
             cursor.execute("SELECT 1")
         return "ok"
     except Exception as exc:  # any driver error means "not ok", reported by name
+        logger.warning("healthz: the database did not answer", exc_info=True)
         return f"error: {exc.__class__.__name__}"
 
 
-def _redis_ok() -> str:
-    try:
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1,
-                                      socket_connect_timeout=1)
-        client.ping()
-        return "ok"
-    except (redis.RedisError, OSError) as exc:
-        return f"error: {exc.__class__.__name__}"
-
-
-def _live_workers() -> int:
-    try:
-        return len(celery_app.control.ping(timeout=1.0) or [])
-    except Exception:  # broker unreachable: kombu raises several kinds
+def workers_ready_count(client: redis.Redis, *, now: float | None = None) -> int:
+    """How many workers' heartbeats say their engine is ready, fresh within WORKER_STALE_S."""
+    now = time.time() if now is None else now
+    keys = list(client.scan_iter(match=f"{WORKER_KEY_PREFIX}*", count=500))
+    if not keys:
         return 0
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.hmget(key, "engine_ready", "updated_at")
+    ready = 0
+    for engine_ready, updated_at in pipe.execute():
+        try:
+            fresh = now - float(updated_at or 0) <= WORKER_STALE_S
+        except ValueError:
+            fresh = False
+        ready += engine_ready == "1" and fresh
+    return ready
 
 
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     db = _database_ok()
-    redis_state = _redis_ok()
-    workers = _live_workers() if redis_state == "ok" else 0
+    try:
+        workers = workers_ready_count(_health_redis(settings.REDIS_URL))
+        redis_state = "ok"
+    except (redis.RedisError, OSError) as exc:
+        logger.warning("healthz: Redis did not answer", exc_info=True)
+        workers, redis_state = 0, f"error: {exc.__class__.__name__}"
     body: dict = {"db": db, "redis": redis_state, "workers": workers}
     failed = [name for name, state in (("db", db), ("redis", redis_state)) if state != "ok"]
     if workers < 1:

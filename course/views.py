@@ -1,5 +1,6 @@
 """The site's pages: home, the ten course pages, progress, accounts."""
 
+from django.conf import settings
 from django.contrib.auth import login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -89,3 +90,11 @@ def signup(request: HttpRequest) -> HttpResponse:
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("course:home")
     return render(request, "registration/signup.html", {"form": form})
+
+
+def login_locked_out(request: HttpRequest, credentials: dict | None = None,
+                     *args, **kwargs) -> HttpResponse:
+    """What django-axes answers while logins are paused for this address or username: a page
+    that says so and for how long, with 429 Too Many Requests."""
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)

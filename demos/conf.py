@@ -8,11 +8,26 @@ import os
 from django.conf import settings
 
 _DEFAULTS: dict[str, int | float | str] = {
-    "DEMO_MAX_QUEUED": 8,  # runs waiting for a worker, site-wide, before 429
+    # The queue: anonymous visitors and signed-in learners each have a share of their own, so
+    # a flood of cookie-less requests cannot lock learners out.
+    "DEMO_MAX_QUEUED": 8,  # anonymous visitors' runs waiting for a worker, site-wide, before 429
+    "DEMO_MAX_QUEUED_ACCOUNTS": 8,  # signed-in learners' runs waiting, site-wide, before 429
+    "DEMO_MAX_QUEUED_TOKENS": 8000,  # tokens of work (prompt + max_tokens, per stream) waiting,
+    # per share, before 429
+    "DEMO_ACTIVE_PER_ADDRESS": 2,  # anonymous runs queued or running from one client address
+    "DEMO_STARTS_PER_MINUTE": 10,  # run starts per visitor (session or account) per minute
+    "DEMO_ADDRESS_STARTS_PER_MINUTE": 20,  # anonymous run starts per client address per minute
+    "DEMO_LOST_GRACE": 15,  # seconds before a queued run whose message is gone counts as lost
+    "DEMO_SWEEP_INTERVAL": 30,  # seconds between sweeps of runs whose worker is gone (0: off)
     "DEMO_RUN_TIME_LIMIT": 90,  # seconds a run may take in the worker before it fails
     "DEMO_QUEUE_TIMEOUT": 600,  # seconds a run may wait for a worker before it fails
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
     "DEMO_HEARTBEAT_TTL": 10,  # seconds without a worker heartbeat before a run is dead
+    "DEMO_SSE_PER_VISITOR": 8,  # event streams one visitor may hold open at once
+    "DEMO_SSE_PER_RUN": 8,  # event streams following one run at once (4 per streaming demo)
+    "DEMO_SSE_PER_PROCESS": 200,  # event streams one web process serves at once, before 503
+    "DEMO_REDIS_POOL": 250,  # async Redis connections per web process, shared by its streams
+    "DEMO_REDIS_POOL_TIMEOUT": 5,  # seconds a stream waits for a free connection in that pool
     "DEMO_SSE_PING": 5,  # seconds between keep-alive comments on an idle event stream
     "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between engine steps in the streaming demo
     "DEMO_QUEUE": "",  # Celery queue for runs; empty means CELERY_TASK_DEFAULT_QUEUE

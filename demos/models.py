@@ -28,10 +28,24 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Where an anonymous visitor's request came from: runs are limited per address too, since
+    # dropping cookies makes a new visitor every time.
+    client_addr = models.GenericIPAddressField(null=True, blank=True)
+    # The tokens this run asks the engine for (prompt + max_tokens, per stream): the queue is
+    # capped by work, not only by the number of runs.
+    work_tokens = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["owner", "state"], name="demos_run_owner_state")]
+        indexes = [models.Index(fields=["owner", "state"], name="demos_run_owner_state"),
+                   models.Index(fields=["state", "created_at"], name="demos_run_state_created")]
+        constraints = [
+            # One active run per owner, held by the database: a check in Python alone let
+            # parallel requests from one session start several.
+            models.UniqueConstraint(fields=["owner"],
+                                    condition=models.Q(state__in=["queued", "running"]),
+                                    name="demos_run_one_active_per_owner"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.demo} run {self.id} ({self.state})"

@@ -4,13 +4,20 @@ followed live with XREAD BLOCK, written out as Server-Sent Events.
 When the client goes away before the end (uvicorn reports the disconnect and Django cancels the
 response's generator), the relay asks the worker to cancel: the whole run, or only the one
 stream this connection followed.
+
+Bounded: streams are capped per visitor and per run (counted in Redis, so across processes)
+and per process; every stream of a process shares one Redis pool of DEMO_REDIS_POOL
+connections that waits up to DEMO_REDIS_POOL_TIMEOUT seconds for a free one. When Redis does
+not answer, the stream sends an `unavailable` event with a plain message and ends.
 """
 
 import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import redis
 import redis.asyncio as aioredis
@@ -44,6 +51,102 @@ def _cancel_pending() -> bool:
 
 # How long one XREAD waits for new entries (ms): the most a disconnect can go unnoticed.
 XREAD_BLOCK_MS = 1000
+# A stream's place in the per-visitor and per-run counts is refreshed this often (s) and
+# dropped when older than STREAM_STALE_S (a process that died without cleaning up).
+STREAM_REFRESH_S = 5
+STREAM_STALE_S = 30
+
+UNAVAILABLE_MESSAGE = ("Lost contact with the live demos' message store; the run may still "
+                       "finish. Reload the page in a minute to see how it ended.")
+
+_open_streams = 0  # in this process
+_pools: dict[tuple[str, int], aioredis.Redis] = {}
+
+
+def relay_redis() -> aioredis.Redis:
+    """This process's shared async Redis client for the event loop running now: one bounded
+    pool that waits for a free connection instead of opening one per stream."""
+    loop = asyncio.get_running_loop()
+    key = (settings.REDIS_URL, id(loop))
+    client = _pools.get(key)
+    if client is None:
+        pool = aioredis.BlockingConnectionPool.from_url(
+            settings.REDIS_URL, decode_responses=True,
+            max_connections=int(demo_setting("DEMO_REDIS_POOL")),
+            timeout=float(demo_setting("DEMO_REDIS_POOL_TIMEOUT")),
+            # The socket must outwait XREAD BLOCK, or an idle stream reads as a timeout.
+            socket_timeout=XREAD_BLOCK_MS / 1000 + 10, socket_connect_timeout=3)
+        client = _pools[key] = aioredis.Redis(connection_pool=pool)
+    return client
+
+
+def _owner_key(owner: str) -> str:
+    return f"sse:owner:{owner}"
+
+
+def _run_key(run_id: str) -> str:
+    return f"sse:run:{run_id}"
+
+
+@dataclass(frozen=True)
+class StreamSlot:
+    """One open event stream's place in the per-visitor and per-run counts."""
+
+    owner: str
+    run_id: str
+    member: str
+
+
+class StreamRefused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def stream_slot_take(*, owner: str, run_id: str) -> StreamSlot:
+    """A place for one more stream, or StreamRefused (429 for a visitor or run over its cap,
+    503 for a process at its own). RedisError when Redis does not answer."""
+    if _open_streams >= int(demo_setting("DEMO_SSE_PER_PROCESS")):
+        raise StreamRefused(503, "This server is following as many live demos as it can; "
+                            "try again in a minute.")
+    client = relay_redis()
+    now = time.time()
+    slot = StreamSlot(owner=owner, run_id=run_id, member=uuid.uuid4().hex)
+    pipe = client.pipeline(transaction=False)
+    for key in (_owner_key(owner), _run_key(run_id)):
+        pipe.zremrangebyscore(key, "-inf", now - STREAM_STALE_S)
+        pipe.zcard(key)
+    _, per_owner, _, per_run = await pipe.execute()
+    if per_run >= int(demo_setting("DEMO_SSE_PER_RUN")):
+        raise StreamRefused(429, "Too many connections are following this run; close another "
+                            "tab showing it.")
+    if per_owner >= int(demo_setting("DEMO_SSE_PER_VISITOR")):
+        raise StreamRefused(429, "You are following too many live demos at once; close "
+                            "another tab showing one.")
+    await _slot_refresh(client, slot)
+    return slot
+
+
+async def _slot_refresh(client: aioredis.Redis, slot: StreamSlot) -> None:
+    pipe = client.pipeline(transaction=False)
+    for key in (_owner_key(slot.owner), _run_key(slot.run_id)):
+        pipe.zadd(key, {slot.member: time.time()})
+        pipe.expire(key, STREAM_STALE_S * 2)
+    await pipe.execute()
+
+
+async def _slot_release(client: aioredis.Redis, slot: StreamSlot) -> None:
+    pipe = client.pipeline(transaction=False)
+    pipe.zrem(_owner_key(slot.owner), slot.member)
+    pipe.zrem(_run_key(slot.run_id), slot.member)
+    await pipe.execute()
+
+
+def _unavailable_sse() -> str:
+    # A longer retry first: the browser should not hammer a server whose Redis is away.
+    return (f"retry: 15000\n\nevent: unavailable\n"
+            f"data: {json.dumps({'message': UNAVAILABLE_MESSAGE})}\n\n")
 
 
 def _should_end(event: events.Event, stream: int | None) -> bool:
@@ -52,26 +155,32 @@ def _should_end(event: events.Event, stream: int | None) -> bool:
     return stream is not None and event.stream == stream and event.type in events.STREAM_END_TYPES
 
 
-async def run_events_relay(*, run_id: str, stream: int | None = None,
-                           last_id: str = "0-0") -> AsyncIterator[str]:
-    """SSE text for run `run_id` (only stream `stream`'s events plus the run's own when set)."""
+async def run_events_relay(*, run_id: str, stream: int | None = None, last_id: str = "0-0",
+                           slot: StreamSlot | None = None) -> AsyncIterator[str]:
+    """SSE text for run `run_id` (only stream `stream`'s events plus the run's own when set).
+
+    `slot` (from stream_slot_take) is refreshed while the stream lives and released at its end.
+    """
+    global _open_streams
     ping_s = float(demo_setting("DEMO_SSE_PING"))
-    # The socket must outwait XREAD BLOCK, or an idle stream reads as a timeout.
-    client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True,
-                                     socket_timeout=XREAD_BLOCK_MS / 1000 + 10)
     key = events.events_key(run_id)
     ended = False
+    _open_streams += 1
     try:
+        client = relay_redis()
         yield "retry: 2000\n\n"  # how long a browser waits before reconnecting
-        last_write = time.monotonic()
+        last_write = last_refresh = time.monotonic()
         while not ended:
             try:
+                if slot is not None and time.monotonic() - last_refresh > STREAM_REFRESH_S:
+                    await _slot_refresh(client, slot)
+                    last_refresh = time.monotonic()
                 reply = await client.xread({key: last_id}, block=XREAD_BLOCK_MS, count=200)
             except redis.RedisError:
-                # Redis hiccup: end this response without cancelling; the browser reconnects
-                # with Last-Event-ID and the relay resumes where it stopped.
+                # Redis away: say so (the page shows it) and end without cancelling the run.
                 logger.warning("relay for run %s lost Redis", run_id, exc_info=True)
                 ended = True
+                yield _unavailable_sse()
                 break
             if _cancel_pending():
                 raise asyncio.CancelledError
@@ -102,6 +211,7 @@ async def run_events_relay(*, run_id: str, stream: int | None = None,
                     ended = True
                     break
     finally:
+        _open_streams -= 1
         if not ended:
             # Cancelled by a disconnect (or a server shutdown): stop the work it was watching.
             # A plain client call: this connection's own may be mid-command after the cancel.
@@ -118,8 +228,8 @@ async def run_events_relay(*, run_id: str, stream: int | None = None,
                     await sync_to_async(_queued_run_cancel)(run_id)
                 except BaseException:  # cancelled again mid-shutdown: the flag above stands
                     logger.warning("could not end queued run %s", run_id, exc_info=True)
-        try:
-            await client.aclose()
-        except Exception:  # the connection may be half-closed by the cancellation
-            pass
-
+        if slot is not None:
+            try:
+                await asyncio.shield(_slot_release(relay_redis(), slot))
+            except BaseException:  # Redis away or cancelled: the place goes stale on its own
+                logger.warning("could not release the stream place of run %s", run_id)

@@ -2,13 +2,27 @@
 
 Views and the Celery task only call these. Every state change is a conditional UPDATE from an
 active state, so a late worker cannot overwrite a run the web side already failed, or back.
+
+What keeps the queue usable under abuse and faults:
+- one active run per visitor, held by a partial unique index (demos/models.py);
+- run starts limited per visitor and, for anonymous visitors, per client address (per minute,
+  and runs active at once), since dropping cookies makes a new visitor every time;
+- two shares of the queue (anonymous visitors, signed-in learners), each capped by runs and by
+  tokens of work;
+- a run whose message cannot be sent fails at once (the view answers 503); a run whose message
+  was lost (Redis restarted), that waited past the queue timeout, or whose worker died is ended
+  by `runs_sweep`, which the web processes run every DEMO_SWEEP_INTERVAL seconds.
 """
 
+import ipaddress
+import logging
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -16,6 +30,8 @@ from demos import events
 from demos.conf import demo_setting
 from demos.models import Run
 from demos.params import RunParams
+
+logger = logging.getLogger(__name__)
 
 
 class RunConflict(Exception):
@@ -27,11 +43,25 @@ class RunConflict(Exception):
 
 
 class QueueFull(Exception):
-    """Too many runs are waiting for a worker, site-wide."""
+    """Too many runs, or too many tokens of work, are waiting for a worker in this share."""
 
-    def __init__(self, retry_after_s: int) -> None:
-        super().__init__("the demo queue is full")
+    def __init__(self, retry_after_s: int, message: str = "The demo queue is full") -> None:
+        super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.message = message
+
+
+class RateLimited(Exception):
+    """This visitor or address started too many runs; `message` says which limit."""
+
+    def __init__(self, retry_after_s: int, message: str) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.message = message
+
+
+class EnqueueFailed(Exception):
+    """The run's message could not be sent to the workers; the run is failed already."""
 
 
 @dataclass(frozen=True)
@@ -44,17 +74,41 @@ def redis() -> "events.redis.Redis":
     return events.redis_client(settings.REDIS_URL)
 
 
-def run_owner_for_request(request: HttpRequest) -> str:
-    """Who owns runs started by this request: the account, else the session (created if new)."""
+def run_owner_for_request(request: HttpRequest, *, create: bool = True) -> str | None:
+    """Who owns runs started by this request: the account, else the session.
+
+    Only a request that starts something creates a session (`create`); one that only reads
+    gets None when it has none, so a cookie-less GET never writes a session row.
+    """
     if request.user.is_authenticated:
         return f"user:{request.user.pk}"
     if not request.session.session_key:
+        if not create:
+            return None
         request.session.save()
     return f"session:{request.session.session_key}"
 
 
-def run_get_for_owner(*, run_id: str, owner: str) -> Run | None:
+def client_address_for_request(request: HttpRequest) -> str | None:
+    """The client's IP address: REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT proxies the entry
+    that many from the right of X-Forwarded-For (what the nearest trusted proxy saw)."""
+    proxies = int(getattr(settings, "TRUSTED_PROXY_COUNT", 0))
+    candidate = request.META.get("REMOTE_ADDR", "")
+    if proxies > 0:
+        hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+                if h.strip()]
+        if len(hops) >= proxies:
+            candidate = hops[-proxies]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return None
+
+
+def run_get_for_owner(*, run_id: str, owner: str | None) -> Run | None:
     """The run if it exists and belongs to `owner`; checks the worker is still alive."""
+    if owner is None:
+        return None
     run = Run.objects.filter(pk=run_id, owner=owner).first()
     return run_liveness_check(run=run) if run else None
 
@@ -67,25 +121,145 @@ def run_active_for_owner(*, owner: str) -> Run | None:
     return None
 
 
+def _queue_timeout() -> timedelta:
+    return timedelta(seconds=int(demo_setting("DEMO_QUEUE_TIMEOUT")))
+
+
+def _share_filter(anonymous: bool) -> dict:
+    return {"owner__startswith": "session:" if anonymous else "user:"}
+
+
+def run_queued_load(*, anonymous: bool) -> tuple[int, int]:
+    """(runs, tokens of work) waiting in one share of the queue; runs past the queue timeout
+    no longer count (the sweeper ends them)."""
+    waiting = Run.objects.filter(state=Run.State.QUEUED, **_share_filter(anonymous),
+                                 created_at__gte=timezone.now() - _queue_timeout())
+    totals = waiting.aggregate(tokens=Sum("work_tokens"))
+    return waiting.count(), int(totals["tokens"] or 0)
+
+
 def run_queued_count() -> int:
-    return Run.objects.filter(state=Run.State.QUEUED).count()
+    """Runs waiting for a worker, both shares, not counting those past the queue timeout."""
+    return Run.objects.filter(state=Run.State.QUEUED,
+                              created_at__gte=timezone.now() - _queue_timeout()).count()
 
 
-def run_start(*, owner: str, demo: str, params: RunParams) -> Run:
-    """Create a run and queue its task after the commit. Raises RunConflict or QueueFull."""
+def run_work_tokens(*, demo: str, params: RunParams, prompt_tokens: int) -> int:
+    """Tokens a run asks the engine for: its prompt and max_tokens, for every stream it runs."""
+    from demos.runners.streaming import streaming_prompts  # plain Python, no torch
+
+    streams = len(streaming_prompts(params.prompt)) if demo == "streaming" else 1
+    return streams * (prompt_tokens + params.max_tokens)
+
+
+def _starts_count(scope: str, limit: int) -> int:
+    """Count one run start against `scope` in this minute; the seconds left in it when over
+    `limit`, else 0."""
+    now = time.time()
+    window = int(now // 60)
+    key = f"ratelimit:runs:{scope}:{window}"
+    pipe = redis().pipeline(transaction=False)
+    pipe.incr(key)
+    pipe.expire(key, 61)
+    count, _ = pipe.execute()
+    return max(1, int(60 - now % 60)) if count > limit else 0
+
+
+def _limits_check(*, owner: str, client_addr: str | None) -> None:
+    retry = _starts_count(f"owner:{owner}", int(demo_setting("DEMO_STARTS_PER_MINUTE")))
+    if retry:
+        raise RateLimited(retry, "You have started too many runs in the last minute; try "
+                          f"again in {retry} s.")
+    if not owner.startswith("session:") or client_addr is None:
+        return  # signed-in learners are limited per account, not per shared address
+    active = Run.objects.filter(client_addr=client_addr, state__in=Run.ACTIVE_STATES,
+                                owner__startswith="session:").count()
+    if active >= int(demo_setting("DEMO_ACTIVE_PER_ADDRESS")):
+        raise RateLimited(max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4),
+                          "Too many runs from your address are waiting or running; wait for "
+                          "one to end, or sign in to get runs of your own.")
+    retry = _starts_count(f"addr:{client_addr}",
+                          int(demo_setting("DEMO_ADDRESS_STARTS_PER_MINUTE")))
+    if retry:
+        raise RateLimited(retry, "Too many runs were started from your address in the last "
+                          f"minute; try again in {retry} s, or sign in.")
+
+
+def _queue_check(*, anonymous: bool, work_tokens: int) -> None:
+    limit = int(demo_setting("DEMO_MAX_QUEUED" if anonymous else "DEMO_MAX_QUEUED_ACCOUNTS"))
+    token_limit = int(demo_setting("DEMO_MAX_QUEUED_TOKENS"))
+    retry = max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4)
+    runs, tokens = run_queued_load(anonymous=anonymous)
+    if runs >= limit or tokens + work_tokens > token_limit:
+        runs_sweep()  # runs whose worker is gone must not hold the queue shut
+        runs, tokens = run_queued_load(anonymous=anonymous)
+    # A slot frees sooner on average than a run's time limit.
+    if runs >= limit:
+        raise QueueFull(retry, f"The demo queue is full; try again in {retry} s.")
+    if tokens + work_tokens > token_limit:
+        raise QueueFull(retry, f"The demo queue holds {tokens:,} tokens of work and this run "
+                        f"asks for {work_tokens:,} more (the limit is {token_limit:,}); try "
+                        f"again in {retry} s, or ask for fewer tokens.")
+
+
+def enqueued_key(run_id: str) -> str:
+    return f"run:{run_id}:enqueued"
+
+
+def run_enqueued_mark(*, run_id: str) -> None:
+    """Note beside the broker's messages that this run was sent: if Redis restarts without
+    them, the note is gone too, and the sweeper knows the run will never be taken up."""
+    ttl = int(demo_setting("DEMO_QUEUE_TIMEOUT")) + 60
+    redis().set(enqueued_key(run_id), "1", ex=ttl)
+
+
+def _enqueue(run: Run) -> None:
     from demos.tasks import run_execute  # the task module imports no torch at import time
 
+    queue = str(demo_setting("DEMO_QUEUE")) or settings.CELERY_TASK_DEFAULT_QUEUE
+    run_enqueued_mark(run_id=str(run.id))
+    # retry=False: a broker that is down answers now, not after Celery's retries.
+    run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)
+
+
+def run_start(*, owner: str, demo: str, params: RunParams, client_addr: str | None = None,
+              prompt_tokens: int = 0) -> Run:
+    """Create a run and queue its task after the commit.
+
+    Raises RunConflict, RateLimited, QueueFull, or EnqueueFailed (the run is then failed).
+    """
     active = run_active_for_owner(owner=owner)
     if active is not None:
         raise RunConflict(active)
-    if run_queued_count() >= int(demo_setting("DEMO_MAX_QUEUED")):
-        # A run takes at most the time limit; a slot frees sooner on average.
-        raise QueueFull(retry_after_s=max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4))
-    with transaction.atomic():
-        run = Run.objects.create(owner=owner, demo=demo, params=params.as_dict())
-        queue = str(demo_setting("DEMO_QUEUE")) or settings.CELERY_TASK_DEFAULT_QUEUE
-        # delay_on_commit with a queue: the worker must find the row when the task arrives.
-        run_execute.apply_async_on_commit(args=[str(run.id)], queue=queue)
+    _limits_check(owner=owner, client_addr=client_addr)
+    work = run_work_tokens(demo=demo, params=params, prompt_tokens=prompt_tokens)
+    _queue_check(anonymous=owner.startswith("session:"), work_tokens=work)
+    failure: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            _enqueue(run)
+        except Exception as exc:  # kombu and redis raise several kinds; all mean "not sent"
+            failure.append(exc)
+
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(owner=owner, demo=demo, params=params.as_dict(),
+                                     client_addr=client_addr, work_tokens=work)
+            # After the commit: the worker must find the row when the task arrives.
+            transaction.on_commit(send)
+    except IntegrityError:
+        # A parallel request of the same visitor created its run between our check and here.
+        active = Run.objects.filter(owner=owner, state__in=Run.ACTIVE_STATES).first()
+        if active is None:
+            raise
+        raise RunConflict(active) from None
+    if failure:
+        logger.error("could not queue run %s", run.id, exc_info=failure[0])
+        run_fail(run_id=str(run.id), reason="enqueue_failed",
+                 message="The demo could not be queued: the service that hands runs to the "
+                 "workers did not answer. Please try again in a minute.")
+        raise EnqueueFailed(str(run.id))
     return run
 
 
@@ -106,21 +280,71 @@ def run_cancel(*, run: Run, target: CancelTarget = CancelTarget()) -> Run:
     return run
 
 
+def _worker_lost_message() -> str:
+    return ("The worker running this demo stopped unexpectedly (its heartbeat is gone). "
+            "Please run it again.")
+
+
+def _queue_timeout_message() -> str:
+    return "No worker took this run up in time. Is a Celery worker running?"
+
+
 def run_liveness_check(*, run: Run) -> Run:
     """Fail a run whose worker died (heartbeat gone) or that no worker took up in time."""
     now = timezone.now()
     if run.state == Run.State.RUNNING:
         if not events.heartbeat_alive(redis(), run_id=str(run.id)):
-            run_fail(run_id=str(run.id), message="The worker running this demo stopped "
-                     "unexpectedly (its heartbeat is gone). Please run it again.")
+            run_fail(run_id=str(run.id), message=_worker_lost_message(), reason="worker_lost",
+                     from_states=(Run.State.RUNNING,))
             run.refresh_from_db()
     elif run.state == Run.State.QUEUED:
-        waited = now - run.created_at
-        if waited > timedelta(seconds=int(demo_setting("DEMO_QUEUE_TIMEOUT"))):
-            run_fail(run_id=str(run.id), message="No worker took this run up in time. "
-                     "Is a Celery worker running?", from_states=(Run.State.QUEUED,))
+        if now - run.created_at > _queue_timeout():
+            run_fail(run_id=str(run.id), message=_queue_timeout_message(),
+                     reason="queue_timeout", from_states=(Run.State.QUEUED,))
             run.refresh_from_db()
     return run
+
+
+def runs_sweep() -> dict[str, int]:
+    """End every run whose worker is gone: queued past the queue timeout, queued but its
+    message lost (the marker beside it in Redis is gone), or running with no heartbeat.
+
+    A queued run merely waiting (no worker up yet, or all busy) is left alone. Returns how
+    many runs it ended, by reason.
+    """
+    now = timezone.now()
+    ended = {"queue_timeout": 0, "lost": 0, "worker_lost": 0}
+    client = redis()
+    for run in Run.objects.filter(state=Run.State.QUEUED, created_at__lt=now - _queue_timeout()):
+        ended["queue_timeout"] += run_fail(run_id=str(run.id), message=_queue_timeout_message(),
+                                           reason="queue_timeout",
+                                           from_states=(Run.State.QUEUED,))
+    grace = timedelta(seconds=float(demo_setting("DEMO_LOST_GRACE")))
+    waiting = list(Run.objects.filter(state=Run.State.QUEUED, created_at__lt=now - grace)
+                   .values_list("id", flat=True))
+    if waiting:
+        pipe = client.pipeline(transaction=False)
+        for run_id in waiting:
+            pipe.exists(enqueued_key(str(run_id)))
+        for run_id, marked in zip(waiting, pipe.execute(), strict=True):
+            if not marked:
+                ended["lost"] += run_fail(
+                    run_id=str(run_id), reason="lost", from_states=(Run.State.QUEUED,),
+                    message="This run was lost before a worker took it up (the message store "
+                    "restarted). Please run it again.")
+    running = list(Run.objects.filter(state=Run.State.RUNNING).values_list("id", flat=True))
+    if running:
+        pipe = client.pipeline(transaction=False)
+        for run_id in running:
+            pipe.exists(events.heartbeat_key(str(run_id)))
+        for run_id, alive in zip(running, pipe.execute(), strict=True):
+            if not alive:
+                ended["worker_lost"] += run_fail(run_id=str(run_id), reason="worker_lost",
+                                                 message=_worker_lost_message(),
+                                                 from_states=(Run.State.RUNNING,))
+    if any(ended.values()):
+        logger.info("swept runs whose worker is gone: %s", ended)
+    return ended
 
 
 def event_publish(*, run_id: str, type: str, data: dict, stream: int | None = None) -> str:
@@ -143,14 +367,41 @@ def run_mark_terminal(*, run_id: str, state: str, summary: dict | None = None,
     return bool(Run.objects.filter(pk=run_id, state__in=from_states).update(**changes))
 
 
-def run_fail(*, run_id: str, message: str, summary: dict | None = None,
+def run_fail(*, run_id: str, message: str, reason: str = "error", summary: dict | None = None,
              from_states: tuple = Run.ACTIVE_STATES) -> bool:
-    """End the run as failed with a message for the visitor, and tell its event stream."""
+    """End the run as failed with a message for the visitor, and tell its event stream.
+
+    The summary always says why (`reason`, a word for programs; `message`, for people), so a
+    failed run never ends with an empty summary.
+    """
+    message = message.strip() or "The demo failed for a reason it did not name."
+    summary = {"reason": reason, "message": message, **(summary or {})}
     changed = run_mark_terminal(run_id=run_id, state=Run.State.FAILED, summary=summary,
                                 error=message, from_states=from_states)
     if changed:
-        event_publish(run_id=run_id, type="failed", data={"message": message})
+        try:
+            event_publish(run_id=run_id, type="failed", data={"message": message,
+                                                              "reason": reason})
+        except Exception:  # Redis away: the row says failed, the relay reports it from there
+            logger.warning("could not publish the failure of run %s", run_id, exc_info=True)
     return changed
+
+
+def run_fail_unexpected(*, run_id: str, exc: BaseException) -> bool:
+    """End a run that an unexpected exception stopped: the details go to the log, the visitor
+    reads a plain sentence that still says what kind of trouble it was (never the exception's
+    own text, which can hold addresses and internals)."""
+    import redis as redis_lib
+
+    logger.error("run %s failed", run_id, exc_info=exc)
+    if isinstance(exc, redis_lib.RedisError):
+        reason, what = "redis", "the worker lost contact with the demos' message store"
+    elif isinstance(exc, MemoryError):
+        reason, what = "error", "the worker ran out of memory"
+    else:
+        reason, what = "error", "the worker hit an internal error (it has been logged)"
+    return run_fail(run_id=run_id, reason=reason,
+                    message=f"The demo stopped: {what}. Please run it again.")
 
 
 def run_as_json(run: Run) -> dict:

@@ -110,9 +110,9 @@ def run_execute(run_id: str) -> str:
             services.run_fail(run_id=run_id, message=message)
             return Run.State.FAILED
         except Exception as exc:
-            logger.exception("run %s failed", run_id)
             _engine_clean(engine, ctx, run_id=run_id)
-            services.run_fail(run_id=run_id, message=f"The demo failed: {exc}")
+            # Logged in full; the visitor reads a plain reason, never the exception's text.
+            services.run_fail_unexpected(run_id=run_id, exc=exc)
             return Run.State.FAILED
         if services.run_mark_terminal(run_id=run_id, state=outcome.state,
                                       summary=outcome.summary):

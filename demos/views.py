@@ -1,12 +1,18 @@
 """Demo runs over HTTP: start (POST JSON), read, cancel, and the SSE stream of events.
 
-Errors are JSON naming what was wrong: 422 for a bad parameter, 409 for a run already active,
-429 (with Retry-After) when the queue is full, 404 for someone else's run.
+Errors are JSON naming what was wrong: 422 for a bad parameter, 413 for a body over
+DATA_UPLOAD_MAX_MEMORY_SIZE, 409 for a run already active, 429 (with Retry-After) when a limit
+or the queue is full, 404 for someone else's run, 503 (with Retry-After) when Redis or the
+broker does not answer. Never an HTML 500, and never internal error text.
 """
 
-import json
+import functools
+import logging
 
+import redis
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -14,10 +20,22 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from demos import services
-from demos.params import DEMO_SLUGS, ParamError, run_params_defaults, run_params_parse
-from demos.relay import run_events_relay
+from demos.params import (
+    DEMO_SLUGS,
+    ParamError,
+    json_object_parse,
+    prompt_fit_check,
+    run_params_defaults,
+    run_params_parse,
+    whole_number_parse,
+)
+from demos.relay import StreamRefused, run_events_relay, stream_slot_take
 from demos.runners.streaming import streaming_prompts
-from demos.services import CancelTarget, QueueFull, RunConflict
+from demos.services import CancelTarget, EnqueueFailed, QueueFull, RateLimited, RunConflict
+
+logger = logging.getLogger(__name__)
+
+MAX_STREAMS = 16  # stream numbers a multi-stream run may have (0 to 15)
 
 
 def _error(status: int, *, field: str | None = None, message: str, **extra) -> JsonResponse:
@@ -53,38 +71,77 @@ def demo_page(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "demos/demo_page.html", demo_context(slug))
 
 
+def _redis_unavailable(exc: Exception) -> JsonResponse:
+    # The visitor sees a plain sentence; the address and driver text go to the log only.
+    logger.error("Redis did not answer a demo request", exc_info=exc)
+    response = _error(503, message="The live demos are unavailable for a moment (their message "
+                      "store does not answer); please try again shortly.", retry_after_s=15)
+    response["Retry-After"] = "15"
+    return response
+
+
+def _redis_guarded(view):
+    """Turn Redis being away into a JSON 503 instead of an HTML 500."""
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except redis.RedisError as exc:
+            return _redis_unavailable(exc)
+    return guarded
+
+
+def _body_read(request: HttpRequest) -> bytes:
+    """The request body; RequestDataTooBig past DATA_UPLOAD_MAX_MEMORY_SIZE."""
+    return request.body
+
+
+def _too_big() -> JsonResponse:
+    return _error(413, field="body", message="body is larger than the server accepts")
+
+
 @require_POST
+@_redis_guarded
 def run_create(request: HttpRequest, slug: str) -> JsonResponse:
     if slug not in DEMO_SLUGS:
         return _error(404, message=f"No demo named {slug!r}.")
     try:
-        params = run_params_parse(demo=slug, body=request.body)
+        params = run_params_parse(demo=slug, body=_body_read(request))
+        prompt_tokens = prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
+    except RequestDataTooBig:
+        return _too_big()
     except ParamError as exc:
         return _error(422, field=exc.field, message=f"{exc.field} {exc.message}")
     owner = services.run_owner_for_request(request)
     try:
-        run = services.run_start(owner=owner, demo=slug, params=params)
+        run = services.run_start(owner=owner, demo=slug, params=params,
+                                 client_addr=services.client_address_for_request(request),
+                                 prompt_tokens=prompt_tokens)
     except RunConflict as exc:
         run_id = str(exc.active.id)
         return _error(409, message=f"You already have a run in progress ({run_id}); "
                       "cancel it or wait for it to end.", active_run_id=run_id,
                       active_events_url=_events_url(run_id))
-    except QueueFull as exc:
-        response = _error(429, message="The demo queue is full; try again in "
-                          f"{exc.retry_after_s} s.", retry_after_s=exc.retry_after_s)
+    except (QueueFull, RateLimited) as exc:
+        response = _error(429, message=exc.message, retry_after_s=exc.retry_after_s)
         response["Retry-After"] = str(exc.retry_after_s)
         return response
+    except EnqueueFailed as exc:
+        return _error(503, message="The demo could not be queued right now; please try again "
+                      "in a minute.", run_id=str(exc))
     return JsonResponse({"run_id": str(run.id), "events_url": _events_url(str(run.id)),
                          "state": run.state}, status=201)
 
 
 def _owned_run(request: HttpRequest, run_id) -> "services.Run | None":
-    return services.run_get_for_owner(run_id=str(run_id),
-                                      owner=services.run_owner_for_request(request))
+    # Reading or cancelling never creates a session: without one, no run is yours.
+    return services.run_get_for_owner(
+        run_id=str(run_id), owner=services.run_owner_for_request(request, create=False))
 
 
 @never_cache
 @require_GET
+@_redis_guarded
 def run_detail(request: HttpRequest, run_id) -> JsonResponse:
     run = _owned_run(request, run_id)
     if run is None:
@@ -92,60 +149,72 @@ def run_detail(request: HttpRequest, run_id) -> JsonResponse:
     return JsonResponse(services.run_as_json(run))
 
 
+def _stream_number(value: object) -> int:
+    """A stream's number (0 to 15) from JSON or a form, else ParamError("stream")."""
+    number = whole_number_parse(value, field="stream")
+    if not 0 <= number < MAX_STREAMS:
+        raise ParamError("stream", "must be a stream number")
+    return number
+
+
 @require_POST
+@_redis_guarded
 def run_cancel(request: HttpRequest, run_id) -> JsonResponse:
     """Cancel the run, or with {"stream": n} only that stream of a multi-stream run."""
-    run = _owned_run(request, run_id)
-    if run is None:
-        return _error(404, message="No such run.")
-    stream = None
-    if request.content_type == "application/json" and request.body.strip():
-        try:
-            body = json.loads(request.body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return _error(422, field="body", message="body must be a JSON object")
-        if not isinstance(body, dict):
-            return _error(422, field="body", message="body must be a JSON object")
-        stream = body.get("stream")
-    elif request.POST.get("stream", "") != "":  # a plain form post works too
-        raw = request.POST["stream"]
-        stream = int(raw) if raw.isdigit() else raw
-    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)
-                               or not 0 <= stream < 16):
-        return _error(422, field="stream", message="stream must be a stream number")
+    try:
+        run = _owned_run(request, run_id)
+        if run is None:
+            return _error(404, message="No such run.")
+        stream = None
+        if request.content_type == "application/json":
+            body = _body_read(request)
+            if body.strip():
+                raw = json_object_parse(body).get("stream")
+                stream = None if raw is None else _stream_number(raw)
+        elif request.POST.get("stream", "") != "":  # a plain form post works too
+            stream = _stream_number(request.POST["stream"])
+    except RequestDataTooBig:
+        return _too_big()
+    except ParamError as exc:
+        return _error(422, field=exc.field, message=f"{exc.field} {exc.message}")
     run = services.run_cancel(run=run, target=CancelTarget(stream=stream))
     return JsonResponse(services.run_as_json(run), status=202)
-
-
-def _stream_param(request: HttpRequest) -> int | None:
-    raw = request.GET.get("stream")
-    if raw in (None, ""):
-        return None
-    if not raw.isdigit() or int(raw) >= 16:
-        raise ValueError("stream must be a stream number")
-    return int(raw)
 
 
 def _last_event_id(request: HttpRequest) -> str:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id") or "0-0"
     left, _, right = raw.partition("-")
-    return raw if left.isdigit() and right.isdigit() else "0-0"
+    plain = all(part.isascii() and part.isdigit() and len(part) <= 20 for part in (left, right))
+    return raw if plain else "0-0"
 
 
 @never_cache
 @require_GET
 async def run_events(request: HttpRequest, run_id) -> HttpResponse:
     """text/event-stream of the run's events, from the start or from Last-Event-ID."""
+    raw_stream = request.GET.get("stream")
     try:
-        stream = _stream_param(request)
-    except ValueError as exc:
-        return _error(422, field="stream", message=str(exc))
-    run = await sync_to_async(services.run_get_for_owner)(
-        run_id=str(run_id), owner=await sync_to_async(services.run_owner_for_request)(request))
+        stream = None if raw_stream in (None, "") else _stream_number(raw_stream)
+    except ParamError as exc:
+        return _error(422, field=exc.field, message=f"{exc.field} {exc.message}")
+    owner = await sync_to_async(services.run_owner_for_request)(request, create=False)
+    try:
+        run = await sync_to_async(services.run_get_for_owner)(run_id=str(run_id), owner=owner)
+    except redis.RedisError as exc:
+        return _redis_unavailable(exc)
     if run is None:
         return _error(404, message="No such run.")
+    try:
+        slot = await stream_slot_take(owner=owner, run_id=str(run.id))
+    except StreamRefused as exc:
+        response = _error(exc.status, message=exc.message, retry_after_s=30)
+        response["Retry-After"] = "30"
+        return response
+    except redis.RedisError as exc:
+        return _redis_unavailable(exc)
     response = StreamingHttpResponse(
-        run_events_relay(run_id=str(run.id), stream=stream, last_id=_last_event_id(request)),
+        run_events_relay(run_id=str(run.id), stream=stream, last_id=_last_event_id(request),
+                         slot=slot),
         content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx and friends: do not buffer the stream

@@ -3,9 +3,11 @@ partial (the same URL with HX-Request) that re-renders a calculator's working in
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
+from course.render_cache import query_key, render_cached
 from problems.calculators import calculator_evaluate, calculator_get, calculators_all
 from problems.calculators.registry import PREFIX_PATTERN
 
@@ -31,8 +33,14 @@ def calculator_detail(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponseBadRequest("prefix: use lower-case letters, digits and hyphens",
                                       content_type="text/plain")
     if request.htmx:
-        state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
-        return _vary_on_htmx(render(request, "problems/_calculator_output.html",
-                                    {"state": state, "oob": True}))
+        def fragment() -> str:
+            state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
+            return render_to_string("problems/_calculator_output.html",
+                                    {"state": state, "oob": True})
+
+        # The same inputs always render the same fragment (course/render_cache.py).
+        inputs = query_key(request.GET, prefix=prefix)
+        key = None if inputs is None else ("calculator-output", calculator.slug, prefix, inputs)
+        return _vary_on_htmx(HttpResponse(render_cached(key, fragment)))
     return _vary_on_htmx(render(request, "problems/calculator_detail.html",
                                 {"calculator": calculator, "prefix": prefix}))

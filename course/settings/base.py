@@ -8,6 +8,7 @@ Environment variables that switch on the parts used at scale:
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -29,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "ninja",
+    "axes",
     "course",
     "problems",
     "demos",
@@ -36,6 +38,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -44,7 +47,28 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it answers requests made while logins are paused.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site's own files (htmx, its SSE
+# extension, plotly.js and ours are all served from static/), no eval, no inline script.
+# Styles allow inline: plotly.js writes style attributes and <style> elements as it draws.
+# connect-src 'self' covers htmx's requests and the demos' EventSource streams.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "course.urls"
 ASGI_APPLICATION = "course.asgi.application"
@@ -80,6 +104,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses an authentication attempt while logins are paused.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling: after AXES_FAILURE_LIMIT wrong passwords from one address, or for one
+# username, logins from that address and for that username are paused for the cool-off.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "course.views.login_locked_out"
+# The client's address, the same rule the demo limits use (TRUSTED_PROXY_COUNT below).
+AXES_CLIENT_IP_CALLABLE = "demos.services.client_address_for_request"
+AXES_VERBOSE = False
+
+# How many proxies that append to X-Forwarded-For sit in front of the web processes (0: none,
+# REMOTE_ADDR is the client). Login throttling and the demo limits count per client address.
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
+
 LOGIN_URL = "course:login"
 LOGIN_REDIRECT_URL = "course:home"
 LOGOUT_REDIRECT_URL = "course:home"

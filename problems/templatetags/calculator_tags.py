@@ -7,6 +7,7 @@ from django import template
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
+from course.render_cache import query_key, render_cached
 from problems.calculators import calculator_evaluate, calculator_get
 
 register = template.Library()
@@ -30,13 +31,23 @@ def calculator(context: template.Context, slug: str, prefix: str | None = None,
     if heading not in (1, 2, 3, 4, 5, 6):
         raise template.TemplateSyntaxError("heading must be a level from 1 to 6")
     request = context.get("request")
-    state = calculator_evaluate(found, query=request.GET if request else None, prefix=prefix,
-                                initial=initial)
+    query = request.GET if request else None
     include_assets = request is not None and not getattr(request, ASSETS_FLAG, False)
     if request is not None:
         setattr(request, ASSETS_FLAG, True)
-    # No request here: the component needs no context processors, and skipping them keeps
-    # an embedded calculator as cheap as the page around it.
-    return render_to_string("problems/_calculator.html",
-                            {"state": state, "include_assets": include_assets, "heading": heading,
-                             "action": request.path if request else ""})
+    action = request.path if request else ""
+
+    def render() -> str:
+        state = calculator_evaluate(found, query=query, prefix=prefix, initial=initial)
+        # No request here: the component needs no context processors, and skipping them keeps
+        # an embedded calculator as cheap as the page around it.
+        return render_to_string("problems/_calculator.html",
+                                {"state": state, "include_assets": include_assets,
+                                 "heading": heading, "action": action})
+
+    # The same inputs always render the same HTML: remember it (course/render_cache.py).
+    inputs = query_key(query, prefix=prefix or found.slug)
+    key = None if inputs is None else (
+        "calculator", found.slug, prefix, heading, include_assets, action,
+        tuple(sorted((name, repr(value)) for name, value in initial.items())), inputs)
+    return render_cached(key, render)

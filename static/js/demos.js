@@ -329,6 +329,12 @@
       root.querySelector(".demo-error").textContent = d.message;
       end("failed");
     });
+    // The server lost its message store: it says so once, then the stream ends for good.
+    source.addEventListener("unavailable", function (e) {
+      const d = JSON.parse(e.data);
+      root.querySelector(".demo-error").textContent = d.message;
+      end("connection lost");
+    });
   }
 
   function demoWire(root) {

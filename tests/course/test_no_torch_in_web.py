@@ -31,8 +31,12 @@ client = Client()
 statuses = {}
 for path in paths:
     statuses[path] = client.get(path).status_code
+# Starting a run counts the prompt's tokens in this process (tokenizers), still without torch.
+started = client.post("/demos/lifecycle/runs", data='{"prompt": "What is a token?"}',
+                      content_type="application/json").status_code
 runner.teardown_databases(old)
-print(json.dumps({"statuses": statuses,
+print(json.dumps({"statuses": statuses, "started": started,
+                  "tokenizers": "tokenizers" in sys.modules,
                   "torch": "torch" in sys.modules,
                   "transformers": "transformers" in sys.modules}))
 """
@@ -73,12 +77,13 @@ def test_serving_every_url_imports_no_torch(tmp_path):
     assert "/" in paths and "/pages/01/" in paths and "/healthz" in paths
     # Its own var/ so its test database never meets the one this session is using.
     env = {**os.environ, "COURSE_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE":
-           "course.settings.test"}
+           "course.settings.test", "DEMO_QUEUE": "demos-nobody-listens-no-torch"}
     env.pop("DATABASE_URL", None)
     done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(paths)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["statuses"]["/"] == 200
+    assert report["started"] == 201 and report["tokenizers"]
     assert not report["torch"], "the web process imported torch"
     assert not report["transformers"], "the web process imported transformers"

@@ -183,3 +183,14 @@ def run_wait_state(site: SiteClient, run_id: str, states: set[str], *,
             return body
         time.sleep(0.2)
     raise AssertionError(f"run {run_id} stayed {body.get('state')}, wanted {states}")
+
+
+@pytest.fixture(autouse=True)
+def run_rate_limits_cleared():
+    """Every test starts with no run starts counted against its visitors or addresses (the
+    test client always comes from 127.0.0.1, and the counters live a minute in Redis)."""
+    from demos.services import redis
+
+    keys = list(redis().scan_iter(match="ratelimit:*"))
+    if keys:
+        redis().delete(*keys)

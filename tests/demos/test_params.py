@@ -53,3 +53,50 @@ def test_unknown_demo_is_refused():
     with pytest.raises(ParamError) as caught:
         run_params_parse(demo="nope", body=b"{}")
     assert caught.value.field == "demo"
+
+
+# ---- the prompt's length in tokens, counted in the web process without torch (item 9) -------
+
+@pytest.mark.django_db
+def test_a_prompt_within_the_character_limit_but_past_the_context_is_422(client):
+    from django.conf import settings
+
+    from demos.params import PROMPT_MAX_CHARS, prompt_context_tokens
+
+    prompt = "🙂" * PROMPT_MAX_CHARS  # 2,000 characters, thousands of byte-level tokens
+    response = client.post("/demos/lifecycle/runs", data=json.dumps({"prompt": prompt}),
+                           content_type="application/json")
+    assert response.status_code == 422
+    body = response.json()
+    assert body["field"] == "prompt"
+    assert "tokens" in body["error"]
+    assert str(prompt_context_tokens(settings.ENGINE_MODEL)) in body["error"].replace(",", "")
+
+
+@pytest.mark.django_db
+def test_max_tokens_past_what_the_context_leaves_is_422_naming_max_tokens(client):
+    from django.conf import settings
+
+    from demos.params import prompt_context_tokens, prompt_tokens_count
+
+    context = prompt_context_tokens(settings.ENGINE_MODEL)
+    prompt = "KV cache? " * 180  # 1,800 characters, about 550 tokens
+    used = prompt_tokens_count(prompt.strip(), model_dir=settings.ENGINE_MODEL)
+    assert used + MAX_TOKENS_LIMIT > context  # the case under test
+    response = client.post("/demos/lifecycle/runs", content_type="application/json",
+                           data=json.dumps({"prompt": prompt, "max_tokens": MAX_TOKENS_LIMIT}))
+    assert response.status_code == 422 and response.json()["field"] == "max_tokens"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prompt", ["What happens during prefill?", "🙂" * 40,
+                                    "naïve café — 東京\nline two\ttab", "<|end|> injected"])
+def test_the_web_count_equals_the_engines_own(prompt):
+    from django.conf import settings
+
+    from demos.params import prompt_tokens_count
+    from worker.engine import Engine
+
+    engine = Engine.from_pretrained(settings.ENGINE_MODEL, num_kv_blocks=8)
+    assert prompt_tokens_count(prompt, model_dir=settings.ENGINE_MODEL) == len(
+        engine.encode_prompt(prompt, chat=True))

@@ -2,6 +2,7 @@
 message, and leaves the engine clean for the next run."""
 
 import pytest
+import redis as redis_lib
 
 from demos import events, tasks
 from demos.models import Run
@@ -35,3 +36,31 @@ def test_a_run_no_longer_queued_is_left_alone():
                              params={"prompt": "Hi"})
     assert tasks.run_execute.run(str(run.id)) == "cancelled"
     assert events.events_read(redis(), run_id=str(run.id)) == []
+
+
+@pytest.mark.parametrize("exc", [AssertionError(), TimeoutError(),
+                                 redis_lib.ConnectionError("Error 111 connecting to "
+                                                           "10.9.8.7:6379. Connection refused.")])
+def test_an_unexpected_failure_says_why_in_plain_words_and_logs_the_rest(monkeypatch, caplog,
+                                                                          exc):
+    import demos.runners
+    import worker.demo_engine
+
+    def runner(**kwargs):
+        raise exc
+
+    monkeypatch.setattr(worker.demo_engine, "engine_get", lambda *a, **k: (None, {}))
+    monkeypatch.setattr(demos.runners, "runner_for", lambda demo: runner)
+    run = Run.objects.create(demo="lifecycle", owner="session:x",
+                             params={"prompt": "Hi", "max_tokens": 4, "temperature": 0,
+                                     "top_p": 1.0})
+    assert tasks.run_execute.run(str(run.id)) == "failed"
+    run.refresh_from_db()
+    # Items 10 and 15: the visitor reads why, never the internal text; the log has it all.
+    assert run.error and run.summary["message"] == run.error
+    assert not run.error.rstrip().endswith(":") and "again" in run.error
+    assert run.summary["reason"] in ("error", "redis")
+    assert "10.9.8.7" not in run.error and "Error 111" not in run.error
+    failed = events.events_read(redis(), run_id=str(run.id))[-1]
+    assert failed.type == "failed" and failed.data["message"] == run.error
+    assert any(r.exc_info and r.exc_info[1] is exc for r in caplog.records)

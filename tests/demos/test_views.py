@@ -152,3 +152,16 @@ def test_unknown_demo_page_is_404(client):
 def test_events_for_someone_elses_run_is_404(client):
     run_id = start(client).json()["run_id"]
     assert Client().get(f"/demos/runs/{run_id}/events").status_code == 404
+
+
+def test_a_cookieless_read_creates_no_session(client):
+    from django.contrib.sessions.models import Session
+
+    run_id = start(client).json()["run_id"]
+    before = Session.objects.count()
+    for path in (f"/demos/runs/{run_id}", f"/demos/runs/{run_id}/events"):
+        response = Client().get(path)
+        assert response.status_code == 404
+        assert "sessionid" not in response.cookies
+    assert Client().post(f"/demos/runs/{run_id}/cancel").status_code == 404
+    assert Session.objects.count() == before

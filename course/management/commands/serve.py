@@ -20,6 +20,21 @@ from course.redis_server import RedisHandle, redis_resolve
 
 COLOURS = {"redis": "31", "worker": "35", "web": "36"}
 
+# Connections (and so requests and event streams) one uvicorn process serves at once; past it
+# uvicorn answers 503 at once rather than letting every request slow down. Each open event
+# stream counts, and each web process also caps its streams (DEMO_SSE_PER_PROCESS, 200).
+WEB_CONCURRENCY_LIMIT = int(os.environ.get("WEB_CONCURRENCY_LIMIT", "400"))
+
+
+def web_command(*, host: str, port: int, processes: int) -> list[str]:
+    """The uvicorn command line serving the site: the same in `make run` and production."""
+    command = [sys.executable, "-m", "uvicorn", "course.asgi:application", "--host", host,
+               "--port", str(port), "--lifespan", "off", "--timeout-graceful-shutdown", "3",
+               "--limit-concurrency", str(WEB_CONCURRENCY_LIMIT)]
+    if processes > 1:
+        command += ["--workers", str(processes)]
+    return command
+
 
 def _port_free(host: str, port: int) -> bool:
     with socket.socket() as s:
@@ -37,8 +52,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--processes", type=int,
+                            default=int(os.environ.get("WEB_PROCESSES", "1")),
+                            help="uvicorn processes (production: one per CPU core)")
 
-    def handle(self, *args, host: str, port: int, **options):
+    def handle(self, *args, host: str, port: int, processes: int, **options):
         if not _port_free(host, port):
             raise CommandError(f"{host}:{port} is in use: stop what runs there or pass --port")
         self.stdout.write("Migrating the database…")
@@ -62,9 +80,7 @@ class Command(BaseCommand):
                        "--loglevel", "INFO", "--concurrency",
                        str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
                        settings.CELERY_TASK_DEFAULT_QUEUE],
-            "web": [python, "-m", "uvicorn", "course.asgi:application", "--host", host,
-                    "--port", str(port), "--lifespan", "off",
-                    "--timeout-graceful-shutdown", "3"],
+            "web": web_command(host=host, port=port, processes=processes),
         }
         processes: dict[str, subprocess.Popen] = {}
         stopping = threading.Event()

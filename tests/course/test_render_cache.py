@@ -1,0 +1,75 @@
+"""The fragment cache behind the calculators: what it serves is exactly what a fresh render
+gives, for every calculator, default or not; it is bounded, and keyed on every input."""
+
+import re
+
+import pytest
+from django.test import override_settings
+
+from course.render_cache import FragmentCache, fragments, query_key
+from problems.calculators import calculators_all
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    fragments.clear()
+    yield
+    fragments.clear()
+
+
+def _html(client, path: str) -> str:
+    response = client.get(path)
+    assert response.status_code == 200
+    # CSRF tokens are masked afresh on every response (64 characters): everything else equal.
+    return re.sub(r"\b[A-Za-z0-9]{64}\b", "CSRF", response.content.decode())
+
+
+@pytest.mark.parametrize("path", ["/calculators/", "/pages/01/", "/"])
+def test_a_cached_page_is_the_same_as_a_fresh_render(client, path):
+    with override_settings(RENDER_CACHE=False):
+        fresh = _html(client, path)
+    first = _html(client, path)
+    again = _html(client, path)
+    assert first == fresh == again
+    if path == "/calculators/":
+        assert fragments.hits >= len(calculators_all())
+
+
+def test_every_calculator_re_render_is_the_same_cached_or_not(client):
+    for calculator in calculators_all(listed_only=False):
+        form = calculator.form_class(prefix=calculator.slug)
+        query = {form.add_prefix(k): v for k, v in form.defaults().items() if v is not None}
+        path = f"/calculators/{calculator.slug}/"
+        with override_settings(RENDER_CACHE=False):
+            fresh = client.get(path, query, HTTP_HX_REQUEST="true").content
+        assert client.get(path, query, HTTP_HX_REQUEST="true").content == fresh
+        assert client.get(path, query, HTTP_HX_REQUEST="true").content == fresh
+
+
+def test_changed_inputs_are_not_served_from_the_cache(client):
+    from problems.calculators import calculator_get
+
+    form = calculator_get("kv-cache").form_class(prefix="kv-cache")
+    query = {form.add_prefix(k): v for k, v in form.defaults().items() if v is not None}
+    path = "/calculators/kv-cache/"
+    one = client.get(path, {**query, "kv-cache-users": "7"}, HTTP_HX_REQUEST="true").content
+    two = client.get(path, {**query, "kv-cache-users": "8"}, HTTP_HX_REQUEST="true").content
+    assert one != two and b"Correct the" not in one + two
+    page_one = client.get(path, {**query, "kv-cache-users": "7"}).content
+    assert b'value="7"' in page_one and b'value="8"' not in page_one
+
+
+def test_the_cache_is_bounded_by_bytes():
+    cache = FragmentCache(max_bytes=1000)
+    for n in range(50):
+        cache.get_or_render(n, lambda n=n: f"{n:03d}" * 50)  # 150 bytes each
+    assert cache.bytes <= 1000
+    assert cache.get_or_render(49, lambda: "fresh") == "049" * 50  # the newest stayed
+    assert cache.get_or_render(0, lambda: "fresh") == "fresh"  # the oldest went
+
+
+def test_long_or_foreign_queries_do_not_make_keys():
+    assert query_key({"a-x": "1", "b-y": "2"}, prefix="a") == (("a-x", ("1",)),)
+    assert query_key({"a-x": "9" * 5000}, prefix="a") is None
