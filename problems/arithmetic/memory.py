@@ -44,9 +44,9 @@ TP_MAX = 1024
 # vLLM's gpu_memory_utilization default: the share of the GPU's memory the engine may use.
 MEMORY_FRACTION_DEFAULT = 0.9
 # Runtime reserve inside that share (GB): vLLM's own profiling of Llama 3 8B on an H100 logged
-# 1.26 GiB of activation peak and 1.79 GiB outside PyTorch, about 3 GB together
+# 1.26 GiB of activation peak and 1.79 GiB outside PyTorch, 3.05 GiB = 3.27 GB together
 # (https://github.com/vllm-project/vllm/pull/10511). Larger models and tensor parallelism need more.
-RESERVE_GB_DEFAULT = 3.0
+RESERVE_GB_DEFAULT = 3.3
 RESERVE_GB_MAX = 10_000.0
 
 
@@ -433,7 +433,8 @@ def kv_heads_per_gpu(*, model: Model, tp: int) -> tuple[int, str]:
             raise ArithmeticInputError(
                 field="tp", message=f"{model.kv_heads} KV heads do not split evenly over {tp} GPUs"
             )
-        return model.kv_heads // tp, f"{model.kv_heads} KV heads ÷ {tp} GPUs"
+        return model.kv_heads // tp, (
+            f"{model.kv_heads} KV heads ÷ {tp} GPU{'s' if tp != 1 else ''}")
     if tp % model.kv_heads:
         raise ArithmeticInputError(
             field="tp", message=f"{tp} GPUs is not a multiple of {model.kv_heads} KV heads"

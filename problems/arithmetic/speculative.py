@@ -23,9 +23,13 @@ from problems.arithmetic.inputs import (
     number_check,
 )
 from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
     context_check,
     embedding_dtype_resolve,
+    memory_fit,
     params_count_model,
+    weight_bytes_model,
     weights_read_model,
 )
 from problems.arithmetic.steps import Result, Step
@@ -47,6 +51,8 @@ def speculative(
     kv_dtype: str | None = None,
     mfu: float = 1.0,
     bandwidth_efficiency: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """Expected tokens per target step and the walltime speedup (tokens, ×).
 
@@ -55,7 +61,8 @@ def speculative(
     target step. Each target step yields (1 − α^(γ+1)) / (1 − α) tokens and costs γ·c plus the
     verification step, in plain target steps: 1 when no `model` and `gpu` are given (the
     paper's memory-bound assumption), else the roofline time of a step running γ + 1 tokens
-    for each of `batch` sequences over one running 1.
+    for each of `batch` sequences over one running 1, with a check that the target's weights,
+    the batch's KV and the runtime reserve fit the GPU.
     """
     alpha = fraction_check(acceptance, field="acceptance", allow_zero=True)
     gamma = count_check(draft_tokens, field="draft_tokens", maximum=DRAFT_TOKENS_MAX)
@@ -72,7 +79,8 @@ def speculative(
         expression = f"(1 − {shown}^({gamma} + 1)) ÷ (1 − {shown})"
     verify = _verification(model=model, gpu=gpu, batch=batch, context_tokens=context_tokens,
                            dtype=dtype, kv_dtype=kv_dtype, mfu=mfu,
-                           bandwidth_efficiency=bandwidth_efficiency, tokens=gamma + 1)
+                           bandwidth_efficiency=bandwidth_efficiency, tokens=gamma + 1,
+                           memory_fraction=memory_fraction, reserve_gb=reserve_gb)
     ratio = verify["ratio"]
     step_cost = gamma * cost + ratio
     speedup = expected / step_cost
@@ -80,7 +88,7 @@ def speculative(
         values={"expected_tokens_per_step": expected, "step_cost": step_cost,
                 "speedup": speedup, "verify_ratio": ratio,
                 "plain_step_seconds": verify["plain"], "verify_step_seconds": verify["verify"],
-                "verify_bound": verify["bound"]},
+                "verify_bound": verify["bound"], **verify["fit"]},
         steps=(
             Step(
                 "Expected tokens per target step",
@@ -96,7 +104,7 @@ def speculative(
                 "verification",
                 step_cost,
                 "target steps",
-                f"{number_format(step_cost)} target steps",
+                count_format(step_cost, "target step"),
             ),
             Step(
                 "Speedup",
@@ -106,20 +114,22 @@ def speculative(
                 "×",
                 f"{number_format(speedup)}×",
             ),
+            *verify["fit_steps"],
         ),
     )
 
 
 def _verification(*, model: str | None, gpu: str | None, batch: int, context_tokens: int,
                   dtype: str, kv_dtype: str | None, mfu: float, bandwidth_efficiency: float,
-                  tokens: int) -> dict:
+                  tokens: int, memory_fraction: float, reserve_gb: float) -> dict:
     """The verification step's cost in plain target steps, and the steps that show it."""
     if model is None and gpu is None:
-        return {"ratio": 1.0, "plain": 0.0, "verify": 0.0, "bound": "memory", "steps": (
+        return {"ratio": 1.0, "plain": 0.0, "verify": 0.0, "bound": "memory", "fit": {},
+                "fit_steps": (), "steps": (
             Step("Verification, in plain target steps",
                  "assumed memory-bound, as at batch 1: checking the drafts costs one plain step "
                  "(give a model and GPU to cost it at a batch size)", 1.0, "target steps",
-                 "1 target step"),)}
+                 count_format(1, "target step")),)}
     if model is None or gpu is None:
         field = "model" if model is None else "gpu"
         raise ArithmeticInputError(field=field, message="give both a model and a GPU, or neither")
@@ -150,7 +160,13 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
     verify, verify_bound = time(tokens)
     ratio = verify / plain
     sequences = count_format(batch, "sequence")
-    return {"ratio": ratio, "plain": plain, "verify": verify, "bound": verify_bound, "steps": (
+    fit, fit_steps = memory_fit(
+        gpu=g, weights_bytes=weight_bytes_model(model=m, dtype=d, embedding=e)["total"],
+        kv_bytes=batch * (context_tokens + tokens) * kv_bytes_per_token_model(m, kv_d),
+        reserve_gb=reserve_gb, memory_fraction=memory_fraction,
+    )
+    return {"ratio": ratio, "plain": plain, "verify": verify, "bound": verify_bound,
+            "fit": fit, "fit_steps": fit_steps, "steps": (
         Step(f"Plain target step ({plain_bound}-bound)",
              f"{sequences} × 1 token at {count_format(context_tokens, 'token')} of context",
              plain, "s", seconds_format(plain)),
@@ -159,5 +175,5 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
              "the FLOPs grow γ + 1 times", verify, "s", seconds_format(verify)),
         Step("Verification, in plain target steps",
              f"{seconds_format(verify)} ÷ {seconds_format(plain)}", ratio, "target steps",
-             f"{number_format(ratio)} target steps"),
+             count_format(ratio, "target step")),
     )}

@@ -20,6 +20,7 @@ from problems.arithmetic.units import (
     bytes_format,
     bytes_in,
     bytes_short,
+    count_format,
     number_format,
     percent_format,
     seconds_format,
@@ -478,11 +479,11 @@ def streaming_for_scale(
             f"{number_format(rps)} requests/s × {percent_format(abandon)} abandoned",
             abandoned_per_second,
             "streams/s",
-            f"{number_format(abandoned_per_second)} streams/s",
+            f"{count_format(abandoned_per_second, 'stream')} per second",
         ),
         Step(
             "Tokens decoded for nobody, per second",
-            f"{number_format(abandoned_per_second)} streams/s × "
+            f"{count_format(abandoned_per_second, 'stream')} per second × "
             f"{int(abandoned['wasted_tokens']):,} tokens left each, without cancellation",
             wasted_rate,
             "tokens/s",
@@ -498,7 +499,7 @@ def streaming_for_scale(
         ),
         Step(
             "KV held by abandoned streams, on average",
-            f"{number_format(abandoned_per_second)} streams/s × "
+            f"{count_format(abandoned_per_second, 'stream')} per second × "
             f"{number_format(float(abandoned['block_seconds_wasted']))} block·s each × "
             f"{bytes_short(float(abandoned['block_bytes']))} per block (Little's law)",
             bytes_held,

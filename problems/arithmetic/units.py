@@ -173,8 +173,10 @@ def money_format(dollars: float) -> str:
 
 
 def count_format(count: float, noun: str) -> str:
-    """A count with its noun, plural unless exactly one: "1 sequence", "8 sequences"."""
-    return f"{number_format(count)} {noun if count == 1 else noun + 's'}"
+    """A count with its noun, plural unless it reads as exactly one: "1 sequence", "8 sequences"
+    (a value that rounds to "1" on the page is singular too)."""
+    text = number_format(count)
+    return f"{text} {noun if text == '1' else noun + 's'}"
 
 
 def percent_format(fraction: float) -> str:

@@ -19,7 +19,15 @@ from problems.forms import (
     real_input,
     whole_input,
 )
-from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
+from problems.plots import (
+    Mark,
+    Plot,
+    Series,
+    series_fit_split,
+    series_values,
+    sweep_points,
+    sweep_whole,
+)
 
 MS = 1e3  # seconds → milliseconds on plot axes
 
@@ -33,22 +41,16 @@ def _price_input() -> Input:
 
 def quantization_plot(*, inputs: dict, result: Result) -> Plot:
     xs = sweep_whole(1, max(256, inputs["batch"]), count=16)
-    points = {x: a.quantization(**{**inputs, "batch": x}) for x in xs}
+    points = [a.quantization(**{**inputs, "batch": x}) for x in xs]
     series = []
     for side, fits_key, key in (("from_dtype", "fits_before", "floor_seconds_before"),
                                 ("to_dtype", "fits_after", "floor_seconds_after")):
-        name = f"Weights in {a.dtype_get(inputs[side]).name}"
-        fitting = tuple(points[x][key] * MS if points[x][fits_key] else float("nan") for x in xs)
-        missing = tuple(float("nan") if points[x][fits_key] else points[x][key] * MS
-                        for x in xs)
-        if any(v == v for v in fitting):  # any finite point
-            series.append(Series(name, tuple(xs), fitting))
-        if any(v == v for v in missing):
-            series.append(Series(f"{name}: does not fit, for comparison only", tuple(xs),
-                                 missing, dash=True))
-    return Plot(title="Decode floor vs batch, before and after (dashed where it does not fit)",
-                x_title="Batch (sequences)", y_title="Decode step floor (ms)", x_log=True,
-                series=tuple(series), marks=(Mark(inputs["batch"], "your batch"),))
+        series.extend(series_fit_split(
+            f"Weights in {a.dtype_get(inputs[side]).name}", xs,
+            tuple(p[key] * MS for p in points), tuple(bool(p[fits_key]) for p in points)))
+    return Plot(title="Decode floor vs batch, before and after", x_title="Batch (sequences)",
+                y_title="Decode step floor (ms)", x_log=True, series=tuple(series),
+                marks=(Mark(inputs["batch"], "your batch"),))
 
 
 def moe_memory_plot(*, inputs: dict, result: Result) -> Plot:

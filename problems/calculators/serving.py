@@ -20,7 +20,15 @@ from problems.forms import (
     real_input,
     whole_input,
 )
-from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
+from problems.plots import (
+    Mark,
+    Plot,
+    Series,
+    series_fit_split,
+    series_values,
+    sweep_points,
+    sweep_whole,
+)
 
 MS = 1e3  # seconds → milliseconds on plot axes
 RATE_FIELD_MAX = 1e6
@@ -30,16 +38,18 @@ def speculative_plot(*, inputs: dict, result: Result) -> Plot:
     batches = sweep_whole(1, max(512, inputs["batch"]), count=16)
     gammas = sorted({max(1, inputs["draft_tokens"] // 2), inputs["draft_tokens"],
                      min(DRAFT_TOKENS_MAX, inputs["draft_tokens"] * 2)})
-    series = tuple(
-        Series(f"γ = {gamma}", tuple(batches), series_values(
-            batches, lambda b, g=gamma: a.speculative(
-                **{**inputs, "draft_tokens": g, "batch": b})["speedup"]),
-            dash=gamma != inputs["draft_tokens"])
-        for gamma in gammas)
+    series: list[Series] = []
+    for gamma in gammas:
+        points = [a.speculative(**{**inputs, "draft_tokens": gamma, "batch": b})
+                  for b in batches]
+        series.extend(series_fit_split(
+            f"γ = {gamma}", batches, tuple(p["speedup"] for p in points),
+            tuple(bool(p.values.get("fits", True)) for p in points),
+            dash=gamma != inputs["draft_tokens"]))
+    series.append(Series("No gain (1×)", (batches[0], batches[-1]), (1.0, 1.0), dash=True))
     return Plot(title=f"Speculative decoding: speedup vs batch at α = {inputs['acceptance']:g}",
                 x_title="Batch (sequences)", y_title="Speedup over plain decoding (×)",
-                x_log=True, series=series + (Series("No gain (1×)", (batches[0], batches[-1]),
-                                                     (1.0, 1.0), dash=True),),
+                x_log=True, series=tuple(series),
                 marks=(Mark(inputs["batch"], "your batch"),))
 
 
@@ -86,7 +96,9 @@ def prefix_cache_plot(*, inputs: dict, result: Result) -> Plot:
     def at(x: float) -> Result:
         return a.prefix_cache(**{**inputs, "hit_rate": x})
 
-    return Plot(title="Prefill time saved per request vs hit rate", x_title="Cache hit rate",
+    fits = "" if result["fits"] else " (the weights and prompt do not fit in memory)"
+    return Plot(title="Prefill time saved per request vs hit rate" + fits,
+                x_title="Cache hit rate",
                 y_title="Prefill time (ms)",
                 series=(Series("Saved by the cache", tuple(xs), series_values(
                             xs, lambda x: at(x)["seconds_saved"] * MS)),
@@ -127,6 +139,7 @@ calculator_register(Calculator(
         whole_input("context_tokens", "Context per sequence", unit="tokens", initial=1_000,
                     api=1, maximum=TOKENS_MAX),
         dtype_input(), kv_dtype_input(), mfu_input(initial=0.5, api=1.0), bandwidth_input(),
+        *memory_inputs(),
     ),
     compute=a.speculative, plot=speculative_plot, order=70,
     api_path="/speculative",

@@ -1,8 +1,6 @@
 """Calculators for time on one GPU: prefill, a decode step and a whole answer, the roofline; the
 roofline's API-only formulas; and the home page's stopping distance as an API endpoint."""
 
-import functools
-
 from problems import arithmetic as a
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check
@@ -22,7 +20,14 @@ from problems.forms import (
     real_input,
     whole_input,
 )
-from problems.plots import Mark, Plot, Series, series_values, sweep_points, sweep_whole
+from problems.plots import (
+    Mark,
+    Plot,
+    Series,
+    series_fit_split,
+    sweep_points,
+    sweep_whole,
+)
 
 MS = 1e3  # seconds → milliseconds on plot axes
 TERA = 1e12
@@ -31,61 +36,58 @@ TERA = 1e12
 def prefill_plot(*, inputs: dict, result: Result) -> Plot:
     top = max(inputs["prompt_tokens"], a.model_get(inputs["model"]).context)
     xs = sweep_whole(min(16, inputs["prompt_tokens"]), top, count=24)
+    points = [_safe(a.prefill, {**inputs, "prompt_tokens": x}) for x in xs]
+    fits = tuple(bool(p and p["fits"]) for p in points)
 
-    @functools.cache
-    def at(x: int) -> Result:
-        return a.prefill(**{**inputs, "prompt_tokens": x})
-
-    def fitting(x: int, key: str) -> float:
-        point = at(x)
-        return point[key] * MS if point["fits"] else float("nan")
+    def values(key: str) -> tuple[float, ...]:
+        return tuple(p[key] * MS if p else float("nan") for p in points)
 
     marks = [Mark(inputs["prompt_tokens"], "your prompt")]
     if result["crossover_tokens"]:
         marks.append(Mark(result["crossover_tokens"], "compute-bound from here"))
     return Plot(
-        title="Prefill time vs prompt length (where it fits in memory)", x_title="Prompt (tokens)",
+        title="Prefill time vs prompt length", x_title="Prompt (tokens)",
         y_title="Prefill time (ms)", x_log=True, y_log=True,
-        series=(Series("Prefill time: max(compute, memory)", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "seconds"))),
-                Series("Compute time", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "compute_seconds")), dash=True),
-                Series("Memory time (weights read once)", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "memory_seconds")), dash=True)),
+        series=(*series_fit_split("Prefill time: max(compute, memory)", xs, values("seconds"),
+                                  fits),
+                Series("Compute time", tuple(xs), values("compute_seconds"), dash=True),
+                Series("Memory time (weights read once)", tuple(xs), values("memory_seconds"),
+                       dash=True)),
         marks=tuple(marks))
+
+
+def _safe(formula, inputs: dict):
+    """The formula's result, or None where it refuses these inputs (dropped from the plot)."""
+    try:
+        return formula(**inputs)
+    except (ArithmeticError, ValueError):
+        return None
 
 
 def decode_plot(*, inputs: dict, result: Result) -> Plot:
     largest = int(result["largest_batch"])
-    top = max(inputs["batch"], min(512, largest)) if largest else inputs["batch"]
+    top = max(inputs["batch"], min(512, max(largest, 1) * 2))
     xs = sweep_whole(1, max(top, 2), count=20)
+    points = [_safe(a.decode, {**inputs, "batch": x}) for x in xs]
+    fits = tuple(bool(p and p["fits"]) for p in points)
 
-    @functools.cache
-    def at(x: int) -> Result:
-        return a.decode(**{**inputs, "batch": x})
-
-    def fitting(x: int, key: str) -> float:
-        point = at(x)
-        return point[key] * MS if point["fits"] else float("nan")
+    def values(read) -> tuple[float, ...]:
+        return tuple(read(p) * MS if p else float("nan") for p in points)
 
     marks = [Mark(inputs["batch"], "your batch")]
     if largest:
         marks.append(Mark(largest, "memory full"))
-    title = "Decode step time vs batch, up to the largest batch that fits"
-    if not result["fits"]:
-        title = "Decode step time vs batch (your batch does not fit in memory)"
     return Plot(
-        title=title, x_title="Batch (sequences)", y_title="Time per decode step (ms)", x_log=True,
-        series=(Series("Step time", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "step_seconds"))),
+        title="Decode step time vs batch (dashed beyond the largest batch that fits)",
+        x_title="Batch (sequences)", y_title="Time per decode step (ms)", x_log=True,
+        series=(*series_fit_split("Step time", xs, values(lambda p: p["step_seconds"]), fits),
                 Series("Reading the weights once", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "weights_floor_seconds")),
-                       dash=True),
+                       values(lambda p: p["weights_floor_seconds"]), dash=True),
                 Series("Reading the KV cache", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "memory_seconds")
-                                     - fitting(x, "weights_floor_seconds")), dash=True),
-                Series("Compute time", tuple(xs),
-                       series_values(xs, lambda x: fitting(x, "compute_seconds")), dash=True)),
+                       values(lambda p: p["memory_seconds"] - p["weights_floor_seconds"]),
+                       dash=True),
+                Series("Compute time", tuple(xs), values(lambda p: p["compute_seconds"]),
+                       dash=True)),
         marks=tuple(marks))
 
 

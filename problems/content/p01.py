@@ -7,6 +7,7 @@ numbers in the text follow the calculator.
 """
 
 import functools
+import math
 
 from django.http import HttpRequest
 
@@ -39,7 +40,7 @@ from problems.forms import (
     model_input,
     whole_input,
 )
-from problems.plots import Mark, Plot, Series, series_values, sweep_whole
+from problems.plots import Mark, Plot, Series, series_fit_split, series_values, sweep_whole
 
 SLUG = "request-for-scale"
 PREFIX = "p1-scale"
@@ -72,31 +73,23 @@ def request_for_scale_plot(*, inputs: dict, result) -> Plot:
 def hundred_users_plot(*, inputs: dict, result) -> Plot:
     """Step time against batch at the chosen context, split into weight and KV reads."""
     largest = int(result["largest_batch"])
-    top = max(2, min(max(2 * inputs["batch"], 256), largest or inputs["batch"]))
+    top = max(2, inputs["batch"], min(2 * inputs["batch"], max(largest, 1) * 2, 1024))
     xs = sweep_whole(1, top, count=20)
-
-    @functools.cache
-    def at(x: int):
-        return a.decode(**{**inputs, "batch": x})
-
-    def fitting(x: int, value) -> float:
-        point = at(x)
-        return value(point) * MS if point["fits"] else float("nan")
-
+    points = [a.decode(**{**inputs, "batch": x}) for x in xs]
+    fits = tuple(bool(p["fits"]) for p in points)
     marks = [Mark(inputs["batch"], "your batch")]
     if largest and largest <= top:
         marks.append(Mark(largest, "memory full"))
     return Plot(
         title=f"Decode step vs batch at {inputs['context_tokens']:,} tokens of context each",
         x_title="Sequences in the step", y_title="Time per decode step (ms)",
-        series=(Series("Step time", tuple(xs), series_values(
-                    xs, lambda x: fitting(x, lambda p: p["step_seconds"]))),
-                Series("Reading the weights", tuple(xs), series_values(
-                    xs, lambda x: fitting(x, lambda p: p["weights_floor_seconds"])), dash=True),
-                Series("Reading every sequence's KV", tuple(xs), series_values(
-                    xs, lambda x: fitting(
-                        x, lambda p: p["memory_seconds"] - p["weights_floor_seconds"])),
-                    dash=True)),
+        series=(*series_fit_split("Step time", xs,
+                                  tuple(p["step_seconds"] * MS for p in points), fits),
+                Series("Reading the weights", tuple(xs),
+                       tuple(p["weights_floor_seconds"] * MS for p in points), dash=True),
+                Series("Reading every sequence's KV", tuple(xs),
+                       tuple((p["memory_seconds"] - p["weights_floor_seconds"]) * MS
+                             for p in points), dash=True)),
         marks=tuple(marks))
 
 
@@ -188,7 +181,8 @@ SOURCES: list[tuple[str, str]] = [
      "(iteration-level scheduling)",
      "https://www.usenix.org/conference/osdi22/presentation/yu"),
     ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (one token budget per "
-     "step, chunked prefill always on)", "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
+     "step, prefill and decode in the same step, chunked prefill on by default)",
+     "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
     ("vLLM source: the V1 scheduler (admission waits for KV blocks; preemption by recompute)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/sched/scheduler.py"),
     ("vLLM source: get_max_tokens (max_tokens left unset = the rest of the context window)",
@@ -207,6 +201,14 @@ SOURCES: list[tuple[str, str]] = [
     ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
      "(chunked prefill, stall-free batching)", "https://arxiv.org/abs/2403.02310"),
 ]
+
+
+def significant_format(value: float, *, digits: int = 2) -> str:
+    """A rate rounded as it is said aloud: 11,136 → "11,000"; 221 → "220"."""
+    if value <= 0:
+        return number_format(value)
+    rounded = round(value, digits - 1 - math.floor(math.log10(value)))
+    return number_format(int(rounded) if rounded >= 10**(digits - 1) else rounded)
 
 
 def _evaluated(calculator: Calculator, prefix: str,
@@ -237,6 +239,11 @@ def context(*, request: HttpRequest) -> dict:
     alone = a.decode(**{**users_inputs, "batch": 1})
     chunk_inputs, chunk, chunk_valid = _evaluated(CHUNK_CALCULATOR, CHUNK_PREFIX, request)
     window = model.context
+    # The crossover with compute and bandwidth used equally well, and the ridge behind it.
+    equal = a.prefill(model=model.id, gpu=gpu.id, prompt_tokens=min(16, window or 16),
+                      dtype=dtype.id, mfu=1.0, bandwidth_efficiency=1.0)
+    ridge = a.roofline(gpu=gpu.id, dtype=dtype.id)["ridge_flops_per_byte"]
+    users_end = users_inputs["context_tokens"] + users_inputs["output_tokens"] - 1
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -271,6 +278,9 @@ def context(*, request: HttpRequest) -> dict:
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "memory_kind": gpu.memory_kind,
         "crossover_tokens": count_format(int(result["prefill_crossover_tokens"]), "token"),
+        "crossover_equal": count_format(int(equal["crossover_tokens"]), "token"),
+        "ridge": number_format(ridge, digits=3),
+        "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
         "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",
         "window": f"{window:,}",
@@ -286,10 +296,11 @@ def context(*, request: HttpRequest) -> dict:
         "users_alone_step": seconds_rounded(float(alone["step_seconds"])),
         "users_ratio": number_format(float(users["step_seconds"]) / float(alone["step_seconds"]),
                                      digits=2),
+        "users_end_tokens": f"{users_end:,}",
         "users_weight_share": percent_format(float(users["weight_share"])),
         "users_even_context": f"{round(even_context):,}",
-        "users_aggregate": number_format(float(users["tokens_per_second"]), digits=2),
-        "users_alone_rate": number_format(float(alone["tokens_per_second"]), digits=2),
+        "users_aggregate": significant_format(float(users["tokens_per_second"])),
+        "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
         "users_largest_batch": f"{int(users['largest_batch']):,}",
         "users_bound": users["bound"],
         "users_fits": users["fits"],

@@ -12,7 +12,13 @@ from problems.arithmetic.streaming import (
     sse_chunk_event,
     streaming_for_scale,
 )
-from problems.arithmetic.units import bytes_in, number_format, percent_format, seconds_format
+from problems.arithmetic.units import (
+    bytes_in,
+    count_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -125,8 +131,8 @@ SOURCES: list[tuple[str, str]] = [
      "proxy_ignore_client_abort)", "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"),
     ("NGINX: ngx_http_core_module, send_timeout (closes a connection whose client stops "
      "accepting data)", "https://nginx.org/en/docs/http/ngx_http_core_module.html#send_timeout"),
-    ("uvicorn issue 2754: a send to a client that stops reading waits in flow control with no "
-     "timeout", "https://github.com/Kludex/uvicorn/issues/2754"),
+    ("uvicorn issue 2754: a streaming send waits in flow control (drain) with no timeout of its "
+     "own", "https://github.com/Kludex/uvicorn/issues/2754"),
     ("MDN: EventSource (six connections per browser and origin over HTTP/1.1)",
      "https://developer.mozilla.org/en-US/docs/Web/API/EventSource"),
     ("Weiss et al., 'What Was Your Prompt? A Remote Keylogging Attack on AI Assistants' "
@@ -197,7 +203,7 @@ def context(*, request: HttpRequest) -> dict:
             float(r["ttft_seconds"]) + THINKING_EXAMPLE_TOKENS * float(r["tpot_seconds"])),
         "requests_per_second": number_format(inputs["requests_per_second"]),
         "abandon_percent": percent_format(inputs["abandon_rate"]),
-        "abandoned_per_second": number_format(float(r["abandoned_per_second"])),
+        "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
         "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
         "wasted_share": percent_format(float(r["wasted_share"])),
         "abandoned_kv": r["abandoned_kv_text"],

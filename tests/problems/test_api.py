@@ -127,7 +127,8 @@ def test_field_names_the_pages_rely_on(client: Client) -> None:
 
 def test_defaults(client: Client) -> None:
     """tp 1; the KV cache in the model's own precision (BF16) whatever the weights' format;
-    bandwidth_efficiency and mfu 1, so times are floors; a 90% memory share, a 3 GB reserve."""
+    bandwidth_efficiency and mfu 1, so times are floors; a 90% memory share, a 3.3 GB reserve
+    (vLLM's measured 3.05 GiB for Llama 3 8B on an H100)."""
     kv = client.get("/api/calc/kv-cache", {"model": "llama-3-8b", "tokens": 10}).json()
     assert kv["total_bytes_per_gpu"] == kv["total_bytes"]
     fp8 = client.get(
@@ -136,7 +137,7 @@ def test_defaults(client: Client) -> None:
     ).json()
     assert fp8["kv_bytes_per_step"] == 100 * 131_072
     assert fp8["memory_usable_bytes"] == 81_559 * 2**20 * 0.9
-    assert fp8["reserve_bytes"] == 3e9
+    assert fp8["reserve_bytes"] == 3.3e9
     fp8_kv = client.get(
         "/api/calc/decode",
         {"model": "llama-3-8b", "gpu": "h100-sxm", "context_tokens": 100, "dtype": "fp8",

@@ -98,17 +98,17 @@ def test_kv_steps_show_the_inputs_with_units() -> None:
 
 def test_largest_batch_on_one_h100() -> None:
     """The H100 reports 81,559 MiB = 85.52 GB; × 0.9 = 76.97 GB usable; − 16.06 GB of weights
-    − 3 GB reserve = 57.91 GB free; each 4,096-token sequence needs 4,096 × 131,072 B =
+    − 3.3 GB reserve = 57.61 GB free; each 4,096-token sequence needs 4,096 × 131,072 B =
     536.9 MB → 107 sequences."""
     result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=4096)
-    free = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 3e9
+    free = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 3.3e9
     assert result["batch"] == int(free // (4096 * 131_072)) == 107
 
 
 def test_int4_weights_keep_a_bf16_kv_cache() -> None:
     """INT4 (group 128) Llama 3 8B: 6,979,588,096 × 4.156 bits ÷ 8 = 3.63 GB of body + 2 ×
     525,336,576 × 2 B = 2.10 GB of embedding and head in BF16 = 5.73 GB. Free on an H100:
-    76.97 − 5.73 − 3 = 68.24 GB; KV stays BF16, 8,192 × 131,072 B = 1.074 GB per sequence →
+    76.97 − 5.73 − 3.3 = 67.94 GB; KV stays BF16, 8,192 × 131,072 B = 1.074 GB per sequence →
     63 sequences. Were the cache 4-bit too (the old default), it would claim 243."""
     result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=8192, dtype="int4")
     assert result["weights_bytes_per_gpu"] == pytest.approx(5.73e9, rel=0.001)

@@ -19,7 +19,7 @@ def test_fp8_halves_the_body_but_keeps_the_embedding_and_head_in_bf16() -> None:
     in BF16) = 72.66 GB against 141.1 GB in BF16: 48.5% saved, not 50%. The floor speedup
     follows the bytes read per step (body + head; the embedding is only gathered):
     (68.45 + 1.05) × 2 GB ÷ (68.45 + 2 × 1.05) GB = 139.0 ÷ 70.55 = 1.97×.
-    141.1 GB + 3 GB reserve does not fit the H100's 76.97 GB usable; 72.65 GB + 3 GB does."""
+    141.1 GB + 3.3 GB reserve does not fit the H100's 76.97 GB usable; 72.66 GB + 3.3 GB does."""
     result = quantization(model="llama-3-70b", gpu="h100-sxm", to_dtype="fp8")
     assert result["weights_bytes_after"] == pytest.approx(72.65e9, rel=0.001)
     assert result["fraction_saved"] == pytest.approx(0.4851, abs=0.0005)
@@ -28,7 +28,7 @@ def test_fp8_halves_the_body_but_keeps_the_embedding_and_head_in_bf16() -> None:
 
 
 def test_bf16_70b_does_not_fit_one_h200_and_says_so() -> None:
-    """141.1 GB of weights + 3 GB reserve against 143,771 MiB × 0.9 = 135.7 GB usable: the
+    """141.1 GB of weights + 3.3 GB reserve against 143,771 MiB × 0.9 = 135.7 GB usable: the
     H200's "141 GB" label is not room for 141 GB of weights plus anything else."""
     result = quantization(model="llama-3-70b", gpu="h200", to_dtype="fp8")
     assert result["fits_before"] is False and result["fits_after"] is True
