@@ -138,6 +138,7 @@ def chunked_prefill(
         values={
             "chunks": chunks,
             "decode_step_seconds": alone["time"],
+            "decode_step_bound": bound(alone),
             "first_chunk_stall_seconds": stall_first,
             "max_chunk_stall_seconds": stall_largest,
             "largest_step_seconds": largest["time"],

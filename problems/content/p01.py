@@ -273,6 +273,9 @@ def context(*, request: HttpRequest) -> dict:
         "kv_tokens": f"{int(result['kv_tokens']):,}",
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),
+        "bandwidth_full": inputs["bandwidth_efficiency"] >= 1,
+        "prefill_floor": (result["prefill_bound"] == "compute" and inputs["mfu"] >= 1)
+        or (result["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1),
         "peak_text": flops_rate_format(peak),
         "peak_described": peak_describe(gpu=gpu, dtype=dtype),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
@@ -303,6 +306,8 @@ def context(*, request: HttpRequest) -> dict:
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
         "users_largest_batch": f"{int(users['largest_batch']):,}",
         "users_bound": users["bound"],
+        # Times at full efficiency on their binding side are floors, and the prose says so.
+        "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1,
         "users_fits": users["fits"],
         # One long prompt chunk among running streams.
         "chunk_tokens": f"{chunk_inputs['chunk_tokens']:,}",
@@ -314,5 +319,10 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_stall": seconds_rounded(float(chunk["max_chunk_stall_seconds"])),
         "chunk_unchunked_stall": seconds_rounded(float(chunk["unchunked_stall_seconds"])),
         "chunk_bound": chunk["largest_step_bound"],
+        "chunk_alone_floor": chunk["decode_step_bound"] == "memory"
+        and chunk_inputs["bandwidth_efficiency"] >= 1,
+        "chunk_step_floor": (chunk["largest_step_bound"] == "memory"
+                             and chunk_inputs["bandwidth_efficiency"] >= 1)
+        or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1),
         "chunk_count": f"{int(chunk['chunks']):,}",
     }

@@ -186,6 +186,8 @@ def context(*, request: HttpRequest) -> dict:
         "stream_rate": next(s.display for s in result.steps if s.label == "Bandwidth per stream"),
         "ttft": seconds_format(float(r["ttft_seconds"])),
         "tpot": seconds_format(float(r["tpot_seconds"])),
+        # A decode step at full bandwidth is a floor, and the prose says so.
+        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1,
         "first_text": seconds_format(float(r["first_text_seconds"])),
         "full_answer": seconds_format(float(r["full_answer_seconds"])),
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
