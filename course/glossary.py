@@ -34,11 +34,15 @@ TERMS: tuple[Term, ...] = (
          "A processor with thousands of arithmetic units working in parallel and its own fast "
          "memory (HBM on most data-centre GPUs), which holds the weights and the KV cache."),
     Term("prefill", "Prefill",
-         "The first phase of a request: one forward pass over the whole prompt at once, which "
-         "fills the KV cache and yields the first output token. Mostly limited by arithmetic."),
+         "Processing a request's prompt: in as few forward passes as each step's token budget "
+         "allows (a long prompt goes in chunks), filling the KV cache and yielding the first "
+         "output token. Limited by arithmetic once the prompt is more than a few hundred tokens; "
+         "shorter ones still have to read every weight once."),
     Term("decode", "Decode",
          "Every step after prefill: one forward pass that adds one token to each running "
-         "sequence. At small batch sizes it is limited by how fast memory can be read."),
+         "sequence. Limited by how fast memory can be read: batching shares the weight reads, "
+         "but attention's reads of each sequence's KV cache stay memory-bound at any batch "
+         "size."),
     Term("kv-cache", "KV cache",
          "The attention keys and values of every token already processed, kept per layer and "
          "per sequence so that each new token attends to them instead of recomputing them."),
@@ -56,7 +60,15 @@ TERMS: tuple[Term, ...] = (
          "hundred are faster than p99. The slow tail is what users remember."),
     Term("mfu", "MFU",
          "Model FLOPs utilisation: the floating-point operations the model strictly needs per "
-         "second of wall-clock time, divided by the chip's peak rate."),
+         "second of wall-clock time, divided by the chip's dense peak for the number format in "
+         "use (BF16, FP8, ...), not a sparse or other-format figure."),
+    Term("mbu", "MBU",
+         "Model bandwidth utilisation: the bytes a step must read (weights and KV cache) per "
+         "second of wall-clock time, divided by the chip's peak memory bandwidth. The decode "
+         "counterpart of MFU."),
+    Term("goodput", "Goodput",
+         "Throughput that counts only the requests that met their latency targets (TTFT and "
+         "TPOT within their limits): the rate a service can actually promise."),
     Term("roofline", "Roofline",
          "A chart of a chip's limits: attainable FLOP/s is the lower of peak compute and "
          "memory bandwidth × arithmetic intensity (FLOPs per byte moved), so it shows whether "

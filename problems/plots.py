@@ -158,3 +158,17 @@ def sweep_whole(start: int, stop: int, *, count: int = 24) -> list[int]:
     values = {round(v) for v in sweep_points(max(start, 1), stop, count=count, log=True)}
     values.update({start, stop})
     return sorted(v for v in values if start <= v <= stop)
+
+
+def series_fit_split(name: str, xs: list[float] | list[int], values: tuple[float, ...],
+                     fits: tuple[bool, ...], *, dash: bool = False) -> tuple[Series, ...]:
+    """One line drawn where the setup fits in memory and, dashed, where it does not (labelled
+    as such), so a fit flag is always on the plot. Empty halves are left out."""
+    inside = tuple(v if ok else math.nan for v, ok in zip(values, fits, strict=True))
+    outside = tuple(math.nan if ok else v for v, ok in zip(values, fits, strict=True))
+    found = []
+    if any(math.isfinite(v) for v in inside):
+        found.append(Series(name, tuple(xs), inside, dash=dash))
+    if any(math.isfinite(v) for v in outside):
+        found.append(Series(f"{name}: does not fit in memory", tuple(xs), outside, dash=True))
+    return tuple(found)

@@ -26,7 +26,7 @@ def calculators_index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def calculator_detail(request: HttpRequest, slug: str) -> HttpResponse:
     calculator = calculator_get(slug)
-    if calculator is None:
+    if calculator is None or not calculator.page:
         raise Http404("No such calculator")
     prefix = request.GET.get("prefix") or calculator.slug
     if not PREFIX_PATTERN.match(prefix):

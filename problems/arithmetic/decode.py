@@ -1,10 +1,29 @@
-"""Decode: one step reads every weight it uses plus each sequence's KV cache, so its floor is
-bytes ÷ bandwidth; tokens/s per sequence and in aggregate; a whole answer of many tokens."""
+"""Decode: one step reads the weights it uses (the non-embedding body and the output head) plus
+each sequence's KV cache, and does a little arithmetic per sequence; its time is the larger of the
+two (a roofline bound). Tokens/s per sequence and in aggregate; a whole answer, whose first token
+came from prefill, so an answer of n tokens takes n − 1 decode steps."""
 
-from problems.arithmetic.catalog import Gpu, Model, dtype_get, gpu_get, model_get
-from problems.arithmetic.compute import attention_flops_per_token_pair, peak_flops_get
+from problems.arithmetic.catalog import Gpu, Model, dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.compute import (
+    attention_flops_per_token_pair,
+    crossover_find,
+    kv_bytes_per_token_model,
+    peak_describe,
+    peak_flops_get,
+    time_label,
+)
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
-from problems.arithmetic.memory import kv_cache, params_count_model
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    context_check,
+    embedding_dtype_resolve,
+    experts_touched,
+    memory_fit,
+    params_count_model,
+    weight_bytes_model,
+    weights_read_model,
+)
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
@@ -12,35 +31,37 @@ from problems.arithmetic.units import (
     bytes_short,
     count_format,
     flops_format,
-    flops_rate_format,
     number_format,
+    percent_format,
     rate_format,
+    rate_of_format,
     seconds_format,
 )
 
-
-def experts_touched(*, model: Model, batch: int) -> float:
-    """Expected distinct routed experts a decode step reads per MoE layer (experts).
-
-    With uniform routing each token picks k of E experts, so one expert escapes a token with
-    probability (E − k) / E and the whole batch with that to the power `batch`.
-    """
-    e, k = model.experts_routed, model.experts_per_token
-    return e * (1 - ((e - k) / e) ** batch)
+__all__ = ["decode", "decode_step_model", "experts_touched", "weights_read_params"]
 
 
 def weights_read_params(*, model: Model, batch: int) -> float:
-    """Parameters a decode step of `batch` sequences reads (parameters).
-
-    Dense: all of them. MoE: the shared weights plus the experts the batch touches, which is
-    the active set at batch 1 and approaches every expert as the batch grows.
-    """
+    """Parameters a decode step of `batch` sequences reads (parameters): the non-embedding body
+    (for MoE, the shared weights plus the experts the batch touches) and the output head."""
     parts = params_count_model(model)
-    if not model.is_moe:
-        return parts["total"]
-    routed_all = model.experts_routed * parts["expert"] * parts["moe_layers"]
-    routed_read = experts_touched(model=model, batch=batch) * parts["expert"] * parts["moe_layers"]
-    return parts["total"] - routed_all + routed_read
+    body = parts["non_embedding"]
+    if model.is_moe:
+        routed_all = model.experts_routed * parts["expert"] * parts["moe_layers"]
+        routed_read = experts_touched(model=model, batch=batch) * parts["expert"] * parts[
+            "moe_layers"]
+        body = body - routed_all + routed_read
+    return body + parts["head"]
+
+
+def decode_flops_per_sequence(model: Model, context_tokens: float) -> float:
+    """FLOPs one sequence's token costs in a decode step (FLOP): 2 per non-embedding active
+    weight, the output head, and attention over the `context_tokens` in its cache."""
+    parts = params_count_model(model)
+    return (
+        2 * (parts["non_embedding_active"] + parts["head"])
+        + attention_flops_per_token_pair(model) * context_tokens
+    )
 
 
 def decode_step_model(
@@ -52,9 +73,17 @@ def decode_step_model(
     weight_bytes_per_param: float,
     kv_bytes_per_token: float,
     bandwidth_efficiency: float,
+    embedding_bytes_per_param: float | None = None,
 ) -> dict[str, float]:
-    """Bytes one decode step reads and its memory-bound time (bytes, seconds)."""
-    weights = weights_read_params(model=model, batch=batch) * weight_bytes_per_param
+    """Bytes one decode step reads and its memory-bound time (bytes, seconds).
+
+    Weights: the body at `weight_bytes_per_param`, the output head at
+    `embedding_bytes_per_param` (default: the same). KV: each sequence's `context_tokens`.
+    """
+    parts = params_count_model(model)
+    body = weights_read_params(model=model, batch=batch) - parts["head"]
+    head_bytes = embedding_bytes_per_param or weight_bytes_per_param
+    weights = body * weight_bytes_per_param + parts["head"] * head_bytes
     kv = batch * context_tokens * kv_bytes_per_token
     bandwidth = gpu.bandwidth_bytes_per_second * bandwidth_efficiency
     return {
@@ -76,57 +105,100 @@ def decode(
     dtype: str = "bf16",
     kv_dtype: str | None = None,
     bandwidth_efficiency: float = 1.0,
+    mfu: float = 1.0,
+    embedding_dtype: str | None = None,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """One decode step and a whole answer on one `gpu` (bytes, seconds, tokens/s).
 
-    `context_tokens` is the KV each of the `batch` sequences holds when the step runs. The
-    step's floor is the bytes it reads at `bandwidth_efficiency` × peak bandwidth; if its
-    FLOPs at peak would take longer, the step is compute-bound and takes that long instead.
-    `total_seconds` sums `output_tokens` steps while each sequence's KV grows by one token per
-    step (from `context_tokens` up).
+    `context_tokens` is the KV each of the `batch` sequences holds when the step runs. The step
+    takes the larger of its bytes at `bandwidth_efficiency` × peak bandwidth and its FLOPs at
+    `mfu` × the dense peak, and says which bound applies and from what batch compute takes
+    over. An answer of `output_tokens` tokens is one prefill (which yields the first) plus
+    `output_tokens` − 1 decode steps, each sequence's KV growing by one token per step. The KV
+    cache is in `kv_dtype`, by default the model's own precision (BF16), not the weights'.
     """
     m = model_get(model)
     g = gpu_get(gpu)
     d = dtype_get(dtype)
-    kv_d = dtype_get(kv_dtype or dtype, field="kv_dtype")
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=embedding_dtype)
     batch = count_check(batch, field="batch", maximum=USERS_MAX)
     context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
-    bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
-    kv_per_token = kv_cache(model=model, tokens=1, dtype=kv_d.id)["bytes_per_token"]
-    step = decode_step_model(
-        model=m,
-        gpu=g,
-        batch=batch,
-        context_tokens=context_tokens,
-        weight_bytes_per_param=d.bytes,
-        kv_bytes_per_token=kv_per_token,
-        bandwidth_efficiency=bandwidth_efficiency,
+    context_check(model=m, tokens=context_tokens, field="context_tokens")
+    context_check(
+        model=m, tokens=context_tokens + output_tokens, field="output_tokens",
+        what=f"the context ({context_tokens:,}) plus the answer ({output_tokens:,})",
     )
-    active = params_count_model(m)["active"]
-    flops = batch * (2 * active + attention_flops_per_token_pair(m) * context_tokens)
+    bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    mfu = fraction_check(mfu, field="mfu")
+    kv_per_token = kv_bytes_per_token_model(m, kv_d)
     peak = peak_flops_get(gpu=g, dtype=d)
-    compute_seconds = flops / peak
-    step_seconds = max(step["seconds"], compute_seconds)
-    bound = "memory" if step["seconds"] >= compute_seconds else "compute"
-    # KV grows one token per step: the mean context over the answer is context + (n − 1) / 2.
-    mean_context = context_tokens + (output_tokens - 1) / 2
-    mean_bytes = step["weights"] + batch * mean_context * kv_per_token
-    mean_flops = batch * (2 * active + attention_flops_per_token_pair(m) * mean_context)
-    mean_step = max(mean_bytes / step["bandwidth"], mean_flops / peak)
-    total_seconds = output_tokens * mean_step
+    achieved = peak * mfu
+    parts = params_count_model(m)
+
+    def step_at(sequences: int, context: float) -> dict[str, float]:
+        memory = decode_step_model(
+            model=m, gpu=g, batch=sequences, context_tokens=context,
+            weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
+            bandwidth_efficiency=bandwidth_efficiency, embedding_bytes_per_param=e.bytes,
+        )
+        flops = sequences * decode_flops_per_sequence(m, context)
+        compute = flops / achieved
+        return {**memory, "flops": flops, "compute": compute,
+                "time": max(memory["seconds"], compute)}
+
+    step = step_at(batch, context_tokens)
+    step_seconds = step["time"]
+    bound = "memory" if step["seconds"] >= step["compute"] else "compute"
+    crossover = crossover_find(
+        lambda b: (lambda x: x["compute"] - x["seconds"])(step_at(b, context_tokens)),
+        high=USERS_MAX,
+    )
+    # n − 1 decode steps; the cache grows one token per step from `context_tokens`.
+    decode_steps = output_tokens - 1
+    mean_context = context_tokens + (decode_steps - 1) / 2 if decode_steps else context_tokens
+    mean_step = step_at(batch, mean_context)["time"]
+    total_seconds = decode_steps * mean_step
     per_sequence = 1 / step_seconds
     aggregate = batch / step_seconds
-    weights_label = (
-        f"{number_format(weights_read_params(model=m, batch=batch))} parameters read "
-        f"(shared + experts touched)"
-        if m.is_moe
-        else f"{number_format(active)} parameters"
+    reads = weights_read_model(model=m, tokens=batch, dtype=d, embedding=e)
+    rule_weights = parts["total"] * d.bytes
+    rule_floor = rule_weights / step["bandwidth"]
+    weights_all = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
+    kv_at_end = batch * (context_tokens + decode_steps) * kv_per_token
+    fit, fit_steps = memory_fit(
+        gpu=g, weights_bytes=weights_all, kv_bytes=kv_at_end, reserve_gb=reserve_gb,
+        memory_fraction=memory_fraction,
     )
+    room = float(fit["memory_usable_bytes"]) - weights_all - float(fit["reserve_bytes"])
+    per_sequence_end = (context_tokens + decode_steps) * kv_per_token
+    largest_batch = max(0, int(room // per_sequence_end)) if room > 0 else 0
+    weight_share = step["weights"] / step["bytes"]
+    body_label = (
+        f"{number_format(reads['body_params'])} non-embedding parameters read (shared + experts "
+        f"touched)"
+        if m.is_moe
+        else f"{number_format(reads['body_params'])} non-embedding parameters"
+    )
+    head_what = "the embedding matrix, tied" if m.tied_embeddings else "untied"
+    efficiency = bandwidth_efficiency if bound == "memory" else mfu
     steps = (
         Step(
+            "Rule of thumb: every parameter once",
+            f"{number_format(parts['total'])} parameters × {number_format(d.bytes)} B "
+            f"= {bytes_short(rule_weights)}, ÷ {bandwidth_format(step['bandwidth'])}",
+            rule_floor,
+            "s",
+            seconds_format(rule_floor),
+        ),
+        Step(
             "Weights read per step",
-            f"{weights_label} × {number_format(d.bytes)} B ({d.name})",
+            f"{body_label} × {number_format(d.bytes)} B ({d.name}) + output head "
+            f"{m.vocab:,} × {m.hidden:,} ({head_what}) × {number_format(e.bytes)} B ({e.name}); "
+            "the embedding lookup gathers only the batch's rows",
             step["weights"],
             "B",
             bytes_format(step["weights"]),
@@ -134,15 +206,15 @@ def decode(
         Step(
             "KV read per step",
             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
-            f"{bytes_short(kv_per_token)} "
-            f"per token ({kv_d.name})",
+            f"{bytes_short(kv_per_token)} per token ({kv_d.name})",
             step["kv"],
             "B",
             bytes_format(step["kv"]),
         ),
         Step(
             "Bytes per step",
-            f"{bytes_short(step['weights'])} + {bytes_short(step['kv'])}",
+            f"{bytes_short(step['weights'])} + {bytes_short(step['kv'])}: weights "
+            f"{percent_format(weight_share)}, KV {percent_format(1 - weight_share)}",
             step["bytes"],
             "B",
             bytes_format(step["bytes"]),
@@ -150,31 +222,49 @@ def decode(
         Step(
             "Usable bandwidth",
             f"{bandwidth_format(g.bandwidth_bytes_per_second)} × "
-            f"{number_format(bandwidth_efficiency)}",
+            f"{number_format(bandwidth_efficiency)} of peak",
             step["bandwidth"],
             "B/s",
             bandwidth_format(step["bandwidth"]),
         ),
         Step(
-            "Memory floor per step",
+            "Memory time per step",
             f"{bytes_short(step['bytes'])} ÷ {bandwidth_format(step['bandwidth'])}",
             step["seconds"],
             "s",
             seconds_format(step["seconds"]),
         ),
         Step(
-            "Compute per step at peak",
-            f"{flops_format(flops)} ÷ {flops_rate_format(peak)}",
-            compute_seconds,
+            "Compute time per step",
+            f"{flops_format(step['flops'])} ÷ ({peak_describe(gpu=g, dtype=d)} × "
+            f"{number_format(mfu)} MFU = {rate_of_format(achieved)})",
+            step["compute"],
             "s",
-            seconds_format(compute_seconds),
+            seconds_format(step["compute"]),
         ),
         Step(
-            f"Step time ({bound}-bound)",
-            f"max({seconds_format(step['seconds'])}, {seconds_format(compute_seconds)})",
+            time_label("Step", bound=bound, efficiency=efficiency),
+            f"max({seconds_format(step['seconds'])} memory, {seconds_format(step['compute'])} "
+            "compute)",
             step_seconds,
             "s",
             seconds_format(step_seconds),
+        ),
+        Step(
+            "Compute-bound from",
+            "the batch where compute overtakes the reads, at "
+            f"{count_format(context_tokens, 'token')} of context"
+            + (
+                ""
+                if crossover
+                else ": never, since each added sequence brings "
+                f"{bytes_short(context_tokens * kv_per_token)} of KV to read for "
+                f"{flops_format(decode_flops_per_sequence(m, context_tokens))}, too few FLOPs "
+                "per byte (attention's KV reads stay memory-bound at any batch)"
+            ),
+            crossover,
+            "sequences",
+            count_format(crossover, "sequence") if crossover else "never",
         ),
         Step(
             "Tokens/s per sequence",
@@ -191,12 +281,23 @@ def decode(
             rate_format(aggregate, "tokens/s"),
         ),
         Step(
-            "Whole answer",
-            f"{output_tokens:,} steps × {seconds_format(mean_step)} (mean step as KV grows "
-            f"from {context_tokens:,} tokens)",
+            "Decode loop of the answer",
+            f"{output_tokens:,} tokens = 1 from prefill + {decode_steps:,} decode steps × "
+            f"{seconds_format(mean_step)} (mean step as the KV grows from "
+            f"{context_tokens:,} tokens)",
             total_seconds,
             "s",
             seconds_format(total_seconds),
+        ),
+        *fit_steps,
+        Step(
+            "Largest batch that fits",
+            f"⌊{bytes_short(max(room, 0))} left after weights and reserve ÷ "
+            f"{bytes_short(per_sequence_end)} per sequence at "
+            f"{context_tokens + decode_steps:,} tokens⌋",
+            largest_batch,
+            "sequences",
+            count_format(largest_batch, "sequence"),
         ),
     )
     return Result(
@@ -204,19 +305,23 @@ def decode(
             "bytes_per_step": step["bytes"],
             "weight_bytes_per_step": step["weights"],
             "kv_bytes_per_step": step["kv"],
+            "weight_share": weight_share,
             "memory_seconds": step["seconds"],
             "weights_floor_seconds": step["weights"] / step["bandwidth"],
-            # Decode reads what must already sit in memory: all weights (every expert) and
-            # each sequence's KV at the end of the answer.
-            "fits_in_memory": params_count_model(m)["total"] * d.bytes
-            + batch * (context_tokens + output_tokens) * kv_per_token
-            <= g.memory_bytes,
-            "compute_seconds": compute_seconds,
+            "rule_of_thumb_weight_bytes": rule_weights,
+            "rule_of_thumb_floor_seconds": rule_floor,
+            "fits_in_memory": fit["fits"],
+            "compute_seconds": step["compute"],
+            "flops_per_step": step["flops"],
             "step_seconds": step_seconds,
             "bound": bound,
+            "crossover_batch": crossover,
+            "decode_steps": decode_steps,
             "total_seconds": total_seconds,
             "tokens_per_second": aggregate,
             "tokens_per_second_per_sequence": per_sequence,
+            "largest_batch": largest_batch,
+            **fit,
         },
         steps=steps,
     )

@@ -1,10 +1,10 @@
 """Disaggregated serving: prefill on one GPU, decode on another, so the prompt's KV cache must
 cross the link between them."""
 
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, count_check, fraction_check, number_check
-from problems.arithmetic.memory import kv_cache
+from problems.arithmetic.memory import context_check, kv_cache
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     GB,
@@ -19,7 +19,7 @@ def kv_transfer(
     *,
     model: str,
     prompt_tokens: int,
-    dtype: str = "bf16",
+    dtype: str | None = "bf16",
     gpu: str | None = None,
     link_gb_per_second: float | None = None,
     link_efficiency: float = 1.0,
@@ -27,10 +27,13 @@ def kv_transfer(
     """KV bytes of a `prompt_tokens` prompt (bytes) and the time to move them (seconds).
 
     The link is `link_gb_per_second` (GB/s, one direction) when given, else `gpu`'s
-    interconnect in one direction (datasheets quote both directions together).
+    interconnect in one direction (datasheets quote both directions together). `dtype` is the
+    KV cache's format (None: the model's own precision).
     """
     m = model_get(model)
+    kv_d = kv_dtype_get(dtype, model=m, field="dtype")
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
     link_efficiency = fraction_check(link_efficiency, field="link_efficiency")
     if link_gb_per_second is not None:
         link = number_check(link_gb_per_second, field="link_gb_per_second", maximum=1e6) * GB
@@ -43,7 +46,7 @@ def kv_transfer(
         )
     else:
         raise ArithmeticInputError(field="gpu", message="give a gpu or link_gb_per_second")
-    kv = kv_cache(model=model, tokens=prompt_tokens, dtype=dtype)
+    kv = kv_cache(model=model, tokens=prompt_tokens, dtype=kv_d.id)
     total = kv["total_bytes"]
     usable = link * link_efficiency
     seconds = total / usable
@@ -58,7 +61,7 @@ def kv_transfer(
             Step(
                 "KV to move",
                 f"{bytes_short(kv['bytes_per_token'])} per token × "
-                f"{prompt_tokens:,} tokens ({m.name})",
+                f"{prompt_tokens:,} tokens ({m.name}, {kv_d.name})",
                 total,
                 "B",
                 bytes_format(total),

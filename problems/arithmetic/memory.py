@@ -1,13 +1,38 @@
-"""Memory: parameters from the architecture, weight bytes in a format, the KV cache (MHA, GQA,
-MQA and MLA; per GPU under tensor parallelism), and the largest batch that fits."""
+"""Memory: parameters from the architecture, weight bytes in a format (the embedding and output
+head kept in BF16 when the rest is quantized), the KV cache (MHA, GQA, MQA and MLA; per GPU under
+tensor parallelism), whether weights + KV + a runtime reserve fit a GPU, and the largest batch
+that does.
 
+GPU memory has one definition throughout: the total the driver reports (`Gpu.memory_total_bytes`,
+e.g. 81,559 MiB on an H100 80GB), of which an engine may use `memory_fraction` (vLLM's
+gpu_memory_utilization, 0.9 by default); within that share it must hold every weight, the KV
+cache and a runtime reserve (`reserve_gb`: peak activations, the CUDA context, buffers).
+"""
+
+import functools
 import math
 
-from problems.arithmetic.catalog import Model, dtype_get, gpu_get, model_get
+from problems.arithmetic.catalog import (
+    DTYPES,
+    Dtype,
+    Gpu,
+    Model,
+    dtype_get,
+    gpu_get,
+    kv_dtype_get,
+    model_get,
+)
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
+from problems.arithmetic.inputs import (
+    TOKENS_MAX,
+    USERS_MAX,
+    count_check,
+    fraction_check,
+    number_check,
+)
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
+    GB,
     bytes_format,
     bytes_short,
     count_format,
@@ -16,6 +41,13 @@ from problems.arithmetic.units import (
 )
 
 TP_MAX = 1024
+# vLLM's gpu_memory_utilization default: the share of the GPU's memory the engine may use.
+MEMORY_FRACTION_DEFAULT = 0.9
+# Runtime reserve inside that share (GB): vLLM's own profiling of Llama 3 8B on an H100 logged
+# 1.26 GiB of activation peak and 1.79 GiB outside PyTorch, 3.05 GiB = 3.27 GB together
+# (https://github.com/vllm-project/vllm/pull/10511). Larger models and tensor parallelism need more.
+RESERVE_GB_DEFAULT = 3.3
+RESERVE_GB_MAX = 10_000.0
 
 
 def _params_step(label: str, expression: str, value: float) -> Step:
@@ -25,11 +57,20 @@ def _params_step(label: str, expression: str, value: float) -> Step:
 
 
 def params_count_model(model: Model) -> dict[str, float]:
+    """Parameter counts of `model` by part (a fresh dict each call; see `_params_parts`)."""
+    return dict(_params_parts(model))
+
+
+@functools.lru_cache(maxsize=128)
+def _params_parts(model: Model) -> dict[str, float]:
     """Parameter counts of `model` from its architecture (parameters), by part.
 
-    Keys: embedding, lm_head, attention_per_layer, dense_ffn_per_layer, moe_ffn_per_layer,
-    expert (one routed expert), norms, total, active (touched per token: shared weights plus
-    `experts_per_token` routed experts in each MoE layer).
+    Keys: embedding, lm_head (stored; 0 when tied to the embedding), head (the output
+    projection as applied: vocab × hidden, the embedding matrix itself when tied),
+    attention_per_layer, dense_ffn_per_layer, moe_ffn_per_layer, expert (one routed expert),
+    norms, total, active (touched per token: shared weights plus `experts_per_token` routed
+    experts in each MoE layer), non_embedding and non_embedding_active (the same without the
+    embedding and the stored head: the weights every token multiplies).
     """
     h = model.hidden
     embedding = model.vocab * h
@@ -68,6 +109,9 @@ def params_count_model(model: Model) -> dict[str, float]:
     return {
         "embedding": embedding,
         "lm_head": lm_head,
+        "head": model.vocab * h,
+        "non_embedding": total - embedding - lm_head,
+        "non_embedding_active": active - embedding - lm_head,
         "attention_per_layer": attention,
         "dense_ffn_per_layer": dense_ffn,
         "moe_ffn_per_layer": moe_ffn,
@@ -151,30 +195,228 @@ def _attention_expression(m: Model) -> str:
     )
 
 
-def weights_bytes(*, model: str, dtype: str) -> Result:
-    """Bytes to hold every weight of `model` in `dtype` (bytes). MoE: all experts, not active."""
+def embedding_dtype_resolve(
+    *, model: Model, dtype: Dtype, embedding_dtype: str | None = None
+) -> Dtype:
+    """The format of the embedding and output head: `embedding_dtype` when given, else the
+    model's own precision (BF16) when the rest is quantized below 16 bits, as AWQ, GPTQ and FP8
+    checkpoints keep them, else the weights' format."""
+    if embedding_dtype:
+        return dtype_get(embedding_dtype, field="embedding_dtype")
+    if dtype.bits < 16:
+        own = DTYPES[model.dtype]
+        return own if own.bits >= 16 else DTYPES["bf16"]
+    return dtype
+
+
+def weight_bytes_model(*, model: Model, dtype: Dtype, embedding: Dtype) -> dict[str, float]:
+    """Bytes of every stored weight (bytes): the body (all non-embedding weights, every expert)
+    in `dtype`, the embedding and an untied output head in `embedding`."""
+    parts = params_count_model(model)
+    body = parts["non_embedding"] * dtype.bytes
+    embedding_bytes = parts["embedding"] * embedding.bytes
+    head = parts["lm_head"] * embedding.bytes
+    return {
+        "body": body,
+        "embedding": embedding_bytes,
+        "head": head,
+        "total": body + embedding_bytes + head,
+    }
+
+
+def weights_bytes(*, model: str, dtype: str, embedding_dtype: str | None = None) -> Result:
+    """Bytes to hold every weight of `model` in `dtype` (bytes). MoE: all experts, not active.
+
+    The embedding and an untied output head stay in BF16 when `dtype` is narrower, unless
+    `embedding_dtype` says otherwise.
+    """
     m = model_get(model)
     d = dtype_get(dtype)
-    params = params_count_model(m)["total"]
-    total = params * d.bytes
-    return Result(
-        values={"params": params, "bytes": total, "bits_per_param": d.bits},
-        steps=(
-            _params_step(
-                "Parameters",
-                f"from the {m.name} architecture (all experts included)"
-                if m.is_moe
-                else f"from the {m.name} architecture",
-                params,
-            ),
-            Step(
-                "Weight bytes",
-                f"{number_format(params)} parameters × {number_format(d.bits)} bits ÷ 8 ({d.name})",
-                total,
-                "B",
-                bytes_format(total),
-            ),
+    e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=embedding_dtype)
+    parts = params_count_model(m)
+    sizes = weight_bytes_model(model=m, dtype=d, embedding=e)
+    params = parts["total"]
+    everything_in_dtype = params * d.bytes
+    steps = [
+        _params_step(
+            "Parameters",
+            f"from the {m.name} architecture (all experts included)"
+            if m.is_moe
+            else f"from the {m.name} architecture",
+            params,
         ),
+        Step(
+            "Body: every weight but the embedding and head",
+            f"{number_format(parts['non_embedding'])} parameters × {number_format(d.bits)} bits "
+            f"÷ 8 ({d.name})",
+            sizes["body"],
+            "B",
+            bytes_format(sizes["body"]),
+        ),
+        Step(
+            "Embedding" + (" (also the output head: tied)" if m.tied_embeddings else ""),
+            f"{number_format(parts['embedding'])} parameters × {number_format(e.bits)} bits ÷ 8 "
+            f"({e.name})",
+            sizes["embedding"],
+            "B",
+            bytes_format(sizes["embedding"]),
+        ),
+    ]
+    if not m.tied_embeddings:
+        steps.append(
+            Step(
+                "Output head",
+                f"{number_format(parts['lm_head'])} parameters × {number_format(e.bits)} bits "
+                f"÷ 8 ({e.name})",
+                sizes["head"],
+                "B",
+                bytes_format(sizes["head"]),
+            )
+        )
+    steps.append(
+        Step(
+            "Weight bytes",
+            " + ".join(
+                bytes_short(v) for v in (sizes["body"], sizes["embedding"], sizes["head"]) if v
+            )
+            + (
+                f" (embedding and head kept in {e.name}; all in {d.name} would be "
+                f"{bytes_short(everything_in_dtype)})"
+                if e.id != d.id
+                else ""
+            ),
+            sizes["total"],
+            "B",
+            bytes_format(sizes["total"]),
+        )
+    )
+    return Result(
+        values={
+            "params": params,
+            "bytes": sizes["total"],
+            "bits_per_param": sizes["total"] * 8 / params,
+            "body_bytes": sizes["body"],
+            "embedding_bytes": sizes["embedding"] + sizes["head"],
+            "bytes_all_in_dtype": everything_in_dtype,
+        },
+        steps=tuple(steps),
+    )
+
+
+def experts_touched(*, model: Model, batch: int) -> float:
+    """Expected distinct routed experts a step of `batch` tokens reads per MoE layer (experts).
+
+    With uniform routing each token picks k of E experts, so one expert escapes a token with
+    probability (E − k) / E and the whole batch with that to the power `batch`.
+    """
+    e, k = model.experts_routed, model.experts_per_token
+    return e * (1 - ((e - k) / e) ** batch)
+
+
+def weights_read_model(
+    *, model: Model, tokens: int, dtype: Dtype, embedding: Dtype
+) -> dict[str, float]:
+    """What one forward pass over `tokens` tokens reads of the weights (parameters, bytes).
+
+    The body: every non-embedding weight of a dense model; for MoE the shared weights plus the
+    experts the tokens touch. The output head: vocab × hidden, read once (with tied embeddings
+    it is the embedding matrix). The embedding lookup only gathers the tokens' own rows
+    (`embedding_rows`), a gather rather than a matmul.
+    """
+    parts = params_count_model(model)
+    body_params = parts["non_embedding"]
+    if model.is_moe:
+        routed_all = model.experts_routed * parts["expert"] * parts["moe_layers"]
+        routed_read = (
+            experts_touched(model=model, batch=tokens) * parts["expert"] * parts["moe_layers"]
+        )
+        body_params = body_params - routed_all + routed_read
+    head_params = parts["head"]
+    rows = tokens * model.hidden * embedding.bytes
+    body = body_params * dtype.bytes
+    head = head_params * embedding.bytes
+    return {
+        "body_params": body_params,
+        "head_params": head_params,
+        "body": body,
+        "head": head,
+        "embedding_rows": rows,
+        "total": body + head,
+    }
+
+
+def context_check(*, model: Model, tokens: int, field: str, what: str = "") -> None:
+    """Refuse `tokens` past the model's context window (max_position_embeddings), naming
+    `field`, as a server refuses such a request before spending any GPU time on it."""
+    if model.context and tokens > model.context:
+        subject = what or f"{tokens:,} tokens"
+        raise ArithmeticInputError(
+            field=field,
+            message=f"{subject} exceed{'s' if not what else ''} {model.name}'s context window of "
+            f"{model.context:,} tokens",
+        )
+
+
+def memory_fit(
+    *,
+    gpu: Gpu,
+    weights_bytes: float,
+    kv_bytes: float,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    per_gpu: str = "",
+) -> tuple[dict[str, float | bool], tuple[Step, ...]]:
+    """Whether weights + KV + the runtime reserve fit the engine's share of one GPU (bytes).
+
+    Returns the values (`fits`, `memory_needed_bytes`, `memory_usable_bytes`,
+    `memory_total_bytes`, `reserve_bytes`) and the steps that show it.
+    """
+    memory_fraction = fraction_check(memory_fraction, field="memory_fraction")
+    reserve_gb = number_check(
+        reserve_gb, field="reserve_gb", minimum=0.0, maximum=RESERVE_GB_MAX, allow_minimum=True
+    )
+    total = gpu.memory_total_bytes
+    usable = total * memory_fraction
+    reserve = reserve_gb * GB
+    needed = weights_bytes + kv_bytes + reserve
+    fits = needed <= usable
+    where = f" {per_gpu}" if per_gpu else ""
+    steps = (
+        Step(
+            "GPU memory (driver's total)",
+            f"{gpu.memory_reported_mib:,} MiB as the driver reports it (the datasheet says "
+            f"{gpu.memory_label})",
+            total,
+            "B",
+            bytes_format(total),
+        ),
+        Step(
+            "Usable by the engine",
+            f"{bytes_short(total)} × {number_format(memory_fraction)} (the share the engine may "
+            f"use)",
+            usable,
+            "B",
+            bytes_format(usable),
+        ),
+        Step(
+            f"Memory needed{where}: " + ("fits" if fits else "does not fit"),
+            f"{bytes_short(weights_bytes)} weights + {bytes_short(kv_bytes)} KV + "
+            f"{bytes_short(reserve)} runtime reserve {'≤' if fits else '>'} "
+            f"{bytes_short(usable)} usable",
+            needed,
+            "B",
+            bytes_format(needed) + (" (fits)" if fits else " (does not fit)"),
+        ),
+    )
+    return (
+        {
+            "fits": fits,
+            "memory_needed_bytes": needed,
+            "memory_usable_bytes": usable,
+            "memory_total_bytes": total,
+            "reserve_bytes": reserve,
+        },
+        steps,
     )
 
 
@@ -191,7 +433,8 @@ def kv_heads_per_gpu(*, model: Model, tp: int) -> tuple[int, str]:
             raise ArithmeticInputError(
                 field="tp", message=f"{model.kv_heads} KV heads do not split evenly over {tp} GPUs"
             )
-        return model.kv_heads // tp, f"{model.kv_heads} KV heads ÷ {tp} GPUs"
+        return model.kv_heads // tp, (
+            f"{model.kv_heads} KV heads ÷ {tp} GPU{'s' if tp != 1 else ''}")
     if tp % model.kv_heads:
         raise ArithmeticInputError(
             field="tp", message=f"{tp} GPUs is not a multiple of {model.kv_heads} KV heads"
@@ -218,10 +461,13 @@ def kv_cache(
     """KV cache bytes: per token, per token per GPU, and for `tokens` × `users` (bytes).
 
     Uses KV heads, not attention heads (GQA/MQA), the config's head_dim, and MLA's latent.
+    `dtype` is the KV cache's own format (a format engines offer for it); `tokens` must lie
+    within the model's context window.
     """
     m = model_get(model)
-    d = dtype_get(dtype)
+    d = kv_dtype_get(dtype, model=m, field="dtype")
     tokens = count_check(tokens, field="tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=tokens, field="tokens")
     users = count_check(users, field="users", maximum=USERS_MAX)
     tp = count_check(tp, field="tp", maximum=TP_MAX)
     values, expression = kv_values_per_token_layer(m)
@@ -290,46 +536,65 @@ def batch_max(
     dtype: str = "bf16",
     kv_dtype: str | None = None,
     tp: int = 1,
-    memory_fraction: float = 0.9,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+    embedding_dtype: str | None = None,
 ) -> Result:
-    """The most sequences of `context_tokens` whose KV fits beside the weights (sequences).
+    """The most sequences of `context_tokens` whose KV fits beside the weights and the runtime
+    reserve on each of `tp` GPUs (sequences).
 
-    `memory_fraction` is the share of GPU memory the engine may use (vLLM's
-    gpu_memory_utilization defaults to 0.9); weights split evenly over `tp` GPUs.
+    `memory_fraction` is the share of the driver's reported memory the engine may use (vLLM's
+    gpu_memory_utilization defaults to 0.9); `reserve_gb` the activations and runtime buffers
+    kept inside it. The KV cache is in `kv_dtype`, by default the model's own precision (BF16),
+    never the weights' format. Weights split evenly over `tp` GPUs.
     """
     m = model_get(model)
     g = gpu_get(gpu)
     d = dtype_get(dtype)
-    kv_d = dtype_get(kv_dtype or dtype, field="kv_dtype")
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=embedding_dtype)
     context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=context_tokens, field="context_tokens")
     tp = count_check(tp, field="tp", maximum=TP_MAX)
-    memory_fraction = fraction_check(memory_fraction, field="memory_fraction")
-    weights = params_count_model(m)["total"] * d.bytes / tp
-    usable = g.memory_bytes * memory_fraction
-    free = usable - weights
+    weights = weight_bytes_model(model=m, dtype=d, embedding=e)["total"] / tp
+    fit, fit_steps = memory_fit(
+        gpu=g, weights_bytes=weights, kv_bytes=0.0, reserve_gb=reserve_gb,
+        memory_fraction=memory_fraction, per_gpu="for the weights alone",
+    )
+    usable = float(fit["memory_usable_bytes"])
+    reserve = float(fit["reserve_bytes"])
+    free = usable - weights - reserve
     kv = kv_cache(model=model, tokens=context_tokens, users=1, dtype=kv_d.id, tp=tp)
     per_sequence = kv["total_bytes_per_gpu"]
     batch = max(0, math.floor(free / per_sequence)) if free > 0 else 0
     steps = (
+        *fit_steps[:2],
         Step(
-            "Usable memory per GPU",
-            f"{bytes_short(g.memory_bytes)} × {number_format(memory_fraction)}",
-            usable,
+            "Weights per GPU",
+            f"{d.name} weights"
+            + (f" (embedding and head in {e.name})" if e.id != d.id else "")
+            + f" ÷ {tp} GPU{'s' if tp != 1 else ''}",
+            weights,
             "B",
-            bytes_format(usable),
+            bytes_format(weights),
         ),
         Step(
-            "Weights per GPU", f"{d.name} weights ÷ {tp} GPUs", weights, "B", bytes_format(weights)
+            "Runtime reserve",
+            "peak activations, CUDA context and buffers (an input)",
+            reserve,
+            "B",
+            bytes_format(reserve),
         ),
         Step(
             "Free for the KV cache",
-            f"{bytes_short(usable)} − {bytes_short(weights)}",
+            f"{bytes_short(usable)} − {bytes_short(weights)} − {bytes_short(reserve)}"
+            + ("" if free > 0 else ": the weights and reserve alone do not fit"),
             free,
             "B",
             bytes_format(free),
         ),
         Step(
-            "KV per sequence per GPU",
+            f"KV per sequence per GPU ({kv_d.name})",
             f"{bytes_short(kv['bytes_per_token_per_gpu'])} × {context_tokens:,} tokens",
             per_sequence,
             "B",
@@ -350,6 +615,9 @@ def batch_max(
             "weights_bytes_per_gpu": weights,
             "kv_bytes_per_sequence": per_sequence,
             "fits": free > 0,
+            "memory_usable_bytes": usable,
+            "memory_total_bytes": fit["memory_total_bytes"],
+            "reserve_bytes": reserve,
         },
         steps=steps,
     )

@@ -7,15 +7,18 @@ figures, the precision at which an interview answer states them.
 
 import math
 
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import model_get
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.decode import decode
-from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, count_check
-from problems.arithmetic.memory import kv_cache
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    kv_cache,
+)
+from problems.arithmetic.memory import context_check as memory_context_check
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
-    bytes_format,
     bytes_in,
     bytes_short,
     number_format,
@@ -27,13 +30,12 @@ from problems.arithmetic.units import (
 def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
     """Refuse a prompt plus answer longer than the model's context window, as a server would
     before spending any GPU time on it (naming `output_tokens`, the usual one to shorten)."""
-    window = model_get(model).context
-    if window and prompt_tokens + output_tokens > window:
-        raise ArithmeticInputError(
-            field="output_tokens",
-            message=f"the prompt ({prompt_tokens:,}) plus the output ({output_tokens:,}) exceed "
-            f"the model's context window of {window:,} tokens",
-        )
+    m = model_get(model)
+    memory_context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
+    memory_context_check(
+        model=m, tokens=prompt_tokens + output_tokens, field="output_tokens",
+        what=f"the prompt ({prompt_tokens:,}) plus the output ({output_tokens:,})",
+    )
 
 
 def seconds_rounded(seconds: float, *, digits: int = 2) -> str:
@@ -55,42 +57,48 @@ def request_for_scale(
     output_tokens: int = 300,
     mfu: float = 0.5,
     bandwidth_efficiency: float = 1.0,
+    kv_dtype: str | None = None,
+    embedding_dtype: str | None = None,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """The time and memory of one request alone on one `gpu` (FLOP, seconds, bytes).
 
-    Prefill at `mfu` of the dense peak gives the time to the first token (no queue); each
-    decode step reads every weight at `bandwidth_efficiency` of peak bandwidth; the KV cache
-    holds `prompt_tokens + output_tokens` tokens at the end.
+    Prefill (compute at `mfu`, weight reads at `bandwidth_efficiency`, whichever is longer)
+    gives the time to the first token with no queue; the other `output_tokens` − 1 tokens take
+    one decode step each; the KV cache holds the prompt and every answer token but the last
+    (never fed back) at the end. Both the rule of thumb (every parameter, 2·N·T) and the
+    refined count are given, rounded as an interview answer states them.
     """
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
     context_check(model=model, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
-    dec = decode(
-        model=model,
-        gpu=gpu,
-        batch=1,
-        context_tokens=prompt_tokens,
-        output_tokens=output_tokens,
-        dtype=dtype,
-        bandwidth_efficiency=bandwidth_efficiency,
-    )
-    total_tokens = prompt_tokens + output_tokens
-    kv = kv_cache(model=model, tokens=total_tokens, users=1, dtype=dtype)
+    memory = {"memory_fraction": memory_fraction, "reserve_gb": reserve_gb,
+              "embedding_dtype": embedding_dtype, "kv_dtype": kv_dtype}
+    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu,
+                  bandwidth_efficiency=bandwidth_efficiency, **memory)
+    dec = decode(model=model, gpu=gpu, batch=1, context_tokens=prompt_tokens,
+                 output_tokens=output_tokens, dtype=dtype, mfu=mfu,
+                 bandwidth_efficiency=bandwidth_efficiency, **memory)
+    held_tokens = prompt_tokens + output_tokens - 1
+    kv = kv_cache(model=model, tokens=held_tokens, users=1, dtype=kv_dtype)
+    steps_count = output_tokens - 1
     weights_floor = float(dec["weights_floor_seconds"])
-    answer_weights_only = output_tokens * weights_floor
+    rule_floor = float(dec["rule_of_thumb_floor_seconds"])
+    answer_weights_only = steps_count * weights_floor
+    answer_rule = steps_count * rule_floor
     ttft = float(pre["seconds"])
     e2e = ttft + float(dec["total_seconds"])
     decode_share = float(dec["total_seconds"]) / e2e
-    memory = float(gpu_get(gpu).memory_bytes)
-    needed = float(dec["weight_bytes_per_step"]) + float(kv["total_bytes"])
-    fits = needed <= memory
+    fits = bool(dec["fits"])
+    needed = float(dec["memory_needed_bytes"])
     steps = (
-        *pre.steps,
-        *dec.steps,
+        *pre.steps[:-3],
+        *dec.steps[:-4],
         Step(
-            "Answer, weights alone",
-            f"{output_tokens:,} steps × {seconds_format(weights_floor)} (the weight-read floor)",
+            "Answer at the weight-read floor",
+            f"{steps_count:,} decode steps × {seconds_format(weights_floor)} (the first of "
+            f"{output_tokens:,} tokens came from prefill)",
             answer_weights_only,
             "s",
             seconds_format(answer_weights_only),
@@ -99,21 +107,14 @@ def request_for_scale(
         Step(
             "KV cache at the end",
             f"{bytes_short(kv['bytes_per_token'])} × ({prompt_tokens:,} prompt + "
-            f"{output_tokens:,} output) tokens",
+            f"{steps_count:,} answer tokens fed back; the last token never is)",
             kv["total_bytes"],
             "B",
             bytes_in(kv["total_bytes"], "GB"),
         ),
-        Step(
-            "Weights + this request's KV",
-            f"{bytes_short(dec['weight_bytes_per_step'])} + {bytes_short(kv['total_bytes'])}, "
-            f"against {bytes_short(memory)} on the GPU"
-            + ("" if fits else ": does not fit on one GPU"),
-            needed,
-            "B",
-            bytes_format(needed),
-        ),
-        Step("Time to first token (no queue)", "the prefill time", ttft, "s", seconds_format(ttft)),
+        *dec.steps[-4:-1],
+        Step("Time to first token (no queue)",
+             f"the prefill time ({pre['bound']}-bound)", ttft, "s", seconds_format(ttft)),
         Step(
             "Whole request",
             f"{seconds_format(ttft)} prefill + {seconds_format(dec['total_seconds'])} decode",
@@ -132,34 +133,54 @@ def request_for_scale(
     return Result(
         values={
             "prefill_flops": pre["flops"],
+            "prefill_rule_flops": pre["rule_of_thumb_flops"],
             "prefill_linear_flops": pre["linear_flops"],
             "prefill_seconds": ttft,
             "prefill_linear_seconds": pre["linear_seconds"],
+            "prefill_rule_seconds": pre["rule_of_thumb_seconds"],
+            "prefill_memory_seconds": pre["memory_seconds"],
+            "prefill_bound": pre["bound"],
+            "prefill_crossover_tokens": pre["crossover_tokens"],
             "weight_bytes": dec["weight_bytes_per_step"],
+            "rule_weight_bytes": dec["rule_of_thumb_weight_bytes"],
             "decode_step_seconds": dec["step_seconds"],
             "decode_weights_floor_seconds": weights_floor,
+            "decode_rule_floor_seconds": rule_floor,
+            "decode_steps": steps_count,
             "decode_seconds": dec["total_seconds"],
             "answer_weights_only_seconds": answer_weights_only,
+            "answer_rule_seconds": answer_rule,
             "kv_bytes": kv["total_bytes"],
+            "kv_tokens": held_tokens,
             "kv_bytes_per_token": kv["bytes_per_token"],
             "ttft_seconds": ttft,
             "e2e_seconds": e2e,
             "decode_share": decode_share,
             "bound": dec["bound"],
             "memory_needed_bytes": needed,
-            "gpu_memory_bytes": memory,
+            "memory_usable_bytes": dec["memory_usable_bytes"],
+            "gpu_memory_bytes": dec["memory_total_bytes"],
             "fits": fits,
-            # Rounded as an interview answer says them.
+            # Rounded as an interview answer says them: the rule of thumb and the refined count.
+            "prefill_flops_rule_text": scientific_format(pre["rule_of_thumb_flops"], digits=2,
+                                                         unit="FLOP"),
             "prefill_flops_text": scientific_format(pre["flops"], digits=2, unit="FLOP"),
+            "prefill_rule_text": seconds_rounded(float(pre["rule_of_thumb_seconds"])),
             "prefill_linear_text": seconds_rounded(float(pre["linear_seconds"])),
             "prefill_text": seconds_rounded(ttft),
-            "weights_text": bytes_in(dec["weight_bytes_per_step"], "GB"),
+            "prefill_memory_text": seconds_rounded(float(pre["memory_seconds"])),
+            "weights_rule_text": bytes_in(dec["rule_of_thumb_weight_bytes"], "GB", digits=2),
+            "weights_text": bytes_in(dec["weight_bytes_per_step"], "GB", digits=2),
+            "step_floor_rule_text": seconds_rounded(rule_floor),
             "step_floor_text": seconds_rounded(weights_floor),
+            "answer_rule_text": seconds_rounded(answer_rule),
             "answer_text": seconds_rounded(answer_weights_only),
             "decode_text": seconds_rounded(float(dec["total_seconds"]), digits=3),
             "e2e_text": seconds_rounded(e2e),
-            "kv_text": bytes_in(kv["total_bytes"], "GB"),
+            "kv_text": bytes_in(kv["total_bytes"], "GB", digits=2),
             "decode_share_text": f"{number_format(decode_share * 100, digits=2)}%",
+            "memory_needed_text": bytes_in(needed, "GB", digits=2),
+            "memory_usable_text": bytes_in(float(dec["memory_usable_bytes"]), "GB", digits=2),
         },
         steps=steps,
     )

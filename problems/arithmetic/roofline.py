@@ -1,20 +1,22 @@
 """The roofline: a GPU's ridge point (peak FLOP/s ÷ bandwidth) and, for decode at a batch size,
 the arithmetic intensity that says whether memory or compute bounds the step."""
 
-from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
-from problems.arithmetic.compute import attention_flops_per_token_pair, peak_flops_get
-from problems.arithmetic.decode import weights_read_params
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.compute import kv_bytes_per_token_model, peak_describe, peak_flops_get
+from problems.arithmetic.decode import decode_flops_per_sequence, decode_step_model
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check
-from problems.arithmetic.memory import kv_cache, params_count_model
+from problems.arithmetic.memory import context_check, embedding_dtype_resolve
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
+    bytes_format,
     bytes_short,
     count_format,
     flops_format,
     flops_rate_format,
     number_format,
+    rate_of_format,
 )
 
 BATCHES_MAX = 64
@@ -30,6 +32,7 @@ def roofline(*, gpu: str, dtype: str = "bf16") -> Result:
     peak = peak_flops_get(gpu=g, dtype=d)
     bandwidth = g.bandwidth_bytes_per_second
     ridge = peak / bandwidth
+    unit = "OP" if d.compute == "int8" else "FLOP"
     return Result(
         values={
             "peak_flops": peak,
@@ -38,11 +41,12 @@ def roofline(*, gpu: str, dtype: str = "bf16") -> Result:
         },
         steps=(
             Step(
-                f"Dense {d.name} peak",
-                f"{g.name} datasheet (dense, not sparse)",
+                f"Peak for {d.name}",
+                f"{g.name} datasheet, dense (not the 'with sparsity' figure): "
+                + peak_describe(gpu=g, dtype=d),
                 peak,
-                "FLOP/s",
-                flops_rate_format(peak),
+                f"{unit}/s",
+                rate_of_format(peak, unit=unit),
             ),
             Step(
                 "Memory bandwidth",
@@ -53,10 +57,10 @@ def roofline(*, gpu: str, dtype: str = "bf16") -> Result:
             ),
             Step(
                 "Ridge point",
-                f"{flops_rate_format(peak)} ÷ {bandwidth_format(bandwidth)}",
+                f"{rate_of_format(peak, unit=unit)} ÷ {bandwidth_format(bandwidth)}",
                 ridge,
-                "FLOP/B",
-                f"{number_format(ridge)} FLOP/B",
+                f"{unit}/B",
+                f"{number_format(ridge)} {unit}/B",
             ),
         ),
     )
@@ -74,19 +78,26 @@ def roofline_decode(
     """Arithmetic intensity of one decode step (FLOP/byte) against `gpu`'s ridge, and the bound.
 
     FLOPs grow with the batch while the weight bytes are read once per step, so intensity rises
-    with batch until the KV reads (which also grow with batch) dominate.
+    with batch until the KV reads (which also grow with batch) dominate. The KV cache is in
+    `kv_dtype`, by default the model's own precision (BF16).
     """
     m = model_get(model)
+    g = gpu_get(gpu)
     d = dtype_get(dtype)
-    kv_d = dtype_get(kv_dtype or dtype, field="kv_dtype")
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    e = embedding_dtype_resolve(model=m, dtype=d)
     batch = count_check(batch, field="batch", maximum=USERS_MAX)
     context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=context_tokens, field="context_tokens")
     ridge = roofline(gpu=gpu, dtype=dtype)
-    active = params_count_model(m)["active"]
-    flops = batch * (2 * active + attention_flops_per_token_pair(m) * context_tokens)
-    kv_per_token = kv_cache(model=model, tokens=1, dtype=kv_d.id)["bytes_per_token"]
-    weight_bytes = weights_read_params(model=m, batch=batch) * d.bytes
-    kv_bytes = batch * context_tokens * kv_per_token
+    flops = batch * decode_flops_per_sequence(m, context_tokens)
+    kv_per_token = kv_bytes_per_token_model(m, kv_d)
+    step = decode_step_model(
+        model=m, gpu=g, batch=batch, context_tokens=context_tokens,
+        weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
+        bandwidth_efficiency=1.0, embedding_bytes_per_param=e.bytes,
+    )
+    weight_bytes, kv_bytes = step["weights"], step["kv"]
     intensity = flops / (weight_bytes + kv_bytes)
     ridge_point = ridge["ridge_flops_per_byte"]
     bound = "memory" if intensity < ridge_point else "compute"
@@ -104,8 +115,8 @@ def roofline_decode(
             *ridge.steps,
             Step(
                 "FLOPs per decode step",
-                f"{count_format(batch, 'sequence')} × (2 × {number_format(active)} parameters "
-                f"+ attention over {count_format(context_tokens, 'token')})",
+                f"{count_format(batch, 'sequence')} × (2 × the non-embedding parameters and "
+                f"output head + attention over {count_format(context_tokens, 'token')})",
                 flops,
                 "FLOP",
                 flops_format(flops),
@@ -115,7 +126,7 @@ def roofline_decode(
                 f"{bytes_short(weight_bytes)} weights + {bytes_short(kv_bytes)} KV",
                 weight_bytes + kv_bytes,
                 "B",
-                bytes_short(weight_bytes + kv_bytes),
+                bytes_format(weight_bytes + kv_bytes),
             ),
             Step(
                 "Arithmetic intensity",

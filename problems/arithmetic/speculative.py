@@ -1,26 +1,75 @@
 """Speculative decoding: tokens gained per target-model step and the speedup, from Leviathan,
 Kalman and Matias, 'Fast Inference from Transformers via Speculative Decoding' (ICML 2023,
-https://arxiv.org/abs/2211.17192), Eq. (1) and Theorem 3.8."""
+https://arxiv.org/abs/2211.17192), Eq. (1) and Theorem 3.8.
 
-from problems.arithmetic.inputs import count_check, fraction_check, number_check
+The paper's speedup assumes verifying γ + 1 tokens costs one ordinary target step, which holds
+while the step is memory-bound (batch 1). Given a model, a GPU and a batch, the verification step
+is costed as a roofline bound like any decode step: once the batch makes it compute-bound,
+checking γ + 1 tokens per sequence costs up to γ + 1 steps and the gain shrinks, then reverses.
+"""
+
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.compute import (
+    attention_flops_per_token_pair,
+    kv_bytes_per_token_model,
+    peak_flops_get,
+)
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.inputs import (
+    TOKENS_MAX,
+    USERS_MAX,
+    count_check,
+    fraction_check,
+    number_check,
+)
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    context_check,
+    embedding_dtype_resolve,
+    memory_fit,
+    params_count_model,
+    weight_bytes_model,
+    weights_read_model,
+)
 from problems.arithmetic.steps import Result, Step
-from problems.arithmetic.units import number_format
+from problems.arithmetic.units import count_format, number_format, seconds_format
 
 DRAFT_TOKENS_MAX = 64
 
 
-def speculative(*, acceptance: float, draft_tokens: int, draft_cost: float = 0.0) -> Result:
+def speculative(
+    *,
+    acceptance: float,
+    draft_tokens: int,
+    draft_cost: float = 0.0,
+    model: str | None = None,
+    gpu: str | None = None,
+    batch: int = 1,
+    context_tokens: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    mfu: float = 1.0,
+    bandwidth_efficiency: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+) -> Result:
     """Expected tokens per target step and the walltime speedup (tokens, ×).
 
     `acceptance` (α) is the chance the target accepts a drafted token; `draft_tokens` (γ) are
-    drafted per step; `draft_cost` (c) is one draft step's time as a fraction of one target
-    step. Each target step yields (1 − α^(γ+1)) / (1 − α) tokens and costs γ·c + 1.
+    drafted per step; `draft_cost` (c) is one draft step's time as a fraction of one plain
+    target step. Each target step yields (1 − α^(γ+1)) / (1 − α) tokens and costs γ·c plus the
+    verification step, in plain target steps: 1 when no `model` and `gpu` are given (the
+    paper's memory-bound assumption), else the roofline time of a step running γ + 1 tokens
+    for each of `batch` sequences over one running 1, with a check that the target's weights,
+    the batch's KV and the runtime reserve fit the GPU.
     """
     alpha = fraction_check(acceptance, field="acceptance", allow_zero=True)
     gamma = count_check(draft_tokens, field="draft_tokens", maximum=DRAFT_TOKENS_MAX)
     cost = number_check(
         draft_cost, field="draft_cost", minimum=0.0, maximum=1e3, allow_minimum=True
     )
+    batch = count_check(batch, field="batch", maximum=USERS_MAX)
     if alpha == 1.0:
         expected = float(gamma + 1)  # the limit of the geometric sum as α → 1
         expression = f"γ + 1 = {gamma} + 1 (every draft accepted)"
@@ -28,10 +77,18 @@ def speculative(*, acceptance: float, draft_tokens: int, draft_cost: float = 0.0
         expected = (1 - alpha ** (gamma + 1)) / (1 - alpha)
         shown = f"{alpha:.10g}"  # the input as given, not rounded to 1 when it is 0.9999999
         expression = f"(1 − {shown}^({gamma} + 1)) ÷ (1 − {shown})"
-    step_cost = gamma * cost + 1
+    verify = _verification(model=model, gpu=gpu, batch=batch, context_tokens=context_tokens,
+                           dtype=dtype, kv_dtype=kv_dtype, mfu=mfu,
+                           bandwidth_efficiency=bandwidth_efficiency, tokens=gamma + 1,
+                           memory_fraction=memory_fraction, reserve_gb=reserve_gb)
+    ratio = verify["ratio"]
+    step_cost = gamma * cost + ratio
     speedup = expected / step_cost
     return Result(
-        values={"expected_tokens_per_step": expected, "step_cost": step_cost, "speedup": speedup},
+        values={"expected_tokens_per_step": expected, "step_cost": step_cost,
+                "speedup": speedup, "verify_ratio": ratio,
+                "plain_step_seconds": verify["plain"], "verify_step_seconds": verify["verify"],
+                "verify_bound": verify["bound"], **verify["fit"]},
         steps=(
             Step(
                 "Expected tokens per target step",
@@ -40,19 +97,83 @@ def speculative(*, acceptance: float, draft_tokens: int, draft_cost: float = 0.0
                 "tokens",
                 f"{number_format(expected)} tokens",
             ),
+            *verify["steps"],
             Step(
-                "Cost of one step, in target steps",
-                f"{gamma} drafts × {number_format(cost)} + 1 target step",
+                "Cost of one step, in plain target steps",
+                f"{gamma} drafts × {number_format(cost)} + {number_format(ratio)} for "
+                "verification",
                 step_cost,
                 "target steps",
-                f"{number_format(step_cost)} target steps",
+                count_format(step_cost, "target step"),
             ),
             Step(
                 "Speedup",
-                f"{number_format(expected)} ÷ {number_format(step_cost)}",
+                f"{number_format(expected)} ÷ {number_format(step_cost)}"
+                + (" (below 1: a slowdown)" if speedup < 1 else ""),
                 speedup,
                 "×",
                 f"{number_format(speedup)}×",
             ),
+            *verify["fit_steps"],
         ),
     )
+
+
+def _verification(*, model: str | None, gpu: str | None, batch: int, context_tokens: int,
+                  dtype: str, kv_dtype: str | None, mfu: float, bandwidth_efficiency: float,
+                  tokens: int, memory_fraction: float, reserve_gb: float) -> dict:
+    """The verification step's cost in plain target steps, and the steps that show it."""
+    if model is None and gpu is None:
+        return {"ratio": 1.0, "plain": 0.0, "verify": 0.0, "bound": "memory", "fit": {},
+                "fit_steps": (), "steps": (
+            Step("Verification, in plain target steps",
+                 "assumed memory-bound, as at batch 1: checking the drafts costs one plain step "
+                 "(give a model and GPU to cost it at a batch size)", 1.0, "target steps",
+                 count_format(1, "target step")),)}
+    if model is None or gpu is None:
+        field = "model" if model is None else "gpu"
+        raise ArithmeticInputError(field=field, message="give both a model and a GPU, or neither")
+    m = model_get(model)
+    g = gpu_get(gpu)
+    d = dtype_get(dtype)
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    e = embedding_dtype_resolve(model=m, dtype=d)
+    context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=context_tokens + tokens, field="context_tokens",
+                  what=f"the context ({context_tokens:,}) plus the drafts")
+    mfu = fraction_check(mfu, field="mfu")
+    bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    parts = params_count_model(m)
+    rate = peak_flops_get(gpu=g, dtype=d) * mfu
+    bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
+    kv = batch * context_tokens * kv_bytes_per_token_model(m, kv_d)
+    per_token = (2 * (parts["non_embedding_active"] + parts["head"])
+                 + attention_flops_per_token_pair(m) * context_tokens)
+
+    def time(per_sequence: int) -> tuple[float, str]:
+        reads = weights_read_model(model=m, tokens=batch * per_sequence, dtype=d, embedding=e)
+        memory = (reads["total"] + kv) / bandwidth
+        compute = batch * per_sequence * per_token / rate
+        return max(memory, compute), "compute" if compute >= memory else "memory"
+
+    plain, plain_bound = time(1)
+    verify, verify_bound = time(tokens)
+    ratio = verify / plain
+    sequences = count_format(batch, "sequence")
+    fit, fit_steps = memory_fit(
+        gpu=g, weights_bytes=weight_bytes_model(model=m, dtype=d, embedding=e)["total"],
+        kv_bytes=batch * (context_tokens + tokens) * kv_bytes_per_token_model(m, kv_d),
+        reserve_gb=reserve_gb, memory_fraction=memory_fraction,
+    )
+    return {"ratio": ratio, "plain": plain, "verify": verify, "bound": verify_bound,
+            "fit": fit, "fit_steps": fit_steps, "steps": (
+        Step(f"Plain target step ({plain_bound}-bound)",
+             f"{sequences} × 1 token at {count_format(context_tokens, 'token')} of context",
+             plain, "s", seconds_format(plain)),
+        Step(f"Verification step ({verify_bound}-bound)",
+             f"{sequences} × {tokens} tokens (γ drafts + 1): the weights and KV are read once, "
+             "the FLOPs grow γ + 1 times", verify, "s", seconds_format(verify)),
+        Step("Verification, in plain target steps",
+             f"{seconds_format(verify)} ÷ {seconds_format(plain)}", ratio, "target steps",
+             count_format(ratio, "target step")),
+    )}

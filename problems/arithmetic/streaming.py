@@ -12,15 +12,17 @@ import math
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.decode import decode
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import TOKENS_MAX, count_check, number_check
-from problems.arithmetic.memory import kv_cache
+from problems.arithmetic.inputs import TOKENS_MAX, count_check, fraction_check, number_check
+from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, kv_cache
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_format,
     bytes_in,
     bytes_short,
+    count_format,
     number_format,
+    percent_format,
     seconds_format,
 )
 
@@ -92,11 +94,16 @@ def stream_cost(
     prompt_tokens: int = 1_000,
     chars_per_token: float = 4.0,
     tokens_per_event: int = 1,
+    reasoning_tokens: int = 0,
 ) -> Result:
     """Bytes on the wire and waiting time, streamed vs sent whole (bytes, seconds).
 
     `ttft_seconds` is the time to the first token (queue + prefill); `tpot_seconds` the time per
-    output token after it; `tokens_per_event` how many tokens the server packs in one event.
+    output token after it; `tokens_per_event` how many tokens the server packs in one event
+    (the stream interval). Engines send the first token at once and batch only the later ones,
+    so the interval never delays the first text. `reasoning_tokens` are generated before the
+    visible answer (a reasoning model's hidden thinking), so the first visible text waits for
+    them too; they count in `output_tokens`.
     """
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
@@ -106,12 +113,20 @@ def stream_cost(
     number_check(chars_per_token, field="chars_per_token", maximum=CHARS_PER_TOKEN_MAX)
     number_check(ttft_seconds, field="ttft_seconds", maximum=SECONDS_MAX)
     number_check(tpot_seconds, field="tpot_seconds", maximum=SECONDS_MAX)
+    reasoning_tokens = count_check(
+        reasoning_tokens, field="reasoning_tokens", minimum=0, maximum=TOKENS_MAX
+    )
+    if reasoning_tokens >= output_tokens:
+        raise ArithmeticInputError(
+            field="reasoning_tokens", message="must be fewer than output_tokens"
+        )
 
     event_chars = max(1, round(chars_per_token * tokens_per_event))
     event = sse_chunk_event(content=_text(event_chars))
     event_bytes = len(event.encode())
     overhead_bytes = event_bytes - event_chars
-    events = math.ceil(output_tokens / tokens_per_event)
+    # The first token goes out alone at once; the rest in events of `tokens_per_event`.
+    events = 1 + math.ceil((output_tokens - 1) / tokens_per_event)
     answer_chars = max(1, round(chars_per_token * output_tokens))
     # Every event carries its share of the text plus the same envelope; [DONE] closes it.
     stream_bytes = events * overhead_bytes + answer_chars + len(SSE_DONE)
@@ -122,7 +137,8 @@ def stream_cost(
             completion_tokens=output_tokens,
         ).encode()
     )
-    first_text = ttft_seconds + (min(tokens_per_event, output_tokens) - 1) * tpot_seconds
+    first_text = ttft_seconds
+    first_visible = ttft_seconds + reasoning_tokens * tpot_seconds
     full_answer = ttft_seconds + (output_tokens - 1) * tpot_seconds
     rate = event_bytes / (tokens_per_event * tpot_seconds) if tpot_seconds > 0 else 0.0
     steps = (
@@ -144,7 +160,8 @@ def stream_cost(
         ),
         Step(
             "Events",
-            f"⌈{output_tokens:,} tokens ÷ {tokens_per_event} per event⌉",
+            f"1 for the first token, sent at once + ⌈{output_tokens - 1:,} later tokens ÷ "
+            f"{tokens_per_event} per event⌉",
             events,
             "events",
             f"{events:,} events",
@@ -180,12 +197,21 @@ def stream_cost(
             bandwidth_format(rate),
         ),
         Step(
-            "First text on screen, streamed",
-            f"TTFT {seconds_format(ttft_seconds)} + {min(tokens_per_event, output_tokens) - 1} "
-            f"× {seconds_format(tpot_seconds)}",
+            "First token on the wire, streamed",
+            f"TTFT {seconds_format(ttft_seconds)}: engines send the first token at once and "
+            f"pack only later ones {tokens_per_event} to an event",
             first_text,
             "s",
             seconds_format(first_text),
+        ),
+        Step(
+            "First visible text, streamed",
+            f"TTFT {seconds_format(ttft_seconds)} + {reasoning_tokens:,} reasoning tokens × "
+            f"{seconds_format(tpot_seconds)}"
+            + (" (no hidden reasoning)" if not reasoning_tokens else ""),
+            first_visible,
+            "s",
+            seconds_format(first_visible),
         ),
         Step(
             "First text on screen, sent whole",
@@ -197,10 +223,10 @@ def stream_cost(
         ),
         Step(
             "Waiting saved by streaming",
-            f"{seconds_format(full_answer)} − {seconds_format(first_text)}",
-            full_answer - first_text,
+            f"{seconds_format(full_answer)} − {seconds_format(first_visible)}",
+            full_answer - first_visible,
             "s",
-            seconds_format(full_answer - first_text),
+            seconds_format(full_answer - first_visible),
         ),
     )
     return Result(
@@ -214,8 +240,9 @@ def stream_cost(
             "overhead_ratio": stream_bytes / plain_bytes,
             "bytes_per_second_per_stream": rate,
             "first_text_seconds": first_text,
+            "first_visible_seconds": first_visible,
             "full_answer_seconds": full_answer,
-            "waiting_saved_seconds": full_answer - first_text,
+            "waiting_saved_seconds": full_answer - first_visible,
         },
         steps=steps,
     )
@@ -228,14 +255,15 @@ def abandoned_request(
     output_tokens: int,
     cut_after_tokens: int,
     step_seconds: float,
-    dtype: str = "bf16",
+    dtype: str | None = None,
     block_size: int = 16,
 ) -> Result:
     """KV blocks an abandoned request holds, and for how long without cancellation (blocks, s).
 
     The client goes away after `cut_after_tokens` of `output_tokens` (max_tokens). Without
     cancellation the engine decodes the rest, one token per `step_seconds`; with it, the
-    blocks return within one engine step. `block_size` is tokens per KV block.
+    blocks return within one engine step. `block_size` is tokens per KV block; `dtype` the KV
+    cache's format (default: the model's own precision).
     """
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
@@ -253,7 +281,8 @@ def abandoned_request(
     block_bytes = per_token * block_size
     at_cut = prompt_tokens + cut_after_tokens
     blocks_cut = math.ceil(at_cut / block_size)
-    at_end = prompt_tokens + output_tokens
+    # The last token is sampled but never fed back, so its K and V are never written.
+    at_end = prompt_tokens + output_tokens - 1
     blocks_end = math.ceil(at_end / block_size)
     remaining = output_tokens - cut_after_tokens
     held = remaining * step_seconds
@@ -304,7 +333,8 @@ def abandoned_request(
         ),
         Step(
             "Blocks held at the end",
-            f"⌈({prompt_tokens:,} + {output_tokens:,}) ÷ {block_size}⌉",
+            f"⌈({prompt_tokens:,} + {output_tokens:,} − 1) ÷ {block_size}⌉ (the last token is "
+            "never fed back)",
             blocks_end,
             "blocks",
             f"{blocks_end:,} blocks",
@@ -396,35 +426,97 @@ def streaming_for_scale(
     chars_per_token: float = 4.0,
     tokens_per_event: int = 1,
     mfu: float = 0.5,
+    kv_dtype: str | None = None,
+    bandwidth_efficiency: float = 1.0,
+    reasoning_tokens: int = 0,
+    requests_per_second: float = 10.0,
+    abandon_rate: float = 0.1,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """Problem 2's whole working: TTFT from prefill, TPOT from a decode step shared by `batch`
-    sequences, then `stream_cost` and `abandoned_request` with those times (bytes, seconds)."""
+    sequences, then `stream_cost` and `abandoned_request` with those times, and the waste of
+    abandoned streams as a rate: `requests_per_second` × `abandon_rate` × tokens left."""
     # Imported here: request.py composes the same formulas and this keeps the modules acyclic.
     from problems.arithmetic.request import context_check
 
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
     context_check(model=model, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu)
+    rps = number_check(requests_per_second, field="requests_per_second", maximum=1e6)
+    abandon = fraction_check(abandon_rate, field="abandon_rate", allow_zero=True)
+    memory = {"kv_dtype": kv_dtype, "memory_fraction": memory_fraction, "reserve_gb": reserve_gb}
+    pre = prefill(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu,
+                  bandwidth_efficiency=bandwidth_efficiency, **memory)
     dec = decode(model=model, gpu=gpu, batch=batch, context_tokens=prompt_tokens,
-                 output_tokens=1, dtype=dtype)
+                 output_tokens=output_tokens, dtype=dtype, mfu=mfu,
+                 bandwidth_efficiency=bandwidth_efficiency, **memory)
     ttft = float(pre["seconds"])
     tpot = float(dec["step_seconds"])
     cost = stream_cost(output_tokens=output_tokens, ttft_seconds=ttft, tpot_seconds=tpot,
                        prompt_tokens=prompt_tokens, chars_per_token=chars_per_token,
-                       tokens_per_event=tokens_per_event)
+                       tokens_per_event=tokens_per_event, reasoning_tokens=reasoning_tokens)
     abandoned = abandoned_request(model=model, prompt_tokens=prompt_tokens,
                                   output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
-                                  step_seconds=tpot, dtype=dtype, block_size=block_size)
+                                  step_seconds=tpot, dtype=kv_dtype, block_size=block_size)
+    abandoned_per_second = rps * abandon
+    wasted_rate = abandoned_per_second * float(abandoned["wasted_tokens"])
+    capacity = float(dec["tokens_per_second"])
+    # Little's law: abandoned streams arriving per second × block-seconds each = blocks held.
+    blocks_held = abandoned_per_second * float(abandoned["block_seconds_wasted"])
+    bytes_held = blocks_held * float(abandoned["block_bytes"])
     timing = (
         Step("Time to first token (no queue)",
-             f"prefill of {prompt_tokens:,} tokens at {number_format(mfu)} MFU", ttft, "s",
+             f"prefill of {prompt_tokens:,} tokens ({pre['bound']}-bound)", ttft, "s",
              seconds_format(ttft)),
         Step("Time per output token",
              f"one decode step shared by {batch:,} sequences "
              f"({dec['bound']}-bound)", tpot, "s", seconds_format(tpot)),
     )
+    waste = (
+        Step(
+            "Streams abandoned per second",
+            f"{number_format(rps)} requests/s × {percent_format(abandon)} abandoned",
+            abandoned_per_second,
+            "streams/s",
+            f"{count_format(abandoned_per_second, 'stream')} per second",
+        ),
+        Step(
+            "Tokens decoded for nobody, per second",
+            f"{count_format(abandoned_per_second, 'stream')} per second × "
+            f"{int(abandoned['wasted_tokens']):,} tokens left each, without cancellation",
+            wasted_rate,
+            "tokens/s",
+            f"{number_format(wasted_rate)} tokens/s",
+        ),
+        Step(
+            "Share of this GPU's decode throughput",
+            f"{number_format(wasted_rate)} ÷ {number_format(capacity)} tokens/s "
+            f"({batch:,} sequences ÷ {seconds_format(tpot)})",
+            wasted_rate / capacity,
+            "",
+            percent_format(wasted_rate / capacity),
+        ),
+        Step(
+            "KV held by abandoned streams, on average",
+            f"{count_format(abandoned_per_second, 'stream')} per second × "
+            f"{number_format(float(abandoned['block_seconds_wasted']))} block·s each × "
+            f"{bytes_short(float(abandoned['block_bytes']))} per block (Little's law)",
+            bytes_held,
+            "B",
+            bytes_format(bytes_held),
+        ),
+    )
     values = {**cost.values, **abandoned.values, "ttft_seconds": ttft, "tpot_seconds": tpot,
+              "prefill_bound": pre["bound"], "decode_bound": dec["bound"],
+              "fits": dec["fits"], "memory_needed_bytes": dec["memory_needed_bytes"],
+              "memory_usable_bytes": dec["memory_usable_bytes"],
+              "abandoned_per_second": abandoned_per_second,
+              "wasted_tokens_per_second": wasted_rate,
+              "wasted_share": wasted_rate / capacity,
+              "abandoned_kv_bytes": bytes_held,
               "bytes_at_cut_text": bytes_in(abandoned["bytes_at_cut"], "MB"),
-              "bytes_at_end_text": bytes_in(abandoned["bytes_at_end"], "MB")}
-    return Result(values=values, steps=timing + cost.steps + abandoned.steps)
+              "bytes_at_end_text": bytes_in(abandoned["bytes_at_end"], "MB"),
+              "abandoned_kv_text": bytes_in(bytes_held, "GB", digits=2)}
+    return Result(values=values,
+                  steps=timing + cost.steps + abandoned.steps + waste + dec.steps[-4:-1])

@@ -66,6 +66,19 @@ def flops_rate_format(flops_per_second: float) -> str:
     return f"{number_format(flops_per_second)} FLOP/s"
 
 
+def ops_format(ops_per_second: float) -> str:
+    """An integer-operation rate, as datasheets rate INT8 tensor cores: "1,979 TOPS"."""
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if abs(ops_per_second) >= scale:
+            return f"{number_format(ops_per_second / scale, digits=4)} {prefix}OPS"
+    return f"{number_format(ops_per_second)} OPS"
+
+
+def rate_of_format(rate: float, *, unit: str = "FLOP") -> str:
+    """A compute rate in its own unit: FLOP/s for floating point, OPS for integer ("OP")."""
+    return ops_format(rate) if unit == "OP" else flops_rate_format(rate)
+
+
 def _binary_bytes(count: float) -> str:
     for scale, name in ((TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
         if abs(count) >= scale:
@@ -85,8 +98,9 @@ def bytes_short(count: float) -> str:
     return f"{number_format(count)} B" if abs(count) < MB else _decimal_bytes(count)
 
 
-def bytes_in(count: float, unit: str) -> str:
-    """A byte count in a chosen unit ("GB", "GiB", "MB", ...): bytes_in(1.7e8, "GB") → "0.17 GB"."""
+def bytes_in(count: float, unit: str, *, digits: int = 3) -> str:
+    """A byte count in a chosen unit ("GB", "GiB", "MB", ...) to about `digits` significant
+    figures: bytes_in(1.7e8, "GB") → "0.17 GB"; bytes_in(1.6e10, "GB", digits=2) → "16 GB"."""
     scale = {
         "B": 1,
         "kB": KB,
@@ -98,7 +112,10 @@ def bytes_in(count: float, unit: str) -> str:
         "GiB": GIB,
         "TiB": TIB,
     }[unit]
-    return f"{number_format(count / scale)} {unit}"
+    value = count / scale
+    if value and math.isfinite(value) and value != int(value):
+        value = float(f"{value:.{digits}g}")
+    return f"{number_format(value, digits=digits)} {unit}"
 
 
 def bytes_format(count: float) -> str:
@@ -156,8 +173,10 @@ def money_format(dollars: float) -> str:
 
 
 def count_format(count: float, noun: str) -> str:
-    """A count with its noun, plural unless exactly one: "1 sequence", "8 sequences"."""
-    return f"{number_format(count)} {noun if count == 1 else noun + 's'}"
+    """A count with its noun, plural unless it reads as exactly one: "1 sequence", "8 sequences"
+    (a value that rounds to "1" on the page is singular too)."""
+    text = number_format(count)
+    return f"{text} {noun if text == '1' else noun + 's'}"
 
 
 def percent_format(fraction: float) -> str:

@@ -1,59 +1,28 @@
 """Calculators for memory: parameters and weight bytes, the KV cache, the largest batch that
-fits."""
+fits. Each is declared once: its inputs feed both the form and the JSON API."""
 
 from problems.arithmetic import memory
 from problems.arithmetic.catalog import model_get
-from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import GB
 from problems.calculators.registry import Calculator, calculator_register
 from problems.forms import (
-    CalculatorForm,
-    dtype_field,
-    gpu_field,
-    model_field,
-    real_field,
-    whole_field,
+    dtype_input,
+    embedding_dtype_input,
+    gpu_input,
+    kv_dtype_input,
+    memory_inputs,
+    model_input,
+    whole_input,
 )
-from problems.plots import Mark, Plot, Series, sweep_whole
+from problems.plots import Mark, Plot, Series, series_values, sweep_whole
 
 TP_CHOICES_MAX = memory.TP_MAX
 
 
-class ParamsForm(CalculatorForm):
-    model = model_field(initial="deepseek-v3")
-
-
-def params_compute(*, model: str) -> Result:
-    return memory.params_count(model=model)
-
-
-class WeightsForm(CalculatorForm):
-    model = model_field(initial="llama-3-70b")
-    dtype = dtype_field()
-
-
-def weights_compute(*, model: str, dtype: str) -> Result:
-    return memory.weights_bytes(model=model, dtype=dtype)
-
-
-class KvCacheForm(CalculatorForm):
-    model = model_field(initial="llama-3-70b")
-    tokens = whole_field("Context per user", unit="tokens", initial=32_768, maximum=TOKENS_MAX)
-    users = whole_field("Concurrent users", unit="sequences", initial=100, maximum=USERS_MAX)
-    dtype = dtype_field(label="KV cache format")
-    tp = whole_field("Tensor-parallel GPUs", unit="GPUs", initial=1, maximum=TP_CHOICES_MAX,
-                     help_text="KV heads split across GPUs while there are enough of them; "
-                               "beyond that each GPU keeps a copy.")
-
-
-def kv_cache_compute(*, model: str, tokens: int, users: int, dtype: str, tp: int) -> Result:
-    return memory.kv_cache(model=model, tokens=tokens, users=users, dtype=dtype, tp=tp)
-
-
 def _context_sweep(model: str, tokens: int) -> list[int]:
-    # From a short chat to the model's full window (or the chosen length, if longer).
+    # From a short chat to the model's full window.
     top = max(model_get(model).context, tokens)
     return sweep_whole(min(512, tokens), top, count=20)
 
@@ -74,36 +43,15 @@ def kv_cache_plot(*, inputs: dict, result: Result) -> Plot:
                 marks=(Mark(inputs["tokens"], "your context"),))
 
 
-class BatchMaxForm(CalculatorForm):
-    model = model_field(initial="llama-3-8b")
-    gpu = gpu_field()
-    context_tokens = whole_field("Context per sequence", unit="tokens", initial=8_192,
-                                 maximum=TOKENS_MAX)
-    dtype = dtype_field()
-    kv_dtype = dtype_field(label="KV cache format", initial="", required=False)
-    tp = whole_field("Tensor-parallel GPUs", unit="GPUs", initial=1, maximum=TP_CHOICES_MAX)
-    memory_fraction = real_field("Share of GPU memory the engine may use", unit="fraction",
-                                 initial=0.9, minimum=0.01, maximum=1.0,
-                                 help_text="vLLM's gpu_memory_utilization defaults to 0.9.")
-
-
-def batch_max_compute(*, model: str, gpu: str, context_tokens: int, dtype: str, kv_dtype: str,
-                      tp: int, memory_fraction: float) -> Result:
-    return memory.batch_max(model=model, gpu=gpu, context_tokens=context_tokens, dtype=dtype,
-                            kv_dtype=kv_dtype or None, tp=tp, memory_fraction=memory_fraction)
-
-
 def batch_max_plot(*, inputs: dict, result: Result) -> Plot:
     xs = _context_sweep(inputs["model"], inputs["context_tokens"])
-    batches = []
-    for x in xs:
-        try:
-            batches.append(batch_max_compute(**{**inputs, "context_tokens": x})["batch"])
-        except ArithmeticInputError:
-            batches.append(float("nan"))
+    batches = series_values(
+        xs, lambda x: memory.batch_max(**{**inputs, "context_tokens": x})["batch"])
+    name = ("Largest batch" if result["fits"]
+            else "Largest batch: 0, the weights and reserve alone do not fit")
     return Plot(title="Largest batch vs context length", x_title="Context per sequence (tokens)",
-                y_title="Sequences that fit", x_log=True, y_log=True,
-                series=(Series("Largest batch", tuple(xs), tuple(batches), markers=True),),
+                y_title="Sequences that fit", x_log=True, y_log=bool(result["fits"]),
+                series=(Series(name, tuple(xs), batches, markers=True),),
                 marks=(Mark(inputs["context_tokens"], "your context"),))
 
 
@@ -112,14 +60,19 @@ calculator_register(Calculator(
     explanation="Add up the embedding, each layer's attention and feed-forward matrices, and "
                 "the output head. For an MoE model, count every expert for memory and only the "
                 "routed few (plus shared ones) for the work each token does.",
-    form_class=ParamsForm, compute=params_compute, order=5))
+    inputs=(model_input(initial="deepseek-v3"),),
+    compute=memory.params_count, order=5,
+    api_path="/params", api_summary="Parameters from the architecture"))
 
 calculator_register(Calculator(
     slug="weights", title="Weight memory",
     explanation="Count the parameters from the architecture, then multiply by the bytes each "
-                "one takes in the chosen format. An MoE model must hold every expert, not only "
-                "the ones a token uses.",
-    form_class=WeightsForm, compute=weights_compute, order=10))
+                "one takes in the chosen format. Quantized checkpoints keep the embedding and "
+                "output head in BF16. An MoE model must hold every expert, not only the ones a "
+                "token uses.",
+    inputs=(model_input(initial="llama-3-70b"), dtype_input(), embedding_dtype_input()),
+    compute=memory.weights_bytes, order=10,
+    api_path="/weights", api_summary="Weight bytes in a number format"))
 
 calculator_register(Calculator(
     slug="kv-cache", title="KV cache size",
@@ -127,11 +80,39 @@ calculator_register(Calculator(
                 "layer (for MLA, one compressed latent plus a small shared RoPE key instead). "
                 "Multiply by context and by users. Under tensor parallelism each GPU holds its "
                 "share of the KV heads, until there are more GPUs than heads and heads are "
-                "copied.",
-    form_class=KvCacheForm, compute=kv_cache_compute, plot=kv_cache_plot, order=20))
+                "copied. Contexts past the model's window are refused.",
+    inputs=(
+        model_input(initial="llama-3.1-70b"),
+        whole_input("tokens", "Context per user", unit="tokens", initial=32_768,
+                    maximum=TOKENS_MAX),
+        whole_input("users", "Concurrent users", unit="sequences", initial=100, api=1,
+                    maximum=USERS_MAX),
+        kv_dtype_input(name="dtype", api=None),
+        whole_input("tp", "Tensor-parallel GPUs", unit="GPUs", initial=1, api=1,
+                    maximum=TP_CHOICES_MAX,
+                    help="KV heads split across GPUs while there are enough of them; beyond "
+                         "that each GPU keeps a copy."),
+    ),
+    compute=memory.kv_cache, plot=kv_cache_plot, order=20,
+    api_path="/kv-cache", api_summary="KV cache bytes, per GPU under tensor parallelism"))
 
 calculator_register(Calculator(
     slug="batch-max", title="Largest batch that fits",
-    explanation="What is left of GPU memory after the weights holds the KV cache; dividing it "
-                "by one sequence's cache gives the most sequences that can run at once.",
-    form_class=BatchMaxForm, compute=batch_max_compute, plot=batch_max_plot, order=30))
+    explanation="Of the memory the driver reports, the engine may use a share; out of it come "
+                "the weights and a runtime reserve for activations and buffers, and what is "
+                "left holds the KV cache. Dividing by one sequence's cache gives the most "
+                "sequences that can run at once.",
+    inputs=(
+        model_input(),
+        gpu_input(),
+        whole_input("context_tokens", "Context per sequence", unit="tokens", initial=8_192,
+                    maximum=TOKENS_MAX),
+        dtype_input(),
+        kv_dtype_input(),
+        whole_input("tp", "Tensor-parallel GPUs", unit="GPUs", initial=1, api=1,
+                    maximum=TP_CHOICES_MAX),
+        *memory_inputs(),
+        embedding_dtype_input(),
+    ),
+    compute=memory.batch_max, plot=batch_max_plot, order=30,
+    api_path="/batch-max", api_summary="Largest batch whose KV fits beside the weights"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.steps import Result, Step
-from problems.forms import CalculatorForm
+from problems.forms import CalculatorForm, Input, form_class_build, inputs_normalise
 from problems.plots import Plot, plot_figure, plot_table
 
 PREFIX_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -21,23 +21,39 @@ Compute = Callable[..., Result]
 PlotBuild = Callable[..., Plot]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Calculator:
-    """One calculator.
+    """One formula as a calculator and as a JSON API endpoint, declared once.
 
-    `compute(**cleaned_data) -> Result` calls `problems/arithmetic`; `plot(inputs=cleaned_data,
-    result=result) -> Plot` is optional. `listed=False` keeps a problem's own calculator off the
-    /calculators/ index (it still has its own URL, which the htmx re-render uses).
+    `inputs` declare every parameter (label, unit, limits, help, the calculator's starting
+    value, the API's default); the form class is built from them. `compute(**inputs) -> Result`
+    calls `problems/arithmetic`; `plot(inputs=..., result=...) -> Plot` is optional.
+    `api_path` ("/kv-cache") serves the same formula at /api/calc/<path>. `listed=False` keeps
+    a problem's own calculator off the /calculators/ index (it still has its own URL, which
+    the htmx re-render uses); `page=False` makes it an API endpoint only.
     """
 
     slug: str
     title: str
     explanation: str
-    form_class: type[CalculatorForm]
     compute: Compute
+    inputs: tuple[Input, ...] = ()
+    form_class: type[CalculatorForm] | None = None
     plot: PlotBuild | None = None
     listed: bool = True
     order: int = 100
+    api_path: str | None = None
+    api_summary: str = ""
+    page: bool = True
+
+    def __post_init__(self) -> None:
+        if self.form_class is None:
+            name = "".join(part.title() for part in self.slug.split("-")) + "Form"
+            object.__setattr__(self, "form_class", form_class_build(self.inputs, name=name))
+
+    def defaults(self) -> dict[str, object]:
+        """The formula's arguments at the calculator's starting values."""
+        return inputs_normalise(self.inputs, self.form_class().defaults())
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,11 @@ def calculator_register(calculator: Calculator) -> Calculator:
     if not PREFIX_PATTERN.match(calculator.slug):
         raise ValueError(f"calculator slug {calculator.slug!r} must be lower-case letters, "
                          "digits and hyphens")
+    clash = next((c for c in _CALCULATORS.values() if calculator.api_path
+                  and c.api_path == calculator.api_path and c.slug != calculator.slug), None)
+    if clash is not None:
+        raise ValueError(f"{calculator.slug!r} and {clash.slug!r} both claim the API path "
+                         f"{calculator.api_path!r}")
     _CALCULATORS[calculator.slug] = calculator
     return calculator
 
@@ -95,7 +116,7 @@ def _builtins_load() -> None:
 def calculators_all(*, listed_only: bool = True) -> list[Calculator]:
     """Every registered calculator in page order (only those for the index when `listed_only`)."""
     _builtins_load()
-    found = [c for c in _CALCULATORS.values() if c.listed or not listed_only]
+    found = [c for c in _CALCULATORS.values() if (c.listed and c.page) or not listed_only]
     return sorted(found, key=lambda c: c.order)
 
 
@@ -137,7 +158,7 @@ def query_names_prefix(query: Mapping[str, object], form: CalculatorForm) -> boo
 def _result_compute(calculator: Calculator, form: CalculatorForm) -> Result | None:
     """The formula's result for a valid form, or None with the refusal added to the form."""
     try:
-        result = calculator.compute(**form.cleaned_data)
+        result = calculator.compute(**inputs_normalise(calculator.inputs, form.cleaned_data))
     except ArithmeticInputError as error:
         # The arithmetic's messages start lower-case (they follow "field: " in the API).
         message = error.message[:1].upper() + error.message[1:]
@@ -178,11 +199,19 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
     unbound = calculator.form_class(prefix=prefix)
     query = query or {}
     if query_names_prefix(query, unbound):
-        form = calculator.form_class(query, prefix=prefix)
+        # Fields the query leaves out keep their defaults, so a link made before an input
+        # existed still works; a field it names, even blank, is taken as given.
+        data = _default_data(unbound, initial=initial or {})
+        for name in unbound.fields:
+            key = unbound.add_prefix(name)
+            if key in query:
+                data[key] = query[key]
+        form = calculator.form_class(data, prefix=prefix)
     else:
         form = calculator.form_class(_default_data(unbound, initial=initial or {}), prefix=prefix)
     result = _result_compute(calculator, form) if form.is_valid() else None
-    drawn = _plot_build(calculator, dict(form.cleaned_data), result) if result else None
+    inputs = inputs_normalise(calculator.inputs, dict(form.cleaned_data)) if result else {}
+    drawn = _plot_build(calculator, inputs, result) if result else None
     figure, table = drawn if drawn else (None, None)
     return CalculatorState(calculator=calculator, prefix=prefix, form=form, result=result,
                            figure=figure, table=table)

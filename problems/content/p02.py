@@ -12,39 +12,69 @@ from problems.arithmetic.streaming import (
     sse_chunk_event,
     streaming_for_scale,
 )
-from problems.arithmetic.units import number_format, seconds_format
+from problems.arithmetic.units import (
+    bytes_in,
+    count_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
-    CalculatorForm,
-    dtype_field,
-    gpu_field,
-    model_field,
-    real_field,
-    whole_field,
+    bandwidth_input,
+    dtype_input,
+    gpu_input,
+    inputs_normalise,
+    kv_dtype_input,
+    memory_inputs,
+    mfu_input,
+    model_input,
+    real_input,
+    whole_input,
 )
 from problems.plots import Mark, Plot, Series
 
 SLUG = "streaming-cost"
+THINKING_EXAMPLE_TOKENS = 500
 PREFIX = "p2-stream"
 TOKENS_FIELD_MAX = 1_000_000
 BATCH_MAX = 4_096
 
 
-class StreamingCostForm(CalculatorForm):
-    model = model_field(initial="llama-3-8b")
-    gpu = gpu_field(initial="h100-sxm")
-    dtype = dtype_field(label="Precision (weights and KV cache)", initial="bf16")
-    prompt_tokens = whole_field("Prompt", unit="tokens", initial=1_000, maximum=TOKENS_FIELD_MAX)
-    output_tokens = whole_field("max_tokens", unit="tokens", initial=1_000,
-                                maximum=TOKENS_FIELD_MAX,
-                                help_text="What the engine would generate if nobody stopped it.")
-    cut_after_tokens = whole_field("Client leaves after", unit="tokens", initial=100, minimum=0,
-                                   maximum=TOKENS_FIELD_MAX)
-    batch = whole_field("Sequences sharing each decode step", initial=32, maximum=BATCH_MAX)
-    block_size = whole_field("KV block size", unit="tokens", initial=16, maximum=4_096)
-    chars_per_token = real_field("Text per token", unit="characters", initial=4.0,
-                                 maximum=100.0)
-    tokens_per_event = whole_field("Tokens per event", initial=1, maximum=10_000)
+STREAMING_INPUTS = (
+    model_input(initial="llama-3-8b", api="llama-3-8b"),
+    gpu_input(initial="h100-sxm", api="h100-sxm"),
+    dtype_input(label="Weight format"),
+    whole_input("prompt_tokens", "Prompt", unit="tokens", initial=1_000, api=1_000,
+                maximum=TOKENS_FIELD_MAX),
+    whole_input("output_tokens", "max_tokens", unit="tokens", initial=1_000, api=1_000,
+                maximum=TOKENS_FIELD_MAX,
+                help="What the engine would generate if nobody stopped it."),
+    whole_input("cut_after_tokens", "Client leaves after", unit="tokens", initial=100, api=100,
+                minimum=0, maximum=TOKENS_FIELD_MAX),
+    whole_input("batch", "Sequences sharing each decode step", initial=32, api=32,
+                maximum=BATCH_MAX),
+    whole_input("block_size", "KV block size", unit="tokens", initial=16, api=16,
+                maximum=4_096),
+    real_input("chars_per_token", "Text per token", unit="characters", initial=4.0, api=4.0,
+               maximum=100.0),
+    whole_input("tokens_per_event", "Tokens per event (stream interval)", initial=1, api=1,
+                maximum=10_000,
+                help="Later tokens are packed this many to an event; the first is sent at once."),
+    whole_input("reasoning_tokens", "Hidden reasoning tokens before the answer", unit="tokens",
+                initial=0, api=0, minimum=0, maximum=TOKENS_FIELD_MAX,
+                help="A reasoning model's thinking: generated, often not shown, before the "
+                     "first visible text."),
+    real_input("requests_per_second", "Requests per second", unit="requests/s", initial=10.0,
+               api=10.0, minimum=0.001, maximum=1e6),
+    real_input("abandon_rate", "Share of streams abandoned", unit="fraction", initial=0.1,
+               api=0.1, maximum=1.0,
+               help="An assumption: how often readers leave before the answer ends."),
+    mfu_input(initial=0.5, api=0.5),
+    bandwidth_input(),
+    kv_dtype_input(),
+    *memory_inputs(),
+)
 
 
 def streaming_cost_plot(*, inputs: dict, result) -> Plot:
@@ -67,12 +97,14 @@ CALCULATOR = calculator_register(Calculator(
     slug=SLUG,
     title="What streaming costs and saves",
     explanation=("Bytes per event and in all, when the first text appears streamed or sent "
-                 "whole, and the KV blocks a request keeps after its client leaves, with and "
-                 "without cancellation."),
-    form_class=StreamingCostForm,
+                 "whole, the KV blocks a request keeps after its client leaves, with and "
+                 "without cancellation, and what abandoned streams waste per second."),
+    inputs=STREAMING_INPUTS,
     compute=streaming_for_scale,
     plot=streaming_cost_plot,
     listed=False,
+    api_path="/streaming",
+    api_summary="Streaming: bytes per event, first text vs whole answer, abandoned KV blocks",
 ))
 
 SOURCES: list[tuple[str, str]] = [
@@ -86,7 +118,8 @@ SOURCES: list[tuple[str, str]] = [
      "https://help.openai.com/en/articles/4936856-what-are-tokens-and-how-to-count-them"),
     ("vLLM source: AsyncLLM.generate aborts the request when the client disconnects",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/engine/async_llm.py"),
-    ("vLLM source: RequestOutputCollector merges streamed deltas when the consumer falls behind",
+    ("vLLM source: RequestOutputCollector merges streamed deltas when the consumer falls "
+     "behind; with a stream interval the first token is still sent at once",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/engine/output_processor.py"),
     ("vLLM source: incremental detokenizer (holding back text for stop strings)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/engine/detokenizer.py"),
@@ -96,6 +129,20 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.sglang.ai/advanced_features/server_arguments.html"),
     ("NGINX: ngx_http_proxy_module (proxy_buffering, X-Accel-Buffering, "
      "proxy_ignore_client_abort)", "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"),
+    ("NGINX: ngx_http_core_module, send_timeout (closes a connection whose client stops "
+     "accepting data)", "https://nginx.org/en/docs/http/ngx_http_core_module.html#send_timeout"),
+    ("uvicorn issue 2754: a streaming send waits in flow control (drain) with no timeout of its "
+     "own", "https://github.com/Kludex/uvicorn/issues/2754"),
+    ("MDN: EventSource (six connections per browser and origin over HTTP/1.1)",
+     "https://developer.mozilla.org/en-US/docs/Web/API/EventSource"),
+    ("Weiss et al., 'What Was Your Prompt? A Remote Keylogging Attack on AI Assistants' "
+     "(token lengths leak through encrypted streams)", "https://arxiv.org/abs/2403.09751"),
+    ("OpenAI API reference: stream_options.include_obfuscation (random padding on streamed "
+     "chunks)", "https://platform.openai.com/docs/api-reference/chat/create"),
+    ("SGLang source: the scheduler streams a request's first token at once, later ones every "
+     "stream_interval steps",
+     "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/managers/"
+     "scheduler_output_processor_mixin.py"),
     ("ASGI HTTP connection scope: the http.disconnect event",
      "https://asgi.readthedocs.io/en/latest/specs/www.html"),
     ("Kwon et al., 'Efficient Memory Management for Large Language Model Serving with "
@@ -107,10 +154,11 @@ def context(*, request: HttpRequest) -> dict:
     """The figures problem 2's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
     if state.result is not None:
-        inputs, result = dict(state.form.cleaned_data), state.result
+        inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
+        result = state.result
     else:
         # Bad input shows beside the calculator's field; the prose keeps the defaults.
-        inputs = StreamingCostForm(prefix=PREFIX).defaults()
+        inputs = CALCULATOR.defaults()
         result = streaming_for_scale(**inputs)
     r = result.values
     sample_event = sse_chunk_event(content="Hello")
@@ -138,6 +186,8 @@ def context(*, request: HttpRequest) -> dict:
         "stream_rate": next(s.display for s in result.steps if s.label == "Bandwidth per stream"),
         "ttft": seconds_format(float(r["ttft_seconds"])),
         "tpot": seconds_format(float(r["tpot_seconds"])),
+        # A decode step at full bandwidth is a floor, and the prose says so.
+        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1,
         "first_text": seconds_format(float(r["first_text_seconds"])),
         "full_answer": seconds_format(float(r["full_answer_seconds"])),
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
@@ -146,4 +196,20 @@ def context(*, request: HttpRequest) -> dict:
         "held_without": seconds_format(float(r["held_seconds_without_cancel"])),
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),
         "block_seconds": number_format(float(r["block_seconds_wasted"])),
+        "reasoning_tokens": f"{inputs['reasoning_tokens']:,}",
+        "first_visible": seconds_format(float(r["first_visible_seconds"])),
+        # What a reasoning model's hidden thinking does to the first visible text, at these
+        # step times, when nothing else is set: 500 tokens of thinking (an illustration).
+        "thinking_example_tokens": f"{THINKING_EXAMPLE_TOKENS:,}",
+        "thinking_example": seconds_format(
+            float(r["ttft_seconds"]) + THINKING_EXAMPLE_TOKENS * float(r["tpot_seconds"])),
+        "requests_per_second": number_format(inputs["requests_per_second"]),
+        "abandon_percent": percent_format(inputs["abandon_rate"]),
+        "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
+        "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
+        "wasted_share": percent_format(float(r["wasted_share"])),
+        "abandoned_kv": r["abandoned_kv_text"],
+        "fits": r["fits"],
+        "memory_needed": bytes_in(float(r["memory_needed_bytes"]), "GB", digits=2),
+        "memory_usable": bytes_in(float(r["memory_usable_bytes"]), "GB", digits=2),
     }

@@ -26,7 +26,7 @@ def calculator(context: template.Context, slug: str, prefix: str | None = None,
     The first calculator on a page also brings plotly.js, static/js/plots.js and the styles.
     """
     found = calculator_get(slug)
-    if found is None:
+    if found is None or not found.page:
         raise template.TemplateSyntaxError(f"no calculator is registered as {slug!r}")
     if heading not in (1, 2, 3, 4, 5, 6):
         raise template.TemplateSyntaxError("heading must be a level from 1 to 6")

@@ -14,11 +14,11 @@ def test_changing_an_input_updates_the_steps_and_redraws_the_plot(page, live_ser
     output = page.locator("#calc-kv-cache-output")
     output.locator(".plot svg.main-svg").first.wait_for(state="attached")
     total_cell = output.locator("table.steps tbody tr").nth(2).locator("td.value")
-    before = memory.kv_cache(model="llama-3-70b", tokens=32768, users=100)
+    before = memory.kv_cache(model="llama-3.1-70b", tokens=32768, users=100)
     assert total_cell.inner_text() == before.steps[2].display
 
     page.fill("#id_kv-cache-users", "7")
-    after = memory.kv_cache(model="llama-3-70b", tokens=32768, users=7)
+    after = memory.kv_cache(model="llama-3.1-70b", tokens=32768, users=7)
     # Playwright's expect-style wait: the new figure arrives by htmx, not by a page load.
     page.wait_for_function(
         "text => document.querySelectorAll('#calc-kv-cache-output table.steps td.value')[2]"
@@ -40,3 +40,33 @@ def test_a_bad_input_shows_its_error_beside_the_field(page, live_server):
     assert "at least 1" in error.inner_text()
     # aria-invalid follows once htmx settles the swap, a moment after the error text lands.
     expect(page.locator("#id_kv-cache-tokens")).to_have_attribute("aria-invalid", "true")
+
+
+def test_page_01_hundred_users_calculator_moves_the_step_time(page, live_server):
+    """On page 01, the batch × context calculator re-renders its step time when the batch
+    changes: 100 sequences at 1,150 tokens take 9 ms a step; 10 take 5 ms."""
+    from problems.arithmetic import decode
+    from problems.arithmetic.units import seconds_format
+
+    page.goto(f"{live_server.url}/pages/01/")
+    output = page.locator("#calc-p1-users-output")
+    output.locator(".plot svg.main-svg").first.wait_for(state="attached")
+    label = "Step floor (memory-bound)"
+    row = output.locator("table.steps tbody tr", has_text=label).first
+    many = decode(model="llama-3-8b", gpu="h100-sxm", batch=100, context_tokens=1150,
+                  output_tokens=300)
+    assert row.locator("td.value").inner_text() == seconds_format(many["step_seconds"])
+
+    page.fill("#id_p1-users-batch", "10")
+    few = decode(model="llama-3-8b", gpu="h100-sxm", batch=10, context_tokens=1150,
+                 output_tokens=300)
+    expected = seconds_format(few["step_seconds"])
+    page.wait_for_function(
+        """([label, text]) => [...document.querySelectorAll(
+             '#calc-p1-users-output table.steps tbody tr')]
+           .some(tr => tr.querySelector('th').innerText === label
+                       && tr.querySelector('td.value').innerText === text)""",
+        arg=[label, expected])
+    output.locator(".plot svg.main-svg").first.wait_for(state="attached")
+    drawn = output.locator(".plot").evaluate("element => element.data.map(t => t.name)")
+    assert "Reading every sequence's KV" in drawn

@@ -46,11 +46,31 @@ def test_home_glossary_links_every_term(client):
     html = _text(client.get("/"))
     names = {term.name for term in TERMS}
     assert {"Inference", "Token", "Latency", "Throughput", "GPU", "Prefill", "Decode",
-            "KV cache", "Batch", "TTFT", "TPOT / ITL", "p50 / p99", "MFU",
+            "KV cache", "Batch", "TTFT", "TPOT / ITL", "p50 / p99", "MFU", "MBU", "Goodput",
             "Roofline"} <= names
     for term in TERMS:
         assert f'id="term-{term.slug}"' in html
         assert f"<dt>{term.name}</dt>" in html
+
+
+def test_home_says_what_chunked_prefill_and_prefix_caching_change(client):
+    """Prefill is not 'one forward pass over the whole prompt' (chunked prefill splits it); the
+    notes are not thrown away when prefix caching keeps them; they grow while writing too."""
+    html = _text(client.get("/"))
+    assert "one forward pass over the whole prompt" not in html
+    assert "in as few passes as each step" in html
+    steps = re.search(r'<ol class="request-steps">(.*?)</ol>', html, re.S).group(1)
+    assert "thrown away" not in steps and "prefix caching" in steps
+    assert "adds a line for every word of the reply" in html
+    terms = {term.slug: term.definition for term in TERMS}
+    assert "dense peak for the number format in use" in terms["mfu"]
+    assert "memory-bound at any batch size" in terms["decode"]
+
+
+def test_home_calculator_asks_for_p99_latency(client):
+    html = _text(client.get("/"))
+    reaction = re.search(r'<div class="calculator" id="reaction">(.*?)</form>', html, re.S)
+    assert "p99" in reaction.group(1) and "not its average" in reaction.group(1)
 
 
 def test_home_map_lists_every_page_and_problem(client):

@@ -56,7 +56,7 @@ def test_query_overrides_initial_and_initial_overrides_defaults():
     kv = calculator_get("kv-cache")
     from_initial = calculator_evaluate(kv, initial={"tokens": 1000, "users": 3})
     assert from_initial.result["total_bytes"] == memory.kv_cache(
-        model="llama-3-70b", tokens=1000, users=3)["total_bytes"]
+        model="llama-3.1-70b", tokens=1000, users=3)["total_bytes"]
     query = QueryDict("kv-cache-model=llama-3-8b&kv-cache-tokens=1300&kv-cache-users=1"
                       "&kv-cache-dtype=bf16&kv-cache-tp=1")
     from_query = calculator_evaluate(kv, query=query, initial={"tokens": 1000, "users": 3})
@@ -73,7 +73,7 @@ def test_a_query_for_another_prefix_leaves_this_calculator_on_its_defaults():
 
 def test_out_of_range_input_is_a_field_error_and_keeps_what_was_typed():
     kv = calculator_get("kv-cache")
-    query = QueryDict("kv-cache-model=llama-3-70b&kv-cache-tokens=-5&kv-cache-users=1"
+    query = QueryDict("kv-cache-model=llama-3.1-70b&kv-cache-tokens=-5&kv-cache-users=1"
                       "&kv-cache-dtype=bf16&kv-cache-tp=1")
     state = calculator_evaluate(kv, query=query)
     assert state.result is None
@@ -167,13 +167,13 @@ def test_no_input_breaks_a_calculator(calculator):
 
 def test_a_plot_that_cannot_be_drawn_leaves_the_steps():
     from problems.arithmetic.errors import ArithmeticInputError
-    from problems.calculators import Calculator
-    from problems.calculators.memory import WeightsForm, weights_compute
+    from problems.calculators import Calculator, calculator_get
 
     def plot_refused(*, inputs: dict, result: Result) -> Plot:
         raise ArithmeticInputError(field="model", message="no plot for this one")
 
+    weights = calculator_get("weights")
     calculator = Calculator(slug="weights-unplotted", title="t", explanation="e",
-                            form_class=WeightsForm, compute=weights_compute, plot=plot_refused)
+                            inputs=weights.inputs, compute=weights.compute, plot=plot_refused)
     state = calculator_evaluate(calculator)
     assert state.result is not None and state.figure is None and not state.form.errors

@@ -117,14 +117,14 @@ def test_unknown_calculator_is_404_and_bad_prefix_is_400(client):
 def test_template_tag_embeds_with_overrides_and_a_prefix():
     request = RequestFactory().get("/pages/02/")
     template = Template('{% load calculator_tags %}'
-                        '{% calculator "kv-cache" prefix="p3" model="llama-3-70b" tokens=32768 '
+                        '{% calculator "kv-cache" prefix="p3" model="llama-3.1-70b" tokens=32768 '
                         'users=100 %}'
                         '{% calculator "kv-cache" prefix="p3-small" tokens=1000 users=1 %}')
     html = template.render(Context({"request": request}))
     assert 'id="calc-p3"' in html and 'id="calc-p3-small"' in html
     assert html.count("plotly-basic.min.js") == 1
-    big = memory.kv_cache(model="llama-3-70b", tokens=32768, users=100)
-    small = memory.kv_cache(model="llama-3-70b", tokens=1000, users=1)
+    big = memory.kv_cache(model="llama-3.1-70b", tokens=32768, users=100)
+    small = memory.kv_cache(model="llama-3.1-70b", tokens=1000, users=1)
     values = _step_values(html)
     assert big.steps[2].display in values and small.steps[2].display in values
     # Plain submit goes back to the embedding page, to this calculator.
@@ -152,8 +152,11 @@ SAME_INPUTS = [
     ("queue", "queue-arrival_rate=30&queue-service_rate=10&queue-servers=4",
      "queue?arrival_rate=30&service_rate=10&servers=4"),
     ("speculative", "speculative-acceptance=0.6&speculative-draft_tokens=5"
-                    "&speculative-draft_cost=0.1",
-     "speculative?acceptance=0.6&draft_tokens=5&draft_cost=0.1"),
+                    "&speculative-draft_cost=0.1&speculative-batch=64",
+     "speculative?acceptance=0.6&draft_tokens=5&draft_cost=0.1&model=llama-3-8b&gpu=h100-sxm"
+     "&batch=64&context_tokens=1000&mfu=0.5"),
+    ("chunked-prefill", "chunked-prefill-prompt_tokens=20000&chunked-prefill-chunk_tokens=1024",
+     "chunked-prefill?model=llama-3.1-8b&gpu=h100-sxm&prompt_tokens=20000&chunk_tokens=1024&mfu=0.5"),
     ("cost", "cost-gpu=h200&cost-tokens_per_second=3000&cost-price_per_hour=",
      "cost?gpu=h200&tokens_per_second=3000"),
 ]
@@ -173,6 +176,19 @@ def test_index_binds_the_submitted_calculator_and_leaves_the_others_on_defaults(
     expected = memory.weights_bytes(model="llama-3-8b", dtype="int4")
     assert expected.steps[-1].display in _step_values(html)
     assert 'name="kv-cache-tokens" value="32768"' in html
+
+
+def test_a_link_made_before_an_input_existed_still_works(client):
+    """A query that names some of a calculator's fields binds them; the others, such as the
+    new kv_dtype or reserve_gb, keep their defaults instead of turning into errors."""
+    html = client.get("/calculators/decode/?decode-batch=16").content.decode()
+    assert "calculator-invalid" not in html
+    assert 'name="decode-batch" value="16"' in html
+
+
+def test_api_only_formulas_have_no_page(client):
+    assert client.get("/calculators/roofline-ridge/").status_code == 404
+    assert client.get("/api/calc/roofline?gpu=h100-sxm").status_code == 200
 
 
 def test_template_tag_names_an_unknown_calculator():

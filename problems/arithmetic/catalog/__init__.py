@@ -1,7 +1,7 @@
 """Catalogs of models, GPUs and number formats, each entry naming its source, and the
 helpers that resolve ids to entries (raising `ArithmeticInputError` naming the field)."""
 
-from problems.arithmetic.catalog.dtypes import DTYPES, Dtype
+from problems.arithmetic.catalog.dtypes import DTYPES, Dtype, kv_dtypes
 from problems.arithmetic.catalog.gpus import GPUS, Gpu
 from problems.arithmetic.catalog.models import MODELS, Model, demo_model_load, models_all
 from problems.arithmetic.errors import ArithmeticInputError
@@ -36,6 +36,26 @@ def dtype_get(dtype_id: str, *, field: str = "dtype") -> Dtype:
     return DTYPES[dtype_id]
 
 
+def kv_dtype_get(dtype_id: str | None, *, model: Model, field: str = "kv_dtype") -> Dtype:
+    """The KV cache's number format: `dtype_id`, or the model's own precision when None.
+
+    Never the weights' format by default: quantizing the weights leaves the activations, and
+    so the keys and values, in the model's precision unless the engine is told otherwise.
+    Formats no engine offers for a KV cache (group-quantized weight formats) are refused.
+    """
+    if dtype_id is None or dtype_id == "":
+        return DTYPES[model.dtype]
+    found = dtype_get(dtype_id, field=field)
+    if not found.kv:
+        offered = ", ".join(d.name for d in kv_dtypes().values())
+        raise ArithmeticInputError(
+            field=field,
+            message=f"{found.name} is a weight format, not one engines offer for the KV cache "
+            f"(they offer {offered})",
+        )
+    return found
+
+
 __all__ = [
     "DTYPES",
     "GPUS",
@@ -45,6 +65,8 @@ __all__ = [
     "Model",
     "demo_model_load",
     "dtype_get",
+    "kv_dtype_get",
+    "kv_dtypes",
     "gpu_get",
     "model_get",
     "models_all",

@@ -1,5 +1,6 @@
 """Number formats: bits per stored value, including the block-scale overhead of the
-block-quantized formats, and which tensor-core rate their matmuls run at."""
+block-quantized formats, which tensor-core rate their matmuls run at, and whether engines offer
+them for the KV cache."""
 
 from dataclasses import dataclass
 
@@ -11,6 +12,9 @@ class Dtype:
     `bits` is the average storage per value, scales included (bits/value); `bytes` is bits / 8.
     `compute` names the GPU rate its matmuls use (a `Gpu` field: "bf16", "fp8", "int8", "fp4",
     "fp32"); weight-only formats dequantize to BF16 before the multiply, so they use "bf16".
+    `weight_only_on` is the rate a format falls back to, weight-only, on a GPU without tensor
+    cores of its own kind ("" = no fallback: such a GPU cannot run it). `kv` says which engines
+    offer the format for the KV cache ("" = none of the common ones do).
     """
 
     id: str
@@ -21,6 +25,13 @@ class Dtype:
     compute: str
     note: str
     source: str
+    weight_only_on: str = ""
+    kv: str = ""
+
+    @property
+    def weight_only(self) -> bool:
+        """True when the weights are stored narrow but multiplied at BF16 (activation) precision."""
+        return self.compute == "bf16" and self.value_bits < 16
 
     @property
     def bits(self) -> float:
@@ -43,6 +54,8 @@ DTYPES: dict[str, Dtype] = {
             compute="fp32",
             note="IEEE 754 single precision; runs on the non-tensor FP32 units.",
             source="IEEE 754-2019 binary32",
+            kv="an FP32 cache is possible (this course's CPU demo model keeps one) but no GPU "
+            "serving engine uses it",
         ),
         Dtype(
             id="bf16",
@@ -52,6 +65,7 @@ DTYPES: dict[str, Dtype] = {
             block_size=None,
             compute="bf16",
             note="8 exponent bits like FP32, 7 mantissa bits; the usual serving format.",
+            kv="the default of every engine for a BF16 model",
             source="Google Cloud, 'BFloat16: the secret to high performance on Cloud TPUs' "
             "(https://cloud.google.com/blog/products/ai-machine-learning/bfloat16-the-secret-to-high-performance-on-cloud-tpus)",
         ),
@@ -64,6 +78,7 @@ DTYPES: dict[str, Dtype] = {
             compute="bf16",
             note="IEEE half precision; same tensor-core rate as BF16 on these GPUs.",
             source="IEEE 754-2019 binary16",
+            kv="the default of every engine for an FP16 model",
         ),
         Dtype(
             id="fp8",
@@ -74,16 +89,34 @@ DTYPES: dict[str, Dtype] = {
             compute="fp8",
             note="One FP32 scale per tensor or channel: negligible per value, so counted as 0.",
             source="Micikevicius et al., 'FP8 Formats for Deep Learning' (https://arxiv.org/abs/2209.05433)",
+            kv="vLLM --kv-cache-dtype fp8 / fp8_e4m3; SGLang and TensorRT-LLM offer it too",
+        ),
+        Dtype(
+            id="fp8-e5m2",
+            name="FP8 (E5M2)",
+            value_bits=8,
+            scale_bits=0,
+            block_size=None,
+            compute="fp8",
+            note="Five exponent bits, two mantissa bits: more range, less precision than E4M3; "
+            "used for KV caches that need no scale.",
+            source="Micikevicius et al., 'FP8 Formats for Deep Learning' "
+            "(https://arxiv.org/abs/2209.05433); vLLM engine arguments, --kv-cache-dtype "
+            "(https://docs.vllm.ai/en/latest/configuration/engine_args.html)",
+            kv="vLLM --kv-cache-dtype fp8_e5m2",
         ),
         Dtype(
             id="int8",
-            name="INT8",
+            name="INT8 (W8A8)",
             value_bits=8,
             scale_bits=0,
             block_size=None,
             compute="int8",
-            note="Per-channel scales are negligible per value, so counted as 0.",
-            source="Dettmers et al., 'LLM.int8()' (https://arxiv.org/abs/2208.07339)",
+            note="Weights and activations both in INT8, so the matmuls run on the integer tensor "
+            "cores (rated in OPS, not FLOPS). Per-channel scales are negligible per value.",
+            source="Xiao et al., 'SmoothQuant: Accurate and Efficient Post-Training Quantization "
+            "for Large Language Models' (https://arxiv.org/abs/2211.10438)",
+            kv="TensorRT-LLM's INT8 KV cache; vLLM offers FP8 instead",
         ),
         Dtype(
             id="int4",
@@ -93,7 +126,8 @@ DTYPES: dict[str, Dtype] = {
             block_size=128,
             compute="bf16",
             note="Weight-only, as GPTQ/AWQ store it: an FP16 scale and a 4-bit zero point per "
-            "group of 128 weights; dequantized to BF16 for the matmul.",
+            "group of 128 weights; dequantized to BF16 for the matmul, so compute runs at the "
+            "BF16 rate.",
             source="Frantar et al., 'GPTQ' (https://arxiv.org/abs/2210.17323); Lin et al., "
             "'AWQ' (https://arxiv.org/abs/2306.00978)",
         ),
@@ -116,9 +150,16 @@ DTYPES: dict[str, Dtype] = {
             scale_bits=8,
             block_size=32,
             compute="fp4",
-            note="FP4 (E2M1) values with one 8-bit power-of-two (E8M0) scale per 32 values.",
+            note="FP4 (E2M1) values with one 8-bit power-of-two (E8M0) scale per 32 values. On "
+            "GPUs without FP4 tensor cores engines run it weight-only, dequantized to BF16.",
             source="Open Compute Project, 'OCP Microscaling Formats (MX) v1.0 Specification' "
             "(https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf)",
+            weight_only_on="bf16",
         ),
     )
 }
+
+
+def kv_dtypes() -> dict[str, Dtype]:
+    """The formats an engine offers for the KV cache (those with a `kv` note)."""
+    return {d.id: d for d in DTYPES.values() if d.kv}

@@ -2,14 +2,24 @@
 
 NVIDIA's datasheets print tensor rates "with sparsity" (2:4 structured sparsity doubles them);
 every rate here is the dense figure, half the starred one, because model weights are not 2:4
-sparse. Interconnect figures are the datasheets' totals for both directions together; one
-direction gets half (`interconnect_one_way_bytes_per_second`).
+sparse. INT8 rates are integer operations per second (OPS), not FLOPS. Interconnect figures are
+the datasheets' totals for both directions together; one direction gets half
+(`interconnect_one_way_bytes_per_second`).
+
+Memory: a datasheet's "80GB" is a round label, not what a program can allocate. The course's one
+definition of a GPU's memory is the total its driver reports (`memory_reported_mib`, as
+nvidia-smi or ROCm shows it, in MiB = 2²⁰ bytes); `memory_total_bytes` is that in bytes. The
+datasheet label is kept beside it (`memory_bytes`, read as decimal GB) for reference only.
 """
 
 from dataclasses import dataclass
 
 TERA = 10**12
 GIGA = 10**9
+
+MIB = 2**20
+MEMORY_SOURCE = ("memory: the total nvidia-smi reports on an idle GPU (for the MI300X, the "
+                 "total ROCm reports to PyTorch), as printed in public logs")
 
 PRICE_NOTE = (
     "Assumed on-demand cloud price per GPU-hour, a round figure for the exercise, not a quote: "
@@ -27,6 +37,7 @@ class Gpu:
     id: str
     name: str
     memory_bytes: int
+    memory_reported_mib: int
     memory_kind: str
     bandwidth_bytes_per_second: float
     fp32_flops: float
@@ -42,11 +53,21 @@ class Gpu:
     source: str
 
     @property
+    def memory_total_bytes(self) -> int:
+        """The memory the driver reports (bytes): the course's one definition of GPU memory."""
+        return self.memory_reported_mib * MIB
+
+    @property
+    def memory_label(self) -> str:
+        """What the datasheet calls it: "80 GB"."""
+        return f"{self.memory_bytes // GIGA:,} GB"
+
+    @property
     def interconnect_one_way_bytes_per_second(self) -> float:
         return self.interconnect_bytes_per_second / 2
 
     def rate_get(self, compute: str) -> float | None:
-        """The dense peak (FLOP/s) for a dtype's `compute` kind: fp32, bf16, fp8, int8, fp4."""
+        """The dense peak for a `compute` kind: fp32, bf16, fp8, fp4 (FLOP/s), int8 (OP/s)."""
         return {
             "fp32": self.fp32_flops,
             "bf16": self.bf16_flops,
@@ -63,6 +84,7 @@ GPUS: dict[str, Gpu] = {
             id="a100-80gb-sxm",
             name="NVIDIA A100 80GB SXM",
             memory_bytes=80 * GIGA,
+            memory_reported_mib=81_920,
             memory_kind="HBM2e",
             bandwidth_bytes_per_second=2_039 * GIGA,
             fp32_flops=19.5 * TERA,
@@ -76,12 +98,14 @@ GPUS: dict[str, Gpu] = {
             price_per_hour_assumed=1.80,
             price_note=PRICE_NOTE,
             source="NVIDIA A100 Tensor Core GPU datasheet "
-            "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)",
+            "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); "  # noqa: E501
+            + MEMORY_SOURCE,
         ),
         Gpu(
             id="h100-sxm",
             name="NVIDIA H100 SXM",
             memory_bytes=80 * GIGA,
+            memory_reported_mib=81_559,
             memory_kind="HBM3",
             bandwidth_bytes_per_second=3.35 * TERA,
             fp32_flops=67 * TERA,
@@ -96,12 +120,13 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA H100 Tensor Core GPU datasheet "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="h100-pcie",
             name="NVIDIA H100 PCIe",
             memory_bytes=80 * GIGA,
+            memory_reported_mib=81_559,
             memory_kind="HBM2e",
             bandwidth_bytes_per_second=2.0 * TERA,
             fp32_flops=51 * TERA,
@@ -117,12 +142,13 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA H100 PCIe GPU Product Brief (PB-11133-001, 2022) and the 2022 H100 "
             "datasheet's PCIe column "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="h200",
             name="NVIDIA H200 SXM",
             memory_bytes=141 * GIGA,
+            memory_reported_mib=143_771,
             memory_kind="HBM3e",
             bandwidth_bytes_per_second=4.8 * TERA,
             fp32_flops=67 * TERA,
@@ -137,12 +163,13 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA H200 Tensor Core GPU datasheet "
             "(https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="b200",
             name="NVIDIA B200 (HGX B200)",
             memory_bytes=180 * GIGA,
+            memory_reported_mib=183_359,
             memory_kind="HBM3e",
             bandwidth_bytes_per_second=7.7 * TERA,
             fp32_flops=75 * TERA,
@@ -157,12 +184,13 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA HGX platform specifications, HGX B200 per-GPU column "
             "(https://www.nvidia.com/en-us/data-center/hgx/); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="l40s",
             name="NVIDIA L40S",
             memory_bytes=48 * GIGA,
+            memory_reported_mib=46_068,
             memory_kind="GDDR6",
             bandwidth_bytes_per_second=864 * GIGA,
             fp32_flops=91.6 * TERA,
@@ -177,12 +205,13 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA L40S datasheet "
             "(https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="l4",
             name="NVIDIA L4",
             memory_bytes=24 * GIGA,
+            memory_reported_mib=23_034,
             memory_kind="GDDR6",
             bandwidth_bytes_per_second=300 * GIGA,
             fp32_flops=30.3 * TERA,
@@ -197,12 +226,13 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA L4 Tensor Core GPU datasheet "
             "(https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet); "
-            "dense = half the 'with sparsity' figures",
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
         ),
         Gpu(
             id="mi300x",
             name="AMD Instinct MI300X",
             memory_bytes=192 * GIGA,
+            memory_reported_mib=196_592,
             memory_kind="HBM3",
             bandwidth_bytes_per_second=5.3 * TERA,
             fp32_flops=163.4 * TERA,
@@ -217,7 +247,7 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="AMD Instinct MI300X accelerator data sheet "
             "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf); "  # noqa: E501
-            "dense (non-sparse) peaks",
+            "dense (non-sparse) peaks; " + MEMORY_SOURCE,
         ),
     )
 }

@@ -34,6 +34,7 @@ class Model:
     vocab: int
     context: int
     attention: str
+    dtype: str = "bf16"
     tied_embeddings: bool = False
     qkv_bias: bool = False
     experts_routed: int = 0
@@ -133,6 +134,46 @@ _MODELS: tuple[Model, ...] = (
         source=_hf(
             "meta-llama/Meta-Llama-3-70B",
             "70.6B parameters: the Hugging Face repo's safetensors metadata",
+        ),
+    ),
+    Model(
+        id="llama-3.1-8b",
+        name="Llama 3.1 8B",
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        intermediate=14336,
+        vocab=128256,
+        context=131072,
+        attention="GQA",
+        params_published=8.03e9,
+        source=_hf(
+            "meta-llama/Llama-3.1-8B",
+            "Llama 3 8B's architecture with max_position_embeddings 131,072 (RoPE scaling "
+            "'llama3', factor 8 from an original 8,192); 8.03B parameters: the model card "
+            "(https://huggingface.co/meta-llama/Llama-3.1-8B)",
+        ),
+    ),
+    Model(
+        id="llama-3.1-70b",
+        name="Llama 3.1 70B",
+        layers=80,
+        hidden=8192,
+        heads=64,
+        kv_heads=8,
+        head_dim=128,
+        intermediate=28672,
+        vocab=128256,
+        context=131072,
+        attention="GQA",
+        params_published=70.6e9,
+        source=_hf(
+            "meta-llama/Llama-3.1-70B",
+            "Llama 3 70B's architecture with max_position_embeddings 131,072 (RoPE scaling "
+            "'llama3', factor 8 from an original 8,192); 70.6B parameters: the model card "
+            "(https://huggingface.co/meta-llama/Llama-3.1-70B)",
         ),
     ),
     Model(
@@ -266,10 +307,15 @@ _MODELS: tuple[Model, ...] = (
             "deepseek-ai/DeepSeek-V3",
             "671B total, 37B active parameters per token "
             "and 128K context (the 685B on the card adds the 14B multi-token-prediction "
-            "module): DeepSeek-AI, 'DeepSeek-V3 Technical Report' (https://arxiv.org/abs/2412.19437)",
+            "module); weights published in FP8 with BF16 activations: DeepSeek-AI, "
+            "'DeepSeek-V3 Technical Report' (https://arxiv.org/abs/2412.19437)",
         ),
     ),
 )
+
+
+# config.json's dtype names → this catalog's ids.
+_CONFIG_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def safetensors_params(directory: Path) -> int | None:
@@ -309,6 +355,7 @@ def demo_model_load(path: Path, *, model_id: str = DEMO_MODEL_ID) -> Model | Non
         heads = int(config["num_attention_heads"])
         kv_heads = int(config.get("num_key_value_heads") or heads)
         head_dim = int(config.get("head_dim") or hidden // heads)
+        stored = str(config.get("dtype") or config.get("torch_dtype") or "bfloat16")
         attention = "MHA" if kv_heads == heads else ("MQA" if kv_heads == 1 else "GQA")
         return Model(
             id=model_id,
@@ -324,6 +371,7 @@ def demo_model_load(path: Path, *, model_id: str = DEMO_MODEL_ID) -> Model | Non
             vocab=int(config["vocab_size"]),
             context=int(config.get("max_position_embeddings") or 0),
             attention=attention,
+            dtype=_CONFIG_DTYPES.get(stored, "bf16"),
             tied_embeddings=bool(config.get("tie_word_embeddings", False)),
             qkv_bias=bool(config.get("attention_bias", False)),
             params_published=safetensors_params(path.parent),

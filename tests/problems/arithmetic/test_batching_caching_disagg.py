@@ -16,10 +16,40 @@ def test_chunks_bound_the_stall() -> None:
         model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000, chunk_tokens=512, mfu=0.5
     )
     assert result["chunks"] == 16
-    whole = prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000, mfu=0.5)
-    assert result["unchunked_stall_seconds"] == pytest.approx(whole["seconds"])
     assert result["max_chunk_stall_seconds"] < result["unchunked_stall_seconds"] / 10
     assert result["first_chunk_stall_seconds"] <= result["max_chunk_stall_seconds"]
+
+
+def test_a_chunk_stalls_decoders_by_the_steps_growth_not_its_compute_on_top() -> None:
+    """32 decoders at 1,000 tokens: 15.01 GB weights + 4.19 GB KV = 19.2 GB → 5.73 ms at
+    3.35 TB/s, compute only 1 ms. A 64-token chunk adds 2 × 6.98×10⁹ × 64 = 8.9×10¹¹ FLOP
+    (1.8 ms at 50% MFU) but the step stays memory-bound (1 + 1.8 < 5.73 ms): it costs the
+    decoders only its few extra bytes, microseconds. A 2,048-token chunk makes the step
+    compute-bound, ~61 ms, a ~55 ms stall: max(M, C_decode + C_chunk) − max(M, C_decode)."""
+    small = chunked_prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000,
+                            chunk_tokens=64, mfu=0.5)
+    assert small["decode_step_seconds"] == pytest.approx(5.73e-3, abs=0.01e-3)
+    assert small["first_chunk_stall_seconds"] < 0.01e-3
+    assert small["chunk_compute_seconds"] > 1e-3
+    big = chunked_prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000,
+                          chunk_tokens=2048, mfu=0.5)
+    assert big["largest_step_bound"] == "compute"
+    assert big["first_chunk_stall_seconds"] == pytest.approx(0.0553, abs=0.001)
+
+
+def test_with_no_decoders_the_unchunked_stall_is_the_prefill() -> None:
+    result = chunked_prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000,
+                             chunk_tokens=512, mfu=0.5, decode_batch=0)
+    whole = prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=8000, mfu=0.5)
+    assert result["unchunked_stall_seconds"] == pytest.approx(whole["seconds"], rel=0.001)
+
+
+def test_a_prefix_hit_cannot_beat_the_weight_reads() -> None:
+    """A 1,000-token prompt whose first 999 tokens are cached still reads 15.01 GB of weights
+    for the last one: the hit's prefill is 4.5 ms, not the 0.03 ms its FLOPs alone would take."""
+    result = prefix_cache(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=1000,
+                          prefix_tokens=999, mfu=0.5)
+    assert result["hit_prefill_seconds"] == pytest.approx(15_009_849_344 / 3.35e12, rel=0.01)
 
 
 def test_prefix_hit_skips_exactly_the_prefix_prefill() -> None:

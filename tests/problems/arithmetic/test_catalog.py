@@ -15,6 +15,8 @@ MODEL_IDS = {
     "llama-2-70b",
     "llama-3-8b",
     "llama-3-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
     "llama-3.1-405b",
     "mistral-7b",
     "mixtral-8x7b",
@@ -23,7 +25,7 @@ MODEL_IDS = {
     "deepseek-v3",
 }
 GPU_IDS = {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "l4", "mi300x"}
-DTYPE_IDS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"}
+DTYPE_IDS = {"fp32", "bf16", "fp16", "fp8", "fp8-e5m2", "int8", "int4", "nvfp4", "mxfp4"}
 
 
 def test_ids_are_the_ones_the_issue_lists() -> None:
@@ -55,6 +57,36 @@ def test_datasheet_dense_rates() -> None:
     # MI300X data sheet: 1,307.4 TFLOPS FP16/BF16 dense; 5.3 TB/s; 192 GB.
     assert GPUS["mi300x"].bf16_flops == 1307.4e12
     assert GPUS["mi300x"].memory_bytes == 192e9
+
+
+def test_gpu_memory_is_what_the_driver_reports() -> None:
+    """nvidia-smi on an idle H100 80GB: 81,559 MiB (85.5 GB, more than the datasheet's 80);
+    H200: 143,771 MiB; A100 80GB: 81,920 MiB; MI300X (ROCm): 196,592 MiB."""
+    assert GPUS["h100-sxm"].memory_total_bytes == 81_559 * 2**20
+    assert GPUS["h200"].memory_reported_mib == 143_771
+    assert GPUS["a100-80gb-sxm"].memory_total_bytes == 80 * 2**30
+    assert GPUS["mi300x"].memory_reported_mib == 196_592
+    for gpu in GPUS.values():
+        assert "nvidia-smi" in gpu.source or "ROCm" in gpu.source
+
+
+def test_llama_3_1_is_llama_3_with_a_128k_window() -> None:
+    """meta-llama/Llama-3.1-8B and -70B config.json: the Llama 3 shapes, max_position_embeddings
+    131,072 (RoPE scaling 'llama3' from an original 8,192)."""
+    for size in ("8b", "70b"):
+        old, new = MODELS[f"llama-3-{size}"], MODELS[f"llama-3.1-{size}"]
+        assert (old.layers, old.hidden, old.kv_heads, old.vocab) == (
+            new.layers, new.hidden, new.kv_heads, new.vocab)
+        assert (old.context, new.context) == (8192, 131_072)
+
+
+def test_kv_formats_are_the_ones_engines_offer() -> None:
+    from problems.arithmetic.catalog import kv_dtypes
+
+    assert {"bf16", "fp16", "fp8", "fp8-e5m2"} <= set(kv_dtypes())
+    assert not {"int4", "mxfp4", "nvfp4"} & set(kv_dtypes())
+    # The INT8 format is W8A8, sourced to SmoothQuant, not LLM.int8().
+    assert "SmoothQuant" in DTYPES["int8"].source
 
 
 def test_block_scaled_formats_count_their_scales() -> None:

@@ -97,11 +97,66 @@ def test_kv_steps_show_the_inputs_with_units() -> None:
 
 
 def test_largest_batch_on_one_h100() -> None:
-    # 80 GB × 0.9 − 16.06 GB of weights = 55.94 GB free; each 4,096-token sequence needs
-    # 4,096 × 131,072 B = 536.9 MB → 104 sequences.
+    """The H100 reports 81,559 MiB = 85.52 GB; × 0.9 = 76.97 GB usable; − 16.06 GB of weights
+    − 3.3 GB reserve = 57.61 GB free; each 4,096-token sequence needs 4,096 × 131,072 B =
+    536.9 MB → 107 sequences."""
     result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=4096)
-    assert result["batch"] == int((80e9 * 0.9 - 8_030_261_248 * 2) // (4096 * 131_072))
-    assert result["batch"] == 104
+    free = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 3.3e9
+    assert result["batch"] == int(free // (4096 * 131_072)) == 107
+
+
+def test_int4_weights_keep_a_bf16_kv_cache() -> None:
+    """INT4 (group 128) Llama 3 8B: 6,979,588,096 × 4.156 bits ÷ 8 = 3.63 GB of body + 2 ×
+    525,336,576 × 2 B = 2.10 GB of embedding and head in BF16 = 5.73 GB. Free on an H100:
+    76.97 − 5.73 − 3.3 = 67.94 GB; KV stays BF16, 8,192 × 131,072 B = 1.074 GB per sequence →
+    63 sequences. Were the cache 4-bit too (the old default), it would claim 243."""
+    result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=8192, dtype="int4")
+    assert result["weights_bytes_per_gpu"] == pytest.approx(5.73e9, rel=0.001)
+    assert result["kv_bytes_per_sequence"] == 8192 * 131_072
+    assert result["batch"] == 63
+
+
+def test_quantized_weights_keep_the_embedding_and_head_in_bf16() -> None:
+    """Llama 3 8B in INT4 is about 5.7 GB that way, not the 4.17 GB of everything in INT4;
+    asking for an INT4 embedding gives the 4.17 GB back."""
+    kept = weights_bytes(model="llama-3-8b", dtype="int4")
+    assert round(kept["bytes"] / 1e9, 1) == 5.7
+    assert round(kept["bytes_all_in_dtype"] / 1e9, 2) == 4.17
+    squeezed = weights_bytes(model="llama-3-8b", dtype="int4", embedding_dtype="int4")
+    assert squeezed["bytes"] == pytest.approx(kept["bytes_all_in_dtype"])
+
+
+def test_moe_fit_counts_every_expert() -> None:
+    """Mixtral 8x7B in BF16: 46.7×10⁹ × 2 B = 93.4 GB > 76.97 GB usable on an H100: no batch
+    fits. DeepSeek-V3 in FP8: 669.2×10⁹ body × 1 B + 1.85×10⁹ embedding and head × 2 B =
+    672.9 GB > 183,359 MiB × 0.9 = 173 GB on a B200."""
+    mixtral = batch_max(model="mixtral-8x7b", gpu="h100-sxm", context_tokens=1000)
+    assert mixtral["weights_bytes_per_gpu"] == pytest.approx(93.4e9, rel=0.001)
+    assert mixtral["batch"] == 0 and mixtral["fits"] is False
+    deepseek = batch_max(model="deepseek-v3", gpu="b200", context_tokens=1000, dtype="fp8")
+    assert deepseek["weights_bytes_per_gpu"] == pytest.approx(672.9e9, rel=0.001)
+    assert deepseek["fits"] is False
+
+
+def test_contexts_past_the_window_are_refused_and_llama_3_1_accepts_them() -> None:
+    """Llama 3 70B's config.json: max_position_embeddings 8,192, so 32,768 tokens is refused;
+    Llama 3.1 70B's is 131,072: 32,768 × 327,680 B = 10.7 GB of KV per user."""
+    with pytest.raises(ArithmeticInputError) as error:
+        kv_cache(model="llama-3-70b", tokens=32_768)
+    assert error.value.field == "tokens" and "8,192" in error.value.message
+    result = kv_cache(model="llama-3.1-70b", tokens=32_768)
+    assert result["total_bytes"] == 32_768 * 327_680
+    with pytest.raises(ArithmeticInputError) as error:
+        batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=100_000)
+    assert error.value.field == "context_tokens"
+
+
+def test_gpu_memory_is_the_drivers_total_in_both_units() -> None:
+    """81,559 MiB = 85,521,596,416 B: shown as 85.5 GB = 79.6 GiB, never the datasheet's 80."""
+    step = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=1000).steps[0]
+    assert step.value == 81_559 * 2**20
+    assert step.display == "85.5 GB = 79.6 GiB"
+    assert "81,559 MiB" in step.expression and "80 GB" in step.expression
 
 
 def test_a_model_that_does_not_fit_gets_batch_zero() -> None:

@@ -21,6 +21,8 @@ counts = st.integers(min_value=1, max_value=100_000)
 def test_kv_bytes_are_linear_in_tokens_and_users(
     model: str, tokens: int, users: int, k: int
 ) -> None:
+    # Stay inside the model's context window, which the formula enforces.
+    tokens = max(1, min(tokens, MODELS[model].context // k))
     base = kv_cache(model=model, tokens=tokens, users=users)["total_bytes"]
     assert kv_cache(model=model, tokens=tokens * k, users=users)["total_bytes"] == base * k
     assert kv_cache(model=model, tokens=tokens, users=users * k)["total_bytes"] == base * k
@@ -37,6 +39,7 @@ def test_kv_bytes_are_linear_in_tokens_and_users(
 def test_doubling_bandwidth_halves_the_decode_floor(
     model: str, batch: int, context: int, efficiency: float
 ) -> None:
+    context = min(context, MODELS[model].context - 1)
     slow = decode(
         model=model,
         gpu="h100-sxm",

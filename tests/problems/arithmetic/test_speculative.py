@@ -43,3 +43,27 @@ def test_bad_input(kwargs: dict, field: str) -> None:
 def test_the_expression_shows_acceptance_as_given() -> None:
     step = speculative(acceptance=0.9999999, draft_tokens=4).steps[0]
     assert "0.9999999" in step.expression
+
+
+def test_the_gain_shrinks_once_verification_is_compute_bound() -> None:
+    """Llama 3 8B on an H100 at 1,000 tokens of context, α 0.7, γ 4, c 0.05: at batch 1 the
+    verification of 5 tokens per sequence still only reads the 15 GB of weights and the KV
+    (memory-bound), so it costs one plain step: (1 − 0.7⁵) ÷ 0.3 = 2.77 tokens ÷ (4 × 0.05 +
+    1) = 2.31×. At batch 512, 5 tokens × 512 sequences of FLOPs outrun the reads: the
+    verification costs 1.64 plain steps and the speedup falls to 2.77 ÷ 1.84 = 1.51×."""
+    kwargs = {"acceptance": 0.7, "draft_tokens": 4, "draft_cost": 0.05, "model": "llama-3-8b",
+              "gpu": "h100-sxm", "context_tokens": 1000}
+    one = speculative(batch=1, **kwargs)
+    assert one["verify_bound"] == "memory"
+    assert one["verify_ratio"] == pytest.approx(1.0, abs=0.001)
+    assert one["speedup"] == pytest.approx(2.7731 / 1.2, abs=0.005)
+    big = speculative(batch=512, **kwargs)
+    assert big["verify_bound"] == "compute"
+    assert big["verify_ratio"] == pytest.approx(1.64, abs=0.01)
+    assert big["speedup"] < one["speedup"]
+
+
+def test_model_and_gpu_come_together() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        speculative(acceptance=0.7, draft_tokens=4, model="llama-3-8b")
+    assert error.value.field == "gpu"

@@ -35,16 +35,28 @@ def test_bytes_per_event_are_the_measured_utf8_length() -> None:
     assert result["stream_bytes"] == 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
 
 
-def test_packing_tokens_into_events_cuts_bytes_and_delays_first_text() -> None:
+def test_packing_tokens_into_events_cuts_bytes_but_never_delays_the_first_token() -> None:
+    """vLLM, SGLang and TensorRT-LLM send the first token at once and pack only later ones:
+    with 8 tokens per event, 1,000 tokens are 1 + ⌈999 ÷ 8⌉ = 126 events, and the first text
+    still leaves at TTFT (50 ms), not 50 + 7 × 10 = 120 ms."""
     one = stream_cost(output_tokens=1000, ttft_seconds=0.05, tpot_seconds=0.01)
     eight = stream_cost(output_tokens=1000, ttft_seconds=0.05, tpot_seconds=0.01,
                         tokens_per_event=8)
-    assert eight["events"] == 125
+    assert one["events"] == 1000
+    assert eight["events"] == 1 + 125 == 126
     assert eight["stream_bytes"] < one["stream_bytes"]
-    assert one["first_text_seconds"] == pytest.approx(0.05)
-    assert eight["first_text_seconds"] == pytest.approx(0.05 + 7 * 0.01)
+    assert one["first_text_seconds"] == eight["first_text_seconds"] == pytest.approx(0.05)
     assert one["full_answer_seconds"] == eight["full_answer_seconds"] == pytest.approx(
         0.05 + 999 * 0.01)
+
+
+def test_a_reasoning_model_shows_text_long_after_its_first_token() -> None:
+    """500 hidden reasoning tokens at 10 ms each: the first token is generated at 50 ms, but
+    the first visible text waits until 50 + 500 × 10 = 5,050 ms."""
+    result = stream_cost(output_tokens=1000, ttft_seconds=0.05, tpot_seconds=0.01,
+                         reasoning_tokens=500)
+    assert result["first_text_seconds"] == pytest.approx(0.05)
+    assert result["first_visible_seconds"] == pytest.approx(5.05)
 
 
 def test_streaming_sends_more_bytes_than_one_response() -> None:
@@ -71,7 +83,8 @@ def test_abandoned_request_blocks_and_time_for_llama_3_8b() -> None:
     # 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token (config.json).
     assert result["block_bytes"] == 131_072 * 16
     assert result["blocks_at_cut"] == math.ceil(1100 / 16) == 69
-    assert result["blocks_at_end"] == 2000 // 16 == 125
+    # The last token is never fed back: 1,999 tokens of KV at the end, ⌈1,999 ÷ 16⌉ = 125.
+    assert result["blocks_at_end"] == math.ceil(1999 / 16) == 125
     assert result["bytes_at_cut"] == 69 * 131_072 * 16
     assert result["wasted_tokens"] == 900
     assert result["held_seconds_without_cancel"] == pytest.approx(900 * 0.005)
@@ -103,6 +116,15 @@ def test_blocks_timeline_drops_to_zero_after_each_release() -> None:
     assert before == sorted(before) and before[-1] == 20
     assert all(b == 0 for t, b in zip(times, without, strict=True) if t > 2.0)
     assert all(b == 0 for t, b in zip(times, with_cancel, strict=True) if t > 0.01)
+
+
+def test_abandoned_streams_waste_as_a_rate() -> None:
+    """10 requests/s × 10% abandoned × 900 tokens left = 900 tokens/s decoded for nobody; by
+    Little's law 1 stream/s × 500 block·s × 2.1 MB per block ≈ 1.05 GB of KV held on average."""
+    result = streaming_for_scale(requests_per_second=10, abandon_rate=0.1)
+    assert result["wasted_tokens_per_second"] == pytest.approx(10 * 0.1 * 900)
+    assert result["abandoned_kv_bytes"] == pytest.approx(
+        1.0 * result["block_seconds_wasted"] * 131_072 * 16)
 
 
 def test_streaming_for_scale_composes_the_steps() -> None:

@@ -46,22 +46,33 @@ def test_all_nine_sections_are_written(client) -> None:
 
 
 def test_course_figures_appear_and_equal_the_api(client) -> None:
+    """COURSE.md's example two ways. Rule of thumb: 2 × 8.03×10⁹ × 1,000 = 1.6×10¹³ FLOP, 32 ms
+    at 50% of 989.5 TFLOP/s; 16 GB and 4.8 ms per step; 299 steps × 4.79 ms = 1.4 s. Refined:
+    1.4×10¹³ FLOP, 29 ms; 15 GB and 4.5 ms per step; 299 × 4.48 ms = 1.3 s. KV for 1,299
+    tokens: 0.17 GB."""
     worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
     pre = api_get(client, "prefill", model="llama-3-8b", gpu="h100-sxm", prompt_tokens=1000,
                   dtype="bf16", mfu=0.5)
     dec = api_get(client, "decode", model="llama-3-8b", gpu="h100-sxm", batch=1,
                   context_tokens=1000, output_tokens=300, dtype="bf16")
-    kv = api_get(client, "kv-cache", model="llama-3-8b", tokens=1300, users=1, dtype="bf16")
+    kv = api_get(client, "kv-cache", model="llama-3-8b", tokens=1299, users=1, dtype="bf16")
     expected = {
-        "1.6×10¹³ FLOP": scientific_format(pre["flops"], digits=2, unit="FLOP"),
-        "32 ms": seconds_rounded(pre["linear_seconds"]),
-        "4.8 ms": seconds_rounded(dec["weights_floor_seconds"]),
-        "1.4 s": seconds_rounded(300 * dec["weights_floor_seconds"]),
-        "0.17 GB": bytes_in(kv["total_bytes"], "GB"),
+        "1.6×10¹³ FLOP": scientific_format(pre["rule_of_thumb_flops"], digits=2, unit="FLOP"),
+        "32 ms": seconds_rounded(pre["rule_of_thumb_seconds"]),
+        "1.4×10¹³ FLOP": scientific_format(pre["flops"], digits=2, unit="FLOP"),
+        "29 ms": seconds_rounded(pre["seconds"]),
+        "16 GB": bytes_in(dec["rule_of_thumb_weight_bytes"], "GB", digits=2),
+        "4.8 ms": seconds_rounded(dec["rule_of_thumb_floor_seconds"]),
+        "15 GB": bytes_in(dec["weight_bytes_per_step"], "GB", digits=2),
+        "4.5 ms": seconds_rounded(dec["weights_floor_seconds"]),
+        "1.4 s": seconds_rounded(299 * dec["rule_of_thumb_floor_seconds"]),
+        "1.3 s": seconds_rounded(299 * dec["weights_floor_seconds"]),
+        "0.17 GB": bytes_in(kv["total_bytes"], "GB", digits=2),
     }
     for course_figure, from_api in expected.items():
         assert from_api == course_figure
         assert course_figure in worked
+    assert "compute-bound" in worked and "1,299 tokens" in worked
 
 
 def test_changing_inputs_changes_the_figures(client) -> None:
@@ -72,11 +83,54 @@ def test_changing_inputs_changes_the_figures(client) -> None:
                   dtype="fp8", mfu=0.4)
     dec = api_get(client, "decode", model="llama-3-70b", gpu="h200", batch=1,
                   context_tokens=4000, output_tokens=500, dtype="fp8")
-    assert "Llama 3 70B in FP8 (E4M3) on one NVIDIA H200 SXM" in worked
+    assert "Llama 3 70B with FP8 (E4M3) weights and a BF16 KV cache on one NVIDIA H200 SXM" in (
+        worked)
     assert scientific_format(pre["flops"], digits=2, unit="FLOP") in worked
     assert seconds_rounded(dec["weights_floor_seconds"]) in worked
     assert "1.6×10¹³" not in worked
     assert "4,000 tokens" in worked
+
+
+def test_a_hundred_users_are_computed_not_asserted(client) -> None:
+    """100 sequences × 1,150 tokens × 131,072 B = 15 GB of KV per step, as large as the 15 GB of
+    weights: the step doubles from 4.5 ms to 9 ms, the figures the API gives."""
+    worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    many = api_get(client, "decode", model="llama-3-8b", gpu="h100-sxm", batch=100,
+                   context_tokens=1150, output_tokens=300)
+    one = api_get(client, "decode", model="llama-3-8b", gpu="h100-sxm", batch=1,
+                  context_tokens=1150, output_tokens=300)
+    assert seconds_rounded(many["step_seconds"]) == "9 ms"
+    assert seconds_rounded(one["step_seconds"]) == "4.5 ms"
+    assert "takes 9 ms against 4.5 ms for one sequence alone" in worked
+    assert bytes_in(many["kv_bytes_per_step"], "GB", digits=2) == "15 GB"
+    assert "TPOT rises slowly" not in page_get(client)
+
+
+def test_one_long_chunk_stalls_every_stream_by_the_computed_figure(client) -> None:
+    """8,000-token prompt in 2,048-token chunks beside 32 decoders at 1,000 tokens on an H100 at
+    50% MFU: the decode-only step is 5.7 ms; with the largest chunk it turns compute-bound and
+    every stream's next token is late by the step's growth, which the API computes."""
+    worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    chunk = api_get(client, "chunked-prefill", model="llama-3-8b", gpu="h100-sxm",
+                    prompt_tokens=8000, chunk_tokens=2048, decode_batch=32,
+                    decode_context_tokens=1000, mfu=0.5)
+    stall = seconds_rounded(chunk["max_chunk_stall_seconds"])
+    assert f"every stream's next token is late by {stall}" in worked
+    assert seconds_rounded(chunk["decode_step_seconds"]) == "5.7 ms"
+
+
+def test_max_tokens_left_unset_is_the_rest_of_the_window(client) -> None:
+    """Llama 3 8B's window is 8,192 tokens: a 1,000-token prompt leaves 7,192."""
+    concepts = text_of(section_html(problem_html(page_get(client), 1), 1, "concepts"))
+    assert "that is 7,192 tokens" in concepts
+
+
+def test_the_staff_level_points_are_on_the_page(client) -> None:
+    problem = text_of(problem_html(page_get(client), 1))
+    for point in ("max_num_batched_tokens", "batch-invariant kernels", "structured output",
+                  "beginning-of-sequence", "recomput", "prefix caching", "logprobs",
+                  "no separate prefill phase"):
+        assert point in problem, point
 
 
 def test_bad_input_shows_a_field_error_and_keeps_the_defaults_in_the_prose(client) -> None:

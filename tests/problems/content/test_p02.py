@@ -39,7 +39,8 @@ def api_get(client, path: str, **params) -> dict:
 
 def stream_query(**changes: object) -> str:
     """A whole p2-stream query: the calculator's defaults with `changes` on top."""
-    fields = {**p02.StreamingCostForm().defaults(), **changes}
+    fields = {**p02.CALCULATOR.form_class().defaults(), **changes}
+    fields = {name: "" if value is None else value for name, value in fields.items()}
     return "?" + "&".join(f"p2-stream-{name}={value}" for name, value in fields.items())
 
 
@@ -88,6 +89,30 @@ def test_the_sample_event_on_the_page_is_valid_sse(client) -> None:
     first = json.loads(events[0].removeprefix("data: "))
     assert first["object"] == "chat.completion.chunk"
     assert first["choices"][0]["delta"]["content"] == "Hello"
+
+
+def test_a_stream_interval_never_delays_the_first_text(client) -> None:
+    """With 8 tokens per event the first token still leaves at TTFT: the first text appears at
+    the same time as with 1 token per event."""
+    one = worked_text(client, stream_query(tokens_per_event=1))
+    eight = worked_text(client, stream_query(tokens_per_event=8))
+    first = re.search(r"appears after ([\d.,]+ \w+)", one).group(1)
+    assert f"appears after {first}" in eight
+
+
+def test_the_new_staff_points_are_on_the_page(client) -> None:
+    problem = text_of(problem_html(page_get(client), 2))
+    for point in ("in-band", "obfuscation", "six connections", "Drain", "send_timeout",
+                  "uvicorn has no timeout", "reasoning", "Little's law",
+                  "do not: vLLM and SGLang write nothing"):
+        assert point in problem, point
+
+
+def test_waste_is_a_rate_equal_to_the_api(client) -> None:
+    """10 requests/s × 10% abandoned × 900 tokens left = 900 tokens/s for nobody."""
+    body = api_get(client, "streaming")
+    assert body["wasted_tokens_per_second"] == pytest.approx(900)
+    assert "900 tokens a second decoded for nobody" in worked_text(client)
 
 
 def test_changing_inputs_changes_the_figures(client) -> None:
