@@ -1,12 +1,15 @@
 """The Llama decoder: embedding, N x (RMSNorm, attention, RMSNorm, SwiGLU MLP), RMSNorm, LM head.
 
 Weights load from Hugging Face names. q/k/v are packed into one matrix and gate/up into
-another, so each layer runs two matmuls fewer per step (per-step overhead matters on CPU).
+another, so each layer runs two matmuls fewer per step (per-step overhead matters on CPU). The
+forward passes call `F.linear` and `.forward` directly: nn.Module's call machinery (hooks)
+costs a few microseconds a call, and a decode step makes about seventy of them.
 """
 
 from collections.abc import Iterable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from worker.engine.config import ModelConfig
@@ -39,14 +42,14 @@ class LlamaAttention(nn.Module):
         v_cache: torch.Tensor,
         meta: AttentionMetadata,
     ) -> torch.Tensor:
-        qkv = self.qkv_proj(x)
+        qkv = F.linear(x, self.qkv_proj.weight, self.qkv_proj.bias)
         # q and k are adjacent columns: rotate them together, one op each instead of two.
         qk = qkv[:, : self.q_size + self.kv_size].view(-1, self.num_heads + self.num_kv_heads,
                                                         self.head_dim)
         qk = rope_apply(qk, *rope)
         q, k = qk[:, : self.num_heads], qk[:, self.num_heads :]
         v = qkv[:, self.q_size + self.kv_size :].view(-1, self.num_kv_heads, self.head_dim)
-        return self.o_proj(self.attn(q, k, v, k_cache, v_cache, meta))
+        return F.linear(self.attn.forward(q, k, v, k_cache, v_cache, meta), self.o_proj.weight)
 
 
 class LlamaMLP(nn.Module):
@@ -57,8 +60,8 @@ class LlamaMLP(nn.Module):
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
-        return self.down_proj(nn.functional.silu(gate) * up)
+        gate, up = F.linear(x, self.gate_up_proj.weight).split(self.intermediate_size, dim=-1)
+        return F.linear(F.silu(gate) * up, self.down_proj.weight)
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -70,8 +73,9 @@ class LlamaDecoderLayer(nn.Module):
         self.mlp = LlamaMLP(config)
 
     def forward(self, rope, x, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
-        x = x + self.self_attn(rope, self.input_layernorm(x), k_cache, v_cache, meta)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        x = x + self.self_attn.forward(rope, self.input_layernorm.forward(x), k_cache, v_cache,
+                                       meta)
+        return x + self.mlp.forward(self.post_attention_layernorm.forward(x))
 
 
 class LlamaForCausalLM(nn.Module):
@@ -104,7 +108,7 @@ class LlamaForCausalLM(nn.Module):
         x = self.embed_tokens(input_ids)
         rope = self.rotary.tables(positions, x.dtype)
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
-            x = layer(rope, x, k_cache, v_cache, meta)
+            x = layer.forward(rope, x, k_cache, v_cache, meta)
         # Only the rows that sample a token need the norm and the (wide) LM head.
         return self.lm_head(self.norm(x[logits_indices])).float()
 
