@@ -1,4 +1,5 @@
-"""GET /healthz: the database, Redis and at least one Celery worker, or 503 naming what failed."""
+"""GET /healthz: the database, Redis and at least one Celery worker ready to serve (its engine
+loaded), or 503 naming what failed."""
 
 import redis
 from django.conf import settings
@@ -7,7 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from worker.celery import app as celery_app
+from worker.heartbeat import workers_ready
 
 
 def _database_ok() -> str:
@@ -30,9 +31,13 @@ def _redis_ok() -> str:
 
 
 def _live_workers() -> int:
+    """Workers whose heartbeat hash says they are up and their engine is loaded
+    (worker/heartbeat.py): one SCAN, no round trip to every worker."""
     try:
-        return len(celery_app.control.ping(timeout=1.0) or [])
-    except Exception:  # broker unreachable: kombu raises several kinds
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1,
+                                      socket_connect_timeout=1)
+        return workers_ready(client)
+    except (redis.RedisError, OSError):
         return 0
 
 

@@ -14,8 +14,8 @@ _DEFAULTS: dict[str, int | float | str] = {
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
     "DEMO_HEARTBEAT_TTL": 10,  # seconds without a worker heartbeat before a run is dead
     "DEMO_SSE_PING": 5,  # seconds between keep-alive comments on an idle event stream
-    "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between engine steps in the streaming demo
-    "DEMO_QUEUE": "",  # Celery queue for runs; empty means CELERY_TASK_DEFAULT_QUEUE
+    "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between one stream's tokens (streaming demo)
+    "DEMO_QUEUE": "",  # Celery queue for every run; empty: ENGINE_QUEUE or EXPERIMENT_QUEUE
 }
 
 

@@ -16,6 +16,7 @@ from demos import events
 from demos.conf import demo_setting
 from demos.models import Run
 from demos.params import RunParams
+from demos.runners import runner_queue
 
 
 class RunConflict(Exception):
@@ -83,7 +84,8 @@ def run_start(*, owner: str, demo: str, params: RunParams) -> Run:
         raise QueueFull(retry_after_s=max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4))
     with transaction.atomic():
         run = Run.objects.create(owner=owner, demo=demo, params=params.as_dict())
-        queue = str(demo_setting("DEMO_QUEUE")) or settings.CELERY_TASK_DEFAULT_QUEUE
+        # Chat-like demos go to the shared-engine workers, experiments to their own queue.
+        queue = str(demo_setting("DEMO_QUEUE")) or runner_queue(demo)
         # delay_on_commit with a queue: the worker must find the row when the task arrives.
         run_execute.apply_async_on_commit(args=[str(run.id)], queue=queue)
     return run
