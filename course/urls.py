@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/", api.urls),
     path("", include("problems.urls")),
     path("demos/", include("demos.urls")),
+    path("v1/", include("course.openai_api")),  # the OpenAI-compatible API
 ]
