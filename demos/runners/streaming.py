@@ -102,6 +102,11 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                         "reason": streams[index]["reason"],
                         "blocks_freed": int(event.get("blocks_freed", 0)),
                         "completion_tokens": streams[index]["completion_tokens"]})
+            elif kind == "finished" and streams[index]["state"] in ("running", "aborting"):
+                # Finished before an abort could land: it is done, not aborted.
+                stream_end(index, "done", {
+                    "finish_reason": event.get("finish_reason"),
+                    "completion_tokens": streams[index]["completion_tokens"]})
             elif streams[index]["state"] != "running":
                 continue
             elif kind == "admitted":
@@ -112,10 +117,6 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                 streams[index]["completion_tokens"] += 1
                 ctx.publish("token", {"index": event.get("index"), "text": event.get("text", ""),
                                       "at_ms": ctx.elapsed_ms()}, stream=index)
-            elif kind == "finished":
-                stream_end(index, "done", {
-                    "finish_reason": event.get("finish_reason"),
-                    "completion_tokens": streams[index]["completion_tokens"]})
     if cancel_all is not None:
         raise RunCancelled(cancel_all, summary={"blocks_freed": freed_by_cancel, **_kv(client),
                                                 "streams": summary()})

@@ -152,6 +152,8 @@ class ModelRunner:
         decode = None
         if any(is_slot):
             decoders = [e for e, d in zip(entries, is_slot, strict=True) if d]
+            # Plan in slot order (newcomers last, in entry order), as the tokens are packed.
+            decoders.sort(key=lambda e: slots.slot_of.get(e.seq_id, len(slots.slot_of)))
             decode = slots.plan(seq_ids=[e.seq_id for e in decoders],
                                 starts=[e.start for e in decoders],
                                 block_tables=[e.block_table for e in decoders], token_start=0)
@@ -166,7 +168,9 @@ class ModelRunner:
         rest = sorted((i for i in range(len(entries)) if not is_slot[i]),
                       key=lambda i: (len(entries[i].token_ids) > _SHORT_QUERY,
                                      context(entries[i])))
-        order = [i for i in range(len(entries)) if is_slot[i]] + rest
+        # Decodes in slot order, so their queries line up with the slots' rows.
+        order = sorted((i for i in range(len(entries)) if is_slot[i]),
+                       key=lambda i: slots.slot_of[entries[i].seq_id]) + rest
         flat_ids: list[int] = []
         offsets = [0] * len(entries)
         for i in order:

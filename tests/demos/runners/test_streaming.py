@@ -6,18 +6,18 @@ from demos.runners import RunCancelled
 from demos.runners.streaming import streaming_prompts, streaming_run
 from tests.demos.runners.conftest import engine_idle
 
-PARAMS = {"prompt": "Hello", "max_tokens": 12, "temperature": 0.0, "top_p": 1.0}
+PARAMS = {"prompt": "Hello", "max_tokens": 24, "temperature": 0.0, "top_p": 1.0}
 
 
 def test_cutting_one_stream_frees_its_blocks_while_the_others_finish(serving, client,
                                                                      recorder):
     recorder.cancel_after = ("token", 1, "stream:1", "disconnected")
     outcome = streaming_run(client=client, machine=serving.machine, params=PARAMS,
-                            ctx=recorder.context(pace_s=0.01))
+                            ctx=recorder.context(pace_s=0.02))
     assert outcome.state == "finished"
     states = {s["stream"]: s for s in outcome.summary["streams"]}
     assert [states[i]["state"] for i in range(3)] == ["done", "aborted", "done"]
-    assert states[0]["completion_tokens"] == states[2]["completion_tokens"] == 12  # ignore_eos
+    assert states[0]["completion_tokens"] == states[2]["completion_tokens"] == 24  # ignore_eos
     assert recorder.types(stream=1)[-1] == "aborted"
     aborted = [d for t, s, d in recorder.events if t == "aborted"][0]
     assert aborted["reason"] == "disconnected" and aborted["blocks_freed"] >= 1

@@ -90,7 +90,7 @@ class PagedAttention(nn.Module):
         if d.join_slots is not None:
             # Newcomers: their context, this token included, copied from the pool once.
             n = d.join_blocks * k_cache.shape[1]
-            j = len(d.join_slots)
+            j = len(d.join_block_ids) // d.join_blocks
             keys[d.join_slots, :n] = k_cache.index_select(0, d.join_block_ids).view(j, n, kv_heads,
                                                                                     dim)
             values[d.join_slots, :n] = v_cache.index_select(0, d.join_block_ids).view(

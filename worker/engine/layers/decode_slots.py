@@ -35,8 +35,9 @@ class DecodeGroup:
     rows: int  # attention runs over slots 0 .. rows - 1
     kv_len: int  # and over positions 0 .. kv_len - 1
     mask: torch.Tensor  # [rows, 1, 1, kv_len]: True where a slot's query may look
-    # Sequences that got their slot this step: their blocks are copied in, once.
-    join_slots: torch.Tensor | None
+    # Sequences that got their slot this step (a slice of slots, or their indices): their
+    # blocks are copied in, once.
+    join_slots: slice | torch.Tensor | None
     join_block_ids: torch.Tensor | None  # [J * join_blocks], padded with block 0
     join_blocks: int
 
@@ -54,8 +55,20 @@ class DecodeSlots:
         self.values: list[torch.Tensor] = []
 
     def forget(self, seq_ids) -> None:  # noqa: ANN001 (any iterable of ids)
+        """Drop these sequences' slots, moving the last slots' rows into the holes so the
+        slots in use stay 0 .. n-1 (then attention reads them with no scatter or gather)."""
         for seq_id in seq_ids:
-            self.slot_of.pop(seq_id, None)
+            slot = self.slot_of.pop(seq_id, None)
+            if slot is None:
+                continue
+            last = len(self.slot_of)  # the highest slot still held, once compact
+            holder = next((s for s, i in self.slot_of.items() if i == last), None)
+            if holder is not None and last != slot:
+                with torch.inference_mode():  # the buffers were made in the forward pass
+                    for keys, values in zip(self.keys, self.values, strict=True):
+                        keys[slot].copy_(keys[last])
+                        values[slot].copy_(values[last])
+                self.slot_of[holder] = slot
 
     def _bytes(self, rows: int, capacity: int) -> int:
         itemsize = torch.empty((), dtype=self.dtype).element_size()
@@ -67,17 +80,11 @@ class DecodeSlots:
         """Slots for this step's decodes (seq ids, positions, block tables), growing the
         buffers when needed; None when they would pass `max_bytes` (then gather as before)."""
         bs = self.block_size
-        free = sorted(set(range(len(self.slot_of) + len(seq_ids))) - set(self.slot_of.values()))
         joiners = [i for i, s in enumerate(seq_ids) if s not in self.slot_of]
-        for i, slot in zip(joiners, free, strict=False):
-            self.slot_of[seq_ids[i]] = slot
+        for i in joiners:  # slots stay compact: a newcomer takes the next one
+            self.slot_of[seq_ids[i]] = len(self.slot_of)
         slots = [self.slot_of[s] for s in seq_ids]
-        rows = max(slots) + 1
-        if rows > 2 * len(slots) + 4:
-            # Finished sequences left holes: start over compactly (everyone joins again).
-            self.slot_of.clear()
-            return self.plan(seq_ids=seq_ids, starts=starts, block_tables=block_tables,
-                             token_start=token_start)
+        rows = max(slots) + 1  # above len(slots) only while some holder sits this step out
         join_blocks = max((-(-(starts[i] + 1) // bs) for i in joiners), default=0)
         kv_len = -(-(max(starts) + 1) // bs) * bs
         need_capacity = max(kv_len, join_blocks * bs)
@@ -97,7 +104,11 @@ class DecodeSlots:
         mask = (torch.arange(kv_len, device=dev).view(1, -1) <= query_pos.view(-1, 1))
         join_slots = join_ids = None
         if joiners:
-            join_slots = slots_t[joiners]
+            first = slots[joiners[0]]
+            consecutive = [slots[i] for i in joiners] == list(range(first, first + len(joiners)))
+            # Newcomers hold the last slots: a slice, not a scatter, when they are in order.
+            join_slots = (slice(first, first + len(joiners)) if consecutive
+                          else slots_t[joiners])
             join_ids = torch.tensor(
                 [(block_tables[i][:join_blocks] + [0] * join_blocks)[:join_blocks]
                  for i in joiners], dtype=torch.long, device=dev).view(-1)
