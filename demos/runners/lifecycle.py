@@ -3,8 +3,8 @@
 The request joins the worker's shared engine, so other visitors' requests may ride in the
 same steps. Events, in order: tokenized, queued, admitted, prefill, then token (one per token)
 interleaved with step (how many sequences the step carried, how many of them were other
-visitors', and from how many visitors); the task then publishes finished with this runner's
-summary (or cancelled).
+visitors', and from how many visitors; sent when that changes); the task then publishes
+finished with this runner's summary (or cancelled).
 """
 
 import time
@@ -100,8 +100,10 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                 share = {"num_seqs": int(event["num_seqs"]),
                          "num_others": int(event["num_seqs"]) - int(event["num_mine"]),
                          "num_visitors": int(event["num_owners"])}
+                if not steps or share != steps[-1]:
+                    # Only when who rides along changes: half the writes of a solo run.
+                    ctx.publish("step", {**share, "at_ms": ctx.elapsed_ms(t_seen)})
                 steps.append(share)
-                ctx.publish("step", {**share, "at_ms": ctx.elapsed_ms(t_seen)})
             elif kind == "aborted":
                 stats = client.stats()
                 raise RunCancelled(cancel_reason or "cancelled", summary={

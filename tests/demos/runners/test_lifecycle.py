@@ -23,7 +23,7 @@ def test_stages_come_in_order_and_the_summary_adds_up(serving, client, recorder)
     assert summary["usage"]["completion_tokens"] == types.count("token") <= 5
     # Alone in the engine: every step carried this request only.
     steps = [d for t, _, d in recorder.events if t == "step"]
-    assert steps and all(s["num_others"] == 0 and s["num_visitors"] == 1 for s in steps)
+    assert len(steps) == 1 and steps[0]["num_others"] == 0 and steps[0]["num_visitors"] == 1
     assert summary["sharing"]["shared_steps"] == 0
     assert summary["usage"]["prompt_tokens"] == recorder.events[0][2]["token_count"]
     assert summary["text"] == "".join(d["text"] for t, _, d in recorder.events if t == "token")
