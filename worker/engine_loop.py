@@ -207,10 +207,10 @@ class EngineLoop:
             client._deliver({**event, "num_mine": count, "num_owners": visitors})
 
     def _fail_all(self, message: str) -> None:
-        for request_id, client in list(self.clients.items()):
-            client._deliver({"type": "error", "request_id": request_id, "message": message})
+        failed = list(self.clients.items())
+        self.clients.clear()
         try:  # free what the requests held; a half-done step may make even this fail
-            for request_id in list(self.clients):
+            for request_id, _ in failed:
                 self.engine.abort(request_id)
             self.engine.step()
         except Exception:
@@ -218,4 +218,6 @@ class EngineLoop:
                 raise
             logger.warning("engine left inconsistent by the failed step: loading it afresh")
             self.engine = self.engine_factory()
-        self.clients.clear()
+        # Told last, so a client that retries at once finds the engine ready.
+        for request_id, client in failed:
+            client._deliver({"type": "error", "request_id": request_id, "message": message})
