@@ -59,6 +59,8 @@ def model_load(
     model.load_weights(tensors())
     model = model.to(dtype).eval()
     model.tie_weights()
+    if torch.device(device).type == "cpu":
+        model.column_major_weights()
     return model
 
 
