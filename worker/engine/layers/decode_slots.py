@@ -34,7 +34,7 @@ class DecodeGroup:
     write_rows: torch.Tensor  # [S] flat row (slot * capacity + position) of each new token
     rows: int  # attention runs over slots 0 .. rows - 1
     kv_len: int  # and over positions 0 .. kv_len - 1
-    mask: torch.Tensor  # [rows, 1, 1, kv_len]: True where a slot's query may look
+    mask: torch.Tensor  # [rows, 1, 1, kv_len]: 0 where a slot's query may look, -inf elsewhere
     # Sequences that got their slot this step (a slice of slots, or their indices): their
     # blocks are copied in, once.
     join_slots: slice | torch.Tensor | None
@@ -101,7 +101,11 @@ class DecodeSlots:
         # Each slot's query position; unused slots (holes) look at position 0 only.
         query_pos = torch.zeros(rows, dtype=torch.long, device=dev)
         query_pos[slots_t] = starts_t
-        mask = (torch.arange(kv_len, device=dev).view(1, -1) <= query_pos.view(-1, 1))
+        allowed = torch.arange(kv_len, device=dev).view(1, -1) <= query_pos.view(-1, 1)
+        # Additive (0 or -inf) in the buffers' dtype: SDPA would convert a boolean mask in
+        # every layer.
+        mask = torch.zeros(allowed.shape, dtype=self.dtype, device=dev).masked_fill_(
+            ~allowed, float("-inf"))
         join_slots = join_ids = None
         if joiners:
             first = slots[joiners[0]]
