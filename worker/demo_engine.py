@@ -131,19 +131,24 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
         from worker.engine_metrics import EngineMetrics
 
         t = time.perf_counter()
-        try:
+        machine: dict = {}
+
+        def setup():  # noqa: ANN202 (runs in the loop thread: see EngineLoop)
             engine = engine_build(model_path, device=device)
             engine_warm_up(engine)
-            machine = {**machine_measure(device=device), **model_facts(engine),
-                       "model_path": model_path, "device": device}
+            machine.update({**machine_measure(device=device), **model_facts(engine),
+                            "model_path": model_path, "device": device})
+            return engine
+
+        metrics = EngineMetrics(model_name=model_name_of(model_path))
+        try:
+            loop = EngineLoop(model_name=model_name_of(model_path), setup=setup,
+                              engine_factory=lambda: engine_build(model_path, device=device),
+                              on_events=metrics.observe).start()
         except BaseException as exc:
             _load_error = exc
             _loaded.set()
             raise
-        metrics = EngineMetrics(model_name=model_name_of(model_path))
-        loop = EngineLoop(engine, model_name=model_name_of(model_path),
-                          engine_factory=lambda: engine_build(model_path, device=device),
-                          on_events=metrics.observe).start()
         logger.info("shared engine loaded from %s and warmed up in %.1f s; machine %s",
                     model_path, time.perf_counter() - t, machine)
         _serving = Serving(loop=loop, machine=machine, metrics=metrics)
