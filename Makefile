@@ -38,7 +38,7 @@ loadtest: setup
 # Retrains the shipped demo models (about 50 minutes on two cores; needs Debian's jargon-text).
 # Never run by CI.
 train: setup
-	$(BIN)/python -m worker.engine.train
+	$(BIN)/python -m worker.training.train
 
 clean:
 	rm -rf $(VENV) var

@@ -8,7 +8,6 @@ round trip (a `control.ping` per request once exhausted the broker's pool and ja
 """
 
 import logging
-import time
 from functools import cache
 
 import redis
@@ -18,11 +17,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from worker.heartbeat import workers_ready
+
 logger = logging.getLogger(__name__)
 
-WORKER_KEY_PREFIX = "course:worker:"
-# A heartbeat older than this is a worker that stopped beating (the key's TTL ends it anyway).
-WORKER_STALE_S = 15
 
 
 @cache
@@ -43,22 +41,8 @@ def _database_ok() -> str:
 
 
 def workers_ready_count(client: redis.Redis, *, now: float | None = None) -> int:
-    """How many workers' heartbeats say their engine is ready, fresh within WORKER_STALE_S."""
-    now = time.time() if now is None else now
-    keys = list(client.scan_iter(match=f"{WORKER_KEY_PREFIX}*", count=500))
-    if not keys:
-        return 0
-    pipe = client.pipeline(transaction=False)
-    for key in keys:
-        pipe.hmget(key, "engine_ready", "updated_at")
-    ready = 0
-    for engine_ready, updated_at in pipe.execute():
-        try:
-            fresh = now - float(updated_at or 0) <= WORKER_STALE_S
-        except ValueError:
-            fresh = False
-        ready += engine_ready == "1" and fresh
-    return ready
+    """How many workers' heartbeats say their engine is ready, fresh within the TTL."""
+    return workers_ready(client, now=now)
 
 
 @never_cache

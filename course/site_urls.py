@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from course import views
+from course import account, views
 from course.forms import LoginForm
 
 app_name = "course"
@@ -17,4 +17,7 @@ urlpatterns = [
                                       redirect_authenticated_user=True),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("account/", account.account, name="account"),
+    path("account/keys/<int:key_id>/revoke", account.account_key_revoke,
+         name="account_key_revoke"),
 ]

@@ -3,6 +3,7 @@
 from django.urls import include, path
 
 from course.health import healthz
+from course.metrics import metrics
 from problems.api import api
 
 urlpatterns = [
@@ -11,4 +12,6 @@ urlpatterns = [
     path("api/", api.urls),
     path("", include("problems.urls")),
     path("demos/", include("demos.urls")),
+    path("v1/", include("course.openai_api")),  # the OpenAI-compatible API
+    path("metrics", metrics, name="metrics"),
 ]

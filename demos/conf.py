@@ -29,8 +29,8 @@ _DEFAULTS: dict[str, int | float | str] = {
     "DEMO_REDIS_POOL": 250,  # async Redis connections per web process, shared by its streams
     "DEMO_REDIS_POOL_TIMEOUT": 5,  # seconds a stream waits for a free connection in that pool
     "DEMO_SSE_PING": 5,  # seconds between keep-alive comments on an idle event stream
-    "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between engine steps in the streaming demo
-    "DEMO_QUEUE": "",  # Celery queue for runs; empty means CELERY_TASK_DEFAULT_QUEUE
+    "DEMO_STREAMING_STEP_DELAY": 0.04,  # seconds between one stream's tokens (streaming demo)
+    "DEMO_QUEUE": "",  # Celery queue for every run; empty: ENGINE_QUEUE or EXPERIMENT_QUEUE
 }
 
 

@@ -30,6 +30,7 @@ from demos import events
 from demos.conf import demo_setting
 from demos.models import Run
 from demos.params import RunParams
+from demos.runners import runner_queue
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +217,8 @@ def run_enqueued_mark(*, run_id: str) -> None:
 def _enqueue(run: Run) -> None:
     from demos.tasks import run_execute  # the task module imports no torch at import time
 
-    queue = str(demo_setting("DEMO_QUEUE")) or settings.CELERY_TASK_DEFAULT_QUEUE
+    # Chat-like demos go to the shared-engine workers, experiments to their own queue.
+    queue = str(demo_setting("DEMO_QUEUE")) or runner_queue(run.demo)
     run_enqueued_mark(run_id=str(run.id))
     # retry=False: a broker that is down answers now, not after Celery's retries.
     run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)

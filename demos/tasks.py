@@ -1,7 +1,8 @@
 """The Celery task behind every live demo run: load the run, drive the engine, publish events.
 
-Importing this module imports no torch (the web process imports it to queue runs); the engine
-loads inside the task, once per worker process.
+Chat-like demos join the worker's shared engine (one per engine-queue worker process, loaded
+when the worker starts); experiments build an engine of their own for the run. Importing this
+module imports no torch (the web process imports it to queue runs).
 """
 
 import logging
@@ -51,27 +52,12 @@ class _Heartbeat:
         services.redis().delete(events.heartbeat_key(self.run_id))
 
 
-def _engine_clean(engine, ctx, *, run_id: str) -> None:
-    """Abort what a failed run left in the engine this worker keeps for the next run."""
-    from demos.runners.base import engine_abort_all
-
-    if engine is None:
-        return
-    try:
-        engine_abort_all(engine, ctx.request_ids)
-    except Exception:  # a half-finished step may leave it inconsistent: load afresh next time
-        logger.exception("could not clean the engine after run %s; reloading it", run_id)
-        from worker.demo_engine import engine_forget
-
-        engine_forget()
-
-
 @shared_task(name="demos.run_execute", soft_time_limit=_TIME_LIMIT + 5,
              time_limit=_TIME_LIMIT + 20, acks_late=False)
 def run_execute(run_id: str) -> str:
     """Execute one demo run by id; returns its final state."""
-    from demos.runners import RunCancelled, RunContext, RunTimeLimit, runner_for
-    from worker.demo_engine import engine_get
+    from demos.runners import RunCancelled, RunContext, RunTimeLimit, runner_get
+    from worker.demo_engine import engine_build, machine_measure, model_facts, serving_get
 
     run = Run.objects.filter(pk=run_id).first()
     if run is None or run.state != Run.State.QUEUED:
@@ -81,6 +67,8 @@ def run_execute(run_id: str) -> str:
     def publish(type: str, data: dict, stream: int | None = None) -> None:
         services.event_publish(run_id=run_id, type=type, data=data, stream=stream)
 
+    runner = runner_get(run.demo)
+    device = getattr(settings, "ENGINE_DEVICE", "cpu")
     with _Heartbeat(run_id):
         if not services.run_mark_running(run_id=run_id):
             return Run.objects.get(pk=run_id).state
@@ -88,32 +76,40 @@ def run_execute(run_id: str) -> str:
             publish=publish,
             cancel_targets=lambda: events.cancel_targets(client, run_id=run_id),
             time_limit_s=_TIME_LIMIT,
-            step_delay_s=float(demo_setting("DEMO_STREAMING_STEP_DELAY"))
+            pace_s=float(demo_setting("DEMO_STREAMING_STEP_DELAY"))
             if run.demo == "streaming" else 0.0,
         )
-        engine = None
+        engine_client = None
         try:
-            engine, machine = engine_get(settings.ENGINE_MODEL,
-                                         device=getattr(settings, "ENGINE_DEVICE", "cpu"))
-            ctx.started = time.perf_counter()  # time the run, not the model load
-            outcome = runner_for(run.demo)(engine=engine, machine=machine, params=run.params,
-                                           ctx=ctx)
+            if runner.engine == "shared":
+                serving = serving_get(settings.ENGINE_MODEL, device=device)
+                engine_client = serving.loop.client(owner=run.owner)
+                ctx.started = time.perf_counter()  # time the run, not waiting for a load
+                outcome = runner.run(client=engine_client, machine=serving.machine,
+                                     params=run.params, ctx=ctx)
+            else:
+                engine = engine_build(settings.ENGINE_MODEL, device=device)
+                machine = {**machine_measure(device=device), **model_facts(engine),
+                           "model_path": settings.ENGINE_MODEL, "device": device}
+                ctx.started = time.perf_counter()
+                outcome = runner.run(engine=engine, machine=machine, params=run.params, ctx=ctx)
         except RunCancelled as cancelled:
             if services.run_mark_terminal(run_id=run_id, state=Run.State.CANCELLED,
                                           summary=cancelled.summary):
                 publish("cancelled", cancelled.summary)
             return Run.State.CANCELLED
         except (RunTimeLimit, SoftTimeLimitExceeded) as exc:
-            _engine_clean(engine, ctx, run_id=run_id)
             message = (f"This run stopped: {exc}." if isinstance(exc, RunTimeLimit) else
                        f"This run stopped: it passed its time limit of {_TIME_LIMIT} s.")
-            services.run_fail(run_id=run_id, message=message)
+            services.run_fail(run_id=run_id, reason="time_limit", message=message)
             return Run.State.FAILED
         except Exception as exc:
-            _engine_clean(engine, ctx, run_id=run_id)
             # Logged in full; the visitor reads a plain reason, never the exception's text.
             services.run_fail_unexpected(run_id=run_id, exc=exc)
             return Run.State.FAILED
+        finally:
+            if engine_client is not None:
+                engine_client.close()  # whatever is still running returns its blocks
         if services.run_mark_terminal(run_id=run_id, state=outcome.state,
                                       summary=outcome.summary):
             publish(outcome.state, outcome.summary)

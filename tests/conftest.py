@@ -33,7 +33,11 @@ def _test_database_url() -> str:
 
 
 def worker_process_start(*, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start the project's own Celery worker against the test database and the suite's Redis."""
+    """Start the project's own Celery worker against the test database and the suite's Redis:
+    one threads-pool process on every queue, so it holds the shared engine (demo runs, /v1)
+    and also takes experiments."""
+    from django.conf import settings
+
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "course.settings.test",
@@ -43,7 +47,9 @@ def worker_process_start(*, extra_env: dict[str, str] | None = None) -> subproce
     }
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel", "INFO",
-         "--concurrency", "1", "--pool", "prefork", "--without-gossip", "--without-mingle",
+         "--concurrency", "8", "--pool", "threads", "--without-gossip", "--without-mingle",
+         "--queues", ",".join([settings.ENGINE_QUEUE, settings.EXPERIMENT_QUEUE,
+                               settings.CELERY_TASK_DEFAULT_QUEUE]),
          "--hostname", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"],
         cwd=ROOT,
         env=env,
@@ -51,15 +57,18 @@ def worker_process_start(*, extra_env: dict[str, str] | None = None) -> subproce
 
 
 def worker_wait_ready(*, timeout: float = 90.0) -> None:
-    """Block until at least one worker answers a ping."""
+    """Block until at least one worker says it is ready (its engine loaded) and answers a
+    ping."""
+    from demos.services import redis
     from worker.celery import app
+    from worker.heartbeat import workers_ready
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if app.control.ping(timeout=0.5):
+        if workers_ready(redis()) and app.control.ping(timeout=0.5):
             return
         time.sleep(0.2)
-    raise RuntimeError(f"no Celery worker answered within {timeout:.0f} s")
+    raise RuntimeError(f"no Celery worker was ready within {timeout:.0f} s")
 
 
 def process_stop(process: subprocess.Popen) -> None:

@@ -1,23 +1,29 @@
-"""The engine a worker process keeps: loaded on its first demo run, reused by every later one.
+"""The engines a worker process holds: the shared one every chat-like request joins, and the
+private ones that experiments build for themselves.
 
-Only worker processes import this module's functions' insides (torch, the engine); the web
-process never calls them. Loading also measures this machine once (matmul rate, memory
-bandwidth), so the lifecycle demo can set the arithmetic's estimate beside what it measured.
+A worker that consumes the engine queue (settings.ENGINE_QUEUE) loads its shared engine when it
+starts, in a thread of its own, warms it up, starts the engine loop (worker/engine_loop.py) and
+only then says it is ready (worker/heartbeat.py); tasks that arrive earlier wait for it.
+Loading also measures this machine once (matmul rate, memory bandwidth), so the lifecycle demo
+can set the arithmetic's estimate beside what it measured.
+
+Only worker processes call into this module's insides (torch, the engine); the web process
+never does.
 """
 
 import logging
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-# A small pool so that freeing one request's blocks visibly moves the demos' free-blocks bar:
-# 128 blocks of 16 tokens hold 2,048 tokens, enough for three 512-token answers at once.
-KV_BLOCKS = 128
+# A small pool, so that freeing one request's blocks visibly moves the demos' free-blocks bar,
+# yet room for many visitors at once: 256 blocks of 16 tokens hold 4,096 tokens.
+KV_BLOCKS = 256
 BLOCK_SIZE = 16
-
-_lock = threading.Lock()
-_loaded: tuple | None = None
+MAX_NUM_SEQS = 32
 
 
 def machine_measure(*, device: str = "cpu", matmul_size: int = 512,
@@ -73,27 +79,90 @@ def model_facts(engine) -> dict:
     }
 
 
-def engine_get(model_path: str, *, device: str = "cpu") -> tuple:
-    """(engine, machine) for this process, loading them on first use."""
-    global _loaded
+@dataclass
+class Serving:
+    """What the worker process serves with: the loop over the shared engine, the machine's
+    measured rates, and the metrics the loop feeds."""
+
+    loop: object  # worker.engine_loop.EngineLoop
+    machine: dict
+    metrics: object  # worker.engine_metrics.EngineMetrics
+
+
+_lock = threading.Lock()
+_loaded = threading.Event()
+_serving: Serving | None = None
+_load_error: BaseException | None = None
+
+
+def model_name_of(model_path: str) -> str:
+    """The id the API and the metrics use for a model directory: its folder name."""
+    return Path(model_path).name
+
+
+def engine_build(model_path: str, *, device: str = "cpu", **overrides):  # noqa: ANN003, ANN201
+    """A fresh engine with the demos' pool (experiments pass their own settings)."""
+    from worker.engine import Engine
+
+    settings = dict(device=device, block_size=BLOCK_SIZE, num_kv_blocks=KV_BLOCKS,
+                    max_num_seqs=MAX_NUM_SEQS, **overrides)
+    return Engine.from_pretrained(model_path, **settings)
+
+
+def engine_warm_up(engine) -> None:  # noqa: ANN001
+    """Run a few short requests, so the first learner does not pay for first-call set-up
+    (thread pools, allocator, first shapes): a cold first run measured 90 ms per token here,
+    a warm one 3."""
+    from worker.engine import SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    for batch in (1, 4):
+        engine.generate([[5 + i, 6, 7, 8, 9] for i in range(batch)], params)
+
+
+def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
+    """Load, warm up and start the shared engine of this process (once; later calls wait for
+    the first and return what it built)."""
+    global _serving, _load_error
     with _lock:
-        if _loaded is None:
-            from worker.engine import Engine
+        if _serving is not None:
+            return _serving
+        from worker.engine_loop import EngineLoop
+        from worker.engine_metrics import EngineMetrics
 
-            t = time.perf_counter()
-            engine = Engine.from_pretrained(model_path, device=device, block_size=BLOCK_SIZE,
-                                            num_kv_blocks=KV_BLOCKS)
-            machine = {**machine_measure(device=device), **model_facts(engine),
-                       "model_path": model_path, "device": device}
-            logger.info("engine loaded from %s in %.1f s; machine %s", model_path,
-                        time.perf_counter() - t, machine)
-            _loaded = (engine, machine)
-        return _loaded
+        t = time.perf_counter()
+        machine: dict = {}
+
+        def setup():  # noqa: ANN202 (runs in the loop thread: see EngineLoop)
+            engine = engine_build(model_path, device=device)
+            engine_warm_up(engine)
+            machine.update({**machine_measure(device=device), **model_facts(engine),
+                            "model_path": model_path, "device": device})
+            return engine
+
+        metrics = EngineMetrics(model_name=model_name_of(model_path))
+        try:
+            loop = EngineLoop(model_name=model_name_of(model_path), setup=setup,
+                              engine_factory=lambda: engine_build(model_path, device=device),
+                              on_events=metrics.observe).start()
+        except BaseException as exc:
+            _load_error = exc
+            _loaded.set()
+            raise
+        logger.info("shared engine loaded from %s and warmed up in %.1f s; machine %s",
+                    model_path, time.perf_counter() - t, machine)
+        _serving = Serving(loop=loop, machine=machine, metrics=metrics)
+        _loaded.set()
+        return _serving
 
 
-def engine_forget() -> None:
-    """Drop this process's engine, so the next run loads a fresh one (after a failure that may
-    have left it half-way through a step)."""
-    global _loaded
-    with _lock:
-        _loaded = None
+def serving_get(model_path: str, *, device: str = "cpu", timeout: float = 300.0) -> Serving:
+    """This process's shared engine: the one the worker is loading or has loaded, else loaded
+    now (a process that was not started as an engine worker, such as a test)."""
+    if _serving is None and not _loaded.is_set() and not _lock.locked():
+        return serving_start(model_path, device=device)
+    if not _loaded.wait(timeout):
+        raise RuntimeError(f"the shared engine did not load within {timeout:.0f} s")
+    if _serving is None:
+        raise RuntimeError(f"the shared engine failed to load: {_load_error}")
+    return _serving

@@ -1,100 +1,126 @@
-"""Each worker's liveness, written where the web side can read it cheaply: a Redis hash
-`course:worker:<hostname>` refreshed every BEAT_S seconds, expiring after TTL_S.
+"""Each worker says in Redis that it is alive and whether it can serve yet.
 
-Fields: `engine_ready` ("1" when this worker takes runs now, "0" while it cannot yet),
-`queues` (comma-separated), `model` (the ENGINE_MODEL directory's name), `updated_at`
-(unix seconds). /healthz counts the ready ones (course/health.py); a worker that dies simply
-stops beating and its hash expires. Started in the worker's main process once it consumes.
+One hash per worker process, `course:worker:<hostname>`, with fields
+- `engine_ready`: "1" once the worker can take its queue's work (for the engine queue: its
+  shared engine is loaded and warmed up), "0" before;
+- `queues`: the queues it consumes, comma-separated;
+- `model`: the model directory it serves;
+- `updated_at`: unix seconds of the last refresh.
+The hash lives 15 s and is refreshed every 5 s, so a killed worker drops out within 15 s.
+`/healthz` counts the ready ones with one SCAN instead of pinging every worker per request.
 
-No torch here: this runs in the worker's main process, beside the pool.
+No torch and no Django: the web process imports `workers_ready` from here.
 """
 
 import logging
 import threading
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import redis
 
 logger = logging.getLogger(__name__)
 
-KEY_PREFIX = "course:worker:"
-BEAT_S = 5
-TTL_S = 15
-
-# Today the engine loads inside the first run (its time counted there), so a worker that
-# consumes takes runs: ready. An engine loaded ahead of runs would start this at False and
-# call heartbeat_engine_ready(True) once it has loaded.
-_state = {"engine_ready": True}
-_started: dict[str, "WorkerHeartbeat"] = {}
+WORKER_KEY_PREFIX = "course:worker:"
+WORKER_TTL_S = 15
+WORKER_REFRESH_S = 5
 
 
-def heartbeat_key(hostname: str) -> str:
-    return f"{KEY_PREFIX}{hostname}"
+def worker_key(hostname: str) -> str:
+    return f"{WORKER_KEY_PREFIX}{hostname}"
 
 
-def heartbeat_engine_ready(ready: bool) -> None:
-    """Say whether this worker's engine takes runs now; the next beat (within BEAT_S) says so."""
-    _state["engine_ready"] = ready
-    for beat in _started.values():
-        beat.wake()
+def worker_status_write(client: redis.Redis, *, hostname: str, engine_ready: bool,
+                        queues: list[str], model: str, ttl_s: int = WORKER_TTL_S) -> None:
+    key = worker_key(hostname)
+    pipe = client.pipeline(transaction=False)
+    pipe.hset(key, mapping={"engine_ready": "1" if engine_ready else "0",
+                            "queues": ",".join(queues), "model": model,
+                            "updated_at": str(int(time.time()))})
+    pipe.expire(key, ttl_s)
+    pipe.execute()
 
 
-class WorkerHeartbeat:
-    """A daemon thread that writes this worker's hash every BEAT_S seconds until stopped."""
+def worker_status_delete(client: redis.Redis, *, hostname: str) -> None:
+    client.delete(worker_key(hostname))
 
-    def __init__(self, *, url: str, hostname: str, queues: list[str], model: str) -> None:
-        self.client = redis.Redis.from_url(url, socket_timeout=3, socket_connect_timeout=3)
-        self.key = heartbeat_key(hostname)
-        self.fields = {"queues": ",".join(queues), "model": Path(model).name}
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="worker-heartbeat")
 
-    def beat(self) -> None:
-        mapping = {**self.fields, "engine_ready": "1" if _state["engine_ready"] else "0",
-                   "updated_at": str(int(time.time()))}
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hset(self.key, mapping=mapping)
-        pipe.expire(self.key, TTL_S)
-        pipe.execute()
+def workers_status(client: redis.Redis) -> dict[str, dict[str, str]]:
+    """Every live worker's hash, by hostname."""
+    keys = list(client.scan_iter(match=f"{WORKER_KEY_PREFIX}*", count=100))
+    if not keys:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.hgetall(key)
+    out = {}
+    for key, fields in zip(keys, pipe.execute(), strict=True):
+        key = key.decode() if isinstance(key, bytes) else key
+        if fields:
+            out[key.removeprefix(WORKER_KEY_PREFIX)] = {
+                (k.decode() if isinstance(k, bytes) else k):
+                (v.decode() if isinstance(v, bytes) else v) for k, v in fields.items()}
+    return out
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.beat()
-            except (redis.RedisError, OSError):  # Redis away for a moment: beat again later
-                logger.warning("worker heartbeat to Redis failed", exc_info=True)
-            self._wake.wait(BEAT_S)
-            self._wake.clear()
 
-    def wake(self) -> None:
-        self._wake.set()
-
-    def start(self) -> "WorkerHeartbeat":
+def workers_ready(client: redis.Redis, *, now: float | None = None) -> int:
+    """How many workers are up with their engine loaded: ready, and refreshed within the TTL
+    (the key's expiry ends a silent worker anyway; this also ignores a clock-stale hash)."""
+    now = time.time() if now is None else now
+    ready = 0
+    for fields in workers_status(client).values():
         try:
-            self.beat()  # at once, so /healthz sees the worker as soon as it consumes
-        except (redis.RedisError, OSError):
-            logger.warning("worker heartbeat to Redis failed", exc_info=True)
+            fresh = now - float(fields.get("updated_at") or 0) <= WORKER_TTL_S
+        except ValueError:
+            fresh = False
+        ready += fields.get("engine_ready") == "1" and fresh
+    return ready
+
+
+class WorkerBeat:
+    """A thread that refreshes the worker's hash every 5 s and, when given `publish`, calls it
+    every second (the engine's metrics)."""
+
+    def __init__(self, *, client_factory: Callable[[], redis.Redis], hostname: str,
+                 queues: list[str], model: str,
+                 publish: Callable[[redis.Redis], None] | None = None) -> None:
+        self.client_factory, self.hostname = client_factory, hostname
+        self.queues, self.model, self.publish = queues, model, publish
+        self.engine_ready = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="worker-beat")
+
+    def start(self) -> "WorkerBeat":
+        self._write()
         self._thread.start()
         return self
 
+    def ready(self) -> None:
+        """The worker can serve now: say so at once, not at the next refresh."""
+        self.engine_ready = True
+        self._write()
+
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
         self._thread.join(timeout=5)
         try:
-            self.client.delete(self.key)  # gone at once, not TTL_S later
-        except (redis.RedisError, OSError):
+            worker_status_delete(self.client_factory(), hostname=self.hostname)
+        except redis.RedisError:
             pass
 
+    def _write(self) -> None:
+        worker_status_write(self.client_factory(), hostname=self.hostname,
+                            engine_ready=self.engine_ready, queues=self.queues, model=self.model)
 
-def heartbeat_start(*, url: str, hostname: str, queues: list[str], model: str) -> None:
-    if hostname not in _started:
-        _started[hostname] = WorkerHeartbeat(url=url, hostname=hostname, queues=queues,
-                                             model=model).start()
-
-
-def heartbeat_stop() -> None:
-    while _started:
-        _started.popitem()[1].stop()
+    def _loop(self) -> None:
+        last_status = time.monotonic()
+        while not self._stop.wait(1.0):
+            try:
+                client = self.client_factory()
+                if self.publish is not None:
+                    self.publish(client)
+                if time.monotonic() - last_status >= WORKER_REFRESH_S:
+                    self._write()
+                    last_status = time.monotonic()
+            except Exception:  # Redis briefly away: the next beat tries again
+                logger.warning("worker heartbeat failed", exc_info=True)

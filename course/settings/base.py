@@ -4,7 +4,9 @@ Environment variables that switch on the parts used at scale:
 - DATABASE_URL: PostgreSQL (postgres://user:pass@host:5432/name); SQLite under var/ otherwise.
 - REDIS_URL: the broker and the pub/sub bus for run events.
 - ENGINE_MODEL: a local Hugging Face directory the workers load instead of the demo model.
-- CELERY_QUEUE: the queue demo runs are sent to (one per GPU pool at scale).
+- CELERY_QUEUE: Celery's default queue (small tasks such as worker.describe).
+- ENGINE_QUEUE, EXPERIMENT_QUEUE: the queues of the shared-engine workers (demo runs, /v1) and
+  of the experiment workers (engines of their own).
 """
 
 import os
@@ -163,6 +165,20 @@ CELERY_RESULT_EXPIRES = 3600
 ENGINE_MODEL = os.environ.get("ENGINE_MODEL",
                               str(BASE_DIR / "worker" / "models" / "course-lm"))
 ENGINE_DEVICE = os.environ.get("ENGINE_DEVICE", "cpu")  # "cuda" on GPU workers
+# Chat-like requests (lifecycle and streaming runs, /v1) join each worker's shared engine on
+# ENGINE_QUEUE (workers with --pool threads); experiments build engines of their own on
+# EXPERIMENT_QUEUE (one at a time per worker process).
+ENGINE_QUEUE = os.environ.get("ENGINE_QUEUE", "engine")
+EXPERIMENT_QUEUE = os.environ.get("EXPERIMENT_QUEUE", "experiments")
+ENGINE_WORKER_CONCURRENCY = int(os.environ.get("ENGINE_WORKER_CONCURRENCY", "32"))
+
+# The OpenAI-compatible API at /v1: per-key limits (requests and tokens per minute).
+API_KEY_REQUESTS_PER_MINUTE = int(os.environ.get("API_KEY_REQUESTS_PER_MINUTE", "60"))
+API_KEY_TOKENS_PER_MINUTE = int(os.environ.get("API_KEY_TOKENS_PER_MINUTE", "20000"))
+API_MAX_TOKENS = int(os.environ.get("API_MAX_TOKENS", "512"))  # per request, at most
+# /metrics answers only these client addresses (comma-separated; "*" for any).
+METRICS_ALLOWED_IPS = [a for a in os.environ.get("METRICS_ALLOWED_IPS",
+                                                 "127.0.0.1,::1").split(",") if a]
 
 LOGGING = {
     "version": 1,

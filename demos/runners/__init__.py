@@ -1,23 +1,55 @@
-"""What each live demo does with the engine, one module per demo slug.
+"""What each live demo does with the engine, one module per demo slug, in a small registry.
 
-A runner is plain Python (no Django): it drives an engine through a `RunContext`, publishes
-events as they happen and returns a `RunOutcome`. The Celery task supplies both.
+A runner is plain Python (no Django). It publishes events through a `RunContext` and returns a
+`RunOutcome`; the Celery task supplies both. Two kinds, by what they need from the engine:
+- "shared": chat-like demos join the worker's shared engine through an `EngineClient`
+  (worker/engine_loop.py), so they batch with every other visitor's requests; they run on
+  settings.ENGINE_QUEUE. Called as runner(client=..., machine=..., params=..., ctx=...).
+- "own": controlled experiments get an engine of their own, built for the run, on
+  settings.EXPERIMENT_QUEUE, so a long comparison never delays a learner's request. Called
+  as runner(engine=..., machine=..., params=..., ctx=...).
+Modules register themselves on import; importing them imports no torch.
 """
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome, RunTimeLimit
 
 
-def runner_for(demo: str):
-    """The runner function for a demo slug (imported lazily: the runners touch the engine)."""
-    if demo == "lifecycle":
-        from demos.runners.lifecycle import lifecycle_run
-
-        return lifecycle_run
-    if demo == "streaming":
-        from demos.runners.streaming import streaming_run
-
-        return streaming_run
-    raise ValueError(f"no runner for demo {demo!r}")
+@dataclass(frozen=True)
+class Runner:
+    slug: str
+    run: Callable[..., RunOutcome]
+    engine: str  # "shared" or "own"
 
 
-__all__ = ["RunCancelled", "RunContext", "RunOutcome", "RunTimeLimit", "runner_for"]
+RUNNERS: dict[str, Runner] = {}
+
+
+def runner_register(slug: str, run: Callable[..., RunOutcome], *, engine: str = "shared") -> None:
+    if engine not in ("shared", "own"):
+        raise ValueError("engine must be 'shared' or 'own'")
+    RUNNERS[slug] = Runner(slug=slug, run=run, engine=engine)
+
+
+def runner_get(demo: str) -> Runner:
+    try:
+        return RUNNERS[demo]
+    except KeyError:
+        raise ValueError(f"no runner for demo {demo!r}") from None
+
+
+def runner_queue(demo: str) -> str:
+    """The Celery queue a demo's runs go to."""
+    from django.conf import settings
+
+    if runner_get(demo).engine == "shared":
+        return settings.ENGINE_QUEUE
+    return settings.EXPERIMENT_QUEUE
+
+
+from demos.runners import lifecycle, streaming  # noqa: E402,F401  (they register themselves)
+
+__all__ = ["RUNNERS", "RunCancelled", "RunContext", "RunOutcome", "RunTimeLimit", "Runner",
+           "runner_get", "runner_queue", "runner_register"]

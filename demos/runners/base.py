@@ -4,10 +4,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# Engine event types in the order a runner handles them within one step, so a prefill that
-# completes is reported before the first token that the same step sampled.
-EVENT_ORDER = {"queued": 0, "admitted": 1, "preempted": 2, "prefill_chunk": 3, "token": 4,
-               "finished": 5, "aborted": 6, "step": 7}
+# How often a runner asks Redis whether it was cancelled (seconds): a disconnect or a cancel
+# button reaches the engine within this, without a round trip per token.
+CANCEL_POLL_S = 0.02
+# How long a runner waits for its next engine event before checking cancel and time again.
+EVENT_WAIT_S = 0.05
 
 
 class RunTimeLimit(Exception):
@@ -36,9 +37,13 @@ class RunContext:
     publish: Callable[..., None]  # publish(type, data, stream=None)
     cancel_targets: Callable[[], dict[str, str]]  # {"all" | "stream:<n>": reason}
     time_limit_s: float
-    step_delay_s: float = 0.0  # a pause between engine steps, where a demo slows itself down
+    # Seconds between one request's tokens where a demo slows itself down (the streaming
+    # demo, so a learner can cut a stream mid-answer); the shared engine's other requests
+    # are not slowed.
+    pace_s: float = 0.0
     started: float = field(default_factory=time.perf_counter)
-    request_ids: set[str] = field(default_factory=set)  # to abort on any failure
+    _cancel_seen: dict[str, str] = field(default_factory=dict)
+    _cancel_polled: float = 0.0
 
     def elapsed_ms(self, at: float | None = None) -> float:
         """Milliseconds from the run's start to `at` (a perf_counter reading), or to now."""
@@ -48,18 +53,16 @@ class RunContext:
         if time.perf_counter() - self.started > self.time_limit_s:
             raise RunTimeLimit(f"the run passed its time limit of {self.time_limit_s:g} s")
 
+    def cancels(self) -> dict[str, str]:
+        """What has been asked to stop, read from Redis at most every CANCEL_POLL_S."""
+        now = time.perf_counter()
+        if now - self._cancel_polled >= CANCEL_POLL_S:
+            self._cancel_polled = now
+            self._cancel_seen = dict(self.cancel_targets())
+        return self._cancel_seen
 
-def engine_events_sorted(events: list[dict]) -> list[dict]:
-    return sorted(events, key=lambda event: EVENT_ORDER.get(event.get("type", ""), 9))
 
-
-def engine_abort_all(engine, request_ids: set[str]) -> None:
-    """Abort every request a run still holds, so the engine the worker keeps is clean."""
-    for request_id in list(request_ids):
-        try:
-            engine.abort(request_id)
-        except Exception:  # already finished or unknown: nothing left to free
-            pass
-    request_ids.clear()
-    # One step hands out the events the aborts queued (aborted), so the next run starts clean.
-    engine.step()
+def engine_error_raise(event: dict) -> None:
+    """An `error` event: the shared engine failed a step that carried this run's request."""
+    if event.get("type") == "error":
+        raise RuntimeError(event.get("message", "the engine failed"))

@@ -1,46 +1,42 @@
 """Demo `lifecycle` (problem 1): one request, end to end, each stage measured as it happens.
 
-Events, in order: tokenized, queued, admitted, prefill, token (one per token), then the task
-publishes finished with this runner's summary (or cancelled).
+The request joins the worker's shared engine, so other visitors' requests may ride in the
+same steps. Events, in order: tokenized, queued, admitted, prefill, then token (one per token)
+interleaved with step (how many sequences the step carried, how many of them were other
+visitors', and from how many visitors; sent when that changes); the task then publishes
+finished with this runner's summary (or cancelled).
 """
 
 import time
 
 from demos.runners.base import (
+    EVENT_WAIT_S,
     RunCancelled,
     RunContext,
     RunOutcome,
-    engine_abort_all,
-    engine_events_sorted,
+    engine_error_raise,
 )
 
 
-def _blocks_held(engine) -> int:
-    stats = engine.stats()
-    return int(stats["kv_blocks_total"]) - int(stats["kv_blocks_free"])
+def _blocks(stats: dict) -> dict:
+    return {"kv_blocks_free": int(stats["kv_blocks_free"]),
+            "kv_blocks_total": int(stats["kv_blocks_total"])}
 
 
-def token_pieces(engine, token_ids: list[int]) -> list[str]:
-    """Each token's own text, for the chips. Special tokens (the chat template's markers)
-    decode to nothing, so they show by name; byte-level pieces may be partial characters."""
-    names = (engine.tokenizer.convert_ids_to_tokens(token_ids)
-             if engine.tokenizer is not None else [""] * len(token_ids))
-    return [engine.decode([token_id]) or name
-            for token_id, name in zip(token_ids, names, strict=True)]
-
-
-def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    """Run one request and report every stage; `machine` holds this worker's measured rates."""
+def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
+    """Run one request in the worker's shared engine and report every stage, and how many
+    other visitors' sequences shared each step; `machine` holds this worker's measured
+    rates."""
     from demos.estimate import lifecycle_estimate
     from worker.engine import SamplingParams
 
     t_start = time.perf_counter()
-    token_ids = engine.encode_prompt(params["prompt"], chat=True)
+    token_ids = client.encode_prompt(params["prompt"], chat=True)
     t_tokenized = time.perf_counter()
     ctx.publish("tokenized", {
         "token_count": len(token_ids),
         "token_ids": token_ids,
-        "pieces": token_pieces(engine, token_ids),
+        "pieces": client.token_pieces(token_ids),
         "chat_template": True,
         "ms": round((t_tokenized - t_start) * 1000, 3),
         "at_ms": ctx.elapsed_ms(t_tokenized),
@@ -50,78 +46,72 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     sampling = SamplingParams(temperature=params["temperature"], top_p=params["top_p"],
                               max_tokens=params["max_tokens"],
                               ignore_eos=bool(params.get("ignore_eos", False)))
-    free_before = int(engine.stats()["kv_blocks_free"])
-    request_id = engine.add_request(token_ids, sampling)
-    ctx.request_ids.add(request_id)
+    stats = client.stats()
+    request_id = client.add_request(token_ids, sampling)
     t_queued = time.perf_counter()
-    stats = engine.stats()
     ctx.publish("queued", {"request_id": request_id, "at_ms": ctx.elapsed_ms(t_queued),
-                           "waiting": int(stats.get("num_requests_waiting", 1)),
-                           "kv_blocks_free": free_before,
-                           "kv_blocks_total": int(stats["kv_blocks_total"])})
+                           "waiting": int(stats.get("num_requests_waiting", 0)) + 1,
+                           **_blocks(stats)})
 
     t_admitted = t_prefilled = None
     token_times: list[float] = []
     text_parts: list[str] = []
-    held = 0
     prefill_tokens = 0
+    steps: list[dict] = []  # who shared each step that carried this request
     finished: dict | None = None
+    cancel_reason: str | None = None
     while finished is None:
         ctx.check_time()
-        cancel = ctx.cancel_targets()
-        if "all" in cancel:
-            engine.abort(request_id)
-            ctx.request_ids.discard(request_id)
-            held_now = _blocks_held(engine)
-            engine_abort_all(engine, ctx.request_ids)
-            stats = engine.stats()
-            raise RunCancelled(cancel["all"], summary={
-                "blocks_freed": held - held_now,
-                "kv_blocks_free": int(stats["kv_blocks_free"]),
-                "kv_blocks_total": int(stats["kv_blocks_total"]),
-                "completion_tokens": len(token_times),
-                "text": "".join(text_parts),
-            })
-        t_step = time.perf_counter()
-        step_events = engine.step()
-        t_done = time.perf_counter()
-        for event in engine_events_sorted(step_events):
+        if cancel_reason is None and "all" in ctx.cancels():
+            cancel_reason = ctx.cancels()["all"]
+            client.abort(request_id)
+        batch = client.events(timeout=EVENT_WAIT_S)
+        t_seen = time.perf_counter()
+        for event in batch:
+            engine_error_raise(event)
             kind = event.get("type")
-            if kind != "step" and event.get("request_id") != request_id:
-                continue
             if kind == "admitted":
-                t_admitted = t_step
+                t_admitted = t_seen
                 ctx.publish("admitted", {
                     "blocks": event.get("blocks"),
                     "prompt_tokens": event.get("prompt_tokens", len(token_ids)),
                     "cached_tokens": event.get("cached_tokens", 0),
-                    "queue_ms": round((t_step - t_queued) * 1000, 3),
-                    "at_ms": ctx.elapsed_ms(t_step),
+                    "queue_ms": round((t_seen - t_queued) * 1000, 3),
+                    "at_ms": ctx.elapsed_ms(t_seen),
                 })
             elif kind == "prefill_chunk":
                 prefill_tokens += int(event.get("tokens", 0))
                 if event.get("done"):
-                    t_prefilled = t_done
+                    t_prefilled = t_seen
                     ctx.publish("prefill", {
                         "tokens": prefill_tokens,
                         "cached_tokens": len(token_ids) - prefill_tokens,
-                        "ms": round((t_done - (t_admitted or t_step)) * 1000, 3),
-                        "at_ms": ctx.elapsed_ms(t_done),
+                        "ms": round((t_seen - (t_admitted or t_seen)) * 1000, 3),
+                        "at_ms": ctx.elapsed_ms(t_seen),
                     })
             elif kind == "token":
-                token_times.append(t_done)
+                token_times.append(t_seen)
                 text_parts.append(event.get("text", ""))
                 ctx.publish("token", {"index": event.get("index", len(token_times) - 1),
                                       "token_id": event.get("token_id"),
                                       "text": event.get("text", ""),
-                                      "at_ms": ctx.elapsed_ms(t_done)})
+                                      "at_ms": ctx.elapsed_ms(t_seen)})
+            elif kind == "step":
+                share = {"num_seqs": int(event["num_seqs"]),
+                         "num_others": int(event["num_seqs"]) - int(event["num_mine"]),
+                         "num_visitors": int(event["num_owners"])}
+                if not steps or share != steps[-1]:
+                    # Only when who rides along changes: half the writes of a solo run.
+                    ctx.publish("step", {**share, "at_ms": ctx.elapsed_ms(t_seen)})
+                steps.append(share)
+            elif kind == "aborted":
+                stats = client.stats()
+                raise RunCancelled(cancel_reason or "cancelled", summary={
+                    "blocks_freed": int(event.get("blocks_freed", 0)), **_blocks(stats),
+                    "completion_tokens": len(token_times), "text": "".join(text_parts),
+                })
             elif kind == "finished":
                 finished = event
-        if finished is None:
-            held = _blocks_held(engine)
-        if ctx.step_delay_s:
-            time.sleep(ctx.step_delay_s)
-    ctx.request_ids.discard(request_id)
     t_end = time.perf_counter()
     n_out = len(token_times)
     # The engine's own count: the final step may allocate a block and free everything at once,
@@ -144,7 +134,7 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     if n_out > 1:
         timeline.append({"stage": "decode", "start_ms": ms(token_times[0]),
                          "end_ms": ms(token_times[-1])})
-    stats = engine.stats()
+    stats = client.stats()
     measured = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
                 "prefill_ms": round(ms(t_prefilled) - ms(t_admitted), 3), "e2e_ms": ms(t_end)}
     return RunOutcome(state="finished", summary={
@@ -153,8 +143,13 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
         "usage": {"prompt_tokens": len(token_ids), "completion_tokens": n_out,
                   "total_tokens": len(token_ids) + n_out},
         "blocks_freed": blocks_freed,
-        "kv_blocks_free": int(stats["kv_blocks_free"]),
-        "kv_blocks_total": int(stats["kv_blocks_total"]),
+        **_blocks(stats),
+        "sharing": {
+            "steps": len(steps),
+            "shared_steps": sum(1 for s in steps if s["num_others"]),
+            "max_seqs": max((s["num_seqs"] for s in steps), default=0),
+            "max_visitors": max((s["num_visitors"] for s in steps), default=0),
+        },
         "tokenize_ms": ms(t_tokenized),
         "queue_ms": round(ms(t_admitted) - ms(t_queued), 3),
         **measured,
@@ -165,3 +160,7 @@ def lifecycle_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                                        output_tokens=n_out, measured=measured),
     })
 
+
+from demos.runners import runner_register  # noqa: E402
+
+runner_register("lifecycle", lifecycle_run, engine="shared")

@@ -1,19 +1,20 @@
-"""Demo `streaming` (problem 2): several requests decode side by side in one engine.
+"""Demo `streaming` (problem 2): several requests decode side by side in the shared engine.
 
 Each request is a "stream" (0, 1, 2) with its own SSE connection on the page. Cutting one (its
 connection closes) or cancelling it aborts that request in the engine, and its KV blocks go
-back to the pool at once while the others carry on. Events: streams, admitted, token, step
-(free blocks), aborted or done per stream; the task then publishes finished or cancelled.
+back to the pool at once while the others carry on. The requests are paced (one token every
+`ctx.pace_s` seconds) so there is time to cut one mid-answer; pacing leaves them out of the
+steps in between, so the engine's other requests are not slowed. Events: streams, admitted,
+token, step (free blocks), aborted or done per stream; the task then publishes finished or
+cancelled.
 """
 
-import time
-
 from demos.runners.base import (
+    EVENT_WAIT_S,
     RunCancelled,
     RunContext,
     RunOutcome,
-    engine_abort_all,
-    engine_events_sorted,
+    engine_error_raise,
 )
 
 # The learner's prompt is stream 0; these two keep it company.
@@ -27,13 +28,13 @@ def streaming_prompts(prompt: str) -> list[str]:
     return [prompt, *COMPANION_PROMPTS]
 
 
-def _kv(engine) -> dict:
-    stats = engine.stats()
+def _kv(client) -> dict:  # noqa: ANN001
+    stats = client.stats()
     return {"kv_blocks_free": int(stats["kv_blocks_free"]),
             "kv_blocks_total": int(stats["kv_blocks_total"])}
 
 
-def streaming_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
+def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Stream len(streaming_prompts) requests at once; abort the ones asked to stop."""
     from worker.engine import SamplingParams
 
@@ -44,52 +45,69 @@ def streaming_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     stream_of: dict[str, int] = {}
     streams: list[dict] = []
     for index, prompt in enumerate(prompts):
-        token_ids = engine.encode_prompt(prompt, chat=True)
-        request_id = engine.add_request(token_ids, sampling)
-        ctx.request_ids.add(request_id)
+        token_ids = client.encode_prompt(prompt, chat=True)
+        request_id = client.add_request(token_ids, sampling, pace_s=ctx.pace_s)
         stream_of[request_id] = index
         streams.append({"stream": index, "prompt": prompt, "request_id": request_id,
                         "prompt_tokens": len(token_ids), "state": "running",
-                        "completion_tokens": 0})
+                        "completion_tokens": 0, "reason": None})
     ctx.publish("streams", {"streams": [{k: s[k] for k in ("stream", "prompt", "prompt_tokens")}
-                                        for s in streams], **_kv(engine),
+                                        for s in streams], **_kv(client),
                             "at_ms": ctx.elapsed_ms()})
 
     def stream_end(index: int, state: str, data: dict) -> None:
         streams[index]["state"] = state
-        ctx.request_ids.discard(streams[index]["request_id"])
-        ctx.publish("done" if state == "done" else "aborted", {**data, **_kv(engine),
+        ctx.publish("done" if state == "done" else "aborted", {**data, **_kv(client),
                     "at_ms": ctx.elapsed_ms()}, stream=index)
 
-    while any(s["state"] == "running" for s in streams):
+    def summary() -> list[dict]:
+        return [{k: s[k] for k in ("stream", "state", "completion_tokens")} for s in streams]
+
+    cancel_all: str | None = None
+    freed_by_cancel = 0
+    while any(s["state"] in ("running", "aborting") for s in streams):
         ctx.check_time()
-        cancel = ctx.cancel_targets()
-        if "all" in cancel:
-            free_before = _kv(engine)["kv_blocks_free"]
-            engine_abort_all(engine, ctx.request_ids)
-            kv = _kv(engine)
-            raise RunCancelled(cancel["all"], summary={
-                "blocks_freed": kv["kv_blocks_free"] - free_before, **kv,
-                "streams": [{k: s[k] for k in ("stream", "state", "completion_tokens")}
-                            for s in streams]})
+        cancel = ctx.cancels()
+        if "all" in cancel and cancel_all is None:
+            cancel_all = cancel["all"]
+            for s in streams:
+                if s["state"] == "running":
+                    s["state"] = "aborting"
+                    client.abort(s["request_id"])
         for target, reason in cancel.items():
             index = int(target.partition(":")[2]) if target.startswith("stream:") else -1
             if 0 <= index < len(streams) and streams[index]["state"] == "running":
-                free_before = _kv(engine)["kv_blocks_free"]
-                engine.abort(streams[index]["request_id"])
-                stream_end(index, "aborted", {
-                    "reason": reason,
-                    "blocks_freed": _kv(engine)["kv_blocks_free"] - free_before,
-                    "completion_tokens": streams[index]["completion_tokens"]})
-        step_events = engine.step()
-        for event in engine_events_sorted(step_events):
+                streams[index]["state"], streams[index]["reason"] = "aborting", reason
+                client.abort(streams[index]["request_id"])
+        for event in client.events(timeout=EVENT_WAIT_S):
+            engine_error_raise(event)
             kind = event.get("type")
             index = stream_of.get(event.get("request_id", ""))
             if kind == "step":
-                ctx.publish("step", {**_kv(engine), "num_seqs": event.get("num_seqs"),
+                # The pool as the step left it (later reads may already see an abort).
+                ctx.publish("step", {"kv_blocks_free": int(event["blocks_free"]),
+                                     "kv_blocks_total": int(event["blocks_total"]),
+                                     "num_seqs": event.get("num_seqs"),
+                                     "num_others": event["num_seqs"] - event["num_mine"],
                                      "seconds": event.get("seconds"),
                                      "at_ms": ctx.elapsed_ms()})
-            elif index is None or streams[index]["state"] != "running":
+            elif index is None:
+                continue
+            elif kind == "aborted":
+                if cancel_all is not None:
+                    streams[index]["state"] = "aborted"
+                    freed_by_cancel += int(event.get("blocks_freed", 0))
+                else:
+                    stream_end(index, "aborted", {
+                        "reason": streams[index]["reason"],
+                        "blocks_freed": int(event.get("blocks_freed", 0)),
+                        "completion_tokens": streams[index]["completion_tokens"]})
+            elif kind == "finished" and streams[index]["state"] in ("running", "aborting"):
+                # Finished before an abort could land: it is done, not aborted.
+                stream_end(index, "done", {
+                    "finish_reason": event.get("finish_reason"),
+                    "completion_tokens": streams[index]["completion_tokens"]})
+            elif streams[index]["state"] != "running":
                 continue
             elif kind == "admitted":
                 ctx.publish("admitted", {"blocks": event.get("blocks"),
@@ -99,13 +117,12 @@ def streaming_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                 streams[index]["completion_tokens"] += 1
                 ctx.publish("token", {"index": event.get("index"), "text": event.get("text", ""),
                                       "at_ms": ctx.elapsed_ms()}, stream=index)
-            elif kind == "finished":
-                stream_end(index, "done", {
-                    "finish_reason": event.get("finish_reason"),
-                    "completion_tokens": streams[index]["completion_tokens"]})
-        if ctx.step_delay_s:
-            time.sleep(ctx.step_delay_s)
-    return RunOutcome(state="finished", summary={
-        **_kv(engine),
-        "streams": [{k: s[k] for k in ("stream", "state", "completion_tokens")} for s in streams],
-    })
+    if cancel_all is not None:
+        raise RunCancelled(cancel_all, summary={"blocks_freed": freed_by_cancel, **_kv(client),
+                                                "streams": summary()})
+    return RunOutcome(state="finished", summary={**_kv(client), "streams": summary()})
+
+
+from demos.runners import runner_register  # noqa: E402
+
+runner_register("streaming", streaming_run, engine="shared")

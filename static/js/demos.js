@@ -125,6 +125,12 @@
         span.title = "token " + d.index + " at " + ms(d.at_ms);
         root.querySelector(".demo-output").appendChild(span);
       },
+      step: function (d) {
+        // The worker's engine is shared: say who else rode in the step that made this token.
+        root.querySelector(".demo-sharing").textContent = "This step carried " +
+          count(d.num_seqs, "sequence") + " from " + count(d.num_visitors, "visitor") +
+          (d.num_others ? " (" + d.num_others + " of them other visitors')" : " (only yours)") + ".";
+      },
       finished: function (d) {
         stage(root, "finished", "stop reason " + d.finish_reason + "; " +
           count(d.blocks_freed, "block") + " freed; usage " + d.usage.prompt_tokens + " prompt + " +

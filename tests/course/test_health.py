@@ -11,9 +11,9 @@ import time
 import pytest
 from django.test import override_settings
 
-from course.health import WORKER_KEY_PREFIX
 from demos.services import redis
 from tests.demos.conftest import asgi_server  # noqa: F401 (the fixture)
+from worker.heartbeat import WORKER_KEY_PREFIX
 
 
 @pytest.fixture

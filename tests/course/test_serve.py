@@ -41,10 +41,11 @@ def _wait_healthy(process: subprocess.Popen, port: int, log: Path) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
         health = _health(f"http://127.0.0.1:{port}/healthz")
-        if health and health[0] == 200:
+        if health and health[0] == 200 and health[1]["workers"] == 2:
             break
         time.sleep(0.5)
-    assert health == (200, {"db": "ok", "redis": "ok", "workers": 1}), log.read_text()
+    # Both workers ready: the engine worker only once its shared engine has loaded.
+    assert health == (200, {"db": "ok", "redis": "ok", "workers": 2}), log.read_text()
 
 
 @pytest.mark.slow
@@ -62,7 +63,8 @@ def test_serve_starts_everything_and_stops_everything(tmp_path):
 
     text = log.read_text()
     assert f"http://127.0.0.1:{port}/" in text
-    assert "[web]" in text and "[worker]" in text
+    assert "[web]" in text and "[engine]" in text and "[experiments]" in text
+    assert "shared engine loaded" in text
     redis_url = re.search(r"Redis at (redis://\S+)", text).group(1)
     assert "private redis-server" in text
     assert not redis_answers(redis_url), "the private Redis outlived make run"

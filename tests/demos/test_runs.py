@@ -29,12 +29,15 @@ def test_lifecycle_streams_each_stage_in_order_then_replays_late(site, celery_wo
     types = [e.type for e in seen]
     assert types[-1] == "finished", seen[-1].data
     body = types[:-1]
-    # tokenized, queued, admitted, prefill, then one token event per token made.
+    # tokenized, queued, admitted, prefill, then one token event per token made, each step
+    # after its token saying how many sequences (and visitors) it carried.
     assert body[:5] == LIFECYCLE_ORDER
-    assert set(body[4:]) == {"token"}
+    assert set(body[4:]) == {"token", "step"}
     finished = seen[-1].data
-    assert len(body[4:]) == finished["usage"]["completion_tokens"] <= 6
-    assert [e.data["index"] for e in seen if e.type == "token"] == list(range(len(body) - 4))
+    tokens = [e for e in seen if e.type == "token"]
+    assert len(tokens) == finished["usage"]["completion_tokens"] <= 6
+    assert [e.data["index"] for e in tokens] == list(range(len(tokens)))
+    assert all(e.data["num_seqs"] >= 1 for e in seen if e.type == "step")
     tokenized = seen[0].data
     assert tokenized["token_count"] == len(tokenized["token_ids"]) == len(tokenized["pieces"])
     assert finished["usage"]["prompt_tokens"] == tokenized["token_count"]

@@ -225,3 +225,49 @@ def test_kv_handoff_lets_another_engine_continue_without_recomputing(tiny_models
     assert decode.stats()["kv_blocks_free"] == 16
     with pytest.raises(ValueError):
         prefill.kv_take(rid)
+
+
+def test_prefix_cache_is_shared_only_within_a_salt(engine):
+    prompt = ids(40, seed=7)
+
+    def cached(salt):
+        engine.add_request(prompt, GREEDY, cache_salt=salt)
+        admitted = [e for e in run_all(engine) if e["type"] == "admitted"]
+        return admitted[0]["cached_tokens"]
+
+    assert cached("key:1") == 0
+    assert cached("key:1") == 32  # the same client finds its two full blocks
+    assert cached("key:2") == 0  # another client's timing learns nothing from them
+    assert cached(None) == 0
+
+
+def test_a_paced_request_sits_out_steps_until_its_next_token_is_due(engine):
+    import time
+
+    slow = engine.add_request(ids(5), SamplingParams(temperature=0, max_tokens=3,
+                                                     ignore_eos=True), pace_s=0.2)
+    fast = engine.add_request(ids(5, seed=1), SamplingParams(temperature=0, max_tokens=6,
+                                                             ignore_eos=True))
+    carried: list[list[str]] = []
+    while engine.has_unfinished():
+        if engine.seconds_until_ready() > 0:
+            time.sleep(engine.seconds_until_ready())
+        for event in engine.step():
+            if event["type"] == "step" and event["num_seqs"]:
+                carried.append(event["request_ids"])
+    # The fast request decodes every step; the slow one only once its pace allows.
+    assert sum(fast in c for c in carried) == 6
+    assert sum(slow in c for c in carried) == 3
+    assert sum(1 for c in carried if slow not in c) >= 4
+
+
+def test_one_definition_of_decoding(engine):
+    from worker.engine.sequence import Sequence
+
+    seq = Sequence("s", [5, 6, 7], GREEDY)
+    assert not seq.is_decoding  # a prompt to fill
+    seq.num_computed_tokens = 3
+    seq.token_ids.append(9)
+    assert seq.is_decoding  # only the newest output token lacks K/V
+    seq.num_computed_tokens = 0  # preempted: recompute, not decode
+    assert not seq.is_decoding

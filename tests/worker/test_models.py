@@ -100,7 +100,7 @@ def test_tokenizer_round_trip(text):
 def test_chat_template_matches_the_training_format():
     from transformers import AutoTokenizer
 
-    from worker.engine.corpus import chat_render
+    from worker.training.corpus import chat_render
 
     tokenizer = AutoTokenizer.from_pretrained(TARGET)
     messages = [{"role": "system", "content": "Be brief."},

@@ -8,10 +8,11 @@ produces exactly its output length) runs three ways on the same model and device
 - this engine with static batches of `--batch-size`;
 - transformers' `generate` on static batches of `--batch-size`, left-padded, each batch running
   to its longest member's output length (the tokens past a member's own length are wasted).
-All requests arrive at time zero. The runs alternate over `--rounds` rounds and each keeps its
-fastest round, which filters out slowdowns from other load on the machine. Printed per row:
-output tokens per second, TTFT mean/p50/p99, mean TPOT (time per output token after the
-first), and throughput relative to transformers.
+All requests arrive at time zero. The runs alternate over `--rounds` rounds (default 3) and each
+row reports its median round by throughput, so one round slowed by other load on the machine
+moves nothing. Printed per row: output tokens per second, TTFT mean/p50/p99, mean TPOT (time
+per output token after the first), and throughput relative to transformers (ratio of the
+medians); then each round's ratio, since rounds run back to back under the same load.
 
 On a machine shared with other work, `--threads 1` gives steadier numbers: two OpenMP threads
 stall whenever another process takes one of the two cores.
@@ -150,7 +151,7 @@ def main() -> None:
     parser.add_argument("--output-len", type=int, nargs=2, default=(8, 160))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-static", action="store_true")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args()
 
@@ -183,9 +184,8 @@ def main() -> None:
           f"batch size {args.batch_size}", flush=True)
     if not args.skip_static:
         engine_run(static, warm, "warm")
-    # Rounds alternate the runs, and each keeps its fastest round: on a shared machine, load
-    # from other processes only ever slows a run down.
-    best: dict[str, RunResult] = {}
+    # Rounds alternate the runs; each row reports its median round.
+    rounds: dict[str, list[RunResult]] = {}
     for round_index in range(args.rounds):
         runs = [lambda: engine_run(engine, workload, "engine continuous")]
         if not args.skip_static:
@@ -196,10 +196,20 @@ def main() -> None:
             result = run()
             print(f"round {round_index + 1}: {result.name}: "
                   f"{result.output_tokens / result.seconds:.1f} output tokens/s", flush=True)
-            if result.name not in best or result.seconds < best[result.name].seconds:
-                best[result.name] = result
-    results = list(best.values())
+            rounds.setdefault(result.name, []).append(result)
+    results = [_median_round(rs) for rs in rounds.values()]
     print(table_format(results, results[-1]))
+    hf = rounds[results[-1].name]
+    for name, rs in list(rounds.items())[:-1]:
+        ratios = [(r.output_tokens / r.seconds) / (h.output_tokens / h.seconds)
+                  for r, h in zip(rs, hf, strict=True)]
+        print(f"{name} vs HF per round: " + ", ".join(f"{x:.2f}x" for x in ratios))
+
+
+def _median_round(results: list[RunResult]) -> RunResult:
+    """The round with the median throughput (the lower middle one for an even count)."""
+    ordered = sorted(results, key=lambda r: r.output_tokens / r.seconds)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 if __name__ == "__main__":

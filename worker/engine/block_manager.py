@@ -27,6 +27,12 @@ def block_hash_chain(parent_hash: int, token_ids: tuple[int, ...]) -> int:
     return hash((parent_hash, token_ids))
 
 
+def block_hash_root(seq: Sequence) -> int:
+    """The parent hash of a sequence's first block: salted per client when it has a salt, so
+    equal prompts from two clients never share blocks."""
+    return _ROOT_HASH if seq.cache_salt is None else hash((_ROOT_HASH, seq.cache_salt))
+
+
 class BlockManager:
     def __init__(self, *, num_blocks: int, block_size: int, enable_prefix_caching: bool) -> None:
         self.block_size = block_size
@@ -61,7 +67,7 @@ class BlockManager:
         if not self.enable_prefix_caching:
             return []
         matched: list[int] = []
-        parent = _ROOT_HASH
+        parent = block_hash_root(seq)
         bs = self.block_size
         for start in range(0, seq.num_tokens - 1 - bs + 1, bs):
             tokens = tuple(seq.token_ids[start : start + bs])
@@ -127,7 +133,7 @@ class BlockManager:
         bs = self.block_size
         while (len(seq.block_hashes) + 1) * bs <= num_ready_tokens:
             index = len(seq.block_hashes)
-            parent = seq.block_hashes[-1] if seq.block_hashes else _ROOT_HASH
+            parent = seq.block_hashes[-1] if seq.block_hashes else block_hash_root(seq)
             tokens = tuple(seq.token_ids[index * bs : (index + 1) * bs])
             h = block_hash_chain(parent, tokens)
             seq.block_hashes.append(h)

@@ -150,8 +150,14 @@ class Engine:
         *,
         export_kv: bool = False,
         kv: KVHandoff | None = None,
+        cache_salt: str | None = None,
+        pace_s: float = 0.0,
     ) -> str:
         """Queue a request; returns its id. The next step() reports it as `queued`.
+
+        `cache_salt` keeps the request's prefix-cache blocks apart from other salts' (one salt
+        per API key). `pace_s` makes it a slow reader: at most one token every `pace_s`
+        seconds, leaving the steps in between to the other requests.
 
         Disaggregated serving: with `export_kv`, the request's K/V is kept when it finishes,
         for `kv_take`. With `kv` (a handoff from another engine running the same model), the
@@ -168,7 +174,10 @@ class Engine:
         request_id = str(request_id) if request_id is not None else f"req-{next(self._ids)}"
         if request_id in self._requests:
             raise ValueError(f"request_id {request_id!r} is already running")
-        seq = Sequence(request_id, token_ids, params, tenant=tenant)
+        if pace_s < 0:
+            raise ValueError("pace_s must be >= 0")
+        seq = Sequence(request_id, token_ids, params, tenant=tenant, cache_salt=cache_salt,
+                       pace_s=pace_s)
         seq.kv_import, seq.export_kv = kv, export_kv
         detokenizer_init(seq)
         self._requests[request_id] = seq
@@ -184,6 +193,7 @@ class Engine:
         seq = self._requests.pop(request_id, None)
         if seq is None:
             return False
+        self._runners_forget([seq])
         freed = self.scheduler.finish(seq)
         seq.finish_reason = "abort"
         seq.metrics.finished_time = time.perf_counter()
@@ -194,6 +204,15 @@ class Engine:
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
+
+    def has_pending_events(self) -> bool:
+        """Events (queued, aborted) waiting for the next step() to hand them out."""
+        return bool(self._pending_events)
+
+    def seconds_until_ready(self) -> float:
+        """0 when step() has work now; else how long until a paced request's next token is
+        due (a loop can sleep that long instead of stepping empty)."""
+        return self.scheduler.seconds_until_ready()
 
     def kv_take(self, request_id: str) -> KVHandoff:
         """The K/V a finished `export_kv` request left behind (taken once)."""
@@ -258,10 +277,11 @@ class Engine:
                 "blocks": len(seq.block_table), "prompt_tokens": seq.num_prompt_tokens,
                 "cached_tokens": seq.num_cached_tokens,
             })
+        self._runners_forget(plan.preempted)
         for seq in plan.preempted:
             events.append({"type": "preempted", "request_id": seq.request_id,
                            "num_tokens": seq.num_tokens})
-        num_decode = sum(1 + s.num_lookahead_tokens for s in plan.scheduled if _is_decode(s))
+        num_decode = sum(1 + s.num_lookahead_tokens for s in plan.scheduled if s.is_decoding)
         num_total = sum(s.num_scheduled_tokens + s.num_lookahead_tokens for s in plan.scheduled)
         if plan.scheduled:
             self._execute(plan, events)
@@ -272,6 +292,7 @@ class Engine:
             "num_prefill_tokens": num_total - num_decode,
             "num_decode_tokens": num_decode,
             "num_seqs": len(plan.scheduled),
+            "request_ids": [s.request_id for s in plan.scheduled],
             "blocks_free": self.block_manager.num_free_blocks,
             "blocks_total": self.block_manager.num_blocks,
             "seconds": time.perf_counter() - t0,
@@ -285,15 +306,22 @@ class Engine:
         scheduled = plan.scheduled
         for seq in scheduled:
             start, n = seq.num_computed_tokens, seq.num_scheduled_tokens
-            if not _is_decode(seq):
+            if not seq.is_decoding:
                 events.append({
                     "type": "prefill_chunk", "request_id": seq.request_id, "tokens": n,
                     "start": start, "end": start + n, "done": start + n == seq.num_tokens,
                 })
         if self.speculative is not None:
-            new_tokens = self.speculative.step(self, scheduled)
+            new_tokens = self.speculative.step(scheduled, target=self.runner)
         else:
             new_tokens = self._forward_and_sample(scheduled)
+        for seq in scheduled:
+            # Full blocks whose K/V is complete (in the draft's pool too, when speculating)
+            # become findable by later requests.
+            ready = seq.num_computed_tokens
+            if self.speculative is not None:
+                ready = min(ready, seq.draft_num_computed_tokens)
+            self.block_manager.register_full_blocks(seq, ready)
         now = time.perf_counter()
         for seq in scheduled:
             self.scheduler.account(seq, seq.num_scheduled_tokens)
@@ -307,13 +335,12 @@ class Engine:
             start, n = seq.num_computed_tokens, seq.num_scheduled_tokens
             completes = start + n == seq.num_tokens
             entries.append(BatchEntry(seq.token_ids[start : start + n], start, seq.block_table,
-                                      1 if completes else 0))
+                                      1 if completes else 0, seq.request_id))
             if completes:
                 sampling.append(seq)
         logits = self.runner.execute(entries)
         for seq in scheduled:
             seq.num_computed_tokens += seq.num_scheduled_tokens
-            self.block_manager.register_full_blocks(seq, seq.num_computed_tokens)
         if not sampling:
             return {}
         tokens = tokens_sample(logits, [s.params for s in sampling],
@@ -343,12 +370,15 @@ class Engine:
             if reason:
                 self._finish(seq, reason, now, events)
                 return
+        if seq.pace_s:
+            seq.hold_until = now + seq.pace_s
 
     def _finish(self, seq: Sequence, reason: str, now: float, events: list[dict]) -> None:
         if seq.export_kv:
             self._kv_exports[seq.request_id] = kv_read(
                 self.runner, token_ids=seq.token_ids, block_table=seq.block_table,
                 num_tokens=seq.num_computed_tokens)
+        self._runners_forget([seq])
         freed = self.scheduler.finish(seq)
         self._requests.pop(seq.request_id, None)
         seq.finish_reason = reason
@@ -367,6 +397,15 @@ class Engine:
                 request_id=seq.request_id, prompt_token_ids=seq.prompt_token_ids,
                 token_ids=seq.output_token_ids, text=seq.text, finish_reason=seq.finish_reason,
                 metrics=seq.metrics.as_dict())
+
+    def _runners_forget(self, seqs: list[Sequence]) -> None:
+        """Tell the runners these sequences left (finished, aborted, preempted), so they drop
+        the contiguous decode copies of their context."""
+        ids = [s.request_id for s in seqs]
+        if ids:
+            self.runner.sequences_forget(ids)
+            if self.speculative is not None:
+                self.speculative.draft_runner.sequences_forget(ids)
 
     # Metrics ------------------------------------------------------------------------------------
 
@@ -389,11 +428,6 @@ class Engine:
             "spec_decode_num_accepted_tokens": spec.num_accepted_tokens if spec else 0,
             "max_model_len": self.max_model_len,
         }
-
-
-def _is_decode(seq: Sequence) -> bool:
-    """A decode computes only the newest output token; anything else is (re)filling a prompt."""
-    return seq.num_output_tokens > 0 and seq.num_computed_tokens == seq.num_tokens - 1
 
 
 def _metrics_summary(seq: Sequence) -> dict:

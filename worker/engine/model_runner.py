@@ -2,7 +2,9 @@
 
 A step's work arrives as `BatchEntry`s (a sequence, which of its tokens to compute, and which of
 them need logits). The runner lays the tokens end to end, builds the attention metadata once,
-runs the forward pass and returns logits only for the rows that sample.
+runs the forward pass and returns logits only for the rows that sample. One-token decodes of
+named sequences read their context from decode slots (layers/decode_slots.py) instead of
+gathering it from the pool every step.
 """
 
 import json
@@ -15,11 +17,14 @@ from safetensors import safe_open
 
 from worker.engine.config import ModelConfig
 from worker.engine.layers.attention import AttentionGroup, AttentionMetadata
+from worker.engine.layers.decode_slots import DecodeSlots
 from worker.engine.layers.rotary import RotaryEmbedding
 from worker.engine.models import model_class_for
 
 # Queries up to this many tokens (a decode, a speculative check) go in the short group.
 _SHORT_QUERY = 8
+# The most the decode slots may hold (all layers, K and V) before decodes gather instead.
+DECODE_SLOTS_MAX_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -28,6 +33,7 @@ class BatchEntry:
     start: int
     block_table: list[int]
     num_logits: int  # logits for this many of the entry's last tokens (0: none)
+    seq_id: str | None = None  # names the sequence across steps (decode slots need it)
 
 
 def model_load(
@@ -53,6 +59,8 @@ def model_load(
     model.load_weights(tensors())
     model = model.to(dtype).eval()
     model.tie_weights()
+    if torch.device(device).type == "cpu":
+        model.column_major_weights()
     return model
 
 
@@ -94,6 +102,7 @@ class ModelRunner:
         block_size: int,
         device: str,
         dtype: torch.dtype,
+        decode_slots_max_bytes: int = DECODE_SLOTS_MAX_BYTES,
     ) -> None:
         self.model = model
         self.config = config
@@ -107,6 +116,14 @@ class ModelRunner:
              torch.zeros(shape, dtype=dtype, device=device))
             for _ in range(config.num_layers)
         ]
+        self.decode_slots = DecodeSlots(
+            num_layers=config.num_layers, num_kv_heads=config.num_kv_heads,
+            head_dim=config.head_dim, block_size=block_size, dtype=dtype, device=self.device,
+            max_bytes=decode_slots_max_bytes)
+
+    def sequences_forget(self, seq_ids: list[str]) -> None:
+        """These sequences left (finished, aborted, preempted): drop their decode slots."""
+        self.decode_slots.forget(seq_ids)
 
     @staticmethod
     def kv_block_bytes(config: ModelConfig, *, block_size: int, dtype: torch.dtype) -> int:
@@ -128,15 +145,34 @@ class ModelRunner:
 
     def _prepare(self, entries: list[BatchEntry]):
         dev, bs = self.device, self.block_size
-        # Pack short queries (decodes, speculative checks) first and long ones after, so each
+        # One-token decodes of named sequences go first and read their decode slots; a named
+        # sequence scheduled any other way loses its slot (its writes are not mirrored there).
+        slots = self.decode_slots
+        is_slot = [len(e.token_ids) == 1 and e.seq_id is not None for e in entries]
+        slots.forget(e.seq_id for e, d in zip(entries, is_slot, strict=True)
+                     if not d and e.seq_id is not None)
+        decode = None
+        if any(is_slot):
+            decoders = [e for e, d in zip(entries, is_slot, strict=True) if d]
+            # Plan in slot order (newcomers last, in entry order), as the tokens are packed.
+            decoders.sort(key=lambda e: slots.slot_of.get(e.seq_id, len(slots.slot_of)))
+            decode = slots.plan(seq_ids=[e.seq_id for e in decoders],
+                                starts=[e.start for e in decoders],
+                                block_tables=[e.block_table for e in decoders], token_start=0)
+        if decode is None:
+            is_slot = [False] * len(entries)
+        # Then short queries (decodes, speculative checks) first and long ones after, so each
         # kind gets its own attention group with its own padding; short ones by context length,
         # so they can split where the padding would cost more than an extra group.
         def context(e: BatchEntry) -> int:
             return -(-(e.start + len(e.token_ids)) // bs)
 
-        order = sorted(range(len(entries)),
-                       key=lambda i: (len(entries[i].token_ids) > _SHORT_QUERY,
-                                      context(entries[i])))
+        rest = sorted((i for i in range(len(entries)) if not is_slot[i]),
+                      key=lambda i: (len(entries[i].token_ids) > _SHORT_QUERY,
+                                     context(entries[i])))
+        # Decodes in slot order, so their queries line up with the slots' rows.
+        order = sorted((i for i in range(len(entries)) if is_slot[i]),
+                       key=lambda i: slots.slot_of[entries[i].seq_id]) + rest
         flat_ids: list[int] = []
         offsets = [0] * len(entries)
         for i in order:
@@ -145,19 +181,28 @@ class ModelRunner:
         logits_indices = [j for e, off in zip(entries, offsets, strict=True)
                           for j in range(off + len(e.token_ids) - e.num_logits,
                                          off + len(e.token_ids))]
-        short = [entries[i] for i in order if len(entries[i].token_ids) <= _SHORT_QUERY]
-        long = [entries[i] for i in order if len(entries[i].token_ids) > _SHORT_QUERY]
-        groups, positions, slots = [], [], []
+        groups, positions, pool_slots = [], [], []
         start = 0
+        if decode is not None:
+            decoders = [entries[i] for i in order if is_slot[i]]
+            pos = torch.tensor([e.start for e in decoders], dtype=torch.long, device=dev)
+            table = torch.tensor([e.block_table[e.start // bs] for e in decoders],
+                                 dtype=torch.long, device=dev)
+            positions.append(pos)
+            pool_slots.append(table * bs + pos % bs)
+            start = decode.token_end
+        short = [entries[i] for i in rest if len(entries[i].token_ids) <= _SHORT_QUERY]
+        long = [entries[i] for i in rest if len(entries[i].token_ids) > _SHORT_QUERY]
         cut = _padding_split([context(e) for e in short])
         for members in (short[:cut], short[cut:], long):
             if members:
                 group, pos, slot = self._group(members, start, dev, bs, self._per_kv)
                 groups.append(group)
                 positions.append(pos)
-                slots.append(slot)
+                pool_slots.append(slot)
                 start = group.token_end
-        meta = AttentionMetadata(slot_mapping=torch.cat(slots), groups=groups)
+        meta = AttentionMetadata(slot_mapping=torch.cat(pool_slots), groups=groups,
+                                 decode=decode, slots=slots)
         input_ids = torch.tensor(flat_ids, dtype=torch.long, device=dev)
         logits_t = torch.tensor(logits_indices, dtype=torch.long, device=dev)
         return input_ids, torch.cat(positions), meta, logits_t

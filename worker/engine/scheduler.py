@@ -12,6 +12,7 @@ Static batching, for comparison: a batch is formed only when nothing runs, with 
 for every member's full length, and it runs until its last member finishes.
 """
 
+import time
 from dataclasses import dataclass, field
 
 from worker.engine.block_manager import BlockManager
@@ -55,6 +56,12 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def seconds_until_ready(self) -> float:
+        """0 when a step has work now; else how long until the first paced sequence is due."""
+        if self.waiting or not self.running:
+            return 0.0
+        return max(0.0, min(s.hold_until for s in self.running) - time.perf_counter())
+
     # The step's plan ---------------------------------------------------------------------------
 
     def schedule(self) -> SchedulerOutput:
@@ -62,8 +69,11 @@ class Scheduler:
         if self.scheduling == "static" and not self.running:
             self._form_static_batch(out)
         budget = self.max_num_batched_tokens
-        decodes = [s for s in self.running if not s.is_prefilling]
-        prefills = [s for s in self.running if s.is_prefilling]
+        now = time.perf_counter()
+        # Paced sequences (slow readers) sit out the steps before their next token is due.
+        ready = [s for s in self.running if s.hold_until <= now]
+        decodes = [s for s in ready if s.is_decoding]
+        prefills = [s for s in ready if not s.is_decoding]
         for seq in decodes + prefills:
             if budget == 0:
                 break
@@ -78,7 +88,7 @@ class Scheduler:
         """Schedule one running sequence, preempting newer ones for room; returns tokens used."""
         num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
         lookahead = 0
-        if not seq.is_prefilling and self.num_lookahead_tokens:
+        if seq.is_decoding and self.num_lookahead_tokens:
             # Speculative slots, never past max_tokens, max_model_len or the step's budget.
             lookahead = max(0, min(
                 self.num_lookahead_tokens,

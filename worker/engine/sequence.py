@@ -64,12 +64,21 @@ class Sequence:
         params: SamplingParams,
         *,
         tenant: str | None = None,
+        cache_salt: str | None = None,
+        pace_s: float = 0.0,
     ) -> None:
         self.request_id = request_id
         self.token_ids: list[int] = list(prompt_token_ids)
         self.num_prompt_tokens = len(prompt_token_ids)
         self.params = params
         self.tenant = tenant
+        # Prefix-cache entries are only shared between requests with the same salt (one per
+        # API key), so one client cannot learn another's prompts by timing cache hits.
+        self.cache_salt = cache_salt
+        # A slow reader: at most one token every pace_s seconds. Until `hold_until` (a
+        # perf_counter reading) the scheduler leaves the sequence out of steps, blocks kept.
+        self.pace_s = pace_s
+        self.hold_until = 0.0
         self.arrival_order = next(_arrival_counter)
         self.status = SequenceStatus.WAITING
         self.finish_reason: str | None = None
@@ -83,7 +92,6 @@ class Sequence:
         # Speculative decoding: the draft model's own cache cursor and this step's proposals.
         self.draft_num_computed_tokens = 0
         self.num_lookahead_tokens = 0
-        self.draft_token_ids: list[int] = []
 
         # Disaggregated serving: K/V to import on admission, or to export on finishing.
         self.kv_import = None  # a kv_transfer.KVHandoff
@@ -118,13 +126,10 @@ class Sequence:
         return self.token_ids[: self.num_prompt_tokens]
 
     @property
-    def is_prefilling(self) -> bool:
-        """True while more than the last token still lacks K/V (a prompt or a recompute)."""
-        return self.num_tokens - self.num_computed_tokens > 1
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status is SequenceStatus.FINISHED
+    def is_decoding(self) -> bool:
+        """True when only the newest output token lacks K/V: the next step computes one token
+        (plus any speculative ones). Anything else is (re)filling a prompt."""
+        return self.num_output_tokens > 0 and self.num_tokens - self.num_computed_tokens == 1
 
     def __repr__(self) -> str:
         return (

@@ -28,8 +28,12 @@ class SpeculativeDecoder:
         self.num_draft_tokens = 0
         self.num_accepted_tokens = 0
 
-    def step(self, engine, scheduled: list[Sequence]) -> dict[Sequence, list[int]]:  # noqa: ANN001
-        """Run draft and target for the step; returns the new tokens of each sampling sequence."""
+    def step(self, scheduled: list[Sequence], *, target: ModelRunner) -> dict[Sequence, list[int]]:
+        """Run draft and target for the step; returns the new tokens of each sampling sequence.
+
+        Moves each sequence's cursors (`num_computed_tokens`, `draft_num_computed_tokens`); the
+        engine appends the tokens and registers the blocks whose K/V both pools hold.
+        """
         drafts, draft_probs = self._propose(scheduled)
         entries = []
         for seq in scheduled:
@@ -37,8 +41,9 @@ class SpeculativeDecoder:
             k = seq.num_lookahead_tokens
             completes = start + n == seq.num_tokens
             tokens = seq.token_ids[start : start + n] + drafts.get(seq, [])
-            entries.append(BatchEntry(tokens, start, seq.block_table, (1 + k) if completes else 0))
-        logits = engine.runner.execute(entries)
+            entries.append(BatchEntry(tokens, start, seq.block_table, (1 + k) if completes else 0,
+                                      seq.request_id))
+        logits = target.execute(entries)
 
         new_tokens: dict[Sequence, list[int]] = {}
         row = 0
@@ -61,8 +66,6 @@ class SpeculativeDecoder:
                     seq.draft_num_computed_tokens = start + n + min(len(accepted), k - 1)
                 else:
                     seq.draft_num_computed_tokens = seq.num_computed_tokens
-            ready = min(seq.num_computed_tokens, seq.draft_num_computed_tokens)
-            engine.block_manager.register_full_blocks(seq, ready)
         return new_tokens
 
     def _propose(self, scheduled: list[Sequence]):
@@ -75,7 +78,7 @@ class SpeculativeDecoder:
             begin = seq.draft_num_computed_tokens
             end = seq.num_computed_tokens + seq.num_scheduled_tokens
             entries.append(BatchEntry(seq.token_ids[begin:end], begin, seq.block_table,
-                                      1 if seq in drafts else 0))
+                                      1 if seq in drafts else 0, seq.request_id))
         # Rows of logits follow `active`, the sequences still guessing, in scheduled order.
         active = [s for s in scheduled if s in drafts]
         entries = [e for e in entries if e.token_ids]
@@ -84,8 +87,8 @@ class SpeculativeDecoder:
             if not active:
                 break
             if j > 0:
-                entries = [BatchEntry([drafts[s][-1]], s.num_tokens + j - 1, s.block_table, 1)
-                           for s in active]
+                entries = [BatchEntry([drafts[s][-1]], s.num_tokens + j - 1, s.block_table, 1,
+                                      s.request_id) for s in active]
                 logits = self.draft_runner.execute(entries)
             for seq, token, q in zip(active, *_draft_sample(logits, active), strict=True):
                 drafts[seq].append(token)

@@ -1,4 +1,8 @@
-"""`manage.py serve` (what `make run` calls): database, Redis, one Celery worker, uvicorn.
+"""`manage.py serve` (what `make run` calls): database, Redis, two Celery workers, uvicorn.
+
+The workers: one on the engine queue (threads pool, one shared engine every chat-like request
+joins, loaded at start) and one on the experiments queue (engines of their own, one run at a
+time), which also takes Celery's default queue.
 
 Starts each process, prefixes its log lines with its name, and stops every process it started
 on Ctrl-C or as soon as any one of them dies.
@@ -18,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from course.redis_server import RedisHandle, redis_resolve
 
-COLOURS = {"redis": "31", "worker": "35", "web": "36"}
+COLOURS = {"redis": "31", "engine": "35", "experiments": "33", "web": "36"}
 
 # Connections (and so requests and event streams) one uvicorn process serves at once; past it
 # uvicorn answers 503 at once rather than letting every request slow down. Each open event
@@ -47,7 +51,7 @@ def _port_free(host: str, port: int) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Run the course: migrate, Redis, one Celery worker and the ASGI web server."
+    help = "Run the course: migrate, Redis, two Celery workers and the ASGI web server."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
@@ -75,11 +79,16 @@ class Command(BaseCommand):
             "PYTHONUNBUFFERED": "1",
         }
         python = sys.executable
+        celery = [python, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel", "INFO",
+                  "--without-gossip", "--without-mingle"]
         commands = {
-            "worker": [python, "-m", "celery", "-A", "worker.celery", "worker",
-                       "--loglevel", "INFO", "--concurrency",
-                       str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
-                       settings.CELERY_TASK_DEFAULT_QUEUE],
+            "engine": [*celery, "--pool", "threads", "--concurrency",
+                       str(settings.ENGINE_WORKER_CONCURRENCY), "--queues",
+                       settings.ENGINE_QUEUE, "--hostname", "engine@%h"],
+            "experiments": [*celery, "--pool", "prefork", "--concurrency",
+                            str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
+                            f"{settings.EXPERIMENT_QUEUE},{settings.CELERY_TASK_DEFAULT_QUEUE}",
+                            "--hostname", "experiments@%h"],
             "web": web_command(host=host, port=port, processes=processes),
         }
         processes: dict[str, subprocess.Popen] = {}

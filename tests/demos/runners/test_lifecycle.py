@@ -1,55 +1,90 @@
-"""The lifecycle runner drives the engine through every stage and leaves it empty."""
+"""The lifecycle runner drives the shared engine through every stage and leaves it empty."""
+
+import threading
 
 import pytest
 
 from demos.runners import RunCancelled, RunTimeLimit
 from demos.runners.lifecycle import lifecycle_run
+from tests.demos.runners.conftest import Recorder, engine_idle
 
 PARAMS = {"prompt": "What is a KV cache block?", "max_tokens": 5, "temperature": 0.0,
           "top_p": 1.0}
 
 
-def test_stages_come_in_order_and_the_summary_adds_up(engine_and_machine, recorder):
-    engine, machine = engine_and_machine
-    outcome = lifecycle_run(engine=engine, machine=machine, params=PARAMS,
+def test_stages_come_in_order_and_the_summary_adds_up(serving, client, recorder):
+    outcome = lifecycle_run(client=client, machine=serving.machine, params=PARAMS,
                             ctx=recorder.context())
     types = recorder.types()
     assert types[:4] == ["tokenized", "queued", "admitted", "prefill"]
-    assert set(types[4:]) == {"token"}
+    assert set(types[4:]) == {"token", "step"}
     summary = outcome.summary
     assert outcome.state == "finished"
-    assert summary["usage"]["completion_tokens"] == len(types) - 4 <= 5
+    assert summary["usage"]["completion_tokens"] == types.count("token") <= 5
+    # Alone in the engine: every step carried this request only.
+    steps = [d for t, _, d in recorder.events if t == "step"]
+    assert len(steps) == 1 and steps[0]["num_others"] == 0 and steps[0]["num_visitors"] == 1
+    assert summary["sharing"]["shared_steps"] == 0
     assert summary["usage"]["prompt_tokens"] == recorder.events[0][2]["token_count"]
     assert summary["text"] == "".join(d["text"] for t, _, d in recorder.events if t == "token")
     assert summary["ttft_ms"] <= summary["e2e_ms"]
-    assert summary["kv_blocks_free"] == summary["kv_blocks_total"]
-    assert not engine.has_unfinished()
+    assert engine_idle(serving)
 
 
-def test_special_tokens_show_by_name_on_the_chips(engine_and_machine, recorder):
-    engine, machine = engine_and_machine
-    lifecycle_run(engine=engine, machine=machine, params={**PARAMS, "max_tokens": 1},
+def test_two_visitors_share_steps(serving, recorder):
+    """Two runs from two visitors at once: their requests ride in the same steps, and each
+    run's events stay its own."""
+    other = Recorder()
+    params = {**PARAMS, "max_tokens": 24, "ignore_eos": True}
+    outcomes = {}
+
+    def run(name, recorder):
+        client = serving.loop.client(owner=f"session:{name}")
+        try:
+            outcomes[name] = lifecycle_run(client=client, machine=serving.machine,
+                                           params=params, ctx=recorder.context())
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(n, r)) for n, r in (("a", recorder),
+                                                                       ("b", other))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert outcomes["a"].state == outcomes["b"].state == "finished"
+    for rec in (recorder, other):
+        assert rec.types().count("token") == 24  # no token of the other run leaked in
+    shared = [d for t, _, d in recorder.events + other.events
+              if t == "step" and d["num_others"] > 0]
+    assert shared and all(d["num_visitors"] == 2 and d["num_seqs"] == 2 for d in shared), [
+        d for d in shared if d["num_visitors"] != 2 or d["num_seqs"] != 2]
+    assert outcomes["a"].summary["sharing"]["shared_steps"] >= 1
+    assert engine_idle(serving)
+
+
+def test_special_tokens_show_by_name_on_the_chips(serving, client, recorder):
+    lifecycle_run(client=client, machine=serving.machine, params={**PARAMS, "max_tokens": 1},
                   ctx=recorder.context())
     tokenized = recorder.events[0][2]
     assert all(piece for piece in tokenized["pieces"])  # none shows as an empty chip
     assert len(tokenized["pieces"]) == tokenized["token_count"]
 
 
-def test_cancel_aborts_and_frees_every_block(engine_and_machine, recorder):
-    engine, machine = engine_and_machine
+def test_cancel_aborts_and_frees_every_block(serving, client, recorder):
     recorder.cancel_after = ("token", None, "all", "cancelled")
     with pytest.raises(RunCancelled) as caught:
-        lifecycle_run(engine=engine, machine=machine,
+        lifecycle_run(client=client, machine=serving.machine,
                       params={**PARAMS, "max_tokens": 200, "ignore_eos": True},
                       ctx=recorder.context())
     assert caught.value.summary["reason"] == "cancelled"
     assert caught.value.summary["blocks_freed"] >= 1
-    stats = engine.stats()
-    assert stats["kv_blocks_free"] == stats["kv_blocks_total"] and not engine.has_unfinished()
+    assert engine_idle(serving)
 
 
-def test_time_limit_stops_the_run(engine_and_machine, recorder):
-    engine, machine = engine_and_machine
+def test_time_limit_stops_the_run(serving, client, recorder):
     with pytest.raises(RunTimeLimit):
-        lifecycle_run(engine=engine, machine=machine, params=PARAMS,
+        lifecycle_run(client=client, machine=serving.machine, params=PARAMS,
                       ctx=recorder.context(time_limit_s=0))
+    client.close()  # what the task does on any failure
+    assert engine_idle(serving)

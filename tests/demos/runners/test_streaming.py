@@ -1,36 +1,65 @@
-"""The streaming runner: three requests in one engine; one aborted, the others carry on."""
+"""The streaming runner: three requests in the shared engine; one aborted, the others go on."""
 
 import pytest
 
 from demos.runners import RunCancelled
 from demos.runners.streaming import streaming_prompts, streaming_run
+from tests.demos.runners.conftest import engine_idle
 
-PARAMS = {"prompt": "Hello", "max_tokens": 12, "temperature": 0.0, "top_p": 1.0}
+PARAMS = {"prompt": "Hello", "max_tokens": 24, "temperature": 0.0, "top_p": 1.0}
 
 
-def test_cutting_one_stream_frees_its_blocks_while_the_others_finish(engine_and_machine,
+def test_cutting_one_stream_frees_its_blocks_while_the_others_finish(serving, client,
                                                                      recorder):
-    engine, machine = engine_and_machine
     recorder.cancel_after = ("token", 1, "stream:1", "disconnected")
-    outcome = streaming_run(engine=engine, machine=machine, params=PARAMS,
-                            ctx=recorder.context())
+    outcome = streaming_run(client=client, machine=serving.machine, params=PARAMS,
+                            ctx=recorder.context(pace_s=0.02))
     assert outcome.state == "finished"
     states = {s["stream"]: s for s in outcome.summary["streams"]}
     assert [states[i]["state"] for i in range(3)] == ["done", "aborted", "done"]
-    assert states[0]["completion_tokens"] == states[2]["completion_tokens"] == 12  # ignore_eos
+    assert states[0]["completion_tokens"] == states[2]["completion_tokens"] == 24  # ignore_eos
     assert recorder.types(stream=1)[-1] == "aborted"
     aborted = [d for t, s, d in recorder.events if t == "aborted"][0]
     assert aborted["reason"] == "disconnected" and aborted["blocks_freed"] >= 1
     assert outcome.summary["kv_blocks_free"] == outcome.summary["kv_blocks_total"]
     assert len(streaming_prompts("x")) == 3
+    assert engine_idle(serving)
 
 
-def test_cancelling_the_run_aborts_every_stream(engine_and_machine, recorder):
-    engine, machine = engine_and_machine
+def test_cancelling_the_run_aborts_every_stream(serving, client, recorder):
     recorder.cancel_after = ("step", None, "all", "cancelled")
     with pytest.raises(RunCancelled) as caught:
-        streaming_run(engine=engine, machine=machine, params={**PARAMS, "max_tokens": 100},
-                      ctx=recorder.context())
+        streaming_run(client=client, machine=serving.machine,
+                      params={**PARAMS, "max_tokens": 100}, ctx=recorder.context(pace_s=0.01))
     assert caught.value.summary["blocks_freed"] >= 3
-    stats = engine.stats()
-    assert stats["kv_blocks_free"] == stats["kv_blocks_total"] and not engine.has_unfinished()
+    assert engine_idle(serving)
+
+
+def test_pacing_leaves_the_steps_between_to_others(serving, client, recorder):
+    """A paced stream sits out steps; a lifecycle run alongside is not slowed to its pace."""
+    import threading
+    import time
+
+    from demos.runners.lifecycle import lifecycle_run
+    from tests.demos.runners.conftest import Recorder
+
+    fast = serving.loop.client(owner="session:fast")
+    done = {}
+
+    def run_fast():
+        time.sleep(0.05)
+        t = time.perf_counter()
+        lifecycle_run(client=fast, machine=serving.machine,
+                      params={"prompt": "Hi", "max_tokens": 20, "temperature": 0.0,
+                              "top_p": 1.0, "ignore_eos": True}, ctx=Recorder().context())
+        done["seconds"] = time.perf_counter() - t
+
+    thread = threading.Thread(target=run_fast)
+    thread.start()
+    streaming_run(client=client, machine=serving.machine, params={**PARAMS, "max_tokens": 20},
+                  ctx=recorder.context(pace_s=0.05))
+    thread.join(timeout=60)
+    fast.close()
+    # 20 paced tokens take at least 19 x 50 ms; the lifecycle run's 20 tokens do not wait for
+    # that pace (a deadline far above its own work, not a timing assertion on it).
+    assert done["seconds"] < 19 * 0.05

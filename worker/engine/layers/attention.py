@@ -9,6 +9,10 @@ index the pool in one index_select, giving each sequence its context as one padd
 scattered into a padded [S, max_q] grid; one masked scaled_dot_product_attention call covers
 the group. Short queries (decodes) and long ones (prefill chunks) form separate groups, so a
 decode is never padded to a prefill chunk's length.
+
+One-token decodes of sequences the runner can identify skip the gather: they read their
+context from slots, contiguous copies kept across steps (`decode_slots.py`), and only the new
+token's K/V is written there.
 """
 
 from dataclasses import dataclass
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from worker.engine.layers.decode_slots import DecodeGroup, DecodeSlots
 
 
 @dataclass
@@ -36,11 +42,15 @@ class AttentionGroup:
 class AttentionMetadata:
     slot_mapping: torch.Tensor  # [T] flat pool slot (block_id * block_size + offset) per token
     groups: list[AttentionGroup]
+    decode: DecodeGroup | None = None  # packed first, before the groups
+    slots: DecodeSlots | None = None
 
 
 class PagedAttention(nn.Module):
-    def __init__(self, *, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+    def __init__(self, *, num_heads: int, num_kv_heads: int, head_dim: int,
+                 layer_index: int = 0) -> None:
         super().__init__()
+        self.layer_index = layer_index  # which of the decode slots' buffers are this layer's
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
@@ -62,9 +72,44 @@ class PagedAttention(nn.Module):
         # Write first: a token attends to itself, and a chunk to its own earlier tokens.
         k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
         v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
-        outs = [self._group(q[g.token_start : g.token_end], k_cache, v_cache, g)
-                for g in meta.groups]
+        outs = []
+        if meta.decode is not None:
+            d = meta.decode
+            outs.append(self._decode(q[d.token_start : d.token_end], k[d.token_start : d.token_end],
+                                     v[d.token_start : d.token_end], k_cache, v_cache, d,
+                                     meta.slots))
+        outs += [self._group(q[g.token_start : g.token_end], k_cache, v_cache, g)
+                 for g in meta.groups]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+    def _decode(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, d: DecodeGroup, slots: DecodeSlots) -> torch.Tensor:
+        kv_heads, dim = self.num_kv_heads, self.head_dim
+        per_kv = self.num_heads // kv_heads
+        keys, values = slots.keys[self.layer_index], slots.values[self.layer_index]
+        if d.join_slots is not None:
+            # Newcomers: their context, this token included, copied from the pool once.
+            n = d.join_blocks * k_cache.shape[1]
+            j = len(d.join_block_ids) // d.join_blocks
+            keys[d.join_slots, :n] = k_cache.index_select(0, d.join_block_ids).view(j, n, kv_heads,
+                                                                                    dim)
+            values[d.join_slots, :n] = v_cache.index_select(0, d.join_block_ids).view(
+                j, n, kv_heads, dim)
+        keys.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, k)
+        values.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, v)
+        if d.in_order and d.rows == len(q):
+            queries = q
+        else:
+            queries = q.new_zeros(d.rows, self.num_heads, dim)
+            queries[d.slots] = q
+        # [rows, kv_heads, per_kv, D]: the query heads sharing a KV head are its query rows.
+        out = F.scaled_dot_product_attention(
+            queries.view(d.rows, kv_heads, per_kv, dim),
+            keys[: d.rows, : d.kv_len].transpose(1, 2),
+            values[: d.rows, : d.kv_len].transpose(1, 2),
+            attn_mask=d.mask, scale=self.scale,
+        ).reshape(d.rows, self.num_heads * dim)
+        return out if d.in_order and d.rows == len(q) else out[d.slots]
 
     def _group(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                g: AttentionGroup) -> torch.Tensor:

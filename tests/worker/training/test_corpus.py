@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from worker.engine.corpus import (
+from worker.training.corpus import (
     BOS,
     EOS,
     FACTS,

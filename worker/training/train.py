@@ -1,11 +1,12 @@
-"""Train the shipped demo models from scratch: `python -m worker.engine.train` (or `make train`).
+"""Train the shipped demo models from scratch: `python -m worker.training.train`
+(or `make train`).
 
-Builds the corpus (worker/engine/corpus.py), trains a byte-level BPE tokenizer on it, then trains
-course-lm (the target) and course-lm-draft (the speculative-decoding draft, same tokenizer) and
-saves both as Hugging Face directories under worker/models/. Seeded and single-threaded, so a
-rerun on the same machine type, torch and transformers versions writes the same files. Takes
-About 50 minutes (course-lm 40, the draft 10) on one thread each; never run by CI. Checkpoints go to
-var/train/ so a stopped run resumes.
+Builds the corpus (worker/training/corpus.py), trains a byte-level BPE tokenizer on it, then
+trains course-lm (the target) and course-lm-draft (the speculative-decoding draft, same
+tokenizer) and saves both as Hugging Face directories under worker/models/. Seeded and
+single-threaded, so a rerun on the same machine type, torch and transformers versions writes the
+same files. Takes about 50 minutes (course-lm 40, the draft 10) on one thread each; never run by
+CI. Checkpoints go to var/train/ so a stopped run resumes.
 """
 
 import argparse
@@ -20,7 +21,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from worker.engine.corpus import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS, corpus_documents
+from worker.training.corpus import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS, corpus_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "worker" / "models"

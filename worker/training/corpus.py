@@ -1,6 +1,6 @@
 """The demo model's training corpus: inference prose, computed facts, and the Jargon File.
 
-Everything here is deterministic given the seed, so `python -m worker.engine.train` rebuilds the
+Everything here is deterministic given the seed, so `python -m worker.training.train` rebuilds the
 same corpus on any machine that has Debian's `jargon-text` package installed. No Django, no torch.
 """
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.engine.corpus_prose import ANSWERS, EXPLANATIONS
+from worker.training.corpus_prose import ANSWERS, EXPLANATIONS
 
 # Debian package `jargon-text` (Jargon File 4.4.7, Eric S. Raymond et al., public domain).
 JARGON_PATH = Path("/usr/share/doc/jargon-text/jargon.txt.gz")

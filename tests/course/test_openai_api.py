@@ -1,0 +1,278 @@
+"""The OpenAI-compatible API: its parsing, then the official `openai` client against uvicorn and
+a real worker (streaming and not, errors, limits, and a disconnect that frees the blocks)."""
+
+import time
+
+import pytest
+from django.conf import settings
+
+from course.openai_api import ApiError, model_id, request_parse
+from tests.demos.conftest import asgi_server  # noqa: F401  (the uvicorn fixture)
+
+MODEL = "course-lm"
+
+
+# Parsing (no server) -------------------------------------------------------------------------
+
+
+def test_a_chat_body_becomes_the_worker_payload():
+    payload = request_parse({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}],
+                             "max_tokens": 8, "temperature": 0, "stop": "\n", "seed": 3,
+                             "stream": True, "stream_options": {"include_usage": True}},
+                            chat=True)
+    assert payload["messages"] == [{"role": "user", "content": "Hi"}]
+    assert (payload["max_tokens"], payload["temperature"], payload["stop"], payload["seed"]) == (
+        8, 0.0, ["\n"], 3)
+    assert payload["stream"] and payload["include_usage"] and payload["prompt"] is None
+    assert model_id() == MODEL
+
+
+@pytest.mark.parametrize(("body", "param", "status"), [
+    ({"model": "gpt-4", "prompt": "x"}, "model", 404),
+    ({"model": MODEL, "prompt": ""}, "prompt", 400),
+    ({"model": MODEL, "prompt": "x", "max_tokens": 0}, "max_tokens", 400),
+    ({"model": MODEL, "prompt": "x", "max_tokens": 10**6}, "max_tokens", 400),
+    ({"model": MODEL, "prompt": "x", "temperature": 3}, "temperature", 400),
+    ({"model": MODEL, "prompt": "x", "top_p": 0}, "top_p", 400),
+    ({"model": MODEL, "prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, "stop", 400),
+    ({"model": MODEL, "prompt": "x", "seed": "one"}, "seed", 400),
+    ({"model": MODEL, "prompt": "x", "n": 2}, "n", 400),
+    ({"model": MODEL, "prompt": "x", "logprobs": 2}, "logprobs", 400),
+])
+def test_bad_completion_input_names_its_field(body, param, status):
+    with pytest.raises(ApiError) as caught:
+        request_parse(body, chat=False)
+    assert (caught.value.param, caught.value.status) == (param, status)
+
+
+@pytest.mark.parametrize("messages", [[], [{"role": "robot", "content": "x"}],
+                                      [{"role": "user", "content": 3}], "hello"])
+def test_bad_messages_are_refused(messages):
+    with pytest.raises(ApiError) as caught:
+        request_parse({"model": MODEL, "messages": messages}, chat=True)
+    assert caught.value.status == 400 and caught.value.param.startswith("messages")
+
+
+# Live: the openai client, uvicorn and a real worker ---------------------------------------------
+
+
+@pytest.fixture
+def api_key(django_user_model):
+    from course.api_keys import api_key_create
+
+    user = django_user_model.objects.create_user(username=f"api-{time.monotonic_ns()}",
+                                                 password="a-long-password-1")
+    key, raw = api_key_create(user=user, name="tests")
+    return key, raw
+
+
+@pytest.fixture
+def openai_client(asgi_server, celery_worker_process, api_key):  # noqa: F811
+    from openai import OpenAI
+
+    return OpenAI(base_url=f"http://127.0.0.1:{asgi_server}/v1", api_key=api_key[1],
+                  max_retries=0, timeout=60)
+
+
+def _stream_events(request_id: str) -> list:
+    from demos import events
+    from demos.services import redis
+
+    return events.events_read(redis(), run_id=f"v1-{request_id}")
+
+
+def _wait_for(predicate, *, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("the condition never held")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_models_chat_and_completions_with_the_openai_client(openai_client):
+    assert [m.id for m in openai_client.models.list().data] == [MODEL]
+    messages = [{"role": "user", "content": "What is a KV cache?"}]
+    whole = openai_client.chat.completions.create(model=MODEL, messages=messages,
+                                                  max_tokens=12, temperature=0)
+    choice = whole.choices[0]
+    assert whole.object == "chat.completion" and choice.message.role == "assistant"
+    assert choice.message.content and choice.finish_reason in ("stop", "length")
+    assert whole.usage.completion_tokens <= 12
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+
+    # The same greedy request, streamed: role chunk first, then text, finish, usage, [DONE].
+    chunks = list(openai_client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=12, temperature=0, stream=True,
+        stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == choice.message.content
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] == choice.finish_reason and not any(finishes[:-1])
+    assert chunks[-1].choices == [] and chunks[-1].usage == whole.usage
+    assert all(c.usage is None for c in chunks[:-1])
+
+    completion = openai_client.completions.create(model=MODEL, prompt="Prefill is",
+                                                  max_tokens=6, temperature=0, seed=1)
+    assert completion.object == "text_completion" and completion.usage.completion_tokens <= 6
+    streamed = "".join(c.choices[0].text for c in openai_client.completions.create(
+        model=MODEL, prompt="Prefill is", max_tokens=6, temperature=0, stream=True))
+    assert streamed == completion.choices[0].text
+
+    stopped = openai_client.completions.create(model=MODEL, prompt="Prefill is", max_tokens=40,
+                                               temperature=0, stop=[" "])
+    assert " " not in stopped.choices[0].text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_errors_come_in_openai_shape(openai_client, asgi_server):  # noqa: F811
+    import openai
+
+    with pytest.raises(openai.BadRequestError) as bad:
+        openai_client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], temperature=5)
+    assert bad.value.status_code == 400 and bad.value.body["param"] == "temperature"
+    with pytest.raises(openai.NotFoundError):
+        openai_client.completions.create(model="gpt-4o", prompt="x")
+    # A prompt longer than the engine's context: refused by the worker, still a 400.
+    with pytest.raises(openai.BadRequestError) as long:
+        openai_client.completions.create(model=MODEL, prompt="token " * 5000, max_tokens=1)
+    assert "max_model_len" in long.value.body["message"]
+    stranger = openai.OpenAI(base_url=f"http://127.0.0.1:{asgi_server}/v1",
+                             api_key="sk-course-not-a-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as denied:
+        stranger.models.list()
+    assert denied.value.status_code == 401 and denied.value.body["code"] == "invalid_api_key"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_a_key_over_its_limits_gets_429_with_retry_after(openai_client, api_key):
+    import openai
+
+    from demos.services import redis
+
+    key, _ = api_key
+    minute = int(time.time() // 60)
+    redis().set(f"course:ratelimit:{key.pk}:requests:{minute}",
+                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)
+    redis().set(f"course:ratelimit:{key.pk}:requests:{minute + 1}",
+                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)  # the minute may turn over
+    with pytest.raises(openai.RateLimitError) as limited:
+        openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
+    retry_after = int(limited.value.response.headers["Retry-After"])
+    assert 1 <= retry_after <= 60 and limited.value.body["type"] == "requests"
+    for m in (minute, minute + 1):
+        redis().delete(f"course:ratelimit:{key.pk}:requests:{m}")
+        redis().set(f"course:ratelimit:{key.pk}:tokens:{m}",
+                    settings.API_KEY_TOKENS_PER_MINUTE, ex=120)
+    with pytest.raises(openai.RateLimitError) as spent:
+        openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
+    assert spent.value.body["type"] == "tokens"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_tokens_spent_count_against_the_key(openai_client, api_key):
+    from demos.services import redis
+
+    key, _ = api_key
+    out = openai_client.completions.create(model=MODEL, prompt="Decode is", max_tokens=5,
+                                           temperature=0)
+    minute = int(time.time() // 60)
+    spent = sum(int(redis().get(f"course:ratelimit:{key.pk}:tokens:{m}") or 0)
+                for m in (minute - 1, minute))
+    assert spent == out.usage.total_tokens
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
+    stream = openai_client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Tell me about GPUs."}],
+        max_tokens=500, stream=True, extra_body={"ignore_eos": True})
+    first = next(iter(stream))
+    request_id = first.id.removeprefix("chatcmpl-")
+    stream.close()  # the client goes away mid-answer
+    events = _wait_for(lambda: [e for e in _stream_events(request_id)
+                                if e.type in ("aborted", "done")])
+    assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
+    delivered = sum(e.data["tokens"] for e in _stream_events(request_id) if e.type == "delta")
+    assert delivered < 500
+
+    # Without streaming too: the client gives up waiting, the request is aborted.
+    import openai
+
+    from demos import events as run_events
+    from demos.services import redis
+
+    before = set(redis().scan_iter(match="run:v1-*:events"))
+    impatient = openai_client.with_options(timeout=1.0)
+    with pytest.raises(openai.APITimeoutError):
+        impatient.completions.create(model=MODEL, prompt="GPUs", max_tokens=500,
+                                     extra_body={"ignore_eos": True})
+    new = _wait_for(lambda: set(redis().scan_iter(match="run:v1-*:events")) - before)
+    run_id = next(iter(new)).removeprefix("run:").removesuffix(":events")
+    ended = _wait_for(lambda: [e for e in run_events.events_read(redis(), run_id=run_id)
+                               if e.type in ("aborted", "done")])
+    assert ended[0].type == "aborted" and ended[0].data["blocks_freed"] >= 1
+
+
+# Keys: the account page and the operator's command ----------------------------------------------
+
+
+@pytest.mark.django_db
+def test_account_page_makes_a_key_shows_it_once_and_revokes_it(client, django_user_model):
+    from course.api_keys import api_key_authenticate
+    from course.models import ApiKey
+
+    user = django_user_model.objects.create_user(username="ada", password="a-long-password-1")
+    assert client.get("/account/").status_code == 302  # signed-in learners only
+    client.force_login(user)
+    response = client.post("/account/", {"name": "laptop"})
+    assert response.status_code == 200
+    raw = response.context["new_key"]
+    assert raw.startswith("sk-course-") and raw in response.content.decode()
+    key = ApiKey.objects.get(user=user)
+    assert key.key_hash != raw and raw not in key.key_hash  # only a hash is kept
+    assert api_key_authenticate(raw=raw) == key
+    page = client.get("/account/").content.decode()
+    assert raw not in page and key.prefix in page  # shown once
+    assert client.post("/account/", {"name": ""}).status_code == 400
+    client.post(f"/account/keys/{key.pk}/revoke")
+    assert api_key_authenticate(raw=raw) is None
+    # Someone else's key cannot be revoked from this account.
+    other = django_user_model.objects.create_user(username="bob", password="a-long-password-1")
+    from course.api_keys import api_key_create
+
+    theirs, their_raw = api_key_create(user=other, name="theirs")
+    client.post(f"/account/keys/{theirs.pk}/revoke")
+    assert api_key_authenticate(raw=their_raw) == theirs
+
+
+@pytest.mark.django_db
+def test_manage_apikey_create_prints_the_key_alone_on_its_last_line(django_user_model):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from course.api_keys import api_key_authenticate
+
+    django_user_model.objects.create_user(username="operator-test", password="x-long-pass-1")
+    out, err = StringIO(), StringIO()
+    call_command("apikey", "create", "--user", "operator-test", stdout=out, stderr=err)
+    raw = out.getvalue().strip().splitlines()[-1]
+    assert raw.startswith("sk-course-") and api_key_authenticate(raw=raw) is not None
+    listed = StringIO()
+    call_command("apikey", "list", "--user", "operator-test", stdout=listed)
+    assert "active" in listed.getvalue()

@@ -1,0 +1,94 @@
+"""The shared engine loop: clients get only their own events, and a failed step fails only the
+requests it carried while the loop carries on with a fresh engine."""
+
+import time
+
+import pytest
+
+from worker.engine import Engine, SamplingParams
+from worker.engine_loop import EngineLoop
+
+TINY = dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+            initializer_range=0.3)
+PARAMS = SamplingParams(temperature=0, max_tokens=5, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("loop-model")
+    LlamaForCausalLM(LlamaConfig(**TINY)).save_pretrained(directory)
+    return directory
+
+
+def drain(client, request_id: str, *, timeout: float = 20.0) -> list[dict]:
+    seen: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen += client.events(timeout=0.05)
+        if any(e["type"] in ("finished", "aborted", "error") and
+               e.get("request_id") == request_id for e in seen):
+            return seen
+    raise AssertionError(f"no end for {request_id}: {seen}")
+
+
+def test_two_clients_share_steps_and_see_only_their_own_events(model_dir):
+    loop = EngineLoop(Engine.from_pretrained(model_dir, num_kv_blocks=32)).start()
+    try:
+        a, b = loop.client(owner="session:a"), loop.client(owner="session:b")
+        with loop.lock:  # both queued before the loop's next step
+            ra = a.add_request([5, 6, 7], PARAMS)
+            rb = b.add_request([8, 9, 10, 11], PARAMS)
+        seen_a, seen_b = drain(a, ra), drain(b, rb)
+        assert {e.get("request_id") for e in seen_a if e["type"] != "step"} == {ra}
+        assert {e.get("request_id") for e in seen_b if e["type"] != "step"} == {rb}
+        shared = [e for e in seen_a if e["type"] == "step" and e["num_owners"] == 2]
+        assert shared and all(e["num_mine"] == 1 and e["num_seqs"] == 2 for e in shared)
+    finally:
+        loop.stop()
+
+
+def test_a_failed_step_fails_its_requests_and_the_loop_goes_on(model_dir, monkeypatch):
+    built = []
+
+    def factory():
+        built.append(Engine.from_pretrained(model_dir, num_kv_blocks=32))
+        return built[-1]
+
+    loop = EngineLoop(factory(), engine_factory=factory).start()
+    try:
+        broken = loop.engine
+
+        def boom():
+            raise RuntimeError("kernel exploded")
+
+        monkeypatch.setattr(broken, "step", boom)
+        client = loop.client(owner="session:x")
+        first = client.add_request([5, 6, 7], PARAMS)
+        events = drain(client, first)
+        assert events[-1] == {"type": "error", "request_id": first,
+                              "message": "the engine failed: kernel exploded"}
+        assert loop.engine is not broken and len(built) == 2  # reloaded afresh
+        second = client.add_request([5, 6, 7], PARAMS)
+        assert any(e["type"] == "finished" for e in drain(client, second))
+    finally:
+        loop.stop()
+
+
+def test_closing_a_client_aborts_what_it_left_running(model_dir):
+    loop = EngineLoop(Engine.from_pretrained(model_dir, num_kv_blocks=32)).start()
+    try:
+        client = loop.client(owner="session:x")
+        rid = client.add_request([5, 6, 7], SamplingParams(temperature=0, max_tokens=200,
+                                                           ignore_eos=True))
+        client.events(timeout=1.0)
+        client.close()
+        assert any(e["type"] == "aborted" for e in drain(client, rid))
+        stats = client.stats()
+        assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
+    finally:
+        loop.stop()
