@@ -105,7 +105,10 @@ calculator_register(Calculator(
     explanation="Fewer bits per weight means fewer bytes to hold and to read each decode step. "
                 "The embedding and output head usually stay in BF16, and the KV cache keeps its "
                 "own format, so at large batches and long contexts the gain on the floor "
-                "shrinks. Each side says whether it fits the GPU with its KV and a reserve.",
+                "shrinks. The floor is the larger of the reads and the matmuls at the format's "
+                "peak: weight-only formats such as INT4 still multiply in BF16, so once a large "
+                "batch makes the step compute-bound they save memory but no time. Each side "
+                "says whether it fits the GPU with its KV and a reserve.",
     inputs=(
         model_input(initial="llama-3-70b"), gpu_input(initial="h200"),
         dtype_input(name="from_dtype", label="From format", api="bf16"),
