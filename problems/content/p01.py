@@ -101,9 +101,10 @@ def long_prompt_plot(*, inputs: dict, result) -> Plot:
     def at(x: int):
         return a.chunked_prefill(**{**inputs, "chunk_tokens": x})
 
+    fits = "" if result["fits"] else " (the streams and prompt do not fit in memory: floors)"
     return Plot(
         title=f"The next token of {inputs['decode_batch']:,} running streams, as one prompt "
-              "chunk grows",
+              "chunk grows" + fits,
         x_title="Prompt tokens in the step (chunk size)", y_title="Step time (ms)",
         x_log=True, y_log=True,
         series=(Series("Step with the chunk", tuple(xs), series_values(

@@ -269,3 +269,15 @@ def test_a_small_chunk_is_called_memory_bound_in_the_follow_up(client) -> None:
         client, "?p1-chunk-chunk_tokens=64"), 1), 1, "followups"))
     assert "A chunk of 64 tokens leaves the step memory-bound" in followups
     assert "makes the step compute-bound" not in followups
+
+
+def test_the_long_prompt_plot_says_when_its_inputs_do_not_fit() -> None:
+    """32 streams of Llama 3 70B in BF16 on one H100: 141 GB of weights alone exceed the
+    77 GB usable, so the plot's title carries the flag, as every plot on the page does."""
+    inputs = {**p01.CHUNK_CALCULATOR.defaults(), "model": "llama-3-70b"}
+    result = p01.a.chunked_prefill(**inputs)
+    assert result["fits"] is False
+    assert "do not fit in memory" in p01.long_prompt_plot(inputs=inputs, result=result).title
+    default = p01.CHUNK_CALCULATOR.defaults()
+    assert "do not fit" not in p01.long_prompt_plot(
+        inputs=default, result=p01.a.chunked_prefill(**default)).title
