@@ -67,7 +67,8 @@ def dtype_field(*, label: str = "Weight format", initial: str = "bf16",
     the formats engines offer for a KV cache when `kv`. Optional ones start with a blank
     choice labelled `blank`."""
     formats = kv_dtypes() if kv else DTYPES
-    choices = [(d.id, f"{d.name} ({number_format(d.bits)} bits)") for d in formats.values()]
+    choices = [(d.id, f"{d.kv_label if kv else d.name} ({number_format(d.bits)} bits)")
+               for d in formats.values()]
     if not required:
         choices = [("", blank or "the default")] + choices
     return forms.ChoiceField(label=label, choices=choices, initial=initial, required=required,
@@ -225,7 +226,8 @@ KV_HELP = ("Formats engines offer for the cache: BF16 or FP16 (the default, the 
 def kv_dtype_input(*, name: str = "kv_dtype", label: str = "KV cache format",
                    initial: str = "", api: object = None) -> Input:
     return Input(name, "kv_dtype", label, initial=initial, api=api, required=False,
-                 blank="the model's own precision (BF16)", help=KV_HELP)
+                 blank="the model's own precision (BF16; FP32 for the course's demo model)",
+                 help=KV_HELP)
 
 
 def embedding_dtype_input() -> Input:

@@ -178,7 +178,7 @@ def prefix_cache(
             ),
             Step(
                 "KV the cached prefix occupies (once, shared)",
-                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.name})",
+                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.kv_label})",
                 prefix_kv,
                 "B",
                 bytes_format(prefix_kv),

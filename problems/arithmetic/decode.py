@@ -213,7 +213,7 @@ def decode(
         Step(
             "KV read per step",
             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
-            f"{bytes_short(kv_per_token)} per token ({kv_d.name})",
+            f"{bytes_short(kv_per_token)} per token ({kv_d.kv_label})",
             step["kv"],
             "B",
             bytes_format(step["kv"]),

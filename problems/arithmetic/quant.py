@@ -109,7 +109,7 @@ def quantization(
         return Step(
             f"Decode floor with {d.name} weights ({f['bound']}-bound)",
             f"max({bytes_short(f['bytes'])} read per step ({bytes_short(f['kv'])} of it KV in "
-            f"{kv_d.name}) ÷ {g.name} bandwidth = {seconds_format(f['memory'])}; "
+            f"{kv_d.kv_label}) ÷ {g.name} bandwidth = {seconds_format(f['memory'])}; "
             f"{flops_format(flops)} ÷ {peak_describe(gpu=g, dtype=d)} = "
             f"{seconds_format(f['compute'])})",
             f["seconds"],

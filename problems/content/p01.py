@@ -274,7 +274,7 @@ def context(*, request: HttpRequest) -> dict:
         "model_name": model.name,
         "gpu_name": gpu.name,
         "dtype_name": dtype.name,
-        "kv_dtype_name": kv_dtype.name,
+        "kv_dtype_name": kv_dtype.kv_label,
         "attention": model.attention,
         "heads": model.heads,
         "gqa_ratio": number_format(model.heads / model.kv_heads),
