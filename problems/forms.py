@@ -67,7 +67,8 @@ def dtype_field(*, label: str = "Weight format", initial: str = "bf16",
     the formats engines offer for a KV cache when `kv`. Optional ones start with a blank
     choice labelled `blank`."""
     formats = kv_dtypes() if kv else DTYPES
-    choices = [(d.id, f"{d.name} ({number_format(d.bits)} bits)") for d in formats.values()]
+    choices = [(d.id, f"{d.kv_label if kv else d.name} ({number_format(d.bits)} bits)")
+               for d in formats.values()]
     if not required:
         choices = [("", blank or "the default")] + choices
     return forms.ChoiceField(label=label, choices=choices, initial=initial, required=required,
@@ -225,7 +226,8 @@ KV_HELP = ("Formats engines offer for the cache: BF16 or FP16 (the default, the 
 def kv_dtype_input(*, name: str = "kv_dtype", label: str = "KV cache format",
                    initial: str = "", api: object = None) -> Input:
     return Input(name, "kv_dtype", label, initial=initial, api=api, required=False,
-                 blank="the model's own precision (BF16)", help=KV_HELP)
+                 blank="the model's own precision (BF16; FP32 for the course's demo model)",
+                 help=KV_HELP)
 
 
 def embedding_dtype_input() -> Input:
@@ -250,11 +252,14 @@ def real_input(name: str, label: str, *, unit: str = "", initial: float | None,
 
 
 MFU_HELP = ("Model FLOPs utilisation: the share of the format's dense tensor-core peak the "
-            "matmuls really reach. Large prefills typically reach 0.4–0.6 (FlashAttention-2 "
-            "reports 50–73% of an A100's peak in its own kernel); 1 gives a floor.")
+            "matmuls really reach. FlashAttention-2 reports 50–73% of an A100's peak in its "
+            "attention kernel and up to 72% end to end in training; a serving prefill, with "
+            "other work sharing the step, is usually planned at 0.4–0.6 (an assumption, not a "
+            "measurement). 1 gives a floor.")
 BANDWIDTH_HELP = ("Memory-bandwidth utilisation (MBU): the share of the datasheet's bandwidth "
-                  "a step achieves. Well-tuned decode kernels reach about 0.6–0.85 (Databricks "
-                  "measured 50% in one 7B example); 1 gives the floor.")
+                  "a step achieves. Databricks' worked example (a 7B model in 16 bits at 14 ms "
+                  "per token on a 2 TB/s GPU) comes to 50%; tuned kernels reading large weights "
+                  "get closer to the peak, never to it. 1 gives the floor.")
 
 
 def mfu_input(*, initial: float = 0.5, api: object = 1.0) -> Input:

@@ -34,8 +34,8 @@ from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
     flops_format,
-    flops_rate_format,
     number_format,
+    rate_of_format,
     seconds_format,
 )
 
@@ -78,6 +78,8 @@ def chunked_prefill(
     mfu = fraction_check(mfu, field="mfu")
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
     rate = peak_flops_get(gpu=g, dtype=d) * mfu
+    # INT8 tensor cores are rated in integer operations per second (OPS), not FLOP/s.
+    unit = "OP" if d.compute == "int8" else "FLOP"
     bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
     parts = params_count_model(m)
     pair = attention_flops_per_token_pair(m)
@@ -159,10 +161,10 @@ def chunked_prefill(
             ),
             Step(
                 "Compute rate",
-                f"{flops_rate_format(rate / mfu)} × {number_format(mfu)} MFU",
+                f"{rate_of_format(rate / mfu, unit=unit)} × {number_format(mfu)} MFU",
                 rate,
-                "FLOP/s",
-                flops_rate_format(rate),
+                f"{unit}/s",
+                rate_of_format(rate, unit=unit),
             ),
             Step(
                 "Usable bandwidth",

@@ -26,9 +26,9 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bytes_format,
     flops_format,
-    flops_rate_format,
     number_format,
     percent_format,
+    rate_of_format,
     seconds_format,
 )
 
@@ -69,6 +69,7 @@ def prefix_cache(
     mfu = fraction_check(mfu, field="mfu")
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
     rate = peak_flops_get(gpu=g, dtype=d) * mfu
+    unit = "OP" if d.compute == "int8" else "FLOP"  # INT8 tensor cores are rated in OPS
     bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
     parts = params_count_model(m)
@@ -89,7 +90,12 @@ def prefix_cache(
     full_seconds = time(prompt_tokens, full, 0)
     hit_seconds = time(suffix_tokens, suffix_flops, start)
     saved_seconds = hit_rate * (full_seconds - hit_seconds)
-    saved = hit_rate * prefix
+    # What a hit skips: the whole prompt's FLOPs less the suffix's (its linear layers, its
+    # attention to every earlier token, the head at the last position). That is the prefix's
+    # linear layers and the attention among its own tokens; the prefix alone would also pay the
+    # output head at its last position, which the full prompt never computes there.
+    skipped = full - suffix_flops
+    saved = hit_rate * skipped
     prefix_kv = kv_cache(model=model, tokens=prefix_tokens, dtype=kv_d.id)["total_bytes"]
     weights_all = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
     fit, fit_steps = memory_fit(
@@ -117,14 +123,24 @@ def prefix_cache(
             ),
             Step(
                 "Prefill of the prefix alone",
-                f"{prefix_tokens:,} tokens (linear + attention among them)",
+                f"{prefix_tokens:,} tokens (linear + attention among them + the head at its last "
+                "position, which a hit does not save)",
                 prefix,
                 "FLOP",
                 flops_format(prefix),
             ),
             Step(
+                "Skipped on a hit",
+                f"{flops_format(full)} − {flops_format(suffix_flops)} for the {suffix_tokens:,} "
+                "suffix tokens (their linear layers, their attention to every earlier token, the "
+                "head at the last position)",
+                skipped,
+                "FLOP",
+                flops_format(skipped),
+            ),
+            Step(
                 "Expected FLOPs saved",
-                f"{number_format(hit_rate)} hit rate × {flops_format(prefix)}",
+                f"{number_format(hit_rate)} hit rate × {flops_format(skipped)}",
                 saved,
                 "FLOP",
                 flops_format(saved),
@@ -138,8 +154,8 @@ def prefix_cache(
             ),
             Step(
                 "Prefill time on a miss",
-                f"the whole prompt: max(compute at {flops_rate_format(rate)}, weights and KV at "
-                "the usable bandwidth)",
+                f"the whole prompt: max(compute at {rate_of_format(rate, unit=unit)}, weights and "
+                "KV at the usable bandwidth)",
                 full_seconds,
                 "s",
                 seconds_format(full_seconds),
@@ -162,7 +178,7 @@ def prefix_cache(
             ),
             Step(
                 "KV the cached prefix occupies (once, shared)",
-                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.name})",
+                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.kv_label})",
                 prefix_kv,
                 "B",
                 bytes_format(prefix_kv),

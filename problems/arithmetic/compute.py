@@ -301,7 +301,7 @@ def prefill(
         Step(
             "Bytes moved",
             f"{bytes_short(t['weights_read'])} of weights read once + "
-            f"{bytes_short(t['kv_written'])} of KV written ({kv_d.name}) + "
+            f"{bytes_short(t['kv_written'])} of KV written ({kv_d.kv_label}) + "
             f"{bytes_short(t['embedding_rows'])} of embedding rows gathered",
             t["bytes"],
             "B",

@@ -137,6 +137,8 @@ def decode(
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
     peak = peak_flops_get(gpu=g, dtype=d)
     achieved = peak * mfu
+    # INT8 tensor cores are rated in integer operations per second (OPS), not FLOP/s.
+    rate_unit = "OP" if d.compute == "int8" else "FLOP"
     parts = params_count_model(m)
 
     def step_at(sequences: int, context: float) -> dict[str, float]:
@@ -165,7 +167,10 @@ def decode(
     per_sequence = 1 / step_seconds
     aggregate = batch / step_seconds
     reads = weights_read_model(model=m, tokens=batch, dtype=d, embedding=e)
-    rule_weights = parts["total"] * d.bytes
+    # The rule of thumb reads every parameter a token uses once: all of a dense model, the
+    # active ones (shared weights and k experts) of an MoE model, embedding and head included.
+    rule_params = parts["active"]
+    rule_weights = rule_params * d.bytes
     rule_floor = rule_weights / step["bandwidth"]
     weights_all = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
     kv_at_end = batch * (context_tokens + decode_steps) * kv_per_token
@@ -187,8 +192,10 @@ def decode(
     efficiency = bandwidth_efficiency if bound == "memory" else mfu
     steps = (
         Step(
-            "Rule of thumb: every parameter once",
-            f"{number_format(parts['total'])} parameters × {number_format(d.bytes)} B "
+            "Rule of thumb: every active parameter once" if m.is_moe
+            else "Rule of thumb: every parameter once",
+            f"{number_format(rule_params)} {'active ' if m.is_moe else ''}parameters × "
+            f"{number_format(d.bytes)} B "
             f"= {bytes_short(rule_weights)}, ÷ {bandwidth_format(step['bandwidth'])}",
             rule_floor,
             "s",
@@ -206,7 +213,7 @@ def decode(
         Step(
             "KV read per step",
             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
-            f"{bytes_short(kv_per_token)} per token ({kv_d.name})",
+            f"{bytes_short(kv_per_token)} per token ({kv_d.kv_label})",
             step["kv"],
             "B",
             bytes_format(step["kv"]),
@@ -237,7 +244,7 @@ def decode(
         Step(
             "Compute time per step",
             f"{flops_format(step['flops'])} ÷ ({peak_describe(gpu=g, dtype=d)} × "
-            f"{number_format(mfu)} MFU = {rate_of_format(achieved)})",
+            f"{number_format(mfu)} MFU = {rate_of_format(achieved, unit=rate_unit)})",
             step["compute"],
             "s",
             seconds_format(step["compute"]),

@@ -61,7 +61,7 @@ def kv_transfer(
             Step(
                 "KV to move",
                 f"{bytes_short(kv['bytes_per_token'])} per token × "
-                f"{prompt_tokens:,} tokens ({m.name}, {kv_d.name})",
+                f"{prompt_tokens:,} tokens ({m.name}, {kv_d.kv_label})",
                 total,
                 "B",
                 bytes_format(total),

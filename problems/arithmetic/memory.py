@@ -488,7 +488,7 @@ def kv_cache(
     steps = (
         Step(
             f"KV bytes per token ({kind})",
-            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B ({d.name})",
+            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B ({d.kv_label})",
             per_token,
             "B",
             bytes_format(per_token),
@@ -594,7 +594,7 @@ def batch_max(
             bytes_format(free),
         ),
         Step(
-            f"KV per sequence per GPU ({kv_d.name})",
+            f"KV per sequence per GPU ({kv_d.kv_label})",
             f"{bytes_short(kv['bytes_per_token_per_gpu'])} × {context_tokens:,} tokens",
             per_sequence,
             "B",

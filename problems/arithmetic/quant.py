@@ -1,11 +1,15 @@
 """Quantization: what a smaller weight format saves in memory and bandwidth, and what that does to
-the decode floor, which is bytes read ÷ bandwidth. The embedding and output head stay in BF16
+the decode floor: a roofline bound at full efficiency, the larger of bytes read ÷ bandwidth and
+FLOPs ÷ the format's dense peak. Weight-only formats (INT4 group-quantized, MXFP4 on GPUs without
+FP4 tensor cores) still multiply at the BF16 rate, so once a large batch makes the step
+compute-bound they save memory but no time. The embedding and output head stay in BF16
 (as AWQ, GPTQ and FP8 checkpoints keep them) and the KV cache keeps its own format, by default
 the model's precision, so neither shrinks with the weights."""
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
-from problems.arithmetic.compute import kv_bytes_per_token_model
-from problems.arithmetic.decode import decode_step_model
+from problems.arithmetic.compute import kv_bytes_per_token_model, peak_describe, peak_flops_get
+from problems.arithmetic.decode import decode_flops_per_sequence, decode_step_model
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
@@ -17,7 +21,13 @@ from problems.arithmetic.memory import (
     weight_bytes_model,
 )
 from problems.arithmetic.steps import Result, Step
-from problems.arithmetic.units import bytes_format, bytes_short, number_format, seconds_format
+from problems.arithmetic.units import (
+    bytes_format,
+    bytes_short,
+    flops_format,
+    number_format,
+    seconds_format,
+)
 
 
 def quantization(
@@ -37,6 +47,9 @@ def quantization(
     (seconds) for `batch` sequences of `context_tokens`, and whether each fits one `gpu` with
     that KV and the runtime reserve.
 
+    The floor is max(bytes read ÷ peak bandwidth, FLOPs ÷ the format's dense peak), the bound
+    named: at small batches the weights' bytes decide it, at large ones the matmuls may.
+
     The KV cache stays in `kv_dtype` (default the model's own precision) in both cases, so at
     long contexts and large batches the saving on the floor shrinks: weights are no longer
     most of the bytes.
@@ -52,8 +65,9 @@ def quantization(
     params = params_count_model(m)["total"]
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
     kv_bytes = batch * context_tokens * kv_per_token
+    flops = batch * decode_flops_per_sequence(m, context_tokens)
     results = []
-    for d in (before_d, after_d):
+    for d, field in ((before_d, "from_dtype"), (after_d, "to_dtype")):
         e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=embedding_dtype)
         weights = weight_bytes_model(model=m, dtype=d, embedding=e)
         floor = decode_step_model(
@@ -61,6 +75,14 @@ def quantization(
             weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
             bandwidth_efficiency=1.0, embedding_bytes_per_param=e.bytes,
         )
+        try:
+            peak = peak_flops_get(gpu=g, dtype=d)
+        except ArithmeticInputError as error:
+            raise ArithmeticInputError(field=field, message=error.message) from error
+        compute = flops / peak
+        floor = {**floor, "memory": floor["seconds"], "compute": compute, "peak": peak,
+                 "seconds": max(floor["seconds"], compute),
+                 "bound": "memory" if floor["seconds"] >= compute else "compute"}
         fit, fit_steps = memory_fit(
             gpu=g, weights_bytes=weights["total"], kv_bytes=kv_bytes, reserve_gb=reserve_gb,
             memory_fraction=memory_fraction, per_gpu=f"in {d.name}",
@@ -83,13 +105,16 @@ def quantization(
         )
 
     def floor_step(r: dict) -> Step:
+        f, d = r["floor"], r["dtype"]
         return Step(
-            f"Decode floor with {r['dtype'].name} weights",
-            f"{bytes_short(r['floor']['bytes'])} read per step "
-            f"({bytes_short(r['floor']['kv'])} of it KV in {kv_d.name}) ÷ {g.name} bandwidth",
-            r["floor"]["seconds"],
+            f"Decode floor with {d.name} weights ({f['bound']}-bound)",
+            f"max({bytes_short(f['bytes'])} read per step ({bytes_short(f['kv'])} of it KV in "
+            f"{kv_d.kv_label}) ÷ {g.name} bandwidth = {seconds_format(f['memory'])}; "
+            f"{flops_format(flops)} ÷ {peak_describe(gpu=g, dtype=d)} = "
+            f"{seconds_format(f['compute'])})",
+            f["seconds"],
             "s",
-            seconds_format(r["floor"]["seconds"]),
+            seconds_format(f["seconds"]),
         )
 
     saved = before["weights"]["total"] - after["weights"]["total"]
@@ -101,6 +126,8 @@ def quantization(
             "fraction_saved": saved / before["weights"]["total"],
             "floor_seconds_before": before["floor"]["seconds"],
             "floor_seconds_after": after["floor"]["seconds"],
+            "floor_bound_before": before["floor"]["bound"],
+            "floor_bound_after": after["floor"]["bound"],
             "floor_speedup": speedup,
             "fits_before": before["fit"]["fits"],
             "fits_after": after["fit"]["fits"],

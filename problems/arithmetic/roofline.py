@@ -14,7 +14,6 @@ from problems.arithmetic.units import (
     bytes_short,
     count_format,
     flops_format,
-    flops_rate_format,
     number_format,
     rate_of_format,
 )
@@ -102,6 +101,8 @@ def roofline_decode(
     ridge_point = ridge["ridge_flops_per_byte"]
     bound = "memory" if intensity < ridge_point else "compute"
     attainable = min(ridge["peak_flops"], intensity * ridge["bandwidth_bytes_per_second"])
+    # INT8 tensor cores are rated in integer operations (OPS): intensity in OP per byte.
+    unit = "OP" if d.compute == "int8" else "FLOP"
     return Result(
         values={
             "flops_per_step": flops,
@@ -132,17 +133,17 @@ def roofline_decode(
                 "Arithmetic intensity",
                 f"{flops_format(flops)} ÷ {bytes_short(weight_bytes + kv_bytes)}",
                 intensity,
-                "FLOP/B",
-                f"{number_format(intensity)} FLOP/B",
+                f"{unit}/B",
+                f"{number_format(intensity)} {unit}/B",
             ),
             Step(
                 f"Bound: {bound}",
-                f"{number_format(intensity)} FLOP/B {'<' if bound == 'memory' else '≥'} ridge "
-                f"{number_format(ridge_point)} FLOP/B; attainable = min(peak, intensity × "
+                f"{number_format(intensity)} {unit}/B {'<' if bound == 'memory' else '≥'} ridge "
+                f"{number_format(ridge_point)} {unit}/B; attainable = min(peak, intensity × "
                 f"bandwidth)",
                 attainable,
-                "FLOP/s",
-                flops_rate_format(attainable),
+                f"{unit}/s",
+                rate_of_format(attainable, unit=unit),
             ),
         ),
     )
@@ -174,6 +175,7 @@ def roofline_batches(
     crossover = next(
         (b for b, p in zip(batches, points, strict=True) if p["bound"] == "compute"), None
     )
+    unit = "OP/B" if dtype_get(dtype).compute == "int8" else "FLOP/B"  # INT8: integer ops
     return Result(
         values={
             "batches": list(batches),
@@ -187,8 +189,8 @@ def roofline_batches(
                 f"Batch {b}",
                 f"{flops_format(p['flops_per_step'])} ÷ {bytes_short(p['bytes_per_step'])}",
                 p["intensity_flops_per_byte"],
-                "FLOP/B",
-                f"{number_format(p['intensity_flops_per_byte'])} FLOP/B ({p['bound']}-bound)",
+                unit,
+                f"{number_format(p['intensity_flops_per_byte'])} {unit} ({p['bound']}-bound)",
             )
             for b, p in zip(batches, points, strict=True)
         ),

@@ -164,6 +164,7 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
         gpu=g, weights_bytes=weight_bytes_model(model=m, dtype=d, embedding=e)["total"],
         kv_bytes=batch * (context_tokens + tokens) * kv_bytes_per_token_model(m, kv_d),
         reserve_gb=reserve_gb, memory_fraction=memory_fraction,
+        per_gpu="for the target model (the draft model's own weights and KV need room on top)",
     )
     return {"ratio": ratio, "plain": plain, "verify": verify, "bound": verify_bound,
             "fit": fit, "fit_steps": fit_steps, "steps": (

@@ -260,10 +260,13 @@ def abandoned_request(
 ) -> Result:
     """KV blocks an abandoned request holds, and for how long without cancellation (blocks, s).
 
-    The client goes away after `cut_after_tokens` of `output_tokens` (max_tokens). Without
-    cancellation the engine decodes the rest, one token per `step_seconds`; with it, the
-    blocks return within one engine step. `block_size` is tokens per KV block; `dtype` the KV
-    cache's format (default: the model's own precision).
+    The client goes away after `cut_after_tokens` of `output_tokens` (max_tokens). The cache
+    then holds the prompt and every generated token but the newest, which is sampled but not
+    yet fed back. Without cancellation the engine generates the rest, one decode step per
+    token, each `step_seconds` (when the client leaves before the first token, that one still
+    comes from the prefill under way: an answer of n tokens is 1 prefill + n − 1 decode steps);
+    with it, the blocks return within one engine step. `block_size` is tokens per KV block;
+    `dtype` the KV cache's format (default: the model's own precision).
     """
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
@@ -279,13 +282,17 @@ def abandoned_request(
 
     per_token = kv_cache(model=model, tokens=1, users=1, dtype=dtype)["bytes_per_token"]
     block_bytes = per_token * block_size
-    at_cut = prompt_tokens + cut_after_tokens
+    # The newest token is sampled but not yet fed back, so its K and V are not written yet.
+    fed_back = max(cut_after_tokens - 1, 0)
+    at_cut = prompt_tokens + fed_back
     blocks_cut = math.ceil(at_cut / block_size)
     # The last token is sampled but never fed back, so its K and V are never written.
     at_end = prompt_tokens + output_tokens - 1
     blocks_end = math.ceil(at_end / block_size)
     remaining = output_tokens - cut_after_tokens
-    held = remaining * step_seconds
+    # The first token comes from prefill; every later one takes a decode step.
+    decode_steps = output_tokens - max(cut_after_tokens, 1)
+    held = decode_steps * step_seconds
     # Blocks grow linearly from the cut to the end, so the average held is their midpoint.
     block_seconds = (blocks_cut + blocks_end) / 2 * held
     steps = (
@@ -298,7 +305,10 @@ def abandoned_request(
         ),
         Step(
             "Tokens in the cache at the cut",
-            f"{prompt_tokens:,} prompt + {cut_after_tokens:,} generated",
+            (f"{prompt_tokens:,} prompt + {fed_back:,} generated and fed back (the newest of "
+             f"the {cut_after_tokens:,} is sampled but not yet fed back)")
+            if cut_after_tokens else f"{prompt_tokens:,} prompt (the client left before the "
+            "first token)",
             at_cut,
             "tokens",
             f"{at_cut:,} tokens",
@@ -318,15 +328,17 @@ def abandoned_request(
             bytes_format(blocks_cut * block_bytes),
         ),
         Step(
-            "Tokens decoded for nobody without cancellation",
+            "Tokens generated for nobody without cancellation",
             f"{output_tokens:,} max_tokens − {cut_after_tokens:,}",
             remaining,
             "tokens",
-            f"{remaining:,} tokens",
+            count_format(remaining, "token"),
         ),
         Step(
             "Time the blocks stay held without cancellation",
-            f"{remaining:,} steps × {seconds_format(step_seconds)}",
+            f"{count_format(decode_steps, 'decode step')} × {seconds_format(step_seconds)}"
+            + (" (the first token comes from the prefill under way, which adds its own time)"
+               if not cut_after_tokens else ""),
             held,
             "s",
             seconds_format(held),
@@ -369,6 +381,7 @@ def abandoned_request(
             "blocks_at_cut": blocks_cut,
             "bytes_at_cut": blocks_cut * block_bytes,
             "wasted_tokens": remaining,
+            "wasted_decode_steps": decode_steps,
             "held_seconds_without_cancel": held,
             "blocks_at_end": blocks_end,
             "bytes_at_end": blocks_end * block_bytes,

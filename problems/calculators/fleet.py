@@ -6,7 +6,7 @@ from problems.arithmetic.cost import INPUT_THROUGHPUT_DEFAULT, PRICE_MAX, THROUG
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.moe import GPUS_MAX
 from problems.arithmetic.steps import Result
-from problems.arithmetic.units import GB, money_format
+from problems.arithmetic.units import GB, money_format, number_format
 from problems.calculators.registry import Calculator, calculator_register
 from problems.forms import (
     Input,
@@ -30,6 +30,11 @@ from problems.plots import (
 )
 
 MS = 1e3  # seconds → milliseconds on plot axes
+# An example for the prompt-throughput help: Llama 3 8B prefilling 1,000-token prompts on an
+# H100 at 50% MFU, computed by the arithmetic rather than typed (about 35,000 tokens/s).
+EXAMPLE_PREFILL_TOKENS = 1_000
+EXAMPLE_PREFILL_RATE = EXAMPLE_PREFILL_TOKENS / float(a.prefill(
+    model="llama-3-8b", gpu="h100-sxm", prompt_tokens=EXAMPLE_PREFILL_TOKENS, mfu=0.5)["seconds"])
 
 
 def _price_input() -> Input:
@@ -105,7 +110,10 @@ calculator_register(Calculator(
     explanation="Fewer bits per weight means fewer bytes to hold and to read each decode step. "
                 "The embedding and output head usually stay in BF16, and the KV cache keeps its "
                 "own format, so at large batches and long contexts the gain on the floor "
-                "shrinks. Each side says whether it fits the GPU with its KV and a reserve.",
+                "shrinks. The floor is the larger of the reads and the matmuls at the format's "
+                "peak: weight-only formats such as INT4 still multiply in BF16, so once a large "
+                "batch makes the step compute-bound they save memory but no time. Each side "
+                "says whether it fits the GPU with its KV and a reserve.",
     inputs=(
         model_input(initial="llama-3-70b"), gpu_input(initial="h200"),
         dtype_input(name="from_dtype", label="From format", api="bf16"),
@@ -202,8 +210,10 @@ calculator_register(Calculator(
                    unit="tokens/s", initial=INPUT_THROUGHPUT_DEFAULT,
                    api=INPUT_THROUGHPUT_DEFAULT, minimum=0.001, maximum=THROUGHPUT_MAX,
                    help="An assumption: prefill tokens/s one GPU sustains. Compute-bound, so "
-                        "far above decode: Llama 3 8B on an H100 at 50% MFU manages about "
-                        "35,000."),
+                        "far above decode: Llama 3 8B on an H100 at 50% MFU prefills "
+                        f"{EXAMPLE_PREFILL_TOKENS:,}-token prompts at about "
+                        f"{number_format(round(EXAMPLE_PREFILL_RATE, -3))} tokens/s (the prefill "
+                        "calculator's figure)."),
         real_input("target_utilization", "Target utilisation at peak", unit="fraction",
                    initial=0.7, api=0.7, minimum=0.01, maximum=1.0),
         _price_input(),

@@ -101,9 +101,10 @@ def long_prompt_plot(*, inputs: dict, result) -> Plot:
     def at(x: int):
         return a.chunked_prefill(**{**inputs, "chunk_tokens": x})
 
+    fits = "" if result["fits"] else " (the streams and prompt do not fit in memory: floors)"
     return Plot(
         title=f"The next token of {inputs['decode_batch']:,} running streams, as one prompt "
-              "chunk grows",
+              "chunk grows" + fits,
         x_title="Prompt tokens in the step (chunk size)", y_title="Step time (ms)",
         x_log=True, y_log=True,
         series=(Series("Step with the chunk", tuple(xs), series_values(
@@ -244,6 +245,24 @@ def context(*, request: HttpRequest) -> dict:
                       dtype=dtype.id, mfu=1.0, bandwidth_efficiency=1.0)
     ridge = a.roofline(gpu=gpu.id, dtype=dtype.id)["ridge_flops_per_byte"]
     users_end = users_inputs["context_tokens"] + users_inputs["output_tokens"] - 1
+    parts = params_count_model(model)
+    # The rule of thumb counts every parameter a token uses (for an MoE, the active ones); the
+    # refined count multiplies the non-embedding ones and the head at one position.
+    rule_params = parts["active"]
+    refined_params = parts["non_embedding_active"]
+    # A weight costs `dtype.bytes` to read and does two operations per token, so a pass turns
+    # compute-bound near ridge × bytes ÷ 2 tokens (the ridge at this format's peak). For an MoE
+    # a long pass reads every expert but each token multiplies only its own: × total ÷ active.
+    moe_factor = parts["total"] / parts["active"]
+    ridge_tokens = ridge * dtype.bytes / 2 * moe_factor
+    # KV reads against weight reads in the hundred-users step, said in words.
+    kv_ratio = float(users["kv_bytes_per_step"]) / float(users["weight_bytes_per_step"])
+    if kv_ratio >= 1.1:
+        kv_compared = f"{number_format(kv_ratio, digits=2)} times the"
+    elif kv_ratio >= 0.9:
+        kv_compared = "about as large as the"
+    else:
+        kv_compared = f"{percent_format(kv_ratio)} of the"
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -255,7 +274,7 @@ def context(*, request: HttpRequest) -> dict:
         "model_name": model.name,
         "gpu_name": gpu.name,
         "dtype_name": dtype.name,
-        "kv_dtype_name": kv_dtype.name,
+        "kv_dtype_name": kv_dtype.kv_label,
         "attention": model.attention,
         "heads": model.heads,
         "gqa_ratio": number_format(model.heads / model.kv_heads),
@@ -264,11 +283,17 @@ def context(*, request: HttpRequest) -> dict:
         "layers": model.layers,
         "kv_heads": model.kv_heads,
         "head_dim": model.head_dim,
-        "params_text": number_format(params_count_model(model)["total"] / 1e9, digits=3),
-        "non_embedding_text": number_format(
-            params_count_model(model)["non_embedding"] / 1e9, digits=3),
+        "is_moe": model.is_moe,
+        "params_text": number_format(rule_params / 1e9, digits=3),
+        "non_embedding_text": number_format(refined_params / 1e9, digits=3),
+        "total_params_text": number_format(parts["total"] / 1e9, digits=3),
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "output_tokens": f"{inputs['output_tokens']:,}",
+        "answer_tokens": count_format(inputs["output_tokens"], "token"),
+        "one_token": inputs["output_tokens"] == 1,
+        # Quantized weights with the embedding and head kept in BF16 read more than the rule of
+        # thumb, which puts every parameter in the weights' format.
+        "refined_reads_more": float(result["weight_bytes"]) > float(result["rule_weight_bytes"]),
         "decode_steps": f"{int(result['decode_steps']):,}",
         "kv_tokens": f"{int(result['kv_tokens']):,}",
         "mfu_percent": percent_format(inputs["mfu"]),
@@ -281,8 +306,14 @@ def context(*, request: HttpRequest) -> dict:
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "memory_kind": gpu.memory_kind,
         "crossover_tokens": count_format(int(result["prefill_crossover_tokens"]), "token"),
+        "crossover_found": int(result["prefill_crossover_tokens"]) > 0,
         "crossover_equal": count_format(int(equal["crossover_tokens"]), "token"),
         "ridge": number_format(ridge, digits=3),
+        "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",
+        "weight_bytes_each": number_format(dtype.bytes, digits=3),
+        "weight_bytes_text": count_format(dtype.bytes, "byte"),
+        "moe_factor": number_format(moe_factor, digits=2),
+        "ridge_tokens": count_format(round(ridge_tokens), "token"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
         "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",
@@ -294,6 +325,7 @@ def context(*, request: HttpRequest) -> dict:
         "users_context": f"{users_inputs['context_tokens']:,}",
         "users_model": users_model.name,
         "users_kv_text": bytes_in(float(users["kv_bytes_per_step"]), "GB", digits=2),
+        "users_kv_compared": kv_compared,
         "users_weights_text": bytes_in(float(users["weight_bytes_per_step"]), "GB", digits=2),
         "users_step": seconds_rounded(float(users["step_seconds"])),
         "users_alone_step": seconds_rounded(float(alone["step_seconds"])),
@@ -305,6 +337,10 @@ def context(*, request: HttpRequest) -> dict:
         "users_aggregate": significant_format(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
         "users_largest_batch": f"{int(users['largest_batch']):,}",
+        "users_none_fit": int(users["largest_batch"]) == 0,
+        "users_memory_needed": bytes_in(float(users["memory_needed_bytes"]), "GB", digits=2),
+        "users_memory_usable": bytes_in(float(users["memory_usable_bytes"]), "GB", digits=2),
+        "users_gpu": gpu_get(users_inputs["gpu"]).name,
         "users_bound": users["bound"],
         # Times at full efficiency on their binding side are floors, and the prose says so.
         "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1,
@@ -313,6 +349,8 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_tokens": f"{chunk_inputs['chunk_tokens']:,}",
         "chunk_prompt": f"{chunk_inputs['prompt_tokens']:,}",
         "chunk_decoders": f"{chunk_inputs['decode_batch']:,}",
+        "chunk_streams": count_format(chunk_inputs["decode_batch"], "stream"),
+        "chunk_no_streams": chunk_inputs["decode_batch"] == 0,
         "chunk_model": model_get(chunk_inputs["model"]).name,
         "chunk_alone": seconds_rounded(float(chunk["decode_step_seconds"])),
         "chunk_step": seconds_rounded(float(chunk["largest_step_seconds"])),

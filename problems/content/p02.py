@@ -36,6 +36,11 @@ from problems.plots import Mark, Plot, Series
 
 SLUG = "streaming-cost"
 THINKING_EXAMPLE_TOKENS = 500
+# Weiss et al., 'What Was Your Prompt? A Remote Keylogging Attack on AI Assistants' (USENIX
+# Security 2024, https://arxiv.org/abs/2403.09751), abstract: responses reconstructed accurately
+# and topics inferred from token lengths alone.
+KEYLOGGING_RECONSTRUCTED = 0.29
+KEYLOGGING_TOPIC = 0.55
 PREFIX = "p2-stream"
 TOKENS_FIELD_MAX = 1_000_000
 BATCH_MAX = 4_096
@@ -83,8 +88,9 @@ def streaming_cost_plot(*, inputs: dict, result) -> Plot:
         blocks_at_cut=int(result["blocks_at_cut"]), blocks_at_end=int(result["blocks_at_end"]),
         held_seconds_without_cancel=float(result["held_seconds_without_cancel"]),
         held_seconds_with_cancel=float(result["held_seconds_with_cancel"]))
+    fits = "" if result["fits"] else " (this batch does not fit in memory: times are floors)"
     return Plot(
-        title="KV blocks held after the client leaves",
+        title="KV blocks held after the client leaves" + fits,
         x_title="Seconds since the client left",
         y_title="KV blocks held",
         series=(Series("Without cancellation", seconds, without),
@@ -197,6 +203,16 @@ def context(*, request: HttpRequest) -> dict:
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),
         "block_seconds": number_format(float(r["block_seconds_wasted"])),
         "reasoning_tokens": f"{inputs['reasoning_tokens']:,}",
+        "has_reasoning": inputs["reasoning_tokens"] > 0,
+        "keylogging_reconstructed": percent_format(KEYLOGGING_RECONSTRUCTED),
+        "keylogging_topic": percent_format(KEYLOGGING_TOPIC),
+        # Streaming costs more bytes than one response except for the shortest answers.
+        "stream_larger": float(r["overhead_ratio"]) > 1,
+        "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
+        "left_before_first": inputs["cut_after_tokens"] == 0,
+        # A prefill at full efficiency on its binding side is a floor, and the prose says so.
+        "ttft_floor": (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
+        or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1),
         "first_visible": seconds_format(float(r["first_visible_seconds"])),
         # What a reasoning model's hidden thinking does to the first visible text, at these
         # step times, when nothing else is set: 500 tokens of thinking (an illustration).

@@ -21,7 +21,14 @@ def test_estimate_divides_the_arithmetic_by_the_measured_rates(tmp_path):
     flops = prefill_flops_model(model, 20)["total"]
     assert est["available"] and est["model"] == tmp_path.name
     assert est["prefill_flops"] == flops
-    assert est["prefill_ms"] == round(flops / 1e10 * 1000, 4)
+    # A roofline bound: the weights read once (74,048 non-embedding + 19,200 tied-head
+    # parameters × 4 B = 372,992 B) + 20 tokens' KV (2 layers × 2 × 2 heads × 16 × 4 B = 512 B
+    # each, 10,240 B) + 20 embedding rows gathered (64 × 4 B each, 5,120 B) = 388,352 B take
+    # 0.388 ms at 1 GB/s, more than the 3,107,840 FLOP take at 10 GFLOP/s (0.311 ms).
+    assert flops == 3_107_840
+    assert est["prefill_bound"] == "memory"
+    assert est["prefill_ms"] == round(388_352 / 1e9 * 1000, 4)
+    assert est["prefill_ms"] > round(flops / 1e10 * 1000, 4)
     assert est["tpot_ms"] > 0
     assert abs(est["e2e_ms"] - (est["prefill_ms"] + 10 * est["tpot_ms"])) < 1e-3
     assert est["measured_over_estimate"]["tpot"] == round(2.0 / est["tpot_ms"], 2)

@@ -177,3 +177,16 @@ def test_a_plot_that_cannot_be_drawn_leaves_the_steps():
                             inputs=weights.inputs, compute=weights.compute, plot=plot_refused)
     state = calculator_evaluate(calculator)
     assert state.result is not None and state.figure is None and not state.form.errors
+
+
+def test_kv_cache_formats_are_named_as_kv_formats_not_weight_formats():
+    """The KV-format choices are the ones engines offer; INT8 there is TensorRT-LLM's INT8 KV
+    cache, not the weights-and-activations W8A8 format, and FP32 is the CPU demo's only."""
+    from problems.forms import kv_dtype_input
+
+    labels = [label for _, label in kv_dtype_input().field().choices]
+    assert not any("W8A8" in label for label in labels)
+    assert "INT8 KV cache (TensorRT-LLM) (8 bits)" in labels
+    assert "FP32 (the course's CPU demo model only) (32 bits)" in labels
+    step = memory.kv_cache(model="llama-3-8b", tokens=1, dtype="int8").steps[0]
+    assert "INT8 KV cache (TensorRT-LLM)" in step.expression

@@ -27,6 +27,12 @@ class Dtype:
     source: str
     weight_only_on: str = ""
     kv: str = ""
+    kv_name: str = ""
+
+    @property
+    def kv_label(self) -> str:
+        """The format's name as a KV-cache format ("INT8 KV", not the weights' "INT8 (W8A8)")."""
+        return self.kv_name or self.name
 
     @property
     def weight_only(self) -> bool:
@@ -56,6 +62,7 @@ DTYPES: dict[str, Dtype] = {
             source="IEEE 754-2019 binary32",
             kv="an FP32 cache is possible (this course's CPU demo model keeps one) but no GPU "
             "serving engine uses it",
+            kv_name="FP32 (the course's CPU demo model only)",
         ),
         Dtype(
             id="bf16",
@@ -117,6 +124,7 @@ DTYPES: dict[str, Dtype] = {
             source="Xiao et al., 'SmoothQuant: Accurate and Efficient Post-Training Quantization "
             "for Large Language Models' (https://arxiv.org/abs/2211.10438)",
             kv="TensorRT-LLM's INT8 KV cache; vLLM offers FP8 instead",
+            kv_name="INT8 KV cache (TensorRT-LLM)",
         ),
         Dtype(
             id="int4",

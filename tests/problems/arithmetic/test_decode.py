@@ -110,3 +110,36 @@ def test_the_largest_batch_that_fits_is_reported() -> None:
     result = decode(model="llama-3-8b", gpu="h100-sxm", context_tokens=1000, output_tokens=300)
     room = 81_559 * 2**20 * 0.9 - 16_060_522_496 - 3.3e9
     assert result["largest_batch"] == int(room // (1299 * 131_072)) == 338
+
+
+def test_the_moe_rule_of_thumb_reads_the_active_parameters_once() -> None:
+    """Mixtral 8x7B at batch 1: the rule of thumb reads every parameter a token uses, the
+    12,879,925,248 active ones (shared weights, 2 of 8 experts, embedding and head), × 2 B =
+    25.76 GB, 7.69 ms at 3.35 TB/s. Not all 46.7B (93.4 GB, 27.9 ms): a token never touches the
+    six experts it was not routed to."""
+    result = decode(model="mixtral-8x7b", gpu="h100-sxm")
+    assert result["rule_of_thumb_weight_bytes"] == 2 * 12_879_925_248
+    assert result["rule_of_thumb_floor_seconds"] == pytest.approx(25_759_850_496 / 3.35e12)
+    assert result.steps[0].label == "Rule of thumb: every active parameter once"
+    dense = decode(model="llama-3-8b", gpu="h100-sxm")
+    assert dense["rule_of_thumb_weight_bytes"] == 2 * 8_030_261_248
+
+
+def test_int8_rates_are_named_in_ops_wherever_a_step_shows_them() -> None:
+    """INT8 W8A8 runs on the integer tensor cores, rated in TOPS (1,979 dense on an H100), so
+    every rate and intensity shown for it says OPS or OP/B, never FLOP/s or FLOP/B."""
+    from problems.arithmetic import chunked_prefill, prefix_cache, roofline_decode
+
+    results = (
+        decode(model="llama-3-8b", gpu="h100-sxm", dtype="int8", batch=64),
+        chunked_prefill(model="llama-3-8b", gpu="h100-sxm", dtype="int8", prompt_tokens=4000),
+        prefix_cache(model="llama-3-8b", gpu="h100-sxm", dtype="int8", prompt_tokens=3000,
+                     prefix_tokens=2000),
+        roofline_decode(model="llama-3-8b", gpu="h100-sxm", dtype="int8", batch=400),
+    )
+    for result in results:
+        shown = " ".join(f"{s.expression} {s.display}" for s in result.steps)
+        assert "PFLOP/s" not in shown and "TFLOP/s" not in shown, shown
+        assert "TOPS" in shown or "POPS" in shown
+    assert "OP/B" in " ".join(s.display for s in results[-1].steps)
+    assert "FLOP/B" not in " ".join(s.expression for s in results[-1].steps)

@@ -145,3 +145,31 @@ def test_capacity_plan() -> None:
     assert result["peak_requests_per_second"] == pytest.approx(peak_rps)
     assert result["gpus"] == math.ceil(peak_rps * 300 / (2500 * 0.7))
     assert result["monthly_cost"] == pytest.approx(result["gpus"] * 2.5 * 730)
+
+
+def test_the_decode_floor_is_a_roofline_bound_and_int4_saves_no_time_once_compute_binds() -> None:
+    """Llama 3 70B on an H200, 256 sequences at 1 token of context. FLOPs per step:
+    256 × (2 × (68,452,360,192 + 1,050,673,152) + 2,621,440) = 3.5586×10¹³ FLOP, which at the
+    989.5 TFLOP/s BF16 peak take 35.96 ms, more than the 139.09 GB of BF16 reads take at
+    4.8 TB/s (28.98 ms): compute-bound. INT4 (weight-only, multiplied in BF16) cuts the reads to
+    68,452,360,192 × 0.5195 B + 2 × 1,050,673,152 B (head in BF16) + 83.9 MB of KV = 37.75 GB,
+    7.86 ms, but the matmuls still take 35.96 ms: a 1.00× floor speedup. FP8 runs at the FP8
+    peak (1,979 TFLOP/s), 17.98 ms: 2.00×."""
+    int4 = quantization(model="llama-3-70b", gpu="h200", to_dtype="int4", batch=256)
+    assert int4["floor_seconds_before"] == pytest.approx(3.5586224e13 / 989.5e12, rel=1e-6)
+    assert int4["floor_bound_before"] == "compute" and int4["floor_bound_after"] == "compute"
+    assert int4["floor_speedup"] == pytest.approx(1.0)
+    fp8 = quantization(model="llama-3-70b", gpu="h200", to_dtype="fp8", batch=256)
+    assert fp8["floor_seconds_after"] == pytest.approx(3.5586224e13 / 1979e12, rel=1e-6)
+    assert fp8["floor_speedup"] == pytest.approx(2.0)
+    # At one sequence the reads decide it, as before: memory-bound on both sides.
+    one = quantization(model="llama-3-70b", gpu="h200", to_dtype="int4")
+    assert one["floor_bound_after"] == "memory"
+    assert one["floor_seconds_after"] == pytest.approx(
+        (68_452_360_192 * 0.51953125 + 2 * 1_050_673_152 + 327_680) / 4.8e12, rel=1e-6)
+
+
+def test_a_format_the_gpu_cannot_run_is_refused_on_its_own_field() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        quantization(model="llama-3-8b", gpu="h100-sxm", to_dtype="nvfp4")
+    assert error.value.field == "to_dtype"

@@ -82,7 +82,9 @@ def test_abandoned_request_blocks_and_time_for_llama_3_8b() -> None:
                                cut_after_tokens=100, step_seconds=0.005, block_size=16)
     # 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 131,072 B per token (config.json).
     assert result["block_bytes"] == 131_072 * 16
-    assert result["blocks_at_cut"] == math.ceil(1100 / 16) == 69
+    # At the cut the 100th token is sampled but not yet fed back: 1,000 + 99 = 1,099 tokens.
+    assert result["tokens_at_cut"] == 1099
+    assert result["blocks_at_cut"] == math.ceil(1099 / 16) == 69
     # The last token is never fed back: 1,999 tokens of KV at the end, ⌈1,999 ÷ 16⌉ = 125.
     assert result["blocks_at_end"] == math.ceil(1999 / 16) == 125
     assert result["bytes_at_cut"] == 69 * 131_072 * 16
@@ -133,3 +135,21 @@ def test_streaming_for_scale_composes_the_steps() -> None:
     assert labels[0] == "Time to first token (no queue)"
     assert "Bytes per event" in labels and "Blocks held at the cut" in labels
     assert result["held_seconds_with_cancel"] == result["tpot_seconds"]
+
+
+def test_an_abandoned_request_counts_the_first_token_as_prefill_not_a_decode_step() -> None:
+    """Off by one, both ways. A client that leaves after 17 answer tokens of a 1,008-token
+    prompt leaves 1,008 + 16 = 1,024 tokens in the cache (the 17th is sampled, not yet fed
+    back): 64 blocks of 16, not the 65 that 1,025 would need; the other 83 of 100 tokens take
+    83 decode steps. A client that leaves before the first token (cut 0) of a 1-token answer
+    leaves that token to the prefill under way: 1 token generated for nobody, 0 decode steps,
+    0 s of decode."""
+    edge = abandoned_request(model="llama-3-8b", prompt_tokens=1008, output_tokens=100,
+                             cut_after_tokens=17, step_seconds=0.005, block_size=16)
+    assert edge["tokens_at_cut"] == 1024 and edge["blocks_at_cut"] == 64
+    assert edge["wasted_decode_steps"] == 83
+    early = abandoned_request(model="llama-3-8b", prompt_tokens=1000, output_tokens=1,
+                              cut_after_tokens=0, step_seconds=0.005)
+    assert early["wasted_tokens"] == 1 and early["wasted_decode_steps"] == 0
+    assert early["held_seconds_without_cancel"] == 0
+    assert early["tokens_at_cut"] == 1000

@@ -48,7 +48,7 @@ def test_all_nine_sections_are_written(client) -> None:
 def test_course_figures_appear_and_equal_the_api(client) -> None:
     """COURSE.md's example two ways. Rule of thumb: 2 × 8.03×10⁹ × 1,000 = 1.6×10¹³ FLOP, 32 ms
     at 50% of 989.5 TFLOP/s; 16 GB and 4.8 ms per step; 299 steps × 4.79 ms = 1.4 s. Refined:
-    1.4×10¹³ FLOP, 29 ms; 15 GB and 4.5 ms per step; 299 × 4.48 ms = 1.3 s. KV for 1,299
+    1.4×10¹³ FLOP, 29 ms; 15 GB and 4.5 ms per step; 299 × 4.48 ms = 1.34 s. KV for 1,299
     tokens: 0.17 GB."""
     worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
     pre = api_get(client, "prefill", model="llama-3-8b", gpu="h100-sxm", prompt_tokens=1000,
@@ -66,7 +66,7 @@ def test_course_figures_appear_and_equal_the_api(client) -> None:
         "15 GB": bytes_in(dec["weight_bytes_per_step"], "GB", digits=2),
         "4.5 ms": seconds_rounded(dec["weights_floor_seconds"]),
         "1.4 s": seconds_rounded(299 * dec["rule_of_thumb_floor_seconds"]),
-        "1.3 s": seconds_rounded(299 * dec["weights_floor_seconds"]),
+        "1.34 s": seconds_rounded(299 * dec["weights_floor_seconds"], digits=3),
         "0.17 GB": bytes_in(kv["total_bytes"], "GB", digits=2),
     }
     for course_figure, from_api in expected.items():
@@ -205,3 +205,79 @@ def test_the_page_lists_both_problems_sources_once_each(client) -> None:
     expected = list(dict.fromkeys(url for _, url in p01.SOURCES + p02.SOURCES))
     assert urls == expected
     assert len(urls) < len(p01.SOURCES) + len(p02.SOURCES)  # shared ones listed once
+
+
+def test_a_short_prompt_is_called_memory_bound_everywhere_and_a_one_token_answer_has_no_step(
+        client) -> None:
+    """20 tokens of Llama 3 8B on an H100: 2.8×10¹¹ FLOP take 567 µs at 50% MFU, but reading
+    15.01 GB of weights takes 4.5 ms, so prefill is memory-bound (a floor at full bandwidth),
+    and compute would bind only from 159 tokens. A one-token answer comes from prefill alone:
+    no decode step."""
+    problem = problem_html(page_get(client, "?p1-scale-prompt_tokens=20"
+                                            "&p1-scale-output_tokens=1"), 1)
+    worked = text_of(section_html(problem, 1, "worked"))
+    answer = text_of(section_html(problem, 1, "answer"))
+    assert "an answer of 1 token," in worked
+    assert "567 µs of compute" in worked and "memory-bound, and that is a floor" in worked
+    assert "From about 159 tokens of prompt the compute would bind instead" in worked
+    assert "below about" not in worked.lower()
+    assert "there is no decode step at all" in worked
+    assert "That is compute-bound" not in answer
+    assert "a prompt this short is bound by memory, not compute" in answer
+    assert "needs no step at all" in answer
+
+
+def test_an_moe_model_is_counted_by_its_active_parameters(client) -> None:
+    """Mixtral 8x7B: a token passes through 12.9B of its 46.7B parameters (12.6B of them
+    non-embedding), so the rule of thumb and the refined count use those, and a long pass turns
+    compute-bound only near 295 × 2 ÷ 2 × 46.7 ÷ 12.9 ≈ 1,071 tokens: every expert is read but
+    each token multiplies two."""
+    worked = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-model=mixtral-8x7b"), 1), 1, "worked"))
+    concepts = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-model=mixtral-8x7b"), 1), 1, "concepts"))
+    assert "12.9 billion active parameters" in worked
+    assert "12.6 billion non-embedding active weights" in worked
+    assert "46.7 billion parameters in all" in worked
+    assert "Every active parameter once" in worked
+    assert "roughly 1,071 tokens" in concepts
+
+
+def test_the_crossover_scales_with_the_bytes_per_weight(client) -> None:
+    """FP8 on an H100: ridge 1,979 ÷ 3.35 = 591 FLOP per byte, one byte per weight, so about
+    591 × 1 ÷ 2 ≈ 295 tokens, not 591."""
+    concepts = text_of(section_html(problem_html(page_get(client, "?p1-scale-dtype=fp8"), 1), 1,
+                                    "concepts"))
+    assert "591 FLOP per byte" in concepts and "costs 1 byte to read" in concepts
+    assert "roughly 295 tokens" in concepts
+
+
+def test_the_hundred_users_prose_compares_and_flags_what_does_not_fit(client) -> None:
+    """KV reads at 100 tokens each are 1.31 GB against 15.01 GB of weights (8.73%), not "as
+    large"; 400 sequences need 95 GB of the H100's 77 GB usable; Llama 3 70B's 141 GB of
+    weights fit no batch at all on one H100."""
+    def worked(query: str) -> str:
+        return text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
+    assert "8.73% of the 15 GB of weights" in worked("?p1-users-context_tokens=100")
+    assert "These 400 sequences do not fit" in worked("?p1-users-batch=400")
+    assert "no batch fits at all" in worked("?p1-users-model=llama-3-70b")
+    assert "Memory caps the batch at 0" not in worked("?p1-users-model=llama-3-70b")
+
+
+def test_a_small_chunk_is_called_memory_bound_in_the_follow_up(client) -> None:
+    followups = text_of(section_html(problem_html(page_get(
+        client, "?p1-chunk-chunk_tokens=64"), 1), 1, "followups"))
+    assert "A chunk of 64 tokens leaves the step memory-bound" in followups
+    assert "makes the step compute-bound" not in followups
+
+
+def test_the_long_prompt_plot_says_when_its_inputs_do_not_fit() -> None:
+    """32 streams of Llama 3 70B in BF16 on one H100: 141 GB of weights alone exceed the
+    77 GB usable, so the plot's title carries the flag, as every plot on the page does."""
+    inputs = {**p01.CHUNK_CALCULATOR.defaults(), "model": "llama-3-70b"}
+    result = p01.a.chunked_prefill(**inputs)
+    assert result["fits"] is False
+    assert "do not fit in memory" in p01.long_prompt_plot(inputs=inputs, result=result).title
+    default = p01.CHUNK_CALCULATOR.defaults()
+    assert "do not fit" not in p01.long_prompt_plot(
+        inputs=default, result=p01.a.chunked_prefill(**default)).title

@@ -162,3 +162,31 @@ def test_sources_are_titled_links() -> None:
     assert len(p02.SOURCES) >= 5
     for title, url in p02.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_hidden_reasoning_moves_the_first_visible_text_in_the_prose(client) -> None:
+    """400 reasoning tokens at 5.73 ms per step after a 28.7 ms prefill: the first visible text
+    at 28.7 ms + 400 × 5.73 ms = 2.32 s. The sentence was never shown before (it read a value
+    the result does not have)."""
+    worked = text_of(section_html(problem_html(
+        client.get(PAGE + "?p2-stream-reasoning_tokens=400").content.decode(), 2), 2, "worked"))
+    assert "With 400 tokens of hidden reasoning first, the first visible text waits until 2.32 s" \
+        in worked
+
+
+def test_a_one_token_answer_is_smaller_streamed_and_owes_no_decode_step(client) -> None:
+    """max_tokens 1: one 246-byte event and [DONE] are 0.79× the plain body, so the prose must
+    not call the ratio alarming; a client gone before that token leaves it to the prefill."""
+    worked = text_of(section_html(problem_html(client.get(
+        PAGE + "?p2-stream-output_tokens=1&p2-stream-cut_after_tokens=0").content.decode(), 2),
+        2, "worked"))
+    assert "0.79×" in worked and "sounds alarming" not in worked
+    assert "smaller streamed than sent whole" in worked
+    assert "from the prefill under way (no decode step)" in worked
+
+
+def test_the_keylogging_attack_is_quoted_by_its_published_figures(client) -> None:
+    concepts = text_of(section_html(problem_html(client.get(PAGE).content.decode(), 2), 2,
+                                    "concepts"))
+    assert "reconstructed about 29% of an assistant's responses" in concepts
+    assert "word for word" not in concepts
