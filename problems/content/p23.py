@@ -462,10 +462,12 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation: distributed inference (tensor parallelism inside a node, pipeline "
      "parallelism across nodes)",
      "https://docs.vllm.ai/en/latest/serving/distributed_serving.html"),
-    ("vLLM documentation: expert-parallel deployment and EPLB",
-     "https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment.html"),
-    ("SGLang documentation: DeepSeek V3 usage (DP attention, hardware configurations)",
-     "https://docs.sglang.ai/basic_usage/deepseek.html"),
+    ("vLLM documentation: expert-parallel deployment, and its EPLB (redundant experts "
+     "rearranged from recorded loads)",
+     "https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment/"),
+    ("SGLang documentation: DeepSeek V3/V3.1/R1 usage (DP attention; hardware configurations, "
+     "W4A8 and AWQ on a node of H100s)",
+     "https://github.com/sgl-project/sglang/blob/main/docs/basic_usage/deepseek_v3.md"),
     ("LMSYS, 'SGLang v0.4' (data-parallel attention for DeepSeek models)",
      "https://lmsys.org/blog/2024-12-04-sglang-v0-4/"),
     ("TensorRT-LLM documentation: parallelism strategies (attention data parallelism, wide "
