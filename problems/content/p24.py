@@ -242,7 +242,7 @@ def per_request_plot(rows: list[dict]) -> BarPlot:
     return BarPlot(
         title="Cost per 1,000 requests after each lever",
         categories=tuple(["Baseline"] + [SHORT.get(r["lever"], r["lever"]) for r in rows[1:]]),
-        value_title="Dollars per 1,000 requests (each state's own lengths)",
+        value_title="$ per 1,000 requests",
         series=(BarSeries("Per 1,000 requests", tuple(r["per_1000"] for r in rows),
                           labels=tuple(_money(r["per_1000"]) for r in rows)),))
 
