@@ -93,12 +93,14 @@ def _bounds_messages(text: str, unit: str, minimum: float, maximum: float,
     }
 
 
-def whole_field(text: str, *, unit: str = "", initial: int, minimum: int = 1,
-                maximum: int, help_text: str = "") -> forms.IntegerField:
-    """A whole number from `minimum` to `maximum`; the label reads "text (unit)"."""
+def whole_field(text: str, *, unit: str = "", initial: int | None, minimum: int = 1,
+                maximum: int, help_text: str = "", required: bool = True) -> forms.IntegerField:
+    """A whole number from `minimum` to `maximum`; the label reads "text (unit)". Left blank,
+    an optional field gives None ("the default")."""
     return forms.IntegerField(
         label=_label(text, unit), initial=initial, min_value=minimum, max_value=maximum,
-        help_text=help_text, widget=_number_widget(minimum=minimum, maximum=maximum, step="1"),
+        help_text=help_text, required=required,
+        widget=_number_widget(minimum=minimum, maximum=maximum, step="1"),
         error_messages=_bounds_messages(text, unit, minimum, maximum, whole=True))
 
 
@@ -119,7 +121,8 @@ class Input:
     """One input of a formula: what its form field and its API query parameter are made from.
 
     `kind`: "model", "gpu", "dtype" (weight formats), "kv_dtype" (KV-cache formats), "whole",
-    "real" or "text". `initial` is the calculator's starting value; `api` the API's default
+    "real", "choice" (one of `choices`, (value, label) pairs: a layout, a policy, on or off) or
+    "text". `initial` is the calculator's starting value; `api` the API's default
     (`REQUIRED`: the API insists on it). `required` says whether the form may leave it blank
     (a blank choice or number reaches the formula as None). `minimum` and `maximum` bound
     numbers in both places.
@@ -136,6 +139,7 @@ class Input:
     help: str = ""
     required: bool = True
     blank: str = ""
+    choices: tuple[tuple[str, str], ...] = ()
 
     @property
     def python_type(self) -> type:
@@ -143,7 +147,8 @@ class Input:
 
     @property
     def optional_choice(self) -> bool:
-        return self.kind in ("model", "gpu", "dtype", "kv_dtype", "text") and not self.required
+        return (self.kind in ("model", "gpu", "dtype", "kv_dtype", "choice", "text")
+                and not self.required)
 
     def field(self) -> forms.Field:
         """The Django form field for this input."""
@@ -155,10 +160,18 @@ class Input:
         if self.kind in ("dtype", "kv_dtype"):
             return dtype_field(label=self.label, initial=self.initial, required=self.required,
                                kv=self.kind == "kv_dtype", blank=self.blank, help_text=self.help)
+        if self.kind == "choice":
+            choices = list(self.choices)
+            if not self.required:
+                choices = [("", self.blank or "the default"), *choices]
+            return forms.ChoiceField(label=self.label, choices=choices, initial=self.initial,
+                                     required=self.required, help_text=self.help,
+                                     error_messages={"invalid_choice": "Choose from the list."})
         if self.kind == "whole":
             return whole_field(self.label, unit=self.unit, initial=self.initial,
                                minimum=int(self.minimum if self.minimum is not None else 1),
-                               maximum=int(self.maximum), help_text=self.help)
+                               maximum=int(self.maximum), help_text=self.help,
+                               required=self.required)
         if self.kind == "real":
             return real_field(self.label, unit=self.unit, initial=self.initial,
                               minimum=self.minimum if self.minimum is not None else 0.0,
@@ -236,6 +249,18 @@ def embedding_dtype_input() -> Input:
                  blank="BF16 when the weights are narrower (as AWQ, GPTQ and FP8 keep them)",
                  help="Quantized checkpoints usually keep the embedding and output head in "
                       "BF16; choose a format to override.")
+
+
+def choice_input(name: str, label: str, *, choices: tuple[tuple[str, str], ...], initial: str,
+                 api: object = REQUIRED, help: str = "", required: bool = True,
+                 blank: str = "") -> Input:
+    """One of `choices` ((value, label) pairs), shown as a list; always sent by the form, unlike a
+    checkbox, so "off" survives an htmx re-render."""
+    return Input(name, "choice", label, initial=initial, api=api, help=help, required=required,
+                 blank=blank, choices=choices)
+
+
+ON_OFF = (("on", "on"), ("off", "off"))
 
 
 def whole_input(name: str, label: str, *, unit: str = "", initial: int, api: object = REQUIRED,

@@ -1,6 +1,10 @@
-"""Plots for calculators: a small description of lines (`Plot`) turned into plotly figure JSON
-(a plain dict, drawn in the browser by the vendored plotly.js) and into a text table of the same
-numbers for screen readers and for readers without JavaScript.
+"""Plots for calculators: a small description of lines (`Plot`) or bars (`BarPlot`) turned into
+plotly figure JSON (a plain dict, drawn in the browser by the vendored plotly.js) and into a text
+table of the same numbers for screen readers and for readers without JavaScript.
+
+Bars come grouped, stacked or overlaid, vertical or horizontal, and may float: give a series a
+`base` per bar and each bar spans base to base + value, which is what a waterfall (each lever
+from the level before it) and a tornado (each assumption from its low to its high result) need.
 
 No plotly Python package: the figure is just `{"data": [...], "layout": {...}}`. Builders pass
 values already in the units their axis titles name (ms, GB, ...), computed by
@@ -28,6 +32,8 @@ class Series:
     y: tuple[float, ...]
     dash: bool = False
     markers: bool = False
+    # Drawn as a staircase (each value holds until the next x): capacity that changes in steps.
+    step: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,14 +70,19 @@ def _finite_points(series: Series, *, x_log: bool, y_log: bool) -> list[tuple[fl
     return points
 
 
-def plot_figure(plot: Plot) -> dict:
-    """The plotly figure for `plot`: {"data": [...], "layout": {...}}, every number finite."""
+def plot_figure(plot: "Plot | BarPlot") -> dict:
+    """The plotly figure for `plot`: {"data": [...], "layout": {...}}, every number finite
+    (a bar whose value is not finite is left out as null)."""
+    if isinstance(plot, BarPlot):
+        return _bar_figure(plot)
     data = []
     for index, series in enumerate(plot.series):
         points = _finite_points(series, x_log=plot.x_log, y_log=plot.y_log)
         line: dict[str, object] = {"color": PALETTE[index % len(PALETTE)], "width": 2}
         if series.dash:
             line["dash"] = "dash"
+        if series.step:
+            line["shape"] = "hv"
         data.append({
             "type": "scatter",
             "mode": "lines+markers" if series.markers else "lines",
@@ -105,20 +116,34 @@ def plot_figure(plot: Plot) -> dict:
         "yaxis": y_axis,
         "shapes": shapes,
         "annotations": annotations,
-        "showlegend": len(plot.series) > 1,
-        "legend": {"orientation": "h", "y": -0.25},
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
-        "height": 340,
+        **_legend_below(len(plot.series) > 1, len(plot.series), height=340),
     }
     return {"data": data, "layout": layout}
 
 
-def plot_table(plot: Plot) -> dict[str, list]:
+def _legend_below(shown: bool, entries: int, *, height: int) -> dict:
+    """Legend under the x axis's title, with the figure grown to hold it (a row per three
+    entries), so the two never overlap."""
+    rows = -(-entries // 3) if shown else 0
+    return {
+        "showlegend": shown,
+        # Anchored to the bottom of the whole figure (container), below the axis title.
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0,
+                   "yanchor": "bottom"},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 64 + 24 * rows},
+        "height": height + 24 * rows,
+    }
+
+
+def plot_table(plot: "Plot | BarPlot") -> dict[str, list]:
     """The plot's numbers as a table: {"headers": [x title, series names...], "rows": [[...]]}.
 
     One row per x value across every series, values formatted for people; a blank cell where a
-    series has no point at that x.
+    series has no point at that x. For bars, one row per category (a floating bar reads
+    "from to"), then the plot's extra columns.
     """
+    if isinstance(plot, BarPlot):
+        return _bar_table(plot)
     columns = [dict(_finite_points(s, x_log=plot.x_log, y_log=plot.y_log)) for s in plot.series]
     xs = sorted({x for column in columns for x in column})
     rows = [[number_format(x)] + [number_format(c[x]) if x in c else "" for c in columns]
@@ -172,3 +197,150 @@ def series_fit_split(name: str, xs: list[float] | list[int], values: tuple[float
     if any(math.isfinite(v) for v in outside):
         found.append(Series(f"{name}: does not fit in memory", tuple(xs), outside, dash=True))
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class BarSeries:
+    """One set of bars, one value per category, in the plot's value-axis unit.
+
+    `base` makes the bars float: bar i spans base[i] to base[i] + values[i] (a negative value
+    hangs down from its base). `labels` are printed at the bars' ends; `colors` give each bar
+    its own colour (a waterfall's savings and increases); `outline` draws the bars as empty
+    outlines, for predictions set beside measured, filled bars. A value that is not finite
+    leaves its category empty.
+    """
+
+    name: str
+    values: tuple[float, ...]
+    base: tuple[float, ...] | None = None
+    labels: tuple[str, ...] | None = None
+    colors: tuple[str, ...] | None = None
+    outline: bool = False
+
+
+@dataclass(frozen=True)
+class Line:
+    """A reference line across the bars at `value` on the value axis (a target, a limit)."""
+
+    value: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarPlot:
+    """A bar chart: categories along one axis, values (with their unit) along the other.
+
+    `mode` is "group" (series side by side), "stack" or "overlay". `horizontal` lays the bars
+    along x with the first category on top, as a tornado plot reads. `columns` add columns of
+    text to the table beside the plot (header, one cell per category).
+    """
+
+    title: str
+    categories: tuple[str, ...]
+    value_title: str
+    series: tuple[BarSeries, ...]
+    category_title: str = ""
+    mode: str = "group"
+    horizontal: bool = False
+    lines: tuple[Line, ...] = field(default_factory=tuple)
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("group", "stack", "overlay"):
+            raise ValueError(f"bar mode {self.mode!r} must be group, stack or overlay")
+        count = len(self.categories)
+        for series in self.series:
+            for part in (series.values, series.base, series.labels, series.colors):
+                if part is not None and len(part) != count:
+                    raise ValueError(f"series {series.name!r} needs one entry per category")
+        for header, cells in self.columns:
+            if len(cells) != count:
+                raise ValueError(f"column {header!r} needs one cell per category")
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _bar_figure(plot: BarPlot) -> dict:
+    data = []
+    for index, series in enumerate(plot.series):
+        colour = PALETTE[index % len(PALETTE)]
+        values = [_finite_or_none(v) for v in series.values]
+        marker: dict[str, object] = {"color": list(series.colors) if series.colors else colour}
+        if series.outline:
+            marker = {"color": "rgba(0,0,0,0)",
+                      "line": {"color": list(series.colors) if series.colors else colour,
+                               "width": 2}}
+        trace: dict[str, object] = {"type": "bar", "name": series.name, "marker": marker}
+        categories = list(plot.categories)
+        if plot.horizontal:
+            trace.update(orientation="h", x=values, y=categories)
+        else:
+            trace.update(x=categories, y=values)
+        if series.base is not None:
+            trace["base"] = [_finite_or_none(b) for b in series.base]
+        if series.labels is not None:
+            trace.update(text=list(series.labels), textposition="outside", textangle=0,
+                         textfont={"size": 10}, cliponaxis=False)
+        data.append(trace)
+    shapes, annotations = [], []
+    for index, line in enumerate(plot.lines):
+        if not math.isfinite(line.value):
+            continue
+        value = float(line.value)
+        # Neighbouring lines' labels go to alternate sides so they do not print over each other.
+        side = "right" if index % 2 == 0 else "left"
+        if plot.horizontal:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value,
+                           "x1": value, "y0": 0, "y1": 1,
+                           "line": {"color": "#555555", "width": 1.5, "dash": "dot"}})
+            annotations.append({"x": value, "xref": "x", "y": 1, "yref": "paper",
+                                "text": line.label, "showarrow": False, "xanchor": side,
+                                "yanchor": "bottom", "font": {"size": 11}})
+        else:
+            shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1,
+                           "y0": value, "y1": value,
+                           "line": {"color": "#555555", "width": 1.5, "dash": "dot"}})
+            annotations.append({"x": 1, "xref": "paper", "y": value, "yref": "y",
+                                "text": line.label, "showarrow": False, "xanchor": "right",
+                                "yanchor": "bottom", "font": {"size": 11}})
+    value_axis = {"title": {"text": plot.value_title}, "automargin": True, "zeroline": True}
+    category_axis: dict[str, object] = {"title": {"text": plot.category_title},
+                                        "automargin": True, "type": "category"}
+    if plot.horizontal:
+        # Plotly puts the first category at the bottom; a tornado reads from the top.
+        category_axis["autorange"] = "reversed"
+    rows = len(plot.categories)
+    layout = {
+        "title": {"text": plot.title, "font": {"size": 15}},
+        "barmode": plot.mode,
+        "xaxis": value_axis if plot.horizontal else category_axis,
+        "yaxis": category_axis if plot.horizontal else value_axis,
+        "shapes": shapes,
+        "annotations": annotations,
+        **_legend_below(len(plot.series) > 1, len(plot.series),
+                        height=max(340, 90 + 34 * rows) if plot.horizontal else 340),
+    }
+    return {"data": data, "layout": layout}
+
+
+def _bar_cell(value: float, base: float | None) -> str:
+    if not math.isfinite(value):
+        return ""
+    if base is None:
+        return number_format(value)
+    if not math.isfinite(base):
+        return ""
+    return f"{number_format(base)} to {number_format(base + value)}"
+
+
+def _bar_table(plot: BarPlot) -> dict[str, list]:
+    headers = [plot.category_title or "", *(s.name for s in plot.series),
+               *(header for header, _ in plot.columns)]
+    rows = []
+    for i, category in enumerate(plot.categories):
+        cells = [_bar_cell(s.values[i], None if s.base is None else s.base[i])
+                 for s in plot.series]
+        rows.append([category, *cells, *(column[i] for _, column in plot.columns)])
+    return {"headers": headers, "rows": rows}

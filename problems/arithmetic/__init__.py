@@ -16,7 +16,10 @@ Formulas (keyword-only, each returns a `Result`):
 - disagg: `kv_transfer`
 - quant: `quantization`
 - moe: `moe_memory`, `moe_all_to_all`
-- cost: `cost_per_million`, `capacity_plan`
+- cost: `cost_per_million`, `capacity_plan`, `cost_waterfall` (problem 24's levers)
+- parallel: `moe_layout` (TP, PP, EP and data-parallel attention for an MoE model)
+- replica: `replica_cost` (one replica's batch, step and dollars per million tokens)
+- capacity: `capstone`, `chat_demand`, `tornado` (users to a fleet, problem 25)
 
 Formatting for people lives in `units`.
 """

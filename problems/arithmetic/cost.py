@@ -237,3 +237,314 @@ def capacity_plan(
             ),
         ),
     )
+
+
+# Problem 24: the levers on cost per million tokens, applied one after another to one state.
+# Each lever sets fields of the state; its bar is the change in the blended cost it causes on
+# top of the levers before it. The end state does not depend on the order, the bars do.
+LEVERS: tuple[tuple[str, str], ...] = (
+    ("batching", "Batch to the latency target"),
+    ("fp8", "FP8 or FP4 weights, FP8 KV cache"),
+    ("prefix", "Prefix caching"),
+    ("gpu", "The right GPU"),
+    ("spec", "Speculative decoding"),
+    ("autoscale", "Autoscaling"),
+    ("commit", "Committed capacity"),
+    ("route", "Route easy requests to a smaller model"),
+    ("cap_output", "Cap output length"),
+    ("disagg", "Disaggregate prefill and decode"),
+)
+# The input a lever's refusal is shown beside (its main assumption).
+LEVER_FIELDS = {
+    "batching": "batching", "fp8": "fp8_dtype", "prefix": "prefix_hit",
+    "gpu": "right_gpu_id", "spec": "spec_alpha", "autoscale": "autoscale_utilisation",
+    "commit": "commit_discount", "route": "route_model", "cap_output": "cap_output_tokens",
+    "disagg": "disagg_gain",
+}
+
+
+def state_costs(state: dict) -> dict:
+    """Dollars per million output and input tokens of one state (USD), routing included: the
+    big model's replica, and when `route_share` > 0 the small model's (one GPU of the same kind,
+    no speculation) mixed in at that share. Refusals name the state's own fields."""
+    from problems.arithmetic.replica import replica_cost_model
+
+    common = dict(gpu=state["gpu"], w=state["w"], kv=state["kv"],
+                  input_tokens=state["input_tokens"], output_tokens=state["output_tokens"],
+                  memory_fraction=state["memory_fraction"],
+                  reserve_bytes=state["reserve_bytes"],
+                  bandwidth_efficiency=state["bandwidth_efficiency"],
+                  mfu_decode=state["mfu_decode"], mfu_prefill=state["mfu_prefill"],
+                  tpot_target_seconds=state["tpot_target_seconds"],
+                  batch_cap=state["batch_cap"], price_per_hour=state["price_per_hour"],
+                  discount=state["discount"], utilisation=state["utilisation"],
+                  prefix_hit=state["prefix_hit"], disagg_gain=state["disagg_gain"])
+    alpha, gamma, draft = state["spec"] or (None, 0, 0.0)
+    big = replica_cost_model(model=state["model"], tp=state["tp"], spec_alpha=alpha,
+                             spec_gamma=gamma, spec_draft_cost=draft, **common)
+    out, dollars_in = big["out"], big["in"]
+    small = None
+    share = state["route_share"]
+    if share > 0:
+        small = replica_cost_model(model=state["small_model"], tp=1, field="route_model",
+                                   **common)
+        out = (1 - share) * out + share * small["out"]
+        dollars_in = (1 - share) * dollars_in + share * small["in"]
+    return {"big": big, "small": small, "out": out, "in": dollars_in}
+
+
+def _blend(costs: dict, *, input_tokens: float, output_tokens: float) -> float:
+    return (input_tokens * costs["in"] + output_tokens * costs["out"]) / (
+        input_tokens + output_tokens)
+
+
+def waterfall_rows(*, baseline: dict, levers: list[tuple[str, dict | None]]) -> list[dict]:
+    """The baseline and each lever's state and costs in turn (USD per million tokens): one row
+    each, with the blended cost at the baseline's mix, the change as a share of the baseline,
+    the cut so far, the cost per 1,000 requests at the state's own lengths, and the state and
+    costs themselves. A lever given None is off; speculative decoding counts only where its
+    gain exceeds 1 (`applied`). A lever whose state cannot be served is refused, naming the
+    lever's main input."""
+    from problems.arithmetic.errors import ArithmeticInputError
+
+    mix = {"input_tokens": baseline["input_tokens"], "output_tokens": baseline["output_tokens"]}
+
+    def per_thousand(s: dict, c: dict) -> float:
+        return (s["input_tokens"] * c["in"] + s["output_tokens"] * c["out"]) / 1e6 * 1_000
+
+    state = dict(baseline)
+    costs = state_costs(state)
+    base = _blend(costs, **mix)
+    rows = [{"lever": "baseline", "title": "Baseline", "on": True, "applied": True,
+             "blended": base, "delta": 0.0, "cut": 0.0, "out": costs["out"], "in": costs["in"],
+             "per_1000": per_thousand(state, costs), "costs": costs, "state": dict(state),
+             "trial": costs}]
+    for lever, changes in levers:
+        title = dict(LEVERS).get(lever, lever)
+        before = rows[-1]["blended"]
+        if changes is None:
+            rows.append({**rows[-1], "lever": lever, "title": title, "on": False,
+                         "applied": False, "delta": 0.0, "trial": None})
+            continue
+        trial = {**state, **changes}
+        try:
+            trial_costs = state_costs(trial)
+        except ArithmeticInputError as error:
+            field = LEVER_FIELDS.get(lever, error.field)
+            raise ArithmeticInputError(field=field, message=f"{title.lower()}: "
+                                       f"{error.message}") from error
+        applied = not (lever == "spec" and not trial_costs["big"]["spec_applied"])
+        if applied:
+            state, costs = trial, trial_costs
+        after = _blend(costs, **mix)
+        rows.append({"lever": lever, "title": title, "on": True, "applied": applied,
+                     "blended": after, "delta": (after - before) / base, "cut": 1 - after / base,
+                     "out": costs["out"], "in": costs["in"],
+                     "per_1000": per_thousand(state, costs), "costs": costs,
+                     "state": dict(state), "trial": trial_costs})
+    return rows
+
+
+def cost_waterfall(*, baseline: dict, levers: list[tuple[str, dict | None]],
+                   target_cut: float) -> Result:
+    """The blended cost per million tokens (USD) of `baseline`, then after each lever in turn,
+    each lever's change, the cut so far, the cost per 1,000 requests, and the first lever
+    (1-based; 0 if none) where the cut reaches `target_cut` (`waterfall_rows` has the rules).
+
+    Blended costs are at the baseline's mix of input and output tokens, so a lever that
+    changes the mix (a shorter answer) cannot pass off a cheaper mix as a saving.
+    """
+    target = fraction_check(target_cut, field="target_cut", allow_one=False)
+    rows = waterfall_rows(baseline=baseline, levers=levers)
+    base, final = rows[0], rows[-1]
+    reached = next((i for i, row in enumerate(rows) if i and row["cut"] >= target), 0)
+    mix_in, mix_out = baseline["input_tokens"], baseline["output_tokens"]
+    steps = [Step("Baseline, blended",
+                  f"({mix_in:,} × {money_format(base['in'], significant=3)} input + "
+                  f"{mix_out:,} × {money_format(base['out'], significant=3)} output) ÷ "
+                  f"{mix_in + mix_out:,} tokens; the target is "
+                  f"{money_format(base['blended'] * (1 - target), significant=3)}",
+                  base["blended"], "USD per million tokens",
+                  money_format(base["blended"], significant=3))]
+    for row in rows[1:]:
+        if not row["on"]:
+            what = "off"
+        elif not row["applied"]:
+            what = "would slow this batch down, so it stays off"
+        else:
+            change = "saves" if row["delta"] <= 0 else "adds"
+            what = (f"{money_format(row['out'], significant=3)} output, "
+                    f"{money_format(row['in'], significant=3)} input per million; "
+                    f"{change} {percent_format(abs(row['delta']))} of the baseline; "
+                    f"{percent_format(row['cut'])} cut so far; "
+                    f"{money_format(row['per_1000'], significant=3)} per 1,000 requests")
+        title = row["title"][:1].lower() + row["title"][1:]
+        steps.append(Step(f"After {title}", what, row["blended"], "USD per million tokens",
+                          money_format(row["blended"], significant=3)))
+    return Result(
+        values={
+            "baseline_blended": base["blended"], "baseline_per_1000": base["per_1000"],
+            "target": base["blended"] * (1 - target), "target_cut": target,
+            "final_blended": final["blended"], "final_cut": final["cut"],
+            "final_per_1000": final["per_1000"],
+            "final_per_1000_cut": 1 - final["per_1000"] / base["per_1000"],
+            "target_reached_at": reached,
+            "rows": [{k: v for k, v in row.items() if k not in ("costs", "state", "trial")}
+                     for row in rows],
+        },
+        steps=tuple(steps),
+    )
+
+
+def _on(value: str, *, field: str) -> bool:
+    if value not in ("on", "off"):
+        from problems.arithmetic.errors import ArithmeticInputError
+
+        raise ArithmeticInputError(field=field, message="choose on or off")
+    return value == "on"
+
+
+def cost_levers_plan(
+    *,
+    model: str = "llama-3.1-70b",
+    gpu: str = "h100-sxm",
+    tp: int = 4,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    batch_cap: int = 64,
+    tpot_target_ms: float = 50.0,
+    input_tokens: int = 2_000,
+    output_tokens: int = 400,
+    price_per_hour: float | None = None,
+    utilisation: float = 0.35,
+    memory_fraction: float = 0.9,
+    reserve_gb: float = 5.0,
+    bandwidth_efficiency: float = 0.8,
+    mfu_decode: float = 0.5,
+    mfu_prefill: float = 0.5,
+    target_cut: float = 0.7,
+    batching: str = "on",
+    fp8: str = "on",
+    fp8_dtype: str = "fp8",
+    prefix: str = "on",
+    prefix_hit: float = 0.5,
+    right_gpu: str = "on",
+    right_gpu_id: str = "b200",
+    right_gpu_tp: int = 2,
+    right_gpu_price: float | None = None,
+    spec: str = "on",
+    spec_alpha: float = 0.8,
+    spec_gamma: int = 2,
+    spec_draft_cost: float = 0.05,
+    autoscale: str = "on",
+    autoscale_utilisation: float = 0.6,
+    commit: str = "on",
+    commit_discount: float = 0.3,
+    route: str = "on",
+    route_share: float = 0.3,
+    route_model: str = "llama-3.1-8b",
+    cap_output: str = "on",
+    cap_output_tokens: int = 350,
+    disagg: str = "on",
+    disagg_gain: float = 1.1,
+) -> tuple[dict, list[tuple[str, dict | None]]]:
+    """The baseline state and each lever's changes (None when off) from the calculator's flat
+    inputs, every one checked and named. Prices default to the catalog's assumed figures."""
+    from problems.arithmetic.catalog import dtype_get, kv_dtype_get, model_get
+    from problems.arithmetic.compute import peak_flops_get
+    from problems.arithmetic.errors import ArithmeticInputError
+    from problems.arithmetic.replica import SPEC_GAMMA_MAX, replica_inputs_check
+
+    k = replica_inputs_check(model=model, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
+                             input_tokens=input_tokens, output_tokens=output_tokens,
+                             memory_fraction=memory_fraction, reserve_gb=reserve_gb,
+                             bandwidth_efficiency=bandwidth_efficiency, mfu_decode=mfu_decode,
+                             mfu_prefill=mfu_prefill, tpot_target_ms=tpot_target_ms)
+    price, _ = _price(gpu, price_per_hour)
+    fraction_check(target_cut, field="target_cut", allow_one=False)
+    baseline = {
+        "model": k["model"], "gpu": k["gpu"], "tp": k["tp"], "w": k["w"], "kv": k["kv"],
+        "batch_cap": count_check(batch_cap, field="batch_cap", maximum=USERS_MAX),
+        "tpot_target_seconds": k["tpot_target_seconds"],
+        "input_tokens": k["input_tokens"], "output_tokens": k["output_tokens"],
+        "memory_fraction": k["memory_fraction"], "reserve_bytes": k["reserve_bytes"],
+        "bandwidth_efficiency": k["bandwidth_efficiency"], "mfu_decode": k["mfu_decode"],
+        "mfu_prefill": k["mfu_prefill"], "price_per_hour": price, "discount": 0.0,
+        "utilisation": fraction_check(utilisation, field="utilisation"), "prefix_hit": 0.0,
+        "spec": None, "route_share": 0.0, "small_model": None, "disagg_gain": 1.0,
+    }
+    levers: list[tuple[str, dict | None]] = []
+    levers.append(("batching", {"batch_cap": None} if _on(batching, field="batching")
+                   else None))
+    narrow = dtype_get(fp8_dtype, field="fp8_dtype")
+    if narrow.bits > 8 or narrow.weight_only:
+        raise ArithmeticInputError(field="fp8_dtype",
+                                   message="choose an 8-bit or 4-bit tensor-core format")
+    levers.append(("fp8", {"w": narrow, "kv": kv_dtype_get("fp8", model=k["model"])}
+                   if _on(fp8, field="fp8") else None))
+    levers.append(("prefix", {"prefix_hit": fraction_check(prefix_hit, field="prefix_hit",
+                                                             allow_zero=True)}
+                   if _on(prefix, field="prefix") else None))
+    if _on(right_gpu, field="right_gpu"):
+        new_price, _ = _price(right_gpu_id, right_gpu_price)
+        levers.append(("gpu", {"gpu": gpu_get(right_gpu_id, field="right_gpu_id"),
+                               "tp": count_check(right_gpu_tp, field="right_gpu_tp",
+                                                 maximum=1024),
+                               "price_per_hour": new_price}))
+    else:
+        levers.append(("gpu", None))
+    if _on(spec, field="spec"):
+        alpha = fraction_check(spec_alpha, field="spec_alpha", allow_zero=True)
+        gamma = count_check(spec_gamma, field="spec_gamma", maximum=SPEC_GAMMA_MAX)
+        draft = number_check(spec_draft_cost, field="spec_draft_cost", minimum=0.0,
+                             maximum=1.0, allow_minimum=True)
+        levers.append(("spec", {"spec": (alpha, gamma, draft)}))
+    else:
+        levers.append(("spec", None))
+    levers.append(("autoscale", {"utilisation": fraction_check(
+        autoscale_utilisation, field="autoscale_utilisation")}
+        if _on(autoscale, field="autoscale") else None))
+    levers.append(("commit", {"discount": fraction_check(
+        commit_discount, field="commit_discount", allow_zero=True, allow_one=False)}
+        if _on(commit, field="commit") else None))
+    if _on(route, field="route"):
+        levers.append(("route", {
+            "route_share": fraction_check(route_share, field="route_share", allow_zero=True),
+            "small_model": model_get(route_model, field="route_model")}))
+    else:
+        levers.append(("route", None))
+    levers.append(("cap_output", {"output_tokens": count_check(
+        cap_output_tokens, field="cap_output_tokens", maximum=TOKENS_MAX)}
+        if _on(cap_output, field="cap_output") else None))
+    levers.append(("disagg", {"disagg_gain": number_check(
+        disagg_gain, field="disagg_gain", minimum=1.0, maximum=10.0, allow_minimum=True)}
+        if _on(disagg, field="disagg") else None))
+    # A format the lever's GPU cannot multiply in is refused beside the format.
+    for lever, changes in levers:
+        if lever == "gpu" and changes and levers[1][1]:
+            try:
+                peak_flops_get(gpu=changes["gpu"], dtype=levers[1][1]["w"])
+            except ArithmeticInputError as error:
+                raise ArithmeticInputError(field="fp8_dtype", message=error.message) from error
+    if levers[1][1]:
+        try:
+            peak_flops_get(gpu=k["gpu"], dtype=narrow)
+        except ArithmeticInputError as error:
+            raise ArithmeticInputError(field="fp8_dtype", message=error.message) from error
+    return baseline, levers
+
+
+def cost_levers(**inputs: object) -> Result:
+    """The cost waterfall of problem 24 from its calculator's inputs (USD per million tokens):
+    the baseline replica worked step by step, then each lever on top of the ones before
+    (`cost_levers_plan` lists the inputs; `cost_waterfall` the rules)."""
+    from problems.arithmetic.replica import replica_steps
+
+    target_cut = inputs.get("target_cut", 0.7)
+    baseline, levers = cost_levers_plan(**inputs)
+    result = cost_waterfall(baseline=baseline, levers=levers, target_cut=target_cut)
+    rows = waterfall_rows(baseline=baseline, levers=levers)
+    big = rows[0]["costs"]["big"]
+    k = {**baseline, "utilisation": baseline["utilisation"], "prefix_hit": 0.0}
+    return Result(values=result.values,
+                  steps=(*replica_steps(r=big, k=k, what="Baseline"), *result.steps))

@@ -124,6 +124,19 @@ def moe_memory(
     )
 
 
+def expert_gpu_hit_probability(*, experts: int, per_gpu: int, k: int) -> float:
+    """Probability (0 to 1) that one GPU holding `per_gpu` of `experts` experts holds at least
+    one of a token's `k` distinct routed experts, under uniform routing.
+
+    The token escapes the GPU when all k choices fall among the other experts:
+    C(E − E/ep, k) / C(E, k). DeepSeek-V3 over 8 GPUs (32 experts each): 1 − C(224, 8)/C(256, 8)
+    = 0.6618.
+    """
+    if per_gpu >= experts:
+        return 1.0
+    return 1 - math.comb(experts - per_gpu, k) / math.comb(experts, k)
+
+
 def remote_gpus_expected(*, experts: int, chosen: int, gpus: int) -> float:
     """Expected distinct other GPUs a token's `chosen` experts live on (GPUs), when `experts`
     experts are spread evenly over `gpus` GPUs and routing is uniform.
@@ -133,9 +146,8 @@ def remote_gpus_expected(*, experts: int, chosen: int, gpus: int) -> float:
     """
     if gpus == 1:
         return 0.0
-    per_gpu = experts // gpus
-    escape = math.comb(experts - per_gpu, chosen) / math.comb(experts, chosen)
-    return (gpus - 1) * (1 - escape)
+    hit = expert_gpu_hit_probability(experts=experts, per_gpu=experts // gpus, k=chosen)
+    return (gpus - 1) * hit
 
 
 def moe_all_to_all(

@@ -163,8 +163,11 @@ def rate_format(value: float, unit: str) -> str:
     return f"{number_format(value)} {unit}"
 
 
-def money_format(dollars: float) -> str:
-    """US dollars: "$2.50", "$1,234", "$0.0042" (small sums keep significant figures)."""
+def money_format(dollars: float, *, significant: int | None = None) -> str:
+    """US dollars: "$2.50", "$1,234", "$0.0042" (small sums keep significant figures). With
+    `significant`, sums under $100 keep that many significant figures: "$0.0469", "$0.823"."""
+    if significant is not None and 0 < abs(dollars) < 100:
+        return f"${number_format(dollars, digits=significant)}"
     if abs(dollars) >= 100:
         return f"${dollars:,.0f}"
     if abs(dollars) >= 0.01 or dollars == 0:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.steps import Result, Step
 from problems.forms import CalculatorForm, Input, form_class_build, inputs_normalise
-from problems.plots import Plot, plot_figure, plot_table
+from problems.plots import BarPlot, Plot, plot_figure, plot_table
 
 PREFIX_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 Compute = Callable[..., Result]
-PlotBuild = Callable[..., Plot]
+PlotBuild = Callable[..., Plot | BarPlot]
+PlotsBuild = Callable[..., tuple[Plot | BarPlot, ...]]
+NoteBuild = Callable[..., str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +29,10 @@ class Calculator:
 
     `inputs` declare every parameter (label, unit, limits, help, the calculator's starting
     value, the API's default); the form class is built from them. `compute(**inputs) -> Result`
-    calls `problems/arithmetic`; `plot(inputs=..., result=...) -> Plot` is optional.
+    calls `problems/arithmetic`; `plot(inputs=..., result=...) -> Plot` is optional, and so is
+    `plots(inputs=..., result=...)`, several plots drawn in order after it (a simulator's run,
+    ending with its measured-against-predicted plot). `note(inputs=..., result=...) -> str` is a
+    sentence shown under the plots, such as why what was measured differs from the prediction.
     `api_path` ("/kv-cache") serves the same formula at /api/calc/<path>. `listed=False` keeps
     a problem's own calculator off the /calculators/ index (it still has its own URL, which
     the htmx re-render uses); `page=False` makes it an API endpoint only.
@@ -40,6 +45,8 @@ class Calculator:
     inputs: tuple[Input, ...] = ()
     form_class: type[CalculatorForm] | None = None
     plot: PlotBuild | None = None
+    plots: PlotsBuild | None = None
+    note: NoteBuild | None = None
     listed: bool = True
     order: int = 100
     api_path: str | None = None
@@ -57,6 +64,23 @@ class Calculator:
 
 
 @dataclass(frozen=True)
+class Drawn:
+    """One plot as drawn: its plotly figure and the table of the same numbers."""
+
+    figure: dict
+    table: dict
+
+    @property
+    def figure_json(self) -> str:
+        """The plotly figure as JSON; allow_nan=False makes a non-finite number an error here."""
+        return json.dumps(self.figure, allow_nan=False, separators=(",", ":"))
+
+    @property
+    def figure_title(self) -> str:
+        return self.figure["layout"]["title"]["text"]
+
+
+@dataclass(frozen=True)
 class CalculatorState:
     """A calculator filled in from one request: what the templates render."""
 
@@ -64,8 +88,8 @@ class CalculatorState:
     prefix: str
     form: CalculatorForm
     result: Result | None
-    figure: dict | None
-    table: dict | None
+    drawn: tuple[Drawn, ...] = ()
+    note: str = ""
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -76,13 +100,21 @@ class CalculatorState:
         return f"calc-{self.prefix}"
 
     @property
+    def figure(self) -> dict | None:
+        """The first plot's figure (most calculators have one), or None."""
+        return self.drawn[0].figure if self.drawn else None
+
+    @property
+    def table(self) -> dict | None:
+        return self.drawn[0].table if self.drawn else None
+
+    @property
     def figure_json(self) -> str:
-        """The plotly figure as JSON; allow_nan=False makes a non-finite number an error here."""
         return json.dumps(self.figure, allow_nan=False, separators=(",", ":"))
 
     @property
     def figure_title(self) -> str:
-        return self.figure["layout"]["title"]["text"] if self.figure else ""
+        return self.drawn[0].figure_title if self.drawn else ""
 
 
 _CALCULATORS: dict[str, Calculator] = {}
@@ -175,16 +207,28 @@ def _result_compute(calculator: Calculator, form: CalculatorForm) -> Result | No
     return result
 
 
-def _plot_build(calculator: Calculator, inputs: dict, result: Result) -> tuple[dict, dict] | None:
-    """The plotly figure and its table, or None when there is no plot or it cannot be drawn
-    for these inputs (the steps still stand on their own)."""
-    if calculator.plot is None:
-        return None
+def _plots_build(calculator: Calculator, inputs: dict, result: Result) -> tuple[Drawn, ...]:
+    """Each plot's figure and table; a plot that cannot be drawn for these inputs is left out
+    (the steps still stand on their own)."""
+    plots: list[Plot | BarPlot] = []
+    for build, many in ((calculator.plot, False), (calculator.plots, True)):
+        if build is None:
+            continue
+        try:
+            built = build(inputs=inputs, result=result)
+        except (ArithmeticError, ValueError):
+            continue
+        plots.extend(built if many else (built,))
+    return tuple(Drawn(figure=plot_figure(p), table=plot_table(p)) for p in plots)
+
+
+def _note_build(calculator: Calculator, inputs: dict, result: Result) -> str:
+    if calculator.note is None:
+        return ""
     try:
-        plot = calculator.plot(inputs=inputs, result=result)
-    except (ArithmeticError, ValueError):
-        return None
-    return plot_figure(plot), plot_table(plot)
+        return calculator.note(inputs=inputs, result=result)
+    except (ArithmeticError, ValueError, KeyError):
+        return ""
 
 
 def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] | None = None,
@@ -211,10 +255,10 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
         form = calculator.form_class(_default_data(unbound, initial=initial or {}), prefix=prefix)
     result = _result_compute(calculator, form) if form.is_valid() else None
     inputs = inputs_normalise(calculator.inputs, dict(form.cleaned_data)) if result else {}
-    drawn = _plot_build(calculator, inputs, result) if result else None
-    figure, table = drawn if drawn else (None, None)
+    drawn = _plots_build(calculator, inputs, result) if result else ()
+    note = _note_build(calculator, inputs, result) if result else ""
     return CalculatorState(calculator=calculator, prefix=prefix, form=form, result=result,
-                           figure=figure, table=table)
+                           drawn=drawn, note=note)
 
 
 def _finite(result: Result) -> bool:

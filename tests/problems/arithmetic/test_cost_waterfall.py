@@ -1,0 +1,95 @@
+"""The cost waterfall of problem 24 (problems/arithmetic/cost.py), worked by hand.
+
+The baseline is test_replica.py's: Llama 3.1 70B in BF16 on 4 × H100 SXM at $2.50 an hour, 35%
+utilisation, 2,000 input and 400 output tokens: $2.1417 per million output and $0.55956 per
+million input tokens, blended (2,000 × 0.55956 + 400 × 2.1417) ÷ 2,400 = $0.82325.
+"""
+
+import random
+
+import pytest
+
+from problems.arithmetic.cost import cost_levers, cost_levers_plan, cost_waterfall, waterfall_rows
+from problems.arithmetic.errors import ArithmeticInputError
+
+
+def rows_at(**inputs):
+    baseline, levers = cost_levers_plan(**inputs)
+    return {row["lever"]: row for row in waterfall_rows(baseline=baseline, levers=levers)}
+
+
+def test_the_baseline_and_the_first_two_levers():
+    """Batching lifts the cap: ⌊203.59⌋ = 203 sequences fit; the step reads 34,751,516,672 +
+    203 × 180,224,000 = 71,336,988,672 B, 26.618 ms at 2.68 TB/s; 203 ÷ that = 7,626 tokens/s;
+    output $0.0027778 ÷ 7,626.4 ÷ 0.35 × 10⁶ = $1.0407; blended (1,119.11 + 416.27) ÷ 2,400 =
+    $0.63974, 22.3% off. FP8 weights and KV: 18,163,763,200 B of weights per GPU leave
+    53,804,965,785.6 B, ⌊÷ (40,960 × 2,200)⌋ = 597 sequences; input at the FP8 rate halves to
+    $0.27978."""
+    rows = rows_at()
+    assert rows["baseline"]["blended"] == pytest.approx(0.82325, rel=1e-4)
+    batching = rows["batching"]
+    assert batching["costs"]["big"]["batch"] == 203
+    assert batching["costs"]["big"]["step_seconds"] == pytest.approx(26.618e-3, rel=1e-4)
+    assert batching["blended"] == pytest.approx(0.63974, rel=1e-4)
+    assert batching["cut"] == pytest.approx(0.2229, abs=1e-4)
+    fp8 = rows["fp8"]
+    assert fp8["costs"]["big"]["batch"] == 597
+    assert fp8["in"] == pytest.approx(0.27978, rel=1e-4)
+
+
+def test_the_whole_waterfall_reaches_the_target_at_prefix_caching():
+    """After FP8 64.5% is off; prefix caching at 50% halves the computed input again and
+    reaches 78.5%, past 70%: the target is first met at the third lever."""
+    result = cost_levers()
+    assert result["target_reached_at"] == 3
+    assert result["target"] == pytest.approx(0.3 * 0.82325, rel=1e-4)
+    cuts = [row["cut"] for row in result["rows"]]
+    assert cuts[2] == pytest.approx(0.645, abs=1e-3) and cuts[3] == pytest.approx(0.785, abs=1e-3)
+    assert result["final_blended"] == pytest.approx(0.045306, rel=1e-3)
+    assert result["final_per_1000"] == pytest.approx(0.10442, rel=1e-3)
+    # Each lever's change is its share of the baseline; together they add up to the cut.
+    assert sum(row["delta"] for row in result["rows"]) == pytest.approx(-result["final_cut"])
+
+
+def test_speculation_stays_off_at_a_full_batch_and_pays_without_fp8():
+    """On 2 × B200 with 730 sequences, verifying 3 tokens each is compute-bound: gain 0.90, so it
+    is not applied. Without FP8 only 270 fit, the step has compute to spare: gain 1.2, applied."""
+    rows = rows_at()
+    assert not rows["spec"]["applied"]
+    assert rows["spec"]["trial"]["big"]["spec_gain"] == pytest.approx(0.903, abs=1e-3)
+    assert rows["spec"]["blended"] == rows["gpu"]["blended"]
+    no_fp8 = rows_at(fp8="off")
+    assert no_fp8["spec"]["applied"]
+    assert no_fp8["spec"]["costs"]["big"]["batch"] == 270
+    assert no_fp8["spec"]["costs"]["big"]["spec_gain"] == pytest.approx(1.205, abs=1e-3)
+
+
+def test_a_shorter_answer_moves_the_cost_per_request_not_per_token():
+    rows = rows_at()
+    cap = rows["cap_output"]
+    assert abs(cap["delta"]) < 0.001
+    assert cap["per_1000"] < rows["route"]["per_1000"] * 0.96
+
+
+def test_the_end_state_does_not_depend_on_the_order_of_the_levers():
+    baseline, levers = cost_levers_plan(spec="off")
+    straight = cost_waterfall(baseline=baseline, levers=levers, target_cut=0.7)
+    shuffled = list(levers)
+    random.Random(4).shuffle(shuffled)
+    other = cost_waterfall(baseline=baseline, levers=shuffled, target_cut=0.7)
+    assert other["final_blended"] == pytest.approx(straight["final_blended"], rel=1e-12)
+    assert [r["lever"] for r in other["rows"]] != [r["lever"] for r in straight["rows"]]
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"fp8_dtype": "nvfp4", "right_gpu": "off"}, "fp8_dtype"),  # no FP4 on an H100
+    ({"fp8_dtype": "int4"}, "fp8_dtype"),  # weight-only, not a tensor-core format
+    ({"right_gpu_id": "l4", "right_gpu_tp": 1}, "right_gpu_id"),  # 73 GB on a 24 GB card
+    ({"route_model": "llama-3.1-405b"}, "route_model"),  # on one GPU
+    ({"batching": "maybe"}, "batching"),
+    ({"target_cut": 1.0}, "target_cut"),
+])
+def test_a_lever_that_cannot_be_served_is_refused_beside_its_input(changes, field):
+    with pytest.raises(ArithmeticInputError) as error:
+        cost_levers(**changes)
+    assert error.value.field == field

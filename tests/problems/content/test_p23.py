@@ -1,0 +1,121 @@
+"""Problem 23 on page 10, through Django's test client: every section written, the layout figures
+equal to the arithmetic and to the JSON API's, inputs that change them, a bad layout named beside
+its field, hints hidden, an accessible SVG, the routing simulator embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_in, number_format, seconds_format
+from problems.content import p23
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+from tests.problems.content.page10 import api_get, calculator_query, page_get
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p23.__file__).with_suffix(".html")
+
+
+def worked_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 23), 23, "worked"))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 23)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 23, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_figures_equal_the_api(client) -> None:
+    """The DP8 + EP8 layout on 8 × H200 (test_parallel.py works it by hand): 101 GB of weights
+    per GPU, 680 sequences, a step of 29 to 30.7 ms, 8,347 to 8,828 tokens/s; TP8 holds 132."""
+    worked = worked_text(client)
+    dp = api_get(client, "moe-layout", model="deepseek-v3", gpu="h200")
+    tp = api_get(client, "moe-layout", model="deepseek-v3", gpu="h200", attn_tp=8, moe="tp")
+    assert "each GPU holds the replicated" in worked
+    assert f": {bytes_in(dp['weights_per_gpu_bytes'], 'GB')}. That leaves" in worked
+    assert f"{dp['max_sequences']:,} sequences of 5,000 tokens" in worked
+    assert (f"a step takes at least {seconds_format(dp['tpot_low_seconds'])}; with no overlap, "
+            f"at most {seconds_format(dp['tpot_high_seconds'])}") in worked
+    assert (f"That is {number_format(round(dp['tokens_per_second_low']))} to "
+            f"{number_format(round(dp['tokens_per_second_high']))} output tokens") in worked
+    assert f"{tp['max_sequences']:,} sequences. TP cannot run the batch of 256" in worked
+    assert (dp["max_sequences"], tp["max_sequences"]) == (680, 132)
+
+
+def test_the_layout_table_lists_both_clusters(client) -> None:
+    worked = worked_text(client)
+    for name in ("8 × H200 SXM DP8 attention + EP8", "16 × H100 SXM TP8 × PP2 (experts by TP)",
+                 "16 × H100 SXM DP16 attention + EP16"):
+        assert name in worked
+    assert "132 sequences (batch cut to 132)" in worked
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=128, context_tokens=8000)
+    worked = worked_text(client, query)
+    r = api_get(client, "moe-layout", model="deepseek-v3", gpu="h200", batch=128,
+                context_tokens=8000)
+    assert "decoding 128 sequences that each hold about 8,000 tokens" in worked
+    assert f"a step takes at least {seconds_format(r['tpot_low_seconds'])}" in worked
+    assert "The working below stays at the calculator's defaults" not in worked
+
+
+def test_a_non_mla_model_leaves_the_prose_at_its_defaults(client) -> None:
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, model="mixtral-8x7b")
+    worked = worked_text(client, query)
+    assert "The working below stays at the calculator's defaults" in worked
+    assert "DeepSeek-V3 with FP8 (E4M3) weights" in worked
+
+
+def test_a_bad_layout_is_an_error_beside_its_field(client) -> None:
+    content = page_get(client, calculator_query(p23.CALCULATOR, p23.PREFIX, attn_tp=3))
+    error = re.search(r'id="id_p23-moe-attn_tp_error"[^>]*>(.*?)<', content, re.S)
+    assert error and "must divide" in error.group(1)
+    response = client.get("/api/calc/moe-layout", {"model": "deepseek-v3", "gpu": "h200",
+                                                   "attn_tp": 3})
+    assert response.status_code == 400 and response.json()["field"] == "attn_tp"
+
+
+def test_the_routing_simulator_is_the_demo(client) -> None:
+    demo = section_html(problem_html(page_get(client), 23), 23, "demo")
+    assert 'data-calculator="moe-routing"' in demo
+    assert demo.count('class="plot"') == 3
+    assert "the busiest GPU carries" in text_of(demo)
+    body = api_get(client, "moe-routing", model="deepseek-v3", gpu="h200", tokens=512, steps=1)
+    assert body["ratio_plain"][0] >= 1 and len(body["skews"]) == 5
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 23), 23, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+
+
+def test_the_layouts_diagram_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 23), 23, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg
+    assert re.search(r"<title[^>]*>[^<]+</title>", svg) and re.search(r"<desc[^>]*>[^<]+</desc>",
+                                                                       svg)
+
+
+def test_at_least_four_mistakes() -> None:
+    source = TEMPLATE.read_text()
+    mistakes = source[source.index("{% block mistakes %}"):source.index("{% block demo %}")]
+    assert mistakes.count("<li>") >= 4
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p23.SOURCES) >= 8
+    for title, url in p23.SOURCES:
+        assert title and url.startswith("https://")

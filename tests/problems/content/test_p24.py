@@ -1,0 +1,112 @@
+"""Problem 24 on page 10, through Django's test client: every section written, the waterfall's
+figures equal to the arithmetic and to the JSON API's, a lever switched off, a lever refused beside
+its field, hints hidden, an accessible SVG, the replica simulator embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import money_format, percent_format
+from problems.content import p24
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+from tests.problems.content.page10 import api_get, calculator_query, page_get
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p24.__file__).with_suffix(".html")
+
+
+def worked_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 24), 24, "worked"))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 24)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 24, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_figures_equal_the_api(client) -> None:
+    """Baseline $0.823 blended ($2.14 output, $0.56 input), 64 sequences of a possible 203;
+    the 70% target, $0.247, is reached at prefix caching (78.5%); all levers give $0.0453,
+    94.5% below."""
+    worked = worked_text(client)
+    body = api_get(client, "cost-waterfall")
+    rows = {row["lever"]: row for row in body["rows"]}
+
+    def money(value: float) -> str:
+        return money_format(value, significant=3)
+
+    assert f"the blended cost is {money(body['baseline_blended'])} per million tokens" in worked
+    assert f"The target is {money(body['target'])} per million tokens" in worked
+    assert "the replica holds 203 sequences; the latency target alone would allow 550" in worked
+    assert (f"Blended {money(rows['fp8']['blended'])} (−"
+            f"{percent_format(-rows['fp8']['delta'])} of the baseline; "
+            f"{percent_format(rows['fp8']['cut'])} so far)") in worked
+    assert f"The {percent_format(0.7)} target is reached at step 3 (prefix caching)" in worked
+    assert (f"With all of them the cost is {money(body['final_blended'])} per million tokens, "
+            f"{percent_format(body['final_cut'])} below the baseline") in worked
+    assert not rows["spec"]["applied"]
+    assert "it would slow this batch down, so it stays off" in worked
+
+
+def test_a_lever_switched_off_leaves_its_step_out_and_changes_the_rest(client) -> None:
+    worked = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, fp8="off"))
+    assert "weights and KV cache. Weights fall to" not in worked
+    body = api_get(client, "cost-waterfall", fp8="off")
+    spec = next(row for row in body["rows"] if row["lever"] == "spec")
+    assert spec["applied"]
+    assert "it would slow this batch down" not in worked
+
+
+def test_a_lever_that_cannot_be_served_is_an_error_beside_its_field(client) -> None:
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, fp8_dtype="nvfp4", right_gpu="off")
+    content = page_get(client, query)
+    error = re.search(r'id="id_p24-cost-fp8_dtype_error"[^>]*>(.*?)<', content, re.S)
+    assert error and "FP4 tensor cores" in error.group(1)
+    # The prose keeps the defaults meanwhile.
+    assert "$0.823" in text_of(section_html(problem_html(content, 24), 24, "worked"))
+
+
+def test_the_replica_simulator_is_the_demo(client) -> None:
+    demo = section_html(problem_html(page_get(client), 24), 24, "demo")
+    assert 'data-calculator="cost-replica"' in demo
+    assert demo.count('class="plot"') == 3
+    assert "At the predicted capacity the simulated replica served" in text_of(demo)
+
+
+def test_the_replica_simulator_agrees_with_the_calculator_below_capacity(client) -> None:
+    """Idle time is paid either way: at a quarter and half of capacity the measured cost per
+    million tokens is within 10% of the prediction."""
+    body = api_get(client, "cost-replica", seconds=30)
+    for load, measured, predicted in zip(body["loads"], body["measured"], body["predicted"],
+                                         strict=True):
+        if load <= 0.5:
+            assert measured == pytest.approx(predicted, rel=0.1)
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 24), 24, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+
+
+def test_the_levers_diagram_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 24), 24, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg and re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p24.SOURCES) >= 6
+    for title, url in p24.SOURCES:
+        assert title and url.startswith("https://")

@@ -1,0 +1,103 @@
+"""Problem 25 on page 10, through Django's test client: every section written, the fleet's figures
+equal to the arithmetic and to the JSON API's, inputs that change them, hints hidden, the
+architecture SVG, the tornado and the day simulator."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import money_format
+from problems.content import p25
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+from tests.problems.content.page10 import api_get, calculator_query, page_get
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p25.__file__).with_suffix(".html")
+
+
+def worked_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 25), 25, "worked"))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 25)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 25, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_figures_equal_the_api(client) -> None:
+    """168 GPUs, $306,600 a month sized for the peak and $102,200 following the load
+    (test_capacity.py works them by hand)."""
+    worked = worked_text(client)
+    body = api_get(client, "capstone")
+    assert f"{body['total_gpus']:,} GPUs in all" in worked
+    assert f"{money_format(body['monthly_cost_peak'])} a month" in worked
+    assert f"would cost about {money_format(body['monthly_cost_follow'])}" in worked
+    assert f"so {body['batch_memory']:,} sequences fit" in worked
+    assert "KV memory needs more, so memory, not bandwidth, sizes the decode pool" in worked
+    assert "5 decode replicas (20 GPUs) and 9 prefill replicas (36 GPUs" in worked
+    assert "turns per session moves it most" in worked
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, daily_users=2_000_000, regions=2)
+    worked = worked_text(client, query)
+    body = api_get(client, "capstone", daily_users=2_000_000, regions=2)
+    assert f"{body['total_gpus']:,} GPUs in all" in worked
+    assert "2 regions, each able to take the peak ÷ 1" in worked
+
+
+def test_the_tornado_and_the_day_are_drawn_as_tables_too(client) -> None:
+    problem = problem_html(page_get(client), 25)
+    worked = section_html(problem, 25, "worked")
+    assert "Which assumption moves the monthly cost most" in worked
+    demo = section_html(problem, 25, "demo")
+    assert 'data-calculator="capstone-day"' in demo and demo.count('class="plot"') == 3
+    assert "The simulated autoscaler paid for" in text_of(demo)
+
+
+def test_the_simulated_day_costs_between_the_two_predictions(client) -> None:
+    for policy in ("reactive", "predictive", "queue"):
+        body = api_get(client, "capstone-day", policy=policy, noise=0.0)
+        assert (body["monthly_cost_follow"] < body["monthly_cost_simulated"]
+                < body["monthly_cost_peak"]), policy
+    static = api_get(client, "capstone-day", policy="static", noise=0.0)
+    assert static["monthly_cost_simulated"] == pytest.approx(static["monthly_cost_peak"],
+                                                             rel=1e-9)
+
+
+def test_more_headroom_costs_more_and_leaves_fewer_short_minutes(client) -> None:
+    lean = api_get(client, "capstone-day", headroom=0.0)
+    padded = api_get(client, "capstone-day", headroom=0.3)
+    assert padded["gpu_hours_per_day"] > lean["gpu_hours_per_day"]
+    assert padded["minutes_short"] <= lean["minutes_short"]
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 25), 25, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+
+
+def test_the_architecture_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 25), 25, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg
+    assert re.search(r"<title[^>]*>[^<]*serving system[^<]*</title>", svg)
+    assert re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p25.SOURCES) >= 6
+    for title, url in p25.SOURCES:
+        assert title and url.startswith("https://")
