@@ -11,7 +11,8 @@ That uses the light `tokenizers` package and jinja2, never torch or transformers
 import json
 import logging
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -19,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 PROMPT_MAX_CHARS = 2000
 MAX_TOKENS_LIMIT = 512
+# The chat-like demos, whose parameters are a prompt and sampling settings (RunParams). Other
+# demos declare a `ParamSchema` of their own beside their runner (see `param_schema_register`).
 DEMO_SLUGS = ("lifecycle", "streaming")
 
 # Sensible defaults per demo: the streaming demo runs longer so there is time to cut a stream.
@@ -222,3 +225,120 @@ def run_params_parse(*, demo: str, body: bytes) -> RunParams:
         raise ParamError("top_p", "must be greater than 0 and at most 1")
     return RunParams(prompt=prompt, max_tokens=int(max_tokens), temperature=temperature,
                      top_p=top_p)
+
+
+# Demos with parameters of their own ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DemoParams:
+    """A run's parameters as a demo's own schema parsed them, and the work they ask for (in
+    tokens, the unit the queue is capped in)."""
+
+    values: dict
+    work_tokens: int
+
+    def as_dict(self) -> dict:
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class ParamSchema:
+    """One demo's parameters: `defaults` (what its form starts from), `parse(raw) -> values`
+    (a JSON object in, clean values out, ParamError naming the field for anything wrong; keys
+    not in `defaults` are refused before it is called) and `work_tokens(values)`."""
+
+    demo: str
+    defaults: dict
+    parse: Callable[[dict], dict]
+    work_tokens: Callable[[dict], int]
+    # What the demo's form offers (choices and limits), for its partial to render.
+    options: dict = field(default_factory=dict)
+
+
+PARAM_SCHEMAS: dict[str, ParamSchema] = {}
+
+
+def param_schema_register(schema: ParamSchema) -> ParamSchema:
+    """Declare a demo's parameters (its runner module does, beside the runner)."""
+    PARAM_SCHEMAS[schema.demo] = schema
+    return schema
+
+
+def demo_slugs() -> tuple[str, ...]:
+    """Every live demo: the chat-like ones and those with a schema of their own."""
+    return DEMO_SLUGS + tuple(PARAM_SCHEMAS)
+
+
+def demo_options(demo: str) -> dict:
+    """What a demo's form offers, from its schema (empty for the chat-like demos)."""
+    schema = PARAM_SCHEMAS.get(demo)
+    return dict(schema.options) if schema else {}
+
+
+def demo_defaults(demo: str) -> dict:
+    """The parameters a demo's form starts from."""
+    if demo in PARAM_SCHEMAS:
+        return dict(PARAM_SCHEMAS[demo].defaults)
+    return run_params_defaults(demo)
+
+
+def demo_params_parse(*, demo: str, body: bytes) -> "RunParams | DemoParams":
+    """A request body checked against the demo's parameters: a chat-like demo's RunParams, or
+    another demo's DemoParams from its schema; ParamError naming the field otherwise."""
+    schema = PARAM_SCHEMAS.get(demo)
+    if schema is None:
+        return run_params_parse(demo=demo, body=body)
+    raw = json_object_parse(body)
+    unknown = sorted(set(raw) - set(schema.defaults))
+    if unknown:
+        raise ParamError(unknown[0], "is not a parameter of this demo")
+    values = schema.parse({**schema.defaults, **raw})
+    return DemoParams(values=values, work_tokens=int(schema.work_tokens(values)))
+
+
+def whole_parse(raw: dict, field: str, *, minimum: int, maximum: int) -> int:
+    """`raw[field]` as a whole number from `minimum` to `maximum` (a schema's helper)."""
+    value = int(_number(raw, field, 0, integer=True))
+    if not minimum <= value <= maximum:
+        raise ParamError(field, f"must be between {minimum} and {maximum}")
+    return value
+
+
+def choice_parse(raw: dict, field: str, *, choices: tuple) -> object:
+    """`raw[field]` if it is one of `choices` (compared as given, or as text for a number)."""
+    value = raw.get(field)
+    for choice in choices:
+        if value == choice or (isinstance(choice, int) and isinstance(value, str)
+                               and value.strip() == str(choice)):
+            return choice
+    raise ParamError(field, f"must be one of {', '.join(str(c) for c in choices)}")
+
+
+def choices_parse(raw: dict, field: str, *, choices: tuple[str, ...], minimum: int = 1) -> list:
+    """`raw[field]` as a list of distinct `choices`, kept in the order of `choices`."""
+    value = raw.get(field)
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ParamError(field, "must be a list of names")
+    unknown = [v for v in value if v not in choices]
+    if unknown:
+        raise ParamError(field, f"{unknown[0][:40]!r} is not one of {', '.join(choices)}")
+    picked = [c for c in choices if c in value]
+    if len(picked) < minimum:
+        raise ParamError(field, f"choose at least {minimum}")
+    return picked
+
+
+def flag_parse(raw: dict, field: str) -> bool:
+    """`raw[field]` as true or false (JSON booleans, or "true"/"false", "on"/"off", 1/0)."""
+    value = raw.get(field)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "on", "1", "false", "off",
+                                                            "0", ""):
+        return value.strip().lower() in ("true", "on", "1")
+    raise ParamError(field, "must be true or false")

@@ -29,7 +29,7 @@ from django.utils import timezone
 from demos import events
 from demos.conf import demo_setting
 from demos.models import Run
-from demos.params import RunParams
+from demos.params import DemoParams, RunParams
 from demos.runners import runner_queue
 
 logger = logging.getLogger(__name__)
@@ -145,9 +145,13 @@ def run_queued_count() -> int:
                               created_at__gte=timezone.now() - _queue_timeout()).count()
 
 
-def run_work_tokens(*, demo: str, params: RunParams, prompt_tokens: int) -> int:
-    """Tokens a run asks the engine for: its prompt and max_tokens, for every stream it runs."""
+def run_work_tokens(*, demo: str, params: "RunParams | DemoParams", prompt_tokens: int) -> int:
+    """Tokens a run asks the engine for: its prompt and max_tokens, for every stream it runs
+    (a demo with a schema of its own says its work itself)."""
     from demos.runners.streaming import streaming_prompts  # plain Python, no torch
+
+    if isinstance(params, DemoParams):
+        return params.work_tokens
 
     streams = len(streaming_prompts(params.prompt)) if demo == "streaming" else 1
     return streams * (prompt_tokens + params.max_tokens)
@@ -224,8 +228,8 @@ def _enqueue(run: Run) -> None:
     run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)
 
 
-def run_start(*, owner: str, demo: str, params: RunParams, client_addr: str | None = None,
-              prompt_tokens: int = 0) -> Run:
+def run_start(*, owner: str, demo: str, params: "RunParams | DemoParams",
+              client_addr: str | None = None, prompt_tokens: int = 0) -> Run:
     """Create a run and queue its task after the commit.
 
     Raises RunConflict, RateLimited, QueueFull, or EnqueueFailed (the run is then failed).

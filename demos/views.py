@@ -23,10 +23,13 @@ from demos import services
 from demos.params import (
     DEMO_SLUGS,
     ParamError,
+    RunParams,
+    demo_defaults,
+    demo_options,
+    demo_params_parse,
+    demo_slugs,
     json_object_parse,
     prompt_fit_check,
-    run_params_defaults,
-    run_params_parse,
     whole_number_parse,
 )
 from demos.relay import StreamRefused, run_events_relay, stream_slot_take
@@ -50,9 +53,14 @@ def _events_url(run_id: str) -> str:
 
 
 def demo_context(slug: str) -> dict:
-    """What a demo's partial needs: its defaults and example prompts (for pages including it)."""
-    return {"demo_slug": slug, "demo_defaults": run_params_defaults(slug),
-            "demo_examples": EXAMPLE_PROMPTS, "demo_streams": streaming_prompts("")[1:]}
+    """What a demo's partial needs: its defaults and example prompts (for pages including it),
+    whether it takes a prompt, and its own partial and script."""
+    return {"demo_slug": slug, "demo_defaults": demo_defaults(slug),
+            "demo_options": demo_options(slug),
+            "demo_examples": EXAMPLE_PROMPTS, "demo_streams": streaming_prompts("")[1:],
+            "demo_prompt_form": slug in DEMO_SLUGS,
+            "demo_partial": f"demos/_{slug}.html",
+            "demo_script": "" if slug in DEMO_SLUGS else f"js/demos/{slug}.js"}
 
 
 EXAMPLE_PROMPTS = (
@@ -66,7 +74,7 @@ EXAMPLE_PROMPTS = (
 @require_GET
 def demo_page(request: HttpRequest, slug: str) -> HttpResponse:
     """A demo on a page of its own (the course page includes the same partial)."""
-    if slug not in DEMO_SLUGS:
+    if slug not in demo_slugs():
         raise Http404("No such demo")
     return render(request, "demos/demo_page.html", demo_context(slug))
 
@@ -103,11 +111,12 @@ def _too_big() -> JsonResponse:
 @require_POST
 @_redis_guarded
 def run_create(request: HttpRequest, slug: str) -> JsonResponse:
-    if slug not in DEMO_SLUGS:
+    if slug not in demo_slugs():
         return _error(404, message=f"No demo named {slug!r}.")
     try:
-        params = run_params_parse(demo=slug, body=_body_read(request))
-        prompt_tokens = prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
+        params = demo_params_parse(demo=slug, body=_body_read(request))
+        prompt_tokens = (prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
+                         if isinstance(params, RunParams) else 0)
     except RequestDataTooBig:
         return _too_big()
     except ParamError as exc:
@@ -219,3 +228,39 @@ async def run_events(request: HttpRequest, run_id) -> HttpResponse:
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx and friends: do not buffer the stream
     return response
+
+
+@never_cache
+@require_GET
+@_redis_guarded
+def hardware_latest(request: HttpRequest) -> JsonResponse:
+    """The worker's latest measured roofline (problem 12), or 404 when none is stored."""
+    from demos.hardware import hardware_latest as latest
+
+    found = latest(services.redis())
+    if found is None:
+        return JsonResponse({"detail": "not measured yet"}, status=404)
+    return JsonResponse(found)
+
+
+@require_POST
+@_redis_guarded
+def hardware_measure(request: HttpRequest) -> JsonResponse:
+    """Ask a worker to measure itself: 202, or 429 with Retry-After while a measurement asked
+    for in the last ten minutes is running or fresh."""
+    from demos.hardware import hardware_measure_request
+
+    try:
+        wait = hardware_measure_request(services.redis())
+    except redis.RedisError:
+        raise
+    except Exception:
+        logger.exception("could not queue a hardware measurement")
+        return _error(503, message="The measurement could not be queued right now; please try "
+                      "again in a minute.")
+    if wait:
+        response = _error(429, message=f"A measurement was asked for in the last ten minutes; "
+                          f"try again in {wait} s.", retry_after_s=wait)
+        response["Retry-After"] = str(wait)
+        return response
+    return JsonResponse({"detail": "measuring; the result is kept for a day"}, status=202)

@@ -34,6 +34,12 @@ class Series:
     markers: bool = False
     # Drawn as a staircase (each value holds until the next x): capacity that changes in steps.
     step: bool = False
+    # Points only, no line between them (one point per format, say); `labels` are printed
+    # beside the points, one per point.
+    lines: bool = True
+    labels: tuple[str, ...] | None = None
+    # Markers drawn as open circles: a prediction set beside measured, filled points.
+    hollow: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,14 +89,30 @@ def plot_figure(plot: "Plot | BarPlot") -> dict:
             line["dash"] = "dash"
         if series.step:
             line["shape"] = "hv"
-        data.append({
+        trace = {
             "type": "scatter",
             "mode": "lines+markers" if series.markers else "lines",
             "name": series.name,
             "x": [x for x, _ in points],
             "y": [y for _, y in points],
             "line": line,
-        })
+        }
+        if not series.lines:
+            trace["mode"] = "markers"
+            trace["marker"] = {"size": 9, "color": line["color"]}
+        if series.hollow:
+            trace["marker"] = {"size": 10, "color": "rgba(0,0,0,0)",
+                               "line": {"color": line["color"], "width": 2},
+                               "symbol": "circle-open"}
+        if series.labels is not None:
+            drawn = set(points)
+            kept = [label for x, y, label in zip(series.x, series.y, series.labels, strict=True)
+                    if (x, y) in drawn]
+            trace["mode"] += "+text"
+            trace["text"] = kept
+            trace["textposition"] = "top center"
+            trace["textfont"] = {"size": 11}
+        data.append(trace)
     shapes = []
     annotations = []
     for mark in plot.marks:

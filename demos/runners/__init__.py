@@ -49,7 +49,11 @@ def runner_queue(demo: str) -> str:
     return settings.EXPERIMENT_QUEUE
 
 
-from demos.runners import lifecycle, streaming  # noqa: E402,F401  (they register themselves)
+from demos.runners import (  # noqa: E402,F401  (they register themselves)
+    lifecycle,
+    quantization,
+    streaming,
+)
 
 __all__ = ["RUNNERS", "RunCancelled", "RunContext", "RunOutcome", "RunTimeLimit", "Runner",
            "runner_get", "runner_queue", "runner_register"]

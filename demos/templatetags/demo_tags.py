@@ -2,16 +2,17 @@
 
 from django import template
 
-from demos.params import DEMO_SLUGS
+import demos.runners  # noqa: F401  (the runners declare their demos' parameters)
+from demos.params import demo_slugs
 
 register = template.Library()
 
 
 @register.inclusion_tag("demos/_demo.html", takes_context=True)
 def demo(context, slug: str) -> dict:
-    """The demo `slug` ("lifecycle" or "streaming") with its form defaults and examples."""
+    """The live demo `slug` with its form defaults (and, for the chat-like ones, examples)."""
     from demos.views import demo_context
 
-    if slug not in DEMO_SLUGS:
+    if slug not in demo_slugs():
         raise template.TemplateSyntaxError(f"no demo named {slug!r}")
     return {**demo_context(slug), "request": context.get("request")}

@@ -43,6 +43,7 @@ E8M0_BIAS = 127
 
 # The formats the demo quantizes to, with the bytes each stores per (out, in) matrix.
 FORMATS = ("fp32", "bf16", "int8", "fp8", "int4", "nvfp4", "mxfp4")
+INT4_GROUP_SIZES = (32, 64, 128)
 
 
 def fp32_round(x: float) -> float:

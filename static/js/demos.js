@@ -1,9 +1,12 @@
 // Live demos: start a run (POST JSON), follow its Server-Sent Events, cancel it.
-// One file for both demos; each .demo element on the page is wired once.
+// This file holds what every demo shares (the run button, the event stream, errors beside their
+// fields) and the two chat-like demos of page 01. Any other demo brings its own file,
+// static/js/demos/<slug>.js, which calls window.courseDemos.register(slug, {params, reset,
+// handlers}) with the helpers in window.courseDemos.api; each .demo element is wired once.
 (function () {
   "use strict";
   if (window.courseDemos) return; // included by more than one partial on a page
-  window.courseDemos = { runs: {} };
+  window.courseDemos = { runs: {}, kinds: {} };
 
   function csrfToken() {
     try {
@@ -317,8 +320,9 @@
     Object.keys(handlers).forEach(function (type) {
       source.addEventListener(type, function (e) { handlers[type](JSON.parse(e.data)); });
     });
-    source.addEventListener("tokenized", function () { state.textContent = "running"; });
-    source.addEventListener("streams", function () { state.textContent = "running"; });
+    ["tokenized", "streams", "started"].forEach(function (type) {
+      source.addEventListener(type, function () { state.textContent = "running"; });
+    });
     function end(label) {
       source.close();
       Object.values(run.streamSources).forEach(function (s) { s.close(); });
@@ -344,10 +348,10 @@
   }
 
   function demoWire(root) {
-    if (root.dataset.wired) return;
+    const kind = window.courseDemos.kinds[root.dataset.demo];
+    if (root.dataset.wired || !kind) return; // a demo's own script registers it later
     root.dataset.wired = "1";
     const form = root.querySelector(".demo-form");
-    const isLifecycle = root.dataset.demo === "lifecycle";
     root.querySelectorAll("[data-example]").forEach(function (button) {
       button.addEventListener("click", function () { form.elements.prompt.value = button.dataset.example; });
     });
@@ -361,7 +365,7 @@
       runButton.disabled = true;
       root.querySelector(".demo-state").textContent = "starting…";
       root.dataset.runState = "starting";
-      const response = await postJson(root.dataset.startUrl, formParams(form));
+      const response = await postJson(root.dataset.startUrl, kind.params(form));
       if (response.status !== 201) {
         showErrors(root, response);
         runButton.disabled = false;
@@ -379,17 +383,25 @@
       window.courseDemos.runs[root.dataset.demo] = current;
       root.querySelector(".demo-cancel").hidden = false;
       root.querySelector(".demo-state").textContent = "queued";
-      if (isLifecycle) {
-        lifecycleReset(root);
-        runFollow(root, current, lifecycleHandlers(root));
-      } else {
-        streamingReset(root);
-        runFollow(root, current, streamingHandlers(root, current));
-      }
+      kind.reset(root);
+      runFollow(root, current, kind.handlers(root, current));
     });
   }
 
   function demosWire() { document.querySelectorAll(".demo[data-demo]").forEach(demoWire); }
+
+  // A demo's own script declares how to read its form, clear its display and handle its
+  // events; the page's matching .demo elements are wired at once.
+  window.courseDemos.register = function (slug, kind) {
+    window.courseDemos.kinds[slug] = kind;
+    demosWire();
+  };
+  window.courseDemos.api = { postJson: postJson, plotlyLoad: plotlyLoad, el: el, ms: ms,
+                             count: count, showErrors: showErrors };
+  window.courseDemos.kinds.lifecycle = { params: formParams, reset: lifecycleReset,
+                                         handlers: function (root) { return lifecycleHandlers(root); } };
+  window.courseDemos.kinds.streaming = { params: formParams, reset: streamingReset,
+                                         handlers: streamingHandlers };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", demosWire);
   else demosWire();
   document.addEventListener("htmx:afterSettle", demosWire);
