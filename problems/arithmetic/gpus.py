@@ -314,3 +314,45 @@ def gpu_compare(
         },
         steps=tuple(steps),
     )
+
+
+def gpu_rooflines(**inputs: object) -> Result:
+    """The roofline of each GPU in `gpu_compare`'s comparison, in the chosen format (its peak,
+    bandwidth and ridge), with the workload on it: each GPU's decode step at the batch that
+    runs there, and one prefill of `context_tokens` (intensity in FLOP/B, achieved FLOP/s,
+    bound). Same inputs as gpu_compare."""
+    compared = gpu_compare(**inputs)
+    d = dtype_get(str(inputs.get("dtype", "fp8")))
+    prefill_intensity = (float(compared["prefill_flops"]) / float(compared["prefill_bytes"])
+                         if compared["prefill_bytes"] else 0.0)
+    steps = []
+    for p in compared["gpus"]:
+        g = gpu_get(p["gpu"])
+        name = p["short_name"]
+        if p["rate"] is None:
+            steps.append(Step(f"{name}: {d.name}", NO_PATH, 0.0, "FLOP/B", NO_PATH))
+            continue
+        steps.append(Step(
+            f"{name}: ridge point",
+            f"{peak_describe(gpu=g, dtype=d)} ÷ {bandwidth_format(g.bandwidth_bytes_per_second)}",
+            p["ridge"], "FLOP/B", f"{number_format(p['ridge'])} FLOP/B"))
+        if p["intensity"] is not None:
+            steps.append(Step(
+                f"{name}: decode step ({p['decode_bound']}-bound)",
+                f"{count_format(p['batch'], 'sequence')}: {number_format(p['intensity'])} FLOP/B "
+                f"{'<' if p['intensity'] < p['ridge'] else '≥'} the ridge; achieved "
+                f"{flops_format(p['decode_bytes'] * p['intensity'])} ÷ "
+                f"{seconds_format(p['decode_seconds'])}",
+                p["achieved_flops"], "FLOP/s", rate_of_format(p["achieved_flops"])))
+        else:
+            steps.append(Step(f"{name}: decode step", "the weights do not fit", 0.0, "FLOP/s",
+                              "does not fit"))
+        steps.append(Step(
+            f"{name}: prefill of one {int(inputs.get('context_tokens', 8192)):,}-token prompt "
+            f"({p['prefill_bound']}-bound)",
+            f"{number_format(prefill_intensity)} FLOP/B; "
+            f"{flops_format(float(compared['prefill_flops']))} ÷ "
+            f"{seconds_format(p['prefill_seconds'])}",
+            p["prefill_flops_per_second"], "FLOP/s", rate_of_format(p["prefill_flops_per_second"])))
+    return Result(values={**compared.values, "prefill_intensity": prefill_intensity},
+                  steps=tuple(steps))
