@@ -25,12 +25,14 @@ def worker_describe() -> dict:
              acks_late=False)
 def hardware_measure_task(**sizes: object) -> dict:
     """Measure this worker's roofline (worker/hardware.py) on its engine device and store it
-    where the page reads it (demos/hardware.py). `sizes` override the measurement's sizes
-    (tests use tiny ones); the page never sends any."""
+    where the page reads it (demos/hardware.py). `sizes` override the measurement's sizes, as
+    settings.HARDWARE_MEASURE_SIZES does when given (the tests' tiny ones); the page never sends
+    any."""
     from demos.hardware import hardware_store
     from demos.services import redis
     from worker.hardware import hardware_measure
 
+    sizes = sizes or dict(getattr(settings, "HARDWARE_MEASURE_SIZES", {}))
     measurement = hardware_measure(device=getattr(settings, "ENGINE_DEVICE", "cpu"), **sizes)
     hardware_store(redis(), measurement)
     return measurement

@@ -150,9 +150,14 @@ def speedup_plot(*, inputs: dict, result) -> Plot:
 def size_plot(*, inputs: dict, result) -> Plot:
     """Model size at each format's bits per weight, against the room for weights on each GPU."""
     formats = result["formats"]
+    # The 4-bit formats sit within half a bit of each other, FP8 and INT8 on the same point.
+    where = {"bf16": "top center", "fp8": "top center", "int8": "bottom center",
+             "int4": "middle left", "nvfp4": "top right", "mxfp4": "bottom right"}
     series = [Series("weights", tuple(f["bits"] for f in formats),
                      tuple(f["weights_bytes"] / GB for f in formats), lines=False,
-                     labels=tuple(f["name"] for f in formats))]
+                     labels=tuple(f["name"] for f in formats),
+                     label_positions=tuple(where.get(f["dtype"], "top center")
+                                           for f in formats))]
     kv = float(result["kv_bytes"])
     for gid in FIT_GPUS:
         g = gpu_get(gid)

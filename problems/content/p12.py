@@ -46,7 +46,7 @@ from problems.forms import (
     real_input,
     whole_input,
 )
-from problems.plots import Mark, Plot, Series
+from problems.plots import PALETTE, Mark, Plot, Series
 
 SLUG = "gpu-compare"
 PREFIX = "p12-gpus"
@@ -55,6 +55,11 @@ ROOFLINE_PREFIX = "p12-roofline"
 TERA = 1e12
 KEYS = {"h100-sxm": "h100", "h200": "h200", "b200": "b200", "l40s": "l40s"}
 CONCURRENCY_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# Where the roofline plot's labels sit, so that points close together (the H100's and H200's
+# ridges on the same roof, their prefills on the same point) stay readable.
+# (The H100's and H200's roofs are one line: one name above it, one below.)
+ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
+               "l40s": "top left"}
 # NVIDIA's own figures for the B200 at its announcement and for the DGX B200, beside the
 # catalog's shipping HGX B200 (bytes, bytes/s): Glenn K. Lockwood's B200 notes and NVIDIA's
 # DGX B200 page (1,440 GB for eight GPUs; 8 TB/s).
@@ -108,35 +113,53 @@ def dollars_plot(*, inputs: dict, result) -> Plot:
 
 
 def roofline_plot(*, inputs: dict, result) -> Plot:
-    """The four rooflines in the chosen format, their ridges, and the workload on them."""
+    """The four rooflines in the chosen format (a roof is straight on log–log axes, so its two
+    ends and its ridge draw it exactly), and each GPU's decode step (at the batch that runs
+    there) and one prefill as points in its roof's colour."""
     d = dtype_get(inputs["dtype"])
-    series = []
-    ridges_x, ridges_y, ridge_names = [], [], []
-    for p in result["gpus"]:
-        g = gpu_get(p["gpu"])
+    roofs, points = [], []
+    ridges_x, ridges_y = [], []
+    for index, p in enumerate(result["gpus"]):
         if p["rate"] is None:
             continue
-        xs, ys = roofline_points(peak=p["rate"], bandwidth=g.bandwidth_bytes_per_second)
-        series.append(Series(f"{p['short_name']} ({d.name} roof)", xs,
-                             tuple(y / TERA for y in ys)))
+        g = gpu_get(p["gpu"])
+        colour = PALETTE[index % len(PALETTE)]
+        xs, ys = roofline_points(peak=p["rate"], bandwidth=g.bandwidth_bytes_per_second,
+                                 points=2)
+        # Named at its right-hand end: the plot has no legend.
+        roofs.append(Series(p["short_name"], xs, tuple(y / TERA for y in ys), color=colour,
+                            labels=("", "", p["short_name"]),
+                            label_positions=("top center", "top center",
+                                             ROOF_LABELS.get(p["gpu"], "top left"))))
         ridges_x.append(p["ridge"])
         ridges_y.append(p["rate"] / TERA)
-        ridge_names.append(f"{p['short_name']} ridge")
-    series.append(Series("ridge points", tuple(ridges_x), tuple(ridges_y), lines=False,
-                         labels=tuple(ridge_names)))
-    decoded = [p for p in result["gpus"] if p["intensity"] is not None]
-    series.append(Series("decode step at each GPU's batch",
-                         tuple(p["intensity"] for p in decoded),
-                         tuple(p["achieved_flops"] / TERA for p in decoded), lines=False,
-                         labels=tuple(p["short_name"] for p in decoded)))
-    prefilled = [p for p in result["gpus"] if p["prefill_flops_per_second"] is not None]
-    series.append(Series(f"prefill of one {inputs['context_tokens']:,}-token prompt",
-                         tuple(result["prefill_intensity"] for _ in prefilled),
-                         tuple(p["prefill_flops_per_second"] / TERA for p in prefilled),
-                         lines=False, labels=tuple(p["short_name"] for p in prefilled)))
-    return Plot(title=f"Rooflines in {d.name} and this workload",
+        xs, ys, labels = [], [], []
+        if p["intensity"] is not None:
+            xs.append(p["intensity"])
+            ys.append(p["achieved_flops"] / TERA)
+            labels.append("decode")
+        if p["prefill_flops_per_second"] is not None:
+            xs.append(result["prefill_intensity"])
+            ys.append(p["prefill_flops_per_second"] / TERA)
+            labels.append("prefill")
+        points.append((p, xs, ys, labels, colour))
+    workload = []
+    for i, (p, xs, ys, labels, colour) in enumerate(points):
+        # The points of each GPU take its roof's colour; only the last GPU's carry words, so
+        # the four near-identical points do not print their names over each other.
+        last = i == len(points) - 1
+        words = {"decode": "decode at each GPU's batch", "prefill": "one prefill"}
+        workload.append(Series(
+            f"{p['short_name']}: this workload", tuple(xs), tuple(ys), lines=False,
+            color=colour, labels=tuple(words[label] if last else "" for label in labels),
+            label_positions=tuple("bottom right" if label == "decode" else "bottom center"
+                                  for label in labels)))
+    ridges = Series("ridge points", tuple(ridges_x), tuple(ridges_y), lines=False,
+                    color="#555555")
+    return Plot(title=f"Rooflines in {d.name}, with this workload",
                 x_title="Arithmetic intensity (FLOP per byte)",
-                y_title="Attainable TFLOP/s", x_log=True, y_log=True, series=tuple(series))
+                y_title="Attainable TFLOP/s", x_log=True, y_log=True,
+                series=(*roofs, ridges, *workload), legend=False)
 
 
 CALCULATOR = calculator_register(Calculator(

@@ -43,22 +43,22 @@
   }
 
   function traces(m) {
+    // The plot has no legend: each of the worker's traces is named on the plot.
     const xs = [];
     for (let i = 0; i <= 60; i++) xs.push(0.1 * Math.pow(1e6, i / 60));
-    const label = "this worker (measured: " + m.device + ", " + m.dtype + ")";
+    const label = xs.map(function (_, i) { return i === 6 ? "this worker, measured (" + m.device + ", " + m.dtype + ")" : ""; });
+    const sweep = m.sweep.map(function (s) { return s.intensity; });
     return [
-      { type: "scatter", mode: "lines", name: label, meta: "worker", x: xs,
+      { type: "scatter", mode: "lines+text", name: "this worker, measured", meta: "worker",
+        showlegend: false, x: xs, text: label, textposition: "top right", textfont: { size: 11 },
         y: xs.map(function (x) { return Math.min(m.peak_flops, x * m.copy_bytes_per_second) / TERA; }),
         line: { color: "#555555", width: 2, dash: "dash" } },
-      { type: "scatter", mode: "markers", name: "this worker's sweep, measured", meta: "worker",
-        x: m.sweep.map(function (s) { return s.intensity; }),
-        y: m.sweep.map(function (s) { return s.achieved / TERA; }),
+      { type: "scatter", mode: "markers", name: "worker sweep, measured", meta: "worker",
+        showlegend: false, x: sweep, y: m.sweep.map(function (s) { return s.achieved / TERA; }),
         marker: { color: "#555555", size: 8 } },
-      { type: "scatter", mode: "markers", name: "this worker's sweep, predicted", meta: "worker",
-        x: m.sweep.map(function (s) { return s.intensity; }),
-        y: m.sweep.map(function (s) { return s.predicted / TERA; }),
-        marker: { color: "rgba(0,0,0,0)", size: 10, symbol: "circle-open",
-                  line: { color: "#555555", width: 2 } } },
+      { type: "scatter", mode: "markers", name: "worker sweep, predicted", meta: "worker",
+        showlegend: false, x: sweep, y: m.sweep.map(function (s) { return s.predicted / TERA; }),
+        marker: { color: "#555555", size: 10, symbol: "circle-open", line: { width: 2 } } },
     ];
   }
 

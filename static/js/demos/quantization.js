@@ -58,11 +58,11 @@
       const box = root.querySelector(".quant-plots");
       box.replaceChildren();
       const targets = figures.map(function (f) {
-        const figure = el("figure", "plot-figure");
+        const figure = el("figure", "quant-plot");
         const plot = el("div", "plot demo-plot");
         plot.setAttribute("role", "img");
-        plot.setAttribute("aria-label", f.figure.layout.title.text + "; the table beside it lists the same numbers.");
-        const caption = el("figcaption", "plot-table-wrap");
+        plot.setAttribute("aria-label", f.figure.layout.title.text + "; the table below it lists the same numbers.");
+        const caption = el("figcaption", "quant-plot-table");
         caption.appendChild(tableDraw(f.table));
         figure.appendChild(plot);
         figure.appendChild(caption);
