@@ -24,6 +24,8 @@ from demos.schema import ParamSchema, ParamSpec
 PHASES = ("schedule", "prepare_inputs", "forward", "attention", "sample", "detokenize")
 HOST_PHASES = ("schedule", "prepare_inputs", "sample", "detokenize")
 TOP_OPERATORS = 10
+# The runner's own range around each engine step, so the profile knows where steps begin.
+STEP_RANGE = "demo.step"
 WARM_UP_PROMPT, WARM_UP_TOKENS = 8, 4
 
 PARAMS = ParamSchema(
@@ -48,11 +50,11 @@ def _phase(name: str) -> str | None:
 
 
 def profile_timeline(events) -> list[dict]:  # noqa: ANN001 (profiler FunctionEvents)
-    """Per profiled step (a `ProfilerStep#N` range), the engine's named ranges inside it: start
+    """Per profiled step (a `demo.step` range), the engine's named ranges inside it: start
     and duration in ms from the step's start; the per-layer attention ranges are merged into
     one total with their count; operators per step (top-level aten calls) and, on a GPU,
     kernels per step."""
-    steps = sorted((e for e in events if e.name.startswith("ProfilerStep#")),
+    steps = sorted((e for e in events if e.name == STEP_RANGE),
                    key=lambda e: e.time_range.start)
     timeline = []
     for index, step in enumerate(steps):
@@ -93,7 +95,7 @@ def _device(event) -> bool:  # noqa: ANN001
 def top_operators(averages, *, device: bool) -> list[dict]:  # noqa: ANN001
     """The operators that took the most self time (device time on a GPU), the engine's own
     ranges and the profiler's step markers left out (ms)."""
-    rows = [a for a in averages if not a.key.startswith(("engine.", "ProfilerStep"))]
+    rows = [a for a in averages if not a.key.startswith(("engine.", "ProfilerStep", "demo."))]
     key = "self_device_time_total" if device else "self_cpu_time_total"
     rows.sort(key=lambda a: getattr(a, key, 0.0), reverse=True)
     return [{"name": a.key, "calls": int(a.count),
@@ -112,7 +114,7 @@ def _prompts(*, count: int, length: int, vocab: int, seed: int = 0) -> list[list
 def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Profile `profile_steps` engine steps of `num_sequences` sequences and report where each
     step's time went, against the arithmetic's floor for its forward pass."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     from demos.estimate import profile_estimate
     from worker.engine import SamplingParams
@@ -127,9 +129,13 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
                             "num_sequences": n, "prompt_tokens": prompt_len,
                             "profile_steps": steps,
                             "activities": [a.name for a in activities]})
-    # Warm up unprofiled: first-call allocations (and on a GPU, lazy initialisation).
-    engine.generate(_prompts(count=1, length=WARM_UP_PROMPT, vocab=vocab, seed=1),
-                    SamplingParams(temperature=0, max_tokens=WARM_UP_TOKENS, ignore_eos=True))
+    # Warm up under a profiler whose record is thrown away: first-call allocations, on a GPU
+    # lazy initialisation, and the profiler's own start-up, which made a first profiled step
+    # many times slower than the rest.
+    with profile(activities=activities):
+        engine.generate(_prompts(count=1, length=WARM_UP_PROMPT, vocab=vocab, seed=1),
+                        SamplingParams(temperature=0, max_tokens=WARM_UP_TOKENS,
+                                       ignore_eos=True))
     sampling = SamplingParams(temperature=0.8, top_p=0.95, seed=0, ignore_eos=True,
                               max_tokens=steps + 1)
     ids = [engine.add_request(p, sampling) for p in _prompts(count=n, length=prompt_len,
@@ -144,8 +150,8 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
                             if e.get("type") == "aborted")
                 raise RunCancelled(ctx.cancels()["all"], summary={"blocks_freed": freed})
             ctx.check_time()
-            events = engine.step()
-            prof.step()
+            with record_function(STEP_RANGE):
+                events = engine.step()
             step = next(e for e in events if e["type"] == "step")
             record = {"index": index, "num_prefill_tokens": step["num_prefill_tokens"],
                       "num_decode_tokens": step["num_decode_tokens"],
@@ -237,13 +243,18 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
     ratio = sum(r["ratio"] for r in decodes) / len(decodes)
     ops = sum(s["operators"] for s in timeline) / max(len(timeline), 1)
     host = sum(r["host_ms"] for r in decodes) / sum(r["step_ms"] for r in decodes)
+    below = (" Where a step ran faster than its floor, the rates this worker measured when it "
+             "started were low (other work was sharing its cores then): a floor is only as good "
+             "as the peaks it divides by." if ratio < 1 else "")
     text = (f"The decode steps' forward passes took {ratio:.3g}× the floor on average. The "
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
             "at start-up and every byte moves at its copy bandwidth; this small model's "
             f"matmuls are far smaller, and each of its {ops:.0f} or so operators per step pays a "
             "fixed framework cost that no floor counts. "
             f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
-            "preparing inputs, sampling and detokenizing, host work a GPU would wait for.")
+            "preparing inputs, sampling and detokenizing, host work a GPU would wait for. The "
+            "profiler itself adds a cost to every operator it records, so these steps are "
+            "slower than unprofiled ones." + below)
     if on_gpu and timeline:
         kernels = sum(s["kernels"] for s in timeline) / len(timeline)
         text += f" Kernels per step on this GPU: about {kernels:.0f}."

@@ -68,6 +68,7 @@ def _abort_all(engine, ids: list[str]) -> None:  # noqa: ANN001
 def utilization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Measure decode steps at each batch size and report busy share, MFU and MBU."""
     from demos.estimate import utilization_estimate
+    from worker.demo_engine import engine_warm_up
     from worker.engine import SamplingParams
 
     prompt_len, steps, lean = (int(params["prompt_tokens"]), int(params["steps"]),
@@ -86,6 +87,8 @@ def utilization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> 
     else:
         sampling = SamplingParams(temperature=0.8, top_p=0.95, seed=0, ignore_eos=True,
                                   max_tokens=steps + 2)
+    # First calls pay for thread pools, the allocator and new shapes: run them unmeasured.
+    engine_warm_up(engine)
     results = []
     for batch in BATCHES:
         ids = [engine.add_request(p, sampling)
@@ -206,19 +209,33 @@ def _plots(rows: list[dict], *, on_gpu: bool) -> list[dict]:
 
 
 def _note(rows: list[dict], *, lean: bool) -> str:
+    """Why the measured steps sit where they do against the floor, in this run's numbers."""
     first, last = rows[0], rows[-1]
+    share_first, share_last = 1 - first["forward_share"], 1 - last["forward_share"]
+    host_growth = last["host_ms"] / first["host_ms"] if first["host_ms"] > 0 else float("inf")
+    batch_growth = last["batch"] / first["batch"]
     text = (f"At batch {first['batch']} the forward pass took {first['forward_over_floor']:.3g}× "
-            f"its floor and the host added {first['host_ms']:.3g} ms; at batch {last['batch']} "
-            f"the forward took {last['forward_over_floor']:.3g}× its floor and the host's share "
-            f"of the step fell to {1 - last['forward_share']:.0%}. The floor assumes the rate of "
-            "one large matmul and a plain copy's bandwidth; this small model's many small "
-            "operators pay fixed costs that the floor leaves out, which matters most at small "
-            "batches. The host time grows far more slowly than the batch, so larger batches "
-            "spread it over more tokens")
-    text += (": with the lean host (greedy, no detokenization) it is smaller still, while the "
-             "forward pass is unchanged." if lean else
-             "; tick the lean host to cut sampling and detokenization and watch the host time "
-             "shrink while the forward pass does not.")
+            f"its floor and the host added {first['host_ms']:.3g} ms ({share_first:.0%} of the "
+            f"step); at batch {last['batch']} the forward took "
+            f"{last['forward_over_floor']:.3g}× its floor and the host's share "
+            f"{'fell' if share_last < share_first else 'rose'} to {share_last:.0%}. The floor "
+            "assumes the rate of one large matmul and a plain copy's bandwidth; this small "
+            "model's many small operators pay fixed costs that the floor leaves out, which "
+            "matters most at small batches. ")
+    if min(first["forward_over_floor"], last["forward_over_floor"]) < 1:
+        text += ("Where the forward pass ran faster than its floor, the rates this worker "
+                 "measured when it started were low (other work was sharing its cores then): "
+                 "a floor is only as good as the peaks it divides by. ")
+    if host_growth < batch_growth:
+        text += (f"The host time grew {host_growth:.3g}× while the batch grew "
+                 f"{batch_growth:.3g}×, so larger batches spread it over more tokens")
+    else:
+        text += (f"The host time grew {host_growth:.3g}×, as fast as the batch: sampling and "
+                 "detokenizing run per sequence, and on a loaded machine the timings are noisy")
+    text += (": with the lean host (greedy, no detokenization) sampling and text work are gone, "
+             "while the forward pass is unchanged." if lean else
+             "; tick the lean host to drop top-p sampling and detokenization and compare the "
+             "host time with this run's, while the forward pass stays where it is.")
     return text
 
 
