@@ -252,3 +252,41 @@ def utilization_estimate(*, machine: dict, batch: int, context_tokens: float) ->
             "floor_seconds": point["gpu_seconds"], "bound": point["bound"],
             "mfu_at_floor": point["mfu_busy"]}
 
+
+def streaming_estimate(*, streams: list[dict], block_size: int, block_bytes: int,
+                       pace_s: float, max_tokens: int, step_s: float, relay_poll_s: float,
+                       runner_poll_s: float) -> dict:
+    """What the arithmetic predicts for each stream the streaming demo cut or cancelled.
+
+    For a stream stopped after `completion_tokens` of `max_tokens`: the KV blocks it held
+    (problem 2's abandoned-request formula: the prompt and every generated token but the
+    newest), how long they would have stayed held without cancellation (the rest of the
+    answer at one token every `pace_s` seconds, the demo's own pace), and the most the
+    cancellation itself should take (s): a cut is noticed at the relay's next poll
+    (`relay_poll_s`; a cancel button needs none), the worker sees it within `runner_poll_s`,
+    and the abort lands at the next engine step (`step_s`). Counts and seconds do not depend
+    on the model; bytes use the engine's own `block_bytes`.
+    """
+    from problems.arithmetic.streaming import abandoned_request
+
+    predicted = []
+    for s in streams:
+        if s.get("state") != "aborted":
+            continue
+        tokens = int(s["completion_tokens"])
+        if tokens >= max_tokens:
+            continue
+        result = abandoned_request(model=DEMO_MODEL_ID, prompt_tokens=int(s["prompt_tokens"]),
+                                   output_tokens=max_tokens, cut_after_tokens=tokens,
+                                   step_seconds=pace_s, block_size=block_size)
+        noticed_s = relay_poll_s if s.get("reason") == "disconnected" else 0.0
+        predicted.append({
+            "stream": s["stream"],
+            "blocks_at_cut": int(result["blocks_at_cut"]),
+            "blocks_at_end": int(result["blocks_at_end"]),
+            "bytes_at_cut": int(result["blocks_at_cut"]) * block_bytes,
+            "held_s_without_cancel": float(result["held_seconds_without_cancel"]),
+            "freed_within_s": noticed_s + runner_poll_s + step_s,
+        })
+    return {"streams": predicted, "pace_s": pace_s, "step_s": step_s,
+            "relay_poll_s": relay_poll_s, "runner_poll_s": runner_poll_s}

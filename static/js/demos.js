@@ -37,6 +37,12 @@
     return value >= 100 ? value.toFixed(0) + " ms" : value.toFixed(value >= 10 ? 1 : 2) + " ms";
   }
 
+  // A duration given in seconds: milliseconds below one second, seconds above.
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    return seconds >= 1 ? seconds.toFixed(seconds >= 10 ? 1 : 2) + " s" : ms(seconds * 1000);
+  }
+
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
@@ -279,6 +285,8 @@
 
   function streamingReset(root) {
     root.querySelector(".streams").replaceChildren();
+    const result = root.querySelector(".streaming-result");
+    if (result) { result.replaceChildren(); result.hidden = true; }
     kvShow(root, null);
   }
 
@@ -321,6 +329,7 @@
           col.querySelector(".stream-state").textContent = "streaming";
           col.querySelector(".stream-prompt").textContent = s.prompt;
           col.querySelector(".stream-cut").addEventListener("click", function () {
+            run.stoppedAt[s.stream] = performance.now();
             // As a client that goes away: close this stream's own connection, nothing else.
             const source = run.streamSources[s.stream];
             if (source) { source.close(); delete run.streamSources[s.stream]; }
@@ -328,6 +337,7 @@
             col.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
           });
           col.querySelector(".stream-cancel").addEventListener("click", function () {
+            run.stoppedAt[s.stream] = performance.now();
             postJson(run.cancelUrl, { stream: s.stream });
             col.querySelector(".stream-state").textContent = "cancelling…";
           });
@@ -340,13 +350,112 @@
         // Kept for the page's tests and curious readers: the bar before and after the abort.
         root.dataset.kvBeforeAbort = root.querySelector(".kv-bar").getAttribute("aria-valuenow");
         root.dataset.kvAfterAbort = d.kv_blocks_free;
+        run.freedAt[d.stream] = performance.now();
         kvShow(root, d);
         streamEnded(d.stream, "aborted (" + d.reason + "): " + count(d.blocks_freed, "block") + " back in the pool");
       },
       done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
-      finished: function (d) { kvShow(root, d); },
+      finished: function (d) { kvShow(root, d); streamingResult(root, run, d.measured_vs_predicted); },
       cancelled: function (d) { kvShow(root, d); },
     };
+  }
+
+  // The run's end: each stopped stream's blocks, and how soon they came back, against problem
+  // 2's arithmetic (the worker computes the prediction; this page adds what only it can time:
+  // from the click to the "aborted" event arriving back).
+  function streamingResult(root, run, mvp) {
+    const box = root.querySelector(".streaming-result");
+    if (!box || !mvp) return;
+    box.replaceChildren();
+    box.hidden = false;
+    if (!mvp.measured.length) {
+      box.appendChild(el("p", "", "No stream was cut or cancelled in this run, so there is " +
+        "nothing to set against the prediction: run it again and cut one mid-answer."));
+      return;
+    }
+    const predicted = {};
+    mvp.predicted.forEach(function (p) { predicted[p.stream] = p; });
+    const rows = mvp.measured.map(function (m) {
+      const p = predicted[m.stream] || {};
+      const clicked = run.stoppedAt[m.stream], freed = run.freedAt[m.stream];
+      const endToEnd = clicked !== undefined && freed !== undefined ? (freed - clicked) / 1000 : null;
+      const inWorker = m.cut_seen_ms !== null && m.freed_ms !== null ? (m.freed_ms - m.cut_seen_ms) / 1000 : null;
+      return { m: m, p: p, endToEnd: endToEnd, inWorker: inWorker };
+    });
+    const table = el("table", "estimate-table streaming-table");
+    table.appendChild(el("caption", "", "Each stopped stream, measured vs problem 2's arithmetic " +
+      "(blocks of " + mvp.block_size + " tokens; one token every " + ms(mvp.pace_s * 1000) + ")"));
+    const head = el("tr");
+    ["stream", "stopped after", "blocks freed (measured)", "blocks held (predicted)",
+     "freed after (measured, click to event)", "freed within (predicted)",
+     "held without cancellation (predicted)"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+    table.appendChild(head);
+    rows.forEach(function (r) {
+      const tr = el("tr");
+      [String(r.m.stream) + " (" + r.m.reason + ")", count(r.m.completion_tokens, "token"),
+       String(r.m.blocks_freed), r.p.blocks_at_cut === undefined ? "–" : String(r.p.blocks_at_cut),
+       r.endToEnd === null ? "–" : duration(r.endToEnd),
+       r.p.freed_within_s === undefined ? "–" : duration(r.p.freed_within_s),
+       r.p.held_s_without_cancel === undefined ? "–" : duration(r.p.held_s_without_cancel)
+      ].forEach(function (v) { tr.appendChild(el("td", "", v)); });
+      table.appendChild(tr);
+    });
+    const scroll = el("div", "table-scroll");
+    scroll.appendChild(table);
+    box.appendChild(scroll);
+    const first = rows[0];
+    const words = [];
+    if (first.p.blocks_at_cut !== undefined) {
+      words.push("Stream " + first.m.stream + " gave back " + count(first.m.blocks_freed, "block") +
+        " where the formula expects " + first.p.blocks_at_cut + " (its prompt and every token but " +
+        "the newest, in whole blocks" + (first.m.blocks_freed < first.p.blocks_at_cut ?
+        "; fewer come back when full prompt blocks are shared with another stream's identical prompt start and stay in use" : "") + ").");
+    }
+    if (first.endToEnd !== null && first.p.freed_within_s !== undefined) {
+      words.push("They came back " + duration(first.endToEnd) + " after the click, against a " +
+        "predicted " + duration(first.p.freed_within_s) + " at most: " +
+        (first.m.reason === "disconnected" ? "a cut is noticed when the relay next polls Redis " +
+        "(every " + duration(mvp.relay_poll_s) + " at most), " : "a cancel arrives as a request at once, ") +
+        "then the worker sees it within its poll and the abort lands at the next engine step; " +
+        "the browser's own timing adds the trip of the click and of the event back.");
+    }
+    if (first.p.held_s_without_cancel !== undefined) {
+      words.push("Without cancellation the engine would have gone on decoding for nobody for " +
+        duration(first.p.held_s_without_cancel) + ", its blocks growing to " +
+        first.p.blocks_at_end + ".");
+    }
+    box.appendChild(el("p", "streaming-verdict", words.join(" ")));
+    const target = el("div", "demo-plot streaming-plot");
+    box.appendChild(target);
+    plotlyLoad(root.dataset.plotlySrc).then(function (Plotly) {
+      const traces = [];
+      rows.forEach(function (r) {
+        const freedS = r.endToEnd !== null ? r.endToEnd : (r.inWorker || 0);
+        traces.push({ type: "scatter", mode: "lines", line: { shape: "hv" },
+          name: "stream " + r.m.stream + ", measured",
+          x: [0, freedS, freedS], y: [r.m.blocks_freed, r.m.blocks_freed, 0] });
+        if (r.p.held_s_without_cancel !== undefined) {
+          traces.push({ type: "scatter", mode: "lines", line: { dash: "dash" },
+            name: "stream " + r.m.stream + ", predicted without cancellation",
+            x: [0, r.p.held_s_without_cancel, r.p.held_s_without_cancel],
+            y: [r.p.blocks_at_cut, r.p.blocks_at_end, 0] });
+          traces.push({ type: "scatter", mode: "lines", line: { dash: "dot" },
+            name: "stream " + r.m.stream + ", predicted with cancellation (at most)",
+            x: [0, r.p.freed_within_s, r.p.freed_within_s],
+            y: [r.p.blocks_at_cut, r.p.blocks_at_cut, 0] });
+        }
+      });
+      const layout = {
+        title: { text: "KV blocks held after a stream was stopped", font: { size: 14 } },
+        height: 320, margin: { l: 60, r: 20, t: 40, b: 90 },
+        xaxis: { title: { text: "seconds since the stream was stopped" }, rangemode: "tozero" },
+        yaxis: { title: { text: "KV blocks held" }, rangemode: "tozero" },
+        legend: { orientation: "h", y: -0.35 },
+      };
+      return Plotly.newPlot(target, traces, layout, { displayModeBar: false, responsive: true });
+    }).then(function () { target.classList.add("drawn"); }).catch(function () {
+      target.textContent = "The plot could not be drawn.";
+    });
   }
 
   function streamFollow(root, run, index) {
@@ -430,6 +539,7 @@
       current = {
         id: runId, eventsUrl: response.data.events_url,
         cancelUrl: response.data.events_url.replace(/events$/, "cancel"), streamSources: {},
+        stoppedAt: {}, freedAt: {},
       };
       window.courseDemos.runs[root.dataset.demo] = current;
       root.querySelector(".demo-cancel").hidden = false;
