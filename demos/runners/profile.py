@@ -216,8 +216,17 @@ def _plots(*, timeline: list[dict], estimate: dict) -> list[dict]:
                      if r else float("nan") for r, f_ in zip(found, forward, strict=True))
         series.append(BarSeries(name, tuple(r["dur_ms"] if r else float("nan") for r in found),
                                 base=base))
+    title = "Each profiled step by the engine's named ranges"
+    if not series:
+        # An engine without named ranges: the step's own timing, forward and the rest.
+        rows = estimate["steps"]
+        series = [BarSeries("forward", tuple(r["measured_forward_ms"] for r in rows),
+                            base=tuple(0.0 for _ in rows)),
+                  BarSeries("rest of the step (host)", tuple(r["host_ms"] for r in rows),
+                            base=tuple(r["measured_forward_ms"] for r in rows))]
+        title = "Each profiled step: forward and the rest (this engine names no ranges)"
     timeline_plot = BarPlot(
-        title="Each profiled step by the engine's named ranges",
+        title=title,
         categories=labels, value_title="ms from the step's start", series=tuple(series),
         mode="overlay", horizontal=True,
         columns=(("step (ms)", tuple(f"{s['step_ms']:.3g}" for s in timeline)),
