@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from demos.schema import ParamError, SchemaParams
+
 logger = logging.getLogger(__name__)
 
 PROMPT_MAX_CHARS = 2000
@@ -71,13 +73,6 @@ def whole_number_parse(value: object, *, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParamError(field, "must be a whole number")
     return value
-
-
-class ParamError(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -146,8 +141,11 @@ def prompt_tokens_count(prompt: str, *, model_dir: str) -> int | None:
     return len(loaded.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def prompt_fit_check(params: "RunParams", *, model_dir: str) -> int:
-    """The prompt's tokens; ParamError when prompt + max_tokens pass the model's context."""
+def prompt_fit_check(params: "RunParams | SchemaParams", *, model_dir: str) -> int:
+    """The prompt's tokens; ParamError when prompt + max_tokens pass the model's context.
+    A demo without a prompt has none to count (0)."""
+    if isinstance(params, SchemaParams):
+        return 0
     tokens = prompt_tokens_count(params.prompt, model_dir=model_dir)
     context = prompt_context_tokens(model_dir)
     if tokens is None or context is None:
@@ -162,7 +160,19 @@ def prompt_fit_check(params: "RunParams", *, model_dir: str) -> int:
 
 
 def run_params_defaults(demo: str) -> dict:
+    if demo not in _DEFAULTS:  # a demo with a schema of its own, beside its runner
+        from demos.runners import runner_get
+
+        return runner_get(demo).params.defaults()
     return dict(_DEFAULTS[demo])
+
+
+def demo_known(demo: str) -> bool:
+    """Whether `demo` is a live demo: a prompt demo here, or a registered runner with a
+    parameter schema."""
+    from demos.runners import RUNNERS
+
+    return demo in DEMO_SLUGS or (demo in RUNNERS and RUNNERS[demo].params is not None)
 
 
 def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
@@ -188,11 +198,16 @@ def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
     return int(value) if integer else float(value)
 
 
-def run_params_parse(*, demo: str, body: bytes) -> RunParams:
-    """Check a JSON request body against the demo's limits; raise ParamError naming the field."""
-    if demo not in DEMO_SLUGS:
+def run_params_parse(*, demo: str, body: bytes) -> "RunParams | SchemaParams":
+    """Check a JSON request body against the demo's limits; raise ParamError naming the field.
+    A demo with a schema of its own (declared beside its runner) is checked against that."""
+    if not demo_known(demo):
         raise ParamError("demo", f"no demo named {demo!r}")
     raw = json_object_parse(body)
+    if demo not in DEMO_SLUGS:
+        from demos.runners import runner_get
+
+        return runner_get(demo).params.parse(raw)
     unknown = sorted(set(raw) - {"prompt", "max_tokens", "temperature", "top_p"})
     if unknown:
         raise ParamError(unknown[0], "is not a parameter of this demo")

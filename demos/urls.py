@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/<uuid:run_id>", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/cancel", views.run_cancel, name="run_cancel"),
     path("runs/<uuid:run_id>/events", views.run_events, name="run_events"),
+    path("runs/<uuid:run_id>/files/<str:name>", views.run_file, name="run_file"),
     path("<slug:slug>/", views.demo_page, name="demo_page"),
     path("<slug:slug>/runs", views.run_create, name="run_create"),
 ]

@@ -2,8 +2,14 @@
 // One file for both demos; each .demo element on the page is wired once.
 (function () {
   "use strict";
-  if (window.courseDemos) return; // included by more than one partial on a page
-  window.courseDemos = { runs: {} };
+  if (window.courseDemos && window.courseDemos.lib) return; // included by more than one partial
+  // Demos with a script of their own (static/js/demos/<slug>.js) register here, before the
+  // page is wired: { reset(root), handlers(root, run) -> { eventType: function(data) } }.
+  const pending = (window.courseDemos && window.courseDemos.modules) || {};
+  window.courseDemos = {
+    runs: {}, modules: pending,
+    register: function (slug, module) { window.courseDemos.modules[slug] = module; },
+  };
 
   function csrfToken() {
     try {
@@ -60,6 +66,17 @@
   }
 
   function formParams(form) {
+    if (form.dataset.schema) {
+      // A demo whose form is drawn from its parameter schema: numbers, choices, checkboxes.
+      const params = {};
+      Array.from(form.elements).forEach(function (field) {
+        if (!field.name) return;
+        if (field.type === "checkbox") params[field.name] = field.checked;
+        else if (field.type === "number") params[field.name] = field.value === "" ? field.value : Number(field.value);
+        else params[field.name] = field.value;
+      });
+      return params;
+    }
     return {
       prompt: form.elements.prompt.value,
       max_tokens: Number(form.elements.max_tokens.value),
@@ -77,6 +94,43 @@
     if (fieldError) fieldError.textContent = data.error;
     else general.textContent = data.error || "Something went wrong (" + response.status + ").";
   }
+
+  // Plots built in Python (problems/plots.py: a plotly figure and the same numbers as a table),
+  // drawn beside their tables, as the calculators draw theirs.
+  function plotsDraw(container, plots, src) {
+    container.replaceChildren();
+    return plotlyLoad(src).then(function (Plotly) {
+      return Promise.all((plots || []).map(function (plot) {
+        const figure = el("figure", "plot-figure");
+        const target = el("div", "plot");
+        const title = (plot.figure.layout.title || {}).text || "";
+        target.setAttribute("role", "img");
+        target.setAttribute("aria-label", title + "; the table beside it lists the same numbers.");
+        const caption = el("figcaption", "plot-table-wrap");
+        const table = el("table", "plot-table");
+        table.appendChild(el("caption", "", title));
+        const head = el("tr");
+        plot.table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
+        const thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
+        const body = el("tbody");
+        plot.table.rows.forEach(function (row) {
+          const tr = el("tr");
+          row.forEach(function (cell, i) { tr.appendChild(el(i === 0 ? "th" : "td", "", cell)); });
+          body.appendChild(tr);
+        });
+        table.appendChild(body);
+        caption.appendChild(table);
+        figure.appendChild(target);
+        figure.appendChild(caption);
+        container.appendChild(figure);
+        return Plotly.newPlot(target, plot.figure.data, plot.figure.layout,
+          { displayModeBar: false, responsive: true }).then(function () { target.classList.add("drawn"); });
+      }));
+    });
+  }
+
+  window.courseDemos.lib = { el: el, ms: ms, count: function (n, noun) { return count(n, noun); },
+    plotlyLoad: plotlyLoad, plotsDraw: plotsDraw, postJson: postJson };
 
   // ---- The lifecycle demo (problem 1) ----------------------------------------------------
 
@@ -428,6 +482,7 @@
     });
     source.addEventListener("tokenized", function () { state.textContent = "running"; });
     source.addEventListener("streams", function () { state.textContent = "running"; });
+    source.addEventListener("started", function () { state.textContent = "running"; });
     function end(label) {
       source.close();
       Object.values(run.streamSources).forEach(function (s) { s.close(); });
@@ -489,7 +544,11 @@
       window.courseDemos.runs[root.dataset.demo] = current;
       root.querySelector(".demo-cancel").hidden = false;
       root.querySelector(".demo-state").textContent = "queued";
-      if (isLifecycle) {
+      const module = window.courseDemos.modules[root.dataset.demo];
+      if (module) {
+        module.reset(root);
+        runFollow(root, current, module.handlers(root, current));
+      } else if (isLifecycle) {
         lifecycleReset(root);
         runFollow(root, current, lifecycleHandlers(root));
       } else {
