@@ -29,6 +29,18 @@ from problems.arithmetic.units import (
 _DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
+def machine_model(machine: dict):
+    """The worker's model as the arithmetic's `Model` (from its config.json; None when it
+    cannot be read) and the catalog `Dtype` its weights are held in."""
+    config_path = Path(machine["model_path"]) / "config.json"
+    model = demo_model_load(config_path)
+    if model is not None and config_path.parent.name != DEMO_MODEL_ID:
+        # ENGINE_MODEL names another checkpoint.
+        model = replace(model, id=config_path.parent.name, name=config_path.parent.name,
+                        source=str(config_path))
+    return model, DTYPES[_DTYPES.get(machine.get("dtype", "float32"), "fp32")]
+
+
 def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
                        measured: dict) -> dict:
     """Estimated prefill time, TTFT and TPOT (ms) for this run's sizes on the measured machine.
@@ -39,16 +51,11 @@ def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
     dtype and model_path; `measured` the run's own ttft_ms, tpot_ms and prefill_ms, for the
     ratios.
     """
-    config_path = Path(machine["model_path"]) / "config.json"
-    model = demo_model_load(config_path)
+    model, dtype = machine_model(machine)
     if model is None:
         return {"available": False, "reason": "the model's config.json could not be read"}
-    if config_path.parent.name != DEMO_MODEL_ID:  # ENGINE_MODEL names another checkpoint
-        model = replace(model, id=config_path.parent.name, name=config_path.parent.name,
-                        source=str(config_path))
     flops_rate = float(machine["matmul_flops_per_s"])
     bandwidth = float(machine["memory_bytes_per_s"])
-    dtype = DTYPES[_DTYPES.get(machine.get("dtype", "float32"), "fp32")]
     bytes_per_value = dtype.bytes
     # The measured rates stand in for a datasheet's peaks, whatever the format.
     here = SimpleNamespace(bandwidth_bytes_per_second=bandwidth,
@@ -118,3 +125,168 @@ def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
                                    "tpot": ratio("tpot_ms", tpot_s)},
         "steps": [s.to_dict() for s in steps],
     }
+
+
+def rmsnorm_estimate(*, tokens: int, hidden: int, dtype: str, residual: bool, timing: dict,
+                     machine: dict) -> dict:
+    """The byte arithmetic's floors for the triton-rmsnorm demo's shape on the measured machine
+    (µs): Hugging Face's eager code (with the eager add when `residual`) and the fused kernel,
+    each its DRAM bytes ÷ the copy bandwidth the worker measured; the fused kernel's achieved
+    GB/s from `timing` (µs per call, measured)."""
+    from problems.arithmetic.fusion import rmsnorm_traffic_model
+
+    value_bytes = 4 if dtype == "fp32" else 2
+    t = rmsnorm_traffic_model(tokens=tokens, hidden=hidden, value_bytes=value_bytes)
+    bandwidth = float(machine["memory_bytes_per_s"])
+    eager = t["add_eager_bytes"] if residual else t["norm_eager_bytes"]
+    fused = t["add_fused_bytes"] if residual else t["norm_fused_bytes"]
+    triton_s = timing["triton_us"] / 1e6
+    return {
+        "eager_bytes": eager,
+        "fused_bytes": fused,
+        "eager_kernels": t["add_eager_kernels"] if residual else t["norm_eager_kernels"],
+        "eager_us": eager / bandwidth * 1e6,
+        "fused_us": fused / bandwidth * 1e6,
+        "bandwidth_measured": bandwidth,
+        "achieved_gbps": fused / triton_s / 1e9 if triton_s > 0 else 0.0,
+        "achieved_share": fused / triton_s / bandwidth if triton_s > 0 else 0.0,
+        # The eager code's FP32 intermediate, and this GPU's L2 as the driver reports it.
+        "intermediate_mb": t["elements"] * 4 / 1e6,
+        "l2_mb": float(timing.get("l2_bytes", 0)) / 1e6,
+    }
+
+
+def forward_floor_model(*, model, dtype, machine: dict, prefill_tokens: int,
+                        prefill_sequences: int, decode_sequences: int,
+                        decode_context: float) -> dict:
+    """The arithmetic's floor for one engine step's forward pass on the measured machine
+    (seconds): the decode rows by kernel group (each group's max of bytes at the measured copy
+    bandwidth and FLOPs at the measured matmul rate, summed), plus any prefill rows (their
+    FLOPs, per prompt, against the weights read once and the KV written), whichever of the
+    prefill's two sides is slower. `bound` names what limits the step."""
+    from problems.arithmetic.compute import prefill_flops_model
+    from problems.arithmetic.utilization import decode_groups_model, step_bound
+
+    rate = float(machine["matmul_flops_per_s"])
+    bandwidth = float(machine["memory_bytes_per_s"])
+    kv_per_token = model.layers * kv_values_per_token_layer(model)[0] * dtype.bytes
+    seconds, bounds, flops, size = 0.0, [], 0.0, 0.0
+    if decode_sequences:
+        groups = decode_groups_model(
+            model=model, batch=decode_sequences, context_tokens=decode_context,
+            weight_bytes_per_param=dtype.bytes, kv_bytes_per_token=kv_per_token,
+            bandwidth_bytes_per_second=bandwidth, peak_flops=rate)
+        seconds += sum(g["seconds"] for g in groups)
+        flops += sum(g["flops"] for g in groups)
+        size += sum(g["bytes"] for g in groups)
+        bounds.append(step_bound(groups))
+    if prefill_tokens:
+        per_prompt = prefill_tokens / max(prefill_sequences, 1)
+        p_flops = prefill_flops_model(model, round(per_prompt))["total"] * prefill_sequences
+        from problems.arithmetic.memory import params_count_model
+
+        parts = params_count_model(model)
+        # The weights are read once per step, shared with any decode rows in it.
+        weights = 0 if decode_sequences else (parts["non_embedding"] + parts["head"]) * dtype.bytes
+        p_bytes = weights + prefill_tokens * kv_per_token
+        compute, memory = p_flops / rate, p_bytes / bandwidth
+        seconds += max(compute, memory)
+        flops += p_flops
+        size += p_bytes
+        bounds.append("compute" if compute >= memory else "memory")
+    bound = bounds[0] if len(set(bounds)) == 1 else "mixed"
+    return {"seconds": seconds, "flops": flops, "bytes": size, "bound": bound}
+
+
+def profile_estimate(*, machine: dict, steps: list[dict], prompt_tokens: int,
+                     timeline: list[dict] | None = None) -> dict:
+    """Each profiled step's forward pass against the arithmetic's floor on this machine (ms):
+    `steps` are the engine's step events as the profile demo records them (num_prefill_tokens,
+    num_decode_tokens, num_seqs, step_ms, model_ms). A decoding sequence's context is its prompt
+    plus the tokens made before the step."""
+    model, dtype = machine_model(machine)
+    if model is None:
+        return {"available": False, "reason": "the model's config.json could not be read",
+                "steps": []}
+    rows, decode_steps_seen = [], 0
+    for step in steps:
+        decoding = int(step["num_decode_tokens"])
+        prefill = int(step["num_prefill_tokens"])
+        prefill_sequences = max(int(step["num_seqs"]) - decoding, 1 if prefill else 0)
+        floor = forward_floor_model(
+            model=model, dtype=dtype, machine=machine, prefill_tokens=prefill,
+            prefill_sequences=prefill_sequences, decode_sequences=decoding,
+            decode_context=prompt_tokens + decode_steps_seen + 1)
+        if decoding:
+            decode_steps_seen += 1
+        predicted = floor["seconds"] * 1e3
+        measured = float(step["model_ms"])
+        kind = "prefill" if prefill and not decoding else ("mixed" if prefill else "decode")
+        rows.append({"index": step["index"], "kind": kind, "bound": floor["bound"],
+                     "predicted_forward_ms": predicted, "measured_forward_ms": measured,
+                     "step_ms": float(step["step_ms"]),
+                     "host_ms": max(float(step["step_ms"]) - measured, 0.0),
+                     "ratio": measured / predicted if predicted > 0 else 0.0,
+                     "flops": floor["flops"], "bytes": floor["bytes"]})
+    return {"available": True, "model": model.name, "steps": rows,
+            "rates": {"matmul_flops_per_s": float(machine["matmul_flops_per_s"]),
+                      "memory_bytes_per_s": float(machine["memory_bytes_per_s"])}}
+
+
+def utilization_estimate(*, machine: dict, batch: int, context_tokens: float) -> dict:
+    """The arithmetic's decode step for the utilization demo on the measured machine: FLOPs and
+    bytes per step, the forward floor (each kernel group's bound, summed) and the MFU a step at
+    that floor would reach (FLOP, bytes, seconds, fraction)."""
+    from problems.arithmetic.utilization import utilization_point_model
+
+    model, dtype = machine_model(machine)
+    if model is None:
+        raise ValueError("the model's config.json could not be read")
+    rate = float(machine["matmul_flops_per_s"])
+    point = utilization_point_model(
+        model=model, batch=batch, context_tokens=context_tokens,
+        weight_bytes_per_param=dtype.bytes,
+        kv_bytes_per_token=model.layers * kv_values_per_token_layer(model)[0] * dtype.bytes,
+        bandwidth_bytes_per_second=float(machine["memory_bytes_per_s"]), peak_flops=rate)
+    return {"flops": point["flops"], "bytes": point["bytes"],
+            "floor_seconds": point["gpu_seconds"], "bound": point["bound"],
+            "mfu_at_floor": point["mfu_busy"]}
+
+
+def streaming_estimate(*, streams: list[dict], block_size: int, block_bytes: int,
+                       pace_s: float, max_tokens: int, step_s: float, relay_poll_s: float,
+                       runner_poll_s: float) -> dict:
+    """What the arithmetic predicts for each stream the streaming demo cut or cancelled.
+
+    For a stream stopped after `completion_tokens` of `max_tokens`: the KV blocks it held
+    (problem 2's abandoned-request formula: the prompt and every generated token but the
+    newest), how long they would have stayed held without cancellation (the rest of the
+    answer at one token every `pace_s` seconds, the demo's own pace), and the most the
+    cancellation itself should take (s): a cut is noticed at the relay's next poll
+    (`relay_poll_s`; a cancel button needs none), the worker sees it within `runner_poll_s`,
+    and the abort lands at the next engine step (`step_s`). Counts and seconds do not depend
+    on the model; bytes use the engine's own `block_bytes`.
+    """
+    from problems.arithmetic.streaming import abandoned_request
+
+    predicted = []
+    for s in streams:
+        if s.get("state") != "aborted":
+            continue
+        tokens = int(s["completion_tokens"])
+        if tokens >= max_tokens:
+            continue
+        result = abandoned_request(model=DEMO_MODEL_ID, prompt_tokens=int(s["prompt_tokens"]),
+                                   output_tokens=max_tokens, cut_after_tokens=tokens,
+                                   step_seconds=pace_s, block_size=block_size)
+        noticed_s = relay_poll_s if s.get("reason") == "disconnected" else 0.0
+        predicted.append({
+            "stream": s["stream"],
+            "blocks_at_cut": int(result["blocks_at_cut"]),
+            "blocks_at_end": int(result["blocks_at_end"]),
+            "bytes_at_cut": int(result["blocks_at_cut"]) * block_bytes,
+            "held_s_without_cancel": float(result["held_seconds_without_cancel"]),
+            "freed_within_s": noticed_s + runner_poll_s + step_s,
+        })
+    return {"streams": predicted, "pace_s": pace_s, "step_s": step_s,
+            "relay_poll_s": relay_poll_s, "runner_poll_s": runner_poll_s}

@@ -15,6 +15,10 @@ from functools import cache
 
 import redis
 
+# How long the web relay's XREAD waits for new entries (ms): the most a client's disconnect can
+# go unnoticed before the relay asks the worker to cancel (the streaming demo predicts with it).
+XREAD_BLOCK_MS = 1000
+
 TERMINAL_TYPES = frozenset({"finished", "failed", "cancelled"})
 # The end of one request's own stream in a multi-request run (the run itself goes on).
 STREAM_END_TYPES = frozenset({"done", "aborted"})

@@ -11,17 +11,16 @@ That uses the light `tokenizers` package and jinja2, never torch or transformers
 import json
 import logging
 import math
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
+
+from demos.schema import ParamError, SchemaParams
 
 logger = logging.getLogger(__name__)
 
 PROMPT_MAX_CHARS = 2000
 MAX_TOKENS_LIMIT = 512
-# The chat-like demos, whose parameters are a prompt and sampling settings (RunParams). Other
-# demos declare a `ParamSchema` of their own beside their runner (see `param_schema_register`).
 DEMO_SLUGS = ("lifecycle", "streaming")
 
 # Sensible defaults per demo: the streaming demo runs longer so there is time to cut a stream.
@@ -74,13 +73,6 @@ def whole_number_parse(value: object, *, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParamError(field, "must be a whole number")
     return value
-
-
-class ParamError(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -149,8 +141,11 @@ def prompt_tokens_count(prompt: str, *, model_dir: str) -> int | None:
     return len(loaded.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def prompt_fit_check(params: "RunParams", *, model_dir: str) -> int:
-    """The prompt's tokens; ParamError when prompt + max_tokens pass the model's context."""
+def prompt_fit_check(params: "RunParams | SchemaParams", *, model_dir: str) -> int:
+    """The prompt's tokens; ParamError when prompt + max_tokens pass the model's context.
+    A demo without a prompt has none to count (0)."""
+    if isinstance(params, SchemaParams):
+        return 0
     tokens = prompt_tokens_count(params.prompt, model_dir=model_dir)
     context = prompt_context_tokens(model_dir)
     if tokens is None or context is None:
@@ -165,7 +160,19 @@ def prompt_fit_check(params: "RunParams", *, model_dir: str) -> int:
 
 
 def run_params_defaults(demo: str) -> dict:
+    if demo not in _DEFAULTS:  # a demo with a schema of its own, beside its runner
+        from demos.runners import runner_get
+
+        return runner_get(demo).params.defaults()
     return dict(_DEFAULTS[demo])
+
+
+def demo_known(demo: str) -> bool:
+    """Whether `demo` is a live demo: a prompt demo here, or a registered runner with a
+    parameter schema."""
+    from demos.runners import RUNNERS
+
+    return demo in DEMO_SLUGS or (demo in RUNNERS and RUNNERS[demo].params is not None)
 
 
 def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
@@ -191,11 +198,16 @@ def _number(raw: dict, field: str, default: float, *, integer: bool) -> float:
     return int(value) if integer else float(value)
 
 
-def run_params_parse(*, demo: str, body: bytes) -> RunParams:
-    """Check a JSON request body against the demo's limits; raise ParamError naming the field."""
-    if demo not in DEMO_SLUGS:
+def run_params_parse(*, demo: str, body: bytes) -> "RunParams | SchemaParams":
+    """Check a JSON request body against the demo's limits; raise ParamError naming the field.
+    A demo with a schema of its own (declared beside its runner) is checked against that."""
+    if not demo_known(demo):
         raise ParamError("demo", f"no demo named {demo!r}")
     raw = json_object_parse(body)
+    if demo not in DEMO_SLUGS:
+        from demos.runners import runner_get
+
+        return runner_get(demo).params.parse(raw)
     unknown = sorted(set(raw) - {"prompt", "max_tokens", "temperature", "top_p"})
     if unknown:
         raise ParamError(unknown[0], "is not a parameter of this demo")
@@ -225,120 +237,3 @@ def run_params_parse(*, demo: str, body: bytes) -> RunParams:
         raise ParamError("top_p", "must be greater than 0 and at most 1")
     return RunParams(prompt=prompt, max_tokens=int(max_tokens), temperature=temperature,
                      top_p=top_p)
-
-
-# Demos with parameters of their own ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DemoParams:
-    """A run's parameters as a demo's own schema parsed them, and the work they ask for (in
-    tokens, the unit the queue is capped in)."""
-
-    values: dict
-    work_tokens: int
-
-    def as_dict(self) -> dict:
-        return dict(self.values)
-
-
-@dataclass(frozen=True)
-class ParamSchema:
-    """One demo's parameters: `defaults` (what its form starts from), `parse(raw) -> values`
-    (a JSON object in, clean values out, ParamError naming the field for anything wrong; keys
-    not in `defaults` are refused before it is called) and `work_tokens(values)`."""
-
-    demo: str
-    defaults: dict
-    parse: Callable[[dict], dict]
-    work_tokens: Callable[[dict], int]
-    # What the demo's form offers (choices and limits), for its partial to render.
-    options: dict = field(default_factory=dict)
-
-
-PARAM_SCHEMAS: dict[str, ParamSchema] = {}
-
-
-def param_schema_register(schema: ParamSchema) -> ParamSchema:
-    """Declare a demo's parameters (its runner module does, beside the runner)."""
-    PARAM_SCHEMAS[schema.demo] = schema
-    return schema
-
-
-def demo_slugs() -> tuple[str, ...]:
-    """Every live demo: the chat-like ones and those with a schema of their own."""
-    return DEMO_SLUGS + tuple(PARAM_SCHEMAS)
-
-
-def demo_options(demo: str) -> dict:
-    """What a demo's form offers, from its schema (empty for the chat-like demos)."""
-    schema = PARAM_SCHEMAS.get(demo)
-    return dict(schema.options) if schema else {}
-
-
-def demo_defaults(demo: str) -> dict:
-    """The parameters a demo's form starts from."""
-    if demo in PARAM_SCHEMAS:
-        return dict(PARAM_SCHEMAS[demo].defaults)
-    return run_params_defaults(demo)
-
-
-def demo_params_parse(*, demo: str, body: bytes) -> "RunParams | DemoParams":
-    """A request body checked against the demo's parameters: a chat-like demo's RunParams, or
-    another demo's DemoParams from its schema; ParamError naming the field otherwise."""
-    schema = PARAM_SCHEMAS.get(demo)
-    if schema is None:
-        return run_params_parse(demo=demo, body=body)
-    raw = json_object_parse(body)
-    unknown = sorted(set(raw) - set(schema.defaults))
-    if unknown:
-        raise ParamError(unknown[0], "is not a parameter of this demo")
-    values = schema.parse({**schema.defaults, **raw})
-    return DemoParams(values=values, work_tokens=int(schema.work_tokens(values)))
-
-
-def whole_parse(raw: dict, field: str, *, minimum: int, maximum: int) -> int:
-    """`raw[field]` as a whole number from `minimum` to `maximum` (a schema's helper)."""
-    value = int(_number(raw, field, 0, integer=True))
-    if not minimum <= value <= maximum:
-        raise ParamError(field, f"must be between {minimum} and {maximum}")
-    return value
-
-
-def choice_parse(raw: dict, field: str, *, choices: tuple) -> object:
-    """`raw[field]` if it is one of `choices` (compared as given, or as text for a number)."""
-    value = raw.get(field)
-    for choice in choices:
-        if value == choice or (isinstance(choice, int) and isinstance(value, str)
-                               and value.strip() == str(choice)):
-            return choice
-    raise ParamError(field, f"must be one of {', '.join(str(c) for c in choices)}")
-
-
-def choices_parse(raw: dict, field: str, *, choices: tuple[str, ...], minimum: int = 1) -> list:
-    """`raw[field]` as a list of distinct `choices`, kept in the order of `choices`."""
-    value = raw.get(field)
-    if isinstance(value, str):
-        value = [part.strip() for part in value.split(",") if part.strip()]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ParamError(field, "must be a list of names")
-    unknown = [v for v in value if v not in choices]
-    if unknown:
-        raise ParamError(field, f"{unknown[0][:40]!r} is not one of {', '.join(choices)}")
-    picked = [c for c in choices if c in value]
-    if len(picked) < minimum:
-        raise ParamError(field, f"choose at least {minimum}")
-    return picked
-
-
-def flag_parse(raw: dict, field: str) -> bool:
-    """`raw[field]` as true or false (JSON booleans, or "true"/"false", "on"/"off", 1/0)."""
-    value = raw.get(field)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "on", "1", "false", "off",
-                                                            "0", ""):
-        return value.strip().lower() in ("true", "on", "1")
-    raise ParamError(field, "must be true or false")

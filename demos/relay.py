@@ -49,8 +49,7 @@ def _cancel_pending() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-# How long one XREAD waits for new entries (ms): the most a disconnect can go unnoticed.
-XREAD_BLOCK_MS = 1000
+XREAD_BLOCK_MS = events.XREAD_BLOCK_MS  # the most a disconnect can go unnoticed (ms)
 # A stream's place in the per-visitor and per-run counts is refreshed this often (s) and
 # dropped when older than STREAM_STALE_S (a process that died without cleaning up).
 STREAM_REFRESH_S = 5

@@ -29,8 +29,9 @@ from django.utils import timezone
 from demos import events
 from demos.conf import demo_setting
 from demos.models import Run
-from demos.params import DemoParams, RunParams
+from demos.params import RunParams
 from demos.runners import runner_queue
+from demos.schema import SchemaParams
 
 logger = logging.getLogger(__name__)
 
@@ -145,13 +146,13 @@ def run_queued_count() -> int:
                               created_at__gte=timezone.now() - _queue_timeout()).count()
 
 
-def run_work_tokens(*, demo: str, params: "RunParams | DemoParams", prompt_tokens: int) -> int:
-    """Tokens a run asks the engine for: its prompt and max_tokens, for every stream it runs
-    (a demo with a schema of its own says its work itself)."""
-    from demos.runners.streaming import streaming_prompts  # plain Python, no torch
-
-    if isinstance(params, DemoParams):
+def run_work_tokens(*, demo: str, params: "RunParams | SchemaParams",
+                    prompt_tokens: int) -> int:
+    """Tokens a run asks the engine for: its prompt and max_tokens, for every stream it runs;
+    for a demo with a schema of its own, what its schema counts."""
+    if isinstance(params, SchemaParams):
         return params.work_tokens
+    from demos.runners.streaming import streaming_prompts  # plain Python, no torch
 
     streams = len(streaming_prompts(params.prompt)) if demo == "streaming" else 1
     return streams * (prompt_tokens + params.max_tokens)
@@ -228,7 +229,7 @@ def _enqueue(run: Run) -> None:
     run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)
 
 
-def run_start(*, owner: str, demo: str, params: "RunParams | DemoParams",
+def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",
               client_addr: str | None = None, prompt_tokens: int = 0) -> Run:
     """Create a run and queue its task after the commit.
 
@@ -422,3 +423,45 @@ def run_as_json(run: Run) -> dict:
         "summary": run.summary,
         "error": run.error,
     }
+
+
+# Files a run may keep for its owner (a profiler trace): name → content type. Kept in Redis
+# beside the run's events, for as long as they are.
+RUN_FILES = {"trace.json.gz": "application/gzip"}
+RUN_FILE_MAX_BYTES = 8 * 2**20
+
+
+def run_file_key(run_id: str, name: str) -> str:
+    return f"run:{run_id}:file:{name}"
+
+
+def run_file_keep(*, run_id: str, name: str, data: bytes) -> str | None:
+    """Keep `data` as the run's file `name` for DEMO_EVENTS_TTL seconds; its download URL, or
+    None when the name is not one a run may keep or the file is over RUN_FILE_MAX_BYTES."""
+    from django.urls import reverse
+
+    if name not in RUN_FILES or len(data) > RUN_FILE_MAX_BYTES:
+        return None
+    _redis_bytes().set(run_file_key(run_id, name), data,
+                       ex=int(demo_setting("DEMO_EVENTS_TTL")))
+    return reverse("demos:run_file", args=[run_id, name])
+
+
+def run_file_get(*, run_id: str, name: str) -> bytes | None:
+    """The run's kept file, or None (never kept, or expired)."""
+    if name not in RUN_FILES:
+        return None
+    return _redis_bytes().get(run_file_key(run_id, name))
+
+
+_BYTES_CLIENTS: dict[str, object] = {}
+
+
+def _redis_bytes():
+    """A client that hands back bytes as bytes (the shared one decodes text); one per URL."""
+    import redis as redis_lib
+
+    url = settings.REDIS_URL
+    if url not in _BYTES_CLIENTS:
+        _BYTES_CLIENTS[url] = redis_lib.Redis.from_url(url, socket_connect_timeout=5)
+    return _BYTES_CLIENTS[url]

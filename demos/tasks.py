@@ -78,6 +78,8 @@ def run_execute(run_id: str) -> str:
             time_limit_s=_TIME_LIMIT,
             pace_s=float(demo_setting("DEMO_STREAMING_STEP_DELAY"))
             if run.demo == "streaming" else 0.0,
+            keep_file=lambda name, data: services.run_file_keep(run_id=run_id, name=name,
+                                                                data=data),
         )
         engine_client = None
         try:

@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/<uuid:run_id>/events", views.run_events, name="run_events"),
     path("hardware", views.hardware_latest, name="hardware_latest"),
     path("hardware/measure", views.hardware_measure, name="hardware_measure"),
+    path("runs/<uuid:run_id>/files/<str:name>", views.run_file, name="run_file"),
     path("<slug:slug>/", views.demo_page, name="demo_page"),
     path("<slug:slug>/runs", views.run_create, name="run_create"),
 ]

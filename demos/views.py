@@ -21,15 +21,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from demos import services
 from demos.params import (
-    DEMO_SLUGS,
     ParamError,
-    RunParams,
-    demo_defaults,
-    demo_options,
-    demo_params_parse,
-    demo_slugs,
+    demo_known,
     json_object_parse,
     prompt_fit_check,
+    run_params_defaults,
+    run_params_parse,
     whole_number_parse,
 )
 from demos.relay import StreamRefused, run_events_relay, stream_slot_take
@@ -53,14 +50,18 @@ def _events_url(run_id: str) -> str:
 
 
 def demo_context(slug: str) -> dict:
-    """What a demo's partial needs: its defaults and example prompts (for pages including it),
-    whether it takes a prompt, and its own partial and script."""
-    return {"demo_slug": slug, "demo_defaults": demo_defaults(slug),
-            "demo_options": demo_options(slug),
-            "demo_examples": EXAMPLE_PROMPTS, "demo_streams": streaming_prompts("")[1:],
-            "demo_prompt_form": slug in DEMO_SLUGS,
-            "demo_partial": f"demos/_{slug}.html",
-            "demo_script": "" if slug in DEMO_SLUGS else f"js/demos/{slug}.js"}
+    """What a demo's partial needs: its defaults and example prompts (for pages including it);
+    for a demo with a schema of its own, its fields, its partial and its script."""
+    from demos.runners import runner_get
+
+    context = {"demo_slug": slug, "demo_defaults": run_params_defaults(slug),
+               "demo_examples": EXAMPLE_PROMPTS, "demo_streams": streaming_prompts("")[1:]}
+    runner = runner_get(slug)
+    if runner.params is not None:
+        context.update(demo_fields=runner.params.specs, demo_partial=f"demos/_{slug}.html",
+                       demo_script=f"js/demos/{slug}.js",
+                       **(runner.context() if runner.context else {}))
+    return context
 
 
 EXAMPLE_PROMPTS = (
@@ -74,7 +75,7 @@ EXAMPLE_PROMPTS = (
 @require_GET
 def demo_page(request: HttpRequest, slug: str) -> HttpResponse:
     """A demo on a page of its own (the course page includes the same partial)."""
-    if slug not in demo_slugs():
+    if not demo_known(slug):
         raise Http404("No such demo")
     return render(request, "demos/demo_page.html", demo_context(slug))
 
@@ -111,12 +112,11 @@ def _too_big() -> JsonResponse:
 @require_POST
 @_redis_guarded
 def run_create(request: HttpRequest, slug: str) -> JsonResponse:
-    if slug not in demo_slugs():
+    if not demo_known(slug):
         return _error(404, message=f"No demo named {slug!r}.")
     try:
-        params = demo_params_parse(demo=slug, body=_body_read(request))
-        prompt_tokens = (prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
-                         if isinstance(params, RunParams) else 0)
+        params = run_params_parse(demo=slug, body=_body_read(request))
+        prompt_tokens = prompt_fit_check(params, model_dir=settings.ENGINE_MODEL)
     except RequestDataTooBig:
         return _too_big()
     except ParamError as exc:
@@ -156,6 +156,21 @@ def run_detail(request: HttpRequest, run_id) -> JsonResponse:
     if run is None:
         return _error(404, message="No such run.")
     return JsonResponse(services.run_as_json(run))
+
+
+@never_cache
+@require_GET
+@_redis_guarded
+def run_file(request: HttpRequest, run_id, name: str) -> HttpResponse:
+    """A file the run kept for its owner (the profile demo's trace), as a download; 404 for
+    anyone else, for a name no run keeps, and once it has expired."""
+    run = _owned_run(request, run_id)
+    data = services.run_file_get(run_id=str(run_id), name=name) if run is not None else None
+    if data is None:
+        return _error(404, message="No such file (it may have expired; run the demo again).")
+    response = HttpResponse(data, content_type=services.RUN_FILES[name])
+    response["Content-Disposition"] = f'attachment; filename="{run_id}-{name}"'
+    return response
 
 
 def _stream_number(value: object) -> int:

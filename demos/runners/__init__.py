@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome, RunTimeLimit
+from demos.schema import ParamSchema
 
 
 @dataclass(frozen=True)
@@ -22,15 +23,22 @@ class Runner:
     slug: str
     run: Callable[..., RunOutcome]
     engine: str  # "shared" or "own"
+    # A demo with parameters of its own (demos/schema.py): its form is drawn from them, its
+    # partial is templates/demos/_<slug>.html and its script static/js/demos/<slug>.js.
+    params: ParamSchema | None = None
+    # Extra template context for the demo's partial (plain values; called in the web process).
+    context: Callable[[], dict] | None = None
 
 
 RUNNERS: dict[str, Runner] = {}
 
 
-def runner_register(slug: str, run: Callable[..., RunOutcome], *, engine: str = "shared") -> None:
+def runner_register(slug: str, run: Callable[..., RunOutcome], *, engine: str = "shared",
+                    params: ParamSchema | None = None,
+                    context: Callable[[], dict] | None = None) -> None:
     if engine not in ("shared", "own"):
         raise ValueError("engine must be 'shared' or 'own'")
-    RUNNERS[slug] = Runner(slug=slug, run=run, engine=engine)
+    RUNNERS[slug] = Runner(slug=slug, run=run, engine=engine, params=params, context=context)
 
 
 def runner_get(demo: str) -> Runner:
@@ -49,10 +57,14 @@ def runner_queue(demo: str) -> str:
     return settings.EXPERIMENT_QUEUE
 
 
-from demos.runners import (  # noqa: E402,F401  (they register themselves)
+# They register themselves.
+from demos.runners import (  # noqa: E402,F401
     lifecycle,
+    profile,
     quantization,
     streaming,
+    triton_rmsnorm,
+    utilization,
 )
 
 __all__ = ["RUNNERS", "RunCancelled", "RunContext", "RunOutcome", "RunTimeLimit", "Runner",

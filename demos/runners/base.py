@@ -41,6 +41,9 @@ class RunContext:
     # demo, so a learner can cut a stream mid-answer); the shared engine's other requests
     # are not slowed.
     pace_s: float = 0.0
+    # keep_file(name, data) -> URL: keeps a file the run produced (a profiler trace) for its
+    # owner to download while the run's events last; None where nothing can be kept.
+    keep_file: Callable[[str, bytes], str | None] | None = None
     started: float = field(default_factory=time.perf_counter)
     _cancel_seen: dict[str, str] = field(default_factory=dict)
     _cancel_polled: float = 0.0

@@ -10,22 +10,15 @@ rounding-noise model); evaluation_progress (after each batch of documents); form
 (FP32 first, then one per format: bits per byte, agreement, mean KL); plot (the figures and
 their tables); then the task publishes finished with the summary.
 
-The parameter schema is declared here, beside the runner; importing this module imports no
-torch.
+The parameter schema (demos/schema.py) is declared here, beside the runner; importing this
+module imports no torch.
 """
 
 import contextlib
 import threading
 
-from demos.params import (
-    ParamSchema,
-    choice_parse,
-    choices_parse,
-    flag_parse,
-    param_schema_register,
-    whole_parse,
-)
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
+from demos.schema import ParamSchema, ParamSpec
 from problems.arithmetic.formats import INT4_GROUP_SIZES
 from problems.arithmetic.units import number_format, percent_format
 from problems.plots import Plot, Series, plot_figure, plot_table
@@ -48,29 +41,25 @@ def format_name(format: str, *, group_size: int) -> str:
             "nvfp4": "NVFP4", "mxfp4": "MXFP4"}[format]
 
 
-def quantization_params_parse(raw: dict) -> dict:
-    """The demo's parameters: which formats (FP32 always runs as the reference), the INT4 group
-    size, whether the embedding is quantized too, and how many held-out documents to score."""
-    return {
-        "formats": choices_parse(raw, "formats", choices=FORMATS_OFFERED),
-        "int4_group_size": choice_parse(raw, "int4_group_size", choices=INT4_GROUP_SIZES),
-        "quantize_embedding": flag_parse(raw, "quantize_embedding"),
-        "documents": whole_parse(raw, "documents", minimum=DOCUMENTS_MIN,
-                                 maximum=DOCUMENTS_MAX),
-    }
-
-
-QUANTIZATION_PARAMS = param_schema_register(ParamSchema(
-    demo="quantization",
-    defaults={"formats": list(FORMATS_OFFERED), "int4_group_size": 128,
-              "quantize_embedding": False, "documents": DOCUMENTS_DEFAULT},
-    parse=quantization_params_parse,
-    work_tokens=lambda values: values["documents"] * TOKENS_PER_DOCUMENT,
-    options={"formats": [(f, format_name(f, group_size=128).replace(" group 128", ""))
-                         for f in FORMATS_OFFERED],
-             "group_sizes": INT4_GROUP_SIZES, "documents_min": DOCUMENTS_MIN,
-             "documents_max": DOCUMENTS_MAX},
-))
+PARAMS = ParamSchema(
+    specs=(
+        ParamSpec("formats", "Formats to quantize to (the FP32 model as shipped is always the "
+                  "reference)", "choices", list(FORMATS_OFFERED),
+                  choices=(("bf16", "BF16"), ("int8", "INT8 per channel"),
+                           ("fp8", "FP8 E4M3 per channel"),
+                           ("int4", "INT4 (groups and zero points)"), ("nvfp4", "NVFP4"),
+                           ("mxfp4", "MXFP4"))),
+        ParamSpec("int4_group_size", "INT4 group size", "choice", "128",
+                  choices=tuple((str(g), str(g)) for g in INT4_GROUP_SIZES),
+                  unit="weights per scale"),
+        ParamSpec("documents", "Held-out documents to score", "whole", DOCUMENTS_DEFAULT,
+                  minimum=DOCUMENTS_MIN, maximum=DOCUMENTS_MAX,
+                  help="Each about a hundred tokens of text the model never trained on."),
+        ParamSpec("quantize_embedding", "Quantize the embedding too (in this model it is also "
+                  "the output head)", "bool", False),
+    ),
+    work=lambda values: values["documents"] * TOKENS_PER_DOCUMENT,
+)
 
 
 def _stop_check(ctx: RunContext, done: dict) -> None:
@@ -187,7 +176,7 @@ def _quantization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -
     from worker.evaluation import documents_encode, heldout_texts, quality_compare
     from worker.quantization import model_quantize
 
-    group = params["int4_group_size"]
+    group = int(params["int4_group_size"])
     formats = list(params["formats"])
     texts = heldout_texts(limit=params["documents"])
     documents = documents_encode(engine.tokenizer, texts)
@@ -250,4 +239,4 @@ def _quantization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -
 
 from demos.runners import runner_register  # noqa: E402
 
-runner_register("quantization", quantization_run, engine="own")
+runner_register("quantization", quantization_run, engine="own", params=PARAMS)

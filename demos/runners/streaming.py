@@ -9,6 +9,7 @@ token, step (free blocks), aborted or done per stream; the task then publishes f
 cancelled.
 """
 
+from demos.events import XREAD_BLOCK_MS
 from demos.runners.base import (
     EVENT_WAIT_S,
     RunCancelled,
@@ -50,7 +51,8 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
         stream_of[request_id] = index
         streams.append({"stream": index, "prompt": prompt, "request_id": request_id,
                         "prompt_tokens": len(token_ids), "state": "running",
-                        "completion_tokens": 0, "reason": None})
+                        "completion_tokens": 0, "reason": None, "cut_seen_ms": None,
+                        "freed_ms": None, "blocks_freed": None})
     ctx.publish("streams", {"streams": [{k: s[k] for k in ("stream", "prompt", "prompt_tokens")}
                                         for s in streams], **_kv(client),
                             "at_ms": ctx.elapsed_ms()})
@@ -62,6 +64,8 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
 
     def summary() -> list[dict]:
         return [{k: s[k] for k in ("stream", "state", "completion_tokens")} for s in streams]
+
+    step_seconds: list[float] = []
 
     cancel_all: str | None = None
     freed_by_cancel = 0
@@ -78,12 +82,15 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
             index = int(target.partition(":")[2]) if target.startswith("stream:") else -1
             if 0 <= index < len(streams) and streams[index]["state"] == "running":
                 streams[index]["state"], streams[index]["reason"] = "aborting", reason
+                streams[index]["cut_seen_ms"] = ctx.elapsed_ms()
                 client.abort(streams[index]["request_id"])
         for event in client.events(timeout=EVENT_WAIT_S):
             engine_error_raise(event)
             kind = event.get("type")
             index = stream_of.get(event.get("request_id", ""))
             if kind == "step":
+                if event.get("seconds") is not None:
+                    step_seconds.append(float(event["seconds"]))
                 # The pool as the step left it (later reads may already see an abort).
                 ctx.publish("step", {"kv_blocks_free": int(event["blocks_free"]),
                                      "kv_blocks_total": int(event["blocks_total"]),
@@ -98,9 +105,15 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                     streams[index]["state"] = "aborted"
                     freed_by_cancel += int(event.get("blocks_freed", 0))
                 else:
+                    streams[index]["freed_ms"] = ctx.elapsed_ms()
+                    streams[index]["blocks_freed"] = int(event.get("blocks_freed", 0))
+                    # The engine's own count: it may have sampled a token the page never saw.
+                    streams[index]["completion_tokens"] = int(event.get(
+                        "completion_tokens", streams[index]["completion_tokens"]))
                     stream_end(index, "aborted", {
                         "reason": streams[index]["reason"],
-                        "blocks_freed": int(event.get("blocks_freed", 0)),
+                        "blocks_freed": streams[index]["blocks_freed"],
+                        "cut_seen_ms": streams[index]["cut_seen_ms"],
                         "completion_tokens": streams[index]["completion_tokens"]})
             elif kind == "finished" and streams[index]["state"] in ("running", "aborting"):
                 # Finished before an abort could land: it is done, not aborted.
@@ -120,7 +133,32 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
     if cancel_all is not None:
         raise RunCancelled(cancel_all, summary={"blocks_freed": freed_by_cancel, **_kv(client),
                                                 "streams": summary()})
-    return RunOutcome(state="finished", summary={**_kv(client), "streams": summary()})
+    return RunOutcome(state="finished", summary={
+        **_kv(client), "streams": summary(),
+        "measured_vs_predicted": _measured_vs_predicted(
+            client=client, streams=streams, params=params, pace_s=ctx.pace_s,
+            step_seconds=step_seconds)})
+
+
+def _measured_vs_predicted(*, client, streams: list[dict], params: dict, pace_s: float,
+                           step_seconds: list[float]) -> dict:
+    """Each stopped stream's blocks and how fast they came back, beside problem 2's
+    arithmetic for the same stream (demos/estimate.py)."""
+    from demos.estimate import streaming_estimate
+
+    stats = client.stats()
+    step_s = sum(step_seconds) / len(step_seconds) if step_seconds else 0.0
+    estimate = streaming_estimate(
+        streams=streams, block_size=int(stats["block_size"]),
+        block_bytes=int(stats["kv_block_bytes"]), pace_s=pace_s,
+        max_tokens=int(params["max_tokens"]), step_s=step_s,
+        relay_poll_s=XREAD_BLOCK_MS / 1000, runner_poll_s=EVENT_WAIT_S)
+    measured = [{k: s[k] for k in ("stream", "reason", "completion_tokens", "prompt_tokens",
+                                   "blocks_freed", "cut_seen_ms", "freed_ms")}
+                for s in streams if s["state"] == "aborted"]
+    return {"measured": measured, "predicted": estimate["streams"],
+            "pace_s": pace_s, "step_s": step_s, "relay_poll_s": estimate["relay_poll_s"],
+            "block_size": int(stats["block_size"]), "max_tokens": int(params["max_tokens"])}
 
 
 from demos.runners import runner_register  # noqa: E402

@@ -2,17 +2,16 @@
 
 from django import template
 
-import demos.runners  # noqa: F401  (the runners declare their demos' parameters)
-from demos.params import demo_slugs
+from demos.params import demo_known
 
 register = template.Library()
 
 
 @register.inclusion_tag("demos/_demo.html", takes_context=True)
 def demo(context, slug: str) -> dict:
-    """The live demo `slug` with its form defaults (and, for the chat-like ones, examples)."""
+    """The demo `slug` (a registered live demo) with its form defaults and examples."""
     from demos.views import demo_context
 
-    if slug not in demo_slugs():
+    if not demo_known(slug):
         raise template.TemplateSyntaxError(f"no demo named {slug!r}")
     return {**demo_context(slug), "request": context.get("request")}

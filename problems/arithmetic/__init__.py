@@ -20,6 +20,9 @@ Formulas (keyword-only, each returns a `Result`):
 - parallel: `moe_layout` (TP, PP, EP and data-parallel attention for an MoE model)
 - replica: `replica_cost` (one replica's batch, step and dollars per million tokens)
 - capacity: `capstone`, `chat_demand`, `tornado` (users to a fleet, problem 25)
+- utilization: `decode_step_breakdown` (a decode step by kernel group), `gpu_utilization`
+  (nvidia-smi's busy share against MFU and MBU, problems 13 and 14)
+- fusion: `rmsnorm_fusion` (eager against fused RMSNorm traffic, problem 15)
 
 Formatting for people lives in `units`.
 """

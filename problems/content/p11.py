@@ -8,7 +8,7 @@ import math
 
 from django.http import HttpRequest
 
-from demos.runners.quantization import QUANTIZATION_PARAMS
+from demos.runners.quantization import PARAMS as QUANTIZATION_PARAMS
 from problems.arithmetic.catalog import DTYPES, gpu_get, kv_dtype_get, model_get, models_all
 from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.compute import attention_flops_per_token_pair
@@ -367,8 +367,8 @@ def context(*, request: HttpRequest) -> dict:
         "nv": nvfp4_block_worked(),
         "demo_params_text": f"{int(demo.params_published):,}" if demo else "",
         "demo_linear_count": 7 * demo.layers if demo else 0,
-        "demo_group_size": QUANTIZATION_PARAMS.defaults["int4_group_size"],
-        "demo_documents": QUANTIZATION_PARAMS.defaults["documents"],
+        "demo_group_size": QUANTIZATION_PARAMS.defaults()["int4_group_size"],
+        "demo_documents": QUANTIZATION_PARAMS.defaults()["documents"],
     }
 
 

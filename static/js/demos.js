@@ -1,12 +1,15 @@
 // Live demos: start a run (POST JSON), follow its Server-Sent Events, cancel it.
-// This file holds what every demo shares (the run button, the event stream, errors beside their
-// fields) and the two chat-like demos of page 01. Any other demo brings its own file,
-// static/js/demos/<slug>.js, which calls window.courseDemos.register(slug, {params, reset,
-// handlers}) with the helpers in window.courseDemos.api; each .demo element is wired once.
+// One file for both demos; each .demo element on the page is wired once.
 (function () {
   "use strict";
-  if (window.courseDemos) return; // included by more than one partial on a page
-  window.courseDemos = { runs: {}, kinds: {} };
+  if (window.courseDemos && window.courseDemos.lib) return; // included by more than one partial
+  // Demos with a script of their own (static/js/demos/<slug>.js) register here, before the
+  // page is wired: { reset(root), handlers(root, run) -> { eventType: function(data) } }.
+  const pending = (window.courseDemos && window.courseDemos.modules) || {};
+  window.courseDemos = {
+    runs: {}, modules: pending,
+    register: function (slug, module) { window.courseDemos.modules[slug] = module; },
+  };
 
   function csrfToken() {
     try {
@@ -34,6 +37,12 @@
     return value >= 100 ? value.toFixed(0) + " ms" : value.toFixed(value >= 10 ? 1 : 2) + " ms";
   }
 
+  // A duration given in seconds: milliseconds below one second, seconds above.
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    return seconds >= 1 ? seconds.toFixed(seconds >= 10 ? 1 : 2) + " s" : ms(seconds * 1000);
+  }
+
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
@@ -57,6 +66,21 @@
   }
 
   function formParams(form) {
+    if (form.dataset.schema) {
+      // A demo whose form is drawn from its parameter schema: numbers, choices, checkboxes.
+      const params = {};
+      Array.from(form.elements).forEach(function (field) {
+        if (!field.name) return;
+        if (field.type === "checkbox" && field.dataset.choices) {
+          // One of several boxes of a "choices" field: the checked ones, as a list.
+          params[field.name] = params[field.name] || [];
+          if (field.checked) params[field.name].push(field.value);
+        } else if (field.type === "checkbox") params[field.name] = field.checked;
+        else if (field.type === "number") params[field.name] = field.value === "" ? field.value : Number(field.value);
+        else params[field.name] = field.value;
+      });
+      return params;
+    }
     return {
       prompt: form.elements.prompt.value,
       max_tokens: Number(form.elements.max_tokens.value),
@@ -74,6 +98,43 @@
     if (fieldError) fieldError.textContent = data.error;
     else general.textContent = data.error || "Something went wrong (" + response.status + ").";
   }
+
+  // Plots built in Python (problems/plots.py: a plotly figure and the same numbers as a table),
+  // drawn beside their tables, as the calculators draw theirs.
+  function plotsDraw(container, plots, src) {
+    container.replaceChildren();
+    return plotlyLoad(src).then(function (Plotly) {
+      return Promise.all((plots || []).map(function (plot) {
+        const figure = el("figure", "plot-figure");
+        const target = el("div", "plot");
+        const title = (plot.figure.layout.title || {}).text || "";
+        target.setAttribute("role", "img");
+        target.setAttribute("aria-label", title + "; the table beside it lists the same numbers.");
+        const caption = el("figcaption", "plot-table-wrap");
+        const table = el("table", "plot-table");
+        table.appendChild(el("caption", "", title));
+        const head = el("tr");
+        plot.table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
+        const thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
+        const body = el("tbody");
+        plot.table.rows.forEach(function (row) {
+          const tr = el("tr");
+          row.forEach(function (cell, i) { tr.appendChild(el(i === 0 ? "th" : "td", "", cell)); });
+          body.appendChild(tr);
+        });
+        table.appendChild(body);
+        caption.appendChild(table);
+        figure.appendChild(target);
+        figure.appendChild(caption);
+        container.appendChild(figure);
+        return Plotly.newPlot(target, plot.figure.data, plot.figure.layout,
+          { displayModeBar: false, responsive: true }).then(function () { target.classList.add("drawn"); });
+      }));
+    });
+  }
+
+  window.courseDemos.lib = { el: el, ms: ms, count: function (n, noun) { return count(n, noun); },
+    plotlyLoad: plotlyLoad, plotsDraw: plotsDraw, postJson: postJson };
 
   // ---- The lifecycle demo (problem 1) ----------------------------------------------------
 
@@ -228,6 +289,8 @@
 
   function streamingReset(root) {
     root.querySelector(".streams").replaceChildren();
+    const result = root.querySelector(".streaming-result");
+    if (result) { result.replaceChildren(); result.hidden = true; }
     kvShow(root, null);
   }
 
@@ -270,6 +333,7 @@
           col.querySelector(".stream-state").textContent = "streaming";
           col.querySelector(".stream-prompt").textContent = s.prompt;
           col.querySelector(".stream-cut").addEventListener("click", function () {
+            run.stoppedAt[s.stream] = performance.now();
             // As a client that goes away: close this stream's own connection, nothing else.
             const source = run.streamSources[s.stream];
             if (source) { source.close(); delete run.streamSources[s.stream]; }
@@ -277,6 +341,7 @@
             col.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
           });
           col.querySelector(".stream-cancel").addEventListener("click", function () {
+            run.stoppedAt[s.stream] = performance.now();
             postJson(run.cancelUrl, { stream: s.stream });
             col.querySelector(".stream-state").textContent = "cancelling…";
           });
@@ -289,13 +354,112 @@
         // Kept for the page's tests and curious readers: the bar before and after the abort.
         root.dataset.kvBeforeAbort = root.querySelector(".kv-bar").getAttribute("aria-valuenow");
         root.dataset.kvAfterAbort = d.kv_blocks_free;
+        run.freedAt[d.stream] = performance.now();
         kvShow(root, d);
         streamEnded(d.stream, "aborted (" + d.reason + "): " + count(d.blocks_freed, "block") + " back in the pool");
       },
       done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
-      finished: function (d) { kvShow(root, d); },
+      finished: function (d) { kvShow(root, d); streamingResult(root, run, d.measured_vs_predicted); },
       cancelled: function (d) { kvShow(root, d); },
     };
+  }
+
+  // The run's end: each stopped stream's blocks, and how soon they came back, against problem
+  // 2's arithmetic (the worker computes the prediction; this page adds what only it can time:
+  // from the click to the "aborted" event arriving back).
+  function streamingResult(root, run, mvp) {
+    const box = root.querySelector(".streaming-result");
+    if (!box || !mvp) return;
+    box.replaceChildren();
+    box.hidden = false;
+    if (!mvp.measured.length) {
+      box.appendChild(el("p", "", "No stream was cut or cancelled in this run, so there is " +
+        "nothing to set against the prediction: run it again and cut one mid-answer."));
+      return;
+    }
+    const predicted = {};
+    mvp.predicted.forEach(function (p) { predicted[p.stream] = p; });
+    const rows = mvp.measured.map(function (m) {
+      const p = predicted[m.stream] || {};
+      const clicked = run.stoppedAt[m.stream], freed = run.freedAt[m.stream];
+      const endToEnd = clicked !== undefined && freed !== undefined ? (freed - clicked) / 1000 : null;
+      const inWorker = m.cut_seen_ms !== null && m.freed_ms !== null ? (m.freed_ms - m.cut_seen_ms) / 1000 : null;
+      return { m: m, p: p, endToEnd: endToEnd, inWorker: inWorker };
+    });
+    const table = el("table", "estimate-table streaming-table");
+    table.appendChild(el("caption", "", "Each stopped stream, measured vs problem 2's arithmetic " +
+      "(blocks of " + mvp.block_size + " tokens; one token every " + ms(mvp.pace_s * 1000) + ")"));
+    const head = el("tr");
+    ["stream", "stopped after", "blocks freed (measured)", "blocks held (predicted)",
+     "freed after (measured, click to event)", "freed within (predicted)",
+     "held without cancellation (predicted)"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+    table.appendChild(head);
+    rows.forEach(function (r) {
+      const tr = el("tr");
+      [String(r.m.stream) + " (" + r.m.reason + ")", count(r.m.completion_tokens, "token"),
+       String(r.m.blocks_freed), r.p.blocks_at_cut === undefined ? "–" : String(r.p.blocks_at_cut),
+       r.endToEnd === null ? "–" : duration(r.endToEnd),
+       r.p.freed_within_s === undefined ? "–" : duration(r.p.freed_within_s),
+       r.p.held_s_without_cancel === undefined ? "–" : duration(r.p.held_s_without_cancel)
+      ].forEach(function (v) { tr.appendChild(el("td", "", v)); });
+      table.appendChild(tr);
+    });
+    const scroll = el("div", "table-scroll");
+    scroll.appendChild(table);
+    box.appendChild(scroll);
+    const first = rows[0];
+    const words = [];
+    if (first.p.blocks_at_cut !== undefined) {
+      words.push("Stream " + first.m.stream + " gave back " + count(first.m.blocks_freed, "block") +
+        " where the formula expects " + first.p.blocks_at_cut + " (its prompt and every token but " +
+        "the newest, in whole blocks" + (first.m.blocks_freed < first.p.blocks_at_cut ?
+        "; fewer come back when full prompt blocks are shared with another stream's identical prompt start and stay in use" : "") + ").");
+    }
+    if (first.endToEnd !== null && first.p.freed_within_s !== undefined) {
+      words.push("They came back " + duration(first.endToEnd) + " after the click, against a " +
+        "predicted " + duration(first.p.freed_within_s) + " at most: " +
+        (first.m.reason === "disconnected" ? "a cut is noticed when the relay next polls Redis " +
+        "(every " + duration(mvp.relay_poll_s) + " at most), " : "a cancel arrives as a request at once, ") +
+        "then the worker sees it within its poll and the abort lands at the next engine step; " +
+        "the browser's own timing adds the trip of the click and of the event back.");
+    }
+    if (first.p.held_s_without_cancel !== undefined) {
+      words.push("Without cancellation the engine would have gone on decoding for nobody for " +
+        duration(first.p.held_s_without_cancel) + ", its blocks growing to " +
+        first.p.blocks_at_end + ".");
+    }
+    box.appendChild(el("p", "streaming-verdict", words.join(" ")));
+    const target = el("div", "demo-plot streaming-plot");
+    box.appendChild(target);
+    plotlyLoad(root.dataset.plotlySrc).then(function (Plotly) {
+      const traces = [];
+      rows.forEach(function (r) {
+        const freedS = r.endToEnd !== null ? r.endToEnd : (r.inWorker || 0);
+        traces.push({ type: "scatter", mode: "lines", line: { shape: "hv" },
+          name: "stream " + r.m.stream + ", measured",
+          x: [0, freedS, freedS], y: [r.m.blocks_freed, r.m.blocks_freed, 0] });
+        if (r.p.held_s_without_cancel !== undefined) {
+          traces.push({ type: "scatter", mode: "lines", line: { dash: "dash" },
+            name: "stream " + r.m.stream + ", predicted without cancellation",
+            x: [0, r.p.held_s_without_cancel, r.p.held_s_without_cancel],
+            y: [r.p.blocks_at_cut, r.p.blocks_at_end, 0] });
+          traces.push({ type: "scatter", mode: "lines", line: { dash: "dot" },
+            name: "stream " + r.m.stream + ", predicted with cancellation (at most)",
+            x: [0, r.p.freed_within_s, r.p.freed_within_s],
+            y: [r.p.blocks_at_cut, r.p.blocks_at_cut, 0] });
+        }
+      });
+      const layout = {
+        title: { text: "KV blocks held after a stream was stopped", font: { size: 14 } },
+        height: 320, margin: { l: 60, r: 20, t: 40, b: 90 },
+        xaxis: { title: { text: "seconds since the stream was stopped" }, rangemode: "tozero" },
+        yaxis: { title: { text: "KV blocks held" }, rangemode: "tozero" },
+        legend: { orientation: "h", y: -0.35 },
+      };
+      return Plotly.newPlot(target, traces, layout, { displayModeBar: false, responsive: true });
+    }).then(function () { target.classList.add("drawn"); }).catch(function () {
+      target.textContent = "The plot could not be drawn.";
+    });
   }
 
   function streamFollow(root, run, index) {
@@ -320,9 +484,9 @@
     Object.keys(handlers).forEach(function (type) {
       source.addEventListener(type, function (e) { handlers[type](JSON.parse(e.data)); });
     });
-    ["tokenized", "streams", "started"].forEach(function (type) {
-      source.addEventListener(type, function () { state.textContent = "running"; });
-    });
+    source.addEventListener("tokenized", function () { state.textContent = "running"; });
+    source.addEventListener("streams", function () { state.textContent = "running"; });
+    source.addEventListener("started", function () { state.textContent = "running"; });
     function end(label) {
       source.close();
       Object.values(run.streamSources).forEach(function (s) { s.close(); });
@@ -348,10 +512,10 @@
   }
 
   function demoWire(root) {
-    const kind = window.courseDemos.kinds[root.dataset.demo];
-    if (root.dataset.wired || !kind) return; // a demo's own script registers it later
+    if (root.dataset.wired) return;
     root.dataset.wired = "1";
     const form = root.querySelector(".demo-form");
+    const isLifecycle = root.dataset.demo === "lifecycle";
     root.querySelectorAll("[data-example]").forEach(function (button) {
       button.addEventListener("click", function () { form.elements.prompt.value = button.dataset.example; });
     });
@@ -365,7 +529,7 @@
       runButton.disabled = true;
       root.querySelector(".demo-state").textContent = "starting…";
       root.dataset.runState = "starting";
-      const response = await postJson(root.dataset.startUrl, kind.params(form));
+      const response = await postJson(root.dataset.startUrl, formParams(form));
       if (response.status !== 201) {
         showErrors(root, response);
         runButton.disabled = false;
@@ -379,29 +543,26 @@
       current = {
         id: runId, eventsUrl: response.data.events_url,
         cancelUrl: response.data.events_url.replace(/events$/, "cancel"), streamSources: {},
+        stoppedAt: {}, freedAt: {},
       };
       window.courseDemos.runs[root.dataset.demo] = current;
       root.querySelector(".demo-cancel").hidden = false;
       root.querySelector(".demo-state").textContent = "queued";
-      kind.reset(root);
-      runFollow(root, current, kind.handlers(root, current));
+      const module = window.courseDemos.modules[root.dataset.demo];
+      if (module) {
+        module.reset(root);
+        runFollow(root, current, module.handlers(root, current));
+      } else if (isLifecycle) {
+        lifecycleReset(root);
+        runFollow(root, current, lifecycleHandlers(root));
+      } else {
+        streamingReset(root);
+        runFollow(root, current, streamingHandlers(root, current));
+      }
     });
   }
 
   function demosWire() { document.querySelectorAll(".demo[data-demo]").forEach(demoWire); }
-
-  // A demo's own script declares how to read its form, clear its display and handle its
-  // events; the page's matching .demo elements are wired at once.
-  window.courseDemos.register = function (slug, kind) {
-    window.courseDemos.kinds[slug] = kind;
-    demosWire();
-  };
-  window.courseDemos.api = { postJson: postJson, plotlyLoad: plotlyLoad, el: el, ms: ms,
-                             count: count, showErrors: showErrors };
-  window.courseDemos.kinds.lifecycle = { params: formParams, reset: lifecycleReset,
-                                         handlers: function (root) { return lifecycleHandlers(root); } };
-  window.courseDemos.kinds.streaming = { params: formParams, reset: streamingReset,
-                                         handlers: streamingHandlers };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", demosWire);
   else demosWire();
   document.addEventListener("htmx:afterSettle", demosWire);

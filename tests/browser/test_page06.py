@@ -102,4 +102,4 @@ def test_a_bad_parameter_shows_beside_its_field(page, asgi_server):  # noqa: F81
     page.wait_for_function(
         "() => document.querySelector('#demo-quantization [data-error-for=documents]')"
         ".textContent")
-    assert "between 4 and 32" in demo.locator('[data-error-for="documents"]').inner_text()
+    assert "at most 32" in demo.locator('[data-error-for="documents"]').inner_text()

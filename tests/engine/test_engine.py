@@ -74,14 +74,16 @@ def test_chunked_prefill_shares_steps_with_decodes(engine):
 
 def test_abort_frees_blocks_at_once_and_reports_next_step(engine):
     rid = engine.add_request(ids(40), SamplingParams(max_tokens=50))
-    engine.step()
-    engine.step()
+    before = engine.step() + engine.step()
+    sampled = sum(1 for e in before if e["type"] == "token" and e["request_id"] == rid)
     held = engine.stats()["kv_blocks_total"] - engine.stats()["kv_blocks_free"]
     assert held > 0
     assert engine.abort(rid) is True
     assert engine.stats()["kv_blocks_free"] == engine.stats()["kv_blocks_total"]
     events = engine.step()
-    assert {"type": "aborted", "request_id": rid, "blocks_freed": held} in events
+    # It also says how many tokens the request had generated (none while still in prefill).
+    assert {"type": "aborted", "request_id": rid, "blocks_freed": held,
+            "completion_tokens": sampled} in events
     assert not engine.has_unfinished()
     assert engine.abort(rid) is False
 

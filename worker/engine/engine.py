@@ -198,7 +198,8 @@ class Engine:
         seq.finish_reason = "abort"
         seq.metrics.finished_time = time.perf_counter()
         self._pending_events.append(
-            {"type": "aborted", "request_id": request_id, "blocks_freed": freed})
+            {"type": "aborted", "request_id": request_id, "blocks_freed": freed,
+             "completion_tokens": seq.num_output_tokens})
         self._output_store(seq)
         return True
 

@@ -83,14 +83,6 @@
     }
 
     window.courseDemos.register("quantization", {
-      params: function (form) {
-        return {
-          formats: Array.from(form.querySelectorAll('input[name="formats"]:checked')).map(function (i) { return i.value; }),
-          int4_group_size: Number(form.elements.int4_group_size.value),
-          documents: Number(form.elements.documents.value),
-          quantize_embedding: form.elements.quantize_embedding.checked,
-        };
-      },
       reset: function (root) {
         root.querySelector(".quant-table tbody").replaceChildren();
         root.querySelector(".quant-layers-body").replaceChildren();
@@ -152,9 +144,15 @@
     });
   }
 
-  function start() {
-    if (window.courseDemos && window.courseDemos.register) wire(window.courseDemos.api);
+  // demos.js may load before or after this file: register either way.
+  window.courseDemos = window.courseDemos || { modules: {} };
+  if (!window.courseDemos.register) {
+    window.courseDemos.modules = window.courseDemos.modules || {};
+    window.courseDemos.register = function (slug, module) { window.courseDemos.modules[slug] = module; };
   }
-  if (window.courseDemos && window.courseDemos.register) start();
-  else document.addEventListener("DOMContentLoaded", start);
+  wire({
+    el: function () { return window.courseDemos.lib.el.apply(null, arguments); },
+    count: function (n, noun) { return window.courseDemos.lib.count(n, noun); },
+    plotlyLoad: function (src) { return window.courseDemos.lib.plotlyLoad(src); },
+  });
 })();

@@ -4,13 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from demos.params import DemoParams, ParamError, demo_params_parse
+from demos.params import run_params_parse
 from demos.runners import RunCancelled, runner_get
-from demos.runners.quantization import QUANTIZATION_PARAMS, quantization_run
+from demos.runners.quantization import PARAMS as QUANTIZATION_PARAMS
+from demos.runners.quantization import quantization_run
+from demos.schema import ParamError, SchemaParams
 from tests.demos.runners.conftest import Recorder
 
 MODEL = Path(__file__).resolve().parents[3] / "worker" / "models" / "course-lm"
-PARAMS = {**QUANTIZATION_PARAMS.defaults, "documents": 4}
+PARAMS = {**QUANTIZATION_PARAMS.defaults(), "documents": 4}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_a_cancel_stops_the_run_between_steps(engine):
 @pytest.mark.parametrize(("body", "field"), [
     (b'{"formats": ["int3"]}', "formats"),
     (b'{"formats": []}', "formats"),
-    (b'{"int4_group_size": 100}', "int4_group_size"),
+    (b'{"int4_group_size": "100"}', "int4_group_size"),
     (b'{"documents": 99}', "documents"),
     (b'{"documents": "many"}', "documents"),
     (b'{"quantize_embedding": "maybe"}', "quantize_embedding"),
@@ -74,16 +76,16 @@ def test_a_cancel_stops_the_run_between_steps(engine):
 ])
 def test_bad_parameters_name_their_field(body, field):
     with pytest.raises(ParamError) as error:
-        demo_params_parse(demo="quantization", body=body)
+        run_params_parse(demo="quantization", body=body)
     assert error.value.field == field
 
 
 def test_good_parameters_and_their_work():
-    params = demo_params_parse(demo="quantization",
-                               body=b'{"formats": ["nvfp4", "int8"], "documents": 8, '
-                                    b'"int4_group_size": "32", "quantize_embedding": true}')
-    assert isinstance(params, DemoParams)
+    params = run_params_parse(demo="quantization",
+                              body=b'{"formats": ["nvfp4", "int8"], "documents": 8, '
+                                   b'"int4_group_size": "32", "quantize_embedding": true}')
+    assert isinstance(params, SchemaParams)
     # Kept in the demo's order, whatever order they came in.
-    assert params.values == {"formats": ["int8", "nvfp4"], "int4_group_size": 32,
+    assert params.values == {"formats": ["int8", "nvfp4"], "int4_group_size": "32",
                              "quantize_embedding": True, "documents": 8}
     assert params.work_tokens == 8 * 128

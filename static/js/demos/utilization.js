@@ -1,0 +1,41 @@
+// The utilization demo (problem 14): a row per batch size as it is measured, then the step
+// time against the floor and the busy share against MFU.
+(function () {
+  "use strict";
+  window.courseDemos = window.courseDemos || { modules: {} };
+  function lib() { return window.courseDemos.lib; }
+  function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toPrecision(3) + "%"; }
+
+  function reset(root) {
+    const table = root.querySelector(".utilization-table");
+    table.querySelector("tbody").replaceChildren();
+    table.hidden = true;
+    root.querySelector(".demo-plots").replaceChildren();
+    root.querySelector(".run-note").hidden = true;
+  }
+
+  function handlers(root) {
+    const el = lib().el;
+    return {
+      batch: function (d) {
+        const table = root.querySelector(".utilization-table");
+        table.hidden = false;
+        const tr = el("tr");
+        const busy = d.device_busy === null ? d.forward_share : d.device_busy;
+        [String(d.batch), d.step_ms.toFixed(2), d.model_ms.toFixed(2), d.host_ms.toFixed(2), pct(busy),
+         pct(d.mfu_wall), pct(d.mbu_wall), d.predicted_floor_ms.toFixed(2) + " (" + d.predicted_bound + ")"].forEach(function (cell, i) {
+          tr.appendChild(el(i === 0 ? "th" : "td", "", cell));
+        });
+        table.querySelector("tbody").appendChild(tr);
+      },
+      finished: function (d) {
+        lib().plotsDraw(root.querySelector(".demo-plots"), d.plots, root.dataset.plotlySrc);
+        const note = root.querySelector(".run-note");
+        note.textContent = d.note;
+        note.hidden = false;
+      },
+    };
+  }
+
+  window.courseDemos.modules.utilization = { reset: reset, handlers: handlers };
+})();

@@ -1,0 +1,126 @@
+"""The runners of page 07 (profile, utilization, triton-rmsnorm) on engines of their own, in
+this process, with tiny workloads: events in order, summaries that add up, every block back."""
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from demos.runners import RunCancelled, runner_get
+from demos.runners.triton_rmsnorm import kernel_notes_missing, kernel_source_annotated
+from tests.demos.runners.conftest import MODEL, Recorder
+
+HAS_RANGES = importlib.util.find_spec("worker.engine.profiling") is not None
+
+
+def _has_detokenize() -> bool:
+    from worker.engine import SamplingParams
+
+    return "detokenize" in {f.name for f in dataclasses.fields(SamplingParams)}
+
+
+@pytest.fixture(scope="module")
+def own():
+    """An engine of the run's own and the machine's measured rates, as the task builds them."""
+    from worker.demo_engine import engine_build, machine_measure, model_facts
+
+    engine = engine_build(str(MODEL))
+    machine = {**machine_measure(), **model_facts(engine), "model_path": str(MODEL),
+               "device": "cpu"}
+    return engine, machine
+
+
+def run(slug: str, own, recorder: Recorder, **params):
+    engine, machine = own
+    runner = runner_get(slug)
+    outcome = runner.run(engine=engine, machine=machine,
+                         params=runner.params.parse(params).as_dict(),
+                         ctx=dataclasses.replace(recorder.context(),
+                                                 keep_file=lambda name, data: f"/kept/{name}"))
+    stats = engine.stats()
+    assert stats["kv_blocks_free"] == stats["kv_blocks_total"]  # every block back
+    return outcome
+
+
+def test_triton_rmsnorm_checks_parity_in_the_interpreter(own, recorder) -> None:
+    outcome = run("triton-rmsnorm", own, recorder, tokens=8, hidden=96, dtype="bf16",
+                  residual=True)
+    assert recorder.types() == ["started", "parity"]
+    summary = outcome.summary
+    assert summary["mode"] == "interpreter" and summary["parity"]["passed"]
+    assert summary["timing"] is None and "NumPy" in summary["timing_absent_reason"]
+    assert summary["parity"]["kernel_vs_engine"]["max_ulps"] <= summary["parity"][
+        "tolerance_ulps"]
+    assert [p["figure"]["layout"]["title"]["text"] for p in summary["plots"]] == [
+        "Largest error in ulps of BF16, against the tests' tolerance"]
+    assert "Timing is left out" in summary["note"]
+
+
+def test_every_kernel_note_points_at_a_line_of_the_kernel() -> None:
+    assert kernel_notes_missing() == []
+    lines = kernel_source_annotated()
+    assert lines[0]["code"].startswith("@triton.jit")
+    assert sum(1 for line in lines if line["note"]) >= 15
+
+
+def test_utilization_measures_each_batch_size_in_order(own, recorder) -> None:
+    outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4)
+    assert recorder.types() == ["started"] + ["batch"] * 6
+    rows = outcome.summary["batches"]
+    assert [r["batch"] for r in rows] == [1, 2, 4, 8, 16, 32]
+    for r in rows:
+        assert r["step_ms"] >= r["model_ms"] > 0 and r["host_ms"] >= 0
+        assert r["device_busy"] is None and 0 < r["forward_share"] <= 1
+        assert r["predicted_floor_ms"] > 0 and r["mfu_wall"] <= r["mfu_model"]
+    # Twice the batch, twice the FLOPs of the weights: the arithmetic's count grows with it.
+    assert rows[-1]["flops"] > 30 * rows[0]["flops"] / 1.1
+    assert len(outcome.summary["plots"]) == 2 and outcome.summary["note"]
+
+
+def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> None:
+    recorder.cancel_after = ("batch", None, "all", "cancelled")
+    with pytest.raises(RunCancelled):
+        run("utilization", own, recorder, prompt_tokens=8, steps=4)
+
+
+@pytest.mark.skipif(not _has_detokenize(), reason="needs SamplingParams(detokenize=False) "
+                    "from engine-sched, not on main yet")
+def test_the_lean_host_lever_runs(own, recorder) -> None:
+    outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4, lean_host=True)
+    assert outcome.summary["lean_host"] and "lean host" in outcome.summary["note"]
+
+
+def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None:
+    outcome = run("profile", own, recorder, num_sequences=2, prompt_tokens=16,
+                  profile_steps=2)
+    assert recorder.types() == ["started", "step", "step", "profile", "estimate"]
+    summary = outcome.summary
+    steps = summary["profile"]["steps"]
+    assert len(steps) == 2 and all(s["operators"] > 10 for s in steps)
+    assert summary["profile"]["top_ops"][0]["name"].startswith("aten::")
+    assert summary["profile"]["trace"]["url"] == "/kept/trace.json.gz"
+    estimate = summary["estimate"]["steps"]
+    assert [r["kind"] for r in estimate] == ["prefill", "decode"]
+    assert all(r["predicted_forward_ms"] > 0 and r["ratio"] > 0 for r in estimate)
+    assert len(summary["plots"]) == 2 and "floor" in summary["note"]
+
+
+@pytest.mark.skipif(not HAS_RANGES, reason="the engine's named ranges (engine-sched) are not "
+                    "on main yet")
+def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None:
+    outcome = run("profile", own, recorder, num_sequences=2, prompt_tokens=16,
+                  profile_steps=2)
+    layers = own[0].runner.config.num_layers
+    for step in outcome.summary["profile"]["steps"]:
+        names = [r["name"] for r in step["ranges"]]
+        assert names == ["schedule", "prepare_inputs", "forward", "attention", "sample",
+                         "detokenize"]
+        attention = next(r for r in step["ranges"] if r["name"] == "attention")
+        assert attention["count"] == layers
+        forward = next(r for r in step["ranges"] if r["name"] == "forward")
+        assert forward["dur_ms"] <= step["step_ms"] and attention["dur_ms"] <= forward["dur_ms"]
+
+
+def test_the_model_is_the_shipped_one() -> None:
+    assert Path(MODEL).exists()

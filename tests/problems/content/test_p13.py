@@ -1,0 +1,85 @@
+"""Problem 13 on page 07, through Django's test client: every section written, the worked
+answer's figures equal to the JSON API's, inputs that move them, bad input named beside its
+field, hints hidden, an accessible SVG, the profile demo embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_short, percent_format, seconds_format
+from problems.content import p13
+from tests.problems.content.helpers import problem_html, section_html, typed_figures
+from tests.problems.content.page07 import (
+    api_get,
+    calculator_query,
+    hints_hidden,
+    mistakes_at_least_four,
+    page_get,
+    section_text,
+    sections_written,
+    svg_accessible,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p13.__file__).with_suffix(".html")
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    sections_written(client, 13)
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    """Llama 3 8B, H100, BF16, 64 × 1,000 tokens: 23.4 GB read, a 6.98 ms floor, MLP 48.2%,
+    KV 35.9% (test_utilization.py works it by hand)."""
+    worked = section_text(client, 13, "worked")
+    r = api_get(client, "decode-step-breakdown", model="llama-3-8b", gpu="h100-sxm")
+    assert f"{seconds_format(r['step_seconds'])} for {bytes_short(r['step_bytes'])} read" in worked
+    assert f"MLP {percent_format(r['mlp_share'])}" in worked
+    assert f"KV-cache attention {percent_format(r['kv_share'])}" in worked
+    assert f"{bytes_short(r['mlp_bytes'])} per step" in worked
+    assert "at least 355" in worked and "6.98 ms" in worked and "23.4 GB" in worked
+    assert "every time below is a floor" in worked
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    query = calculator_query(p13.CALCULATOR, p13.PREFIX, batch=256, context_tokens=4000,
+                             bandwidth_efficiency=0.5)
+    worked = section_text(client, 13, "worked", query)
+    r = api_get(client, "decode-step-breakdown", model="llama-3-8b", gpu="h100-sxm", batch=256,
+                context_tokens=4000, bandwidth_efficiency=0.5)
+    assert f"{seconds_format(r['step_seconds'])} for {bytes_short(r['step_bytes'])}" in worked
+    assert "256 sequences in the step and 4,000 tokens" in worked
+    assert "every time below is a floor" not in worked
+    assert "do not fit" in worked  # 256 × 4,000 × 131,072 B = 134 GB of KV on one H100
+
+
+def test_a_context_past_the_window_is_an_error_beside_its_field(client) -> None:
+    content = page_get(client, calculator_query(p13.CALCULATOR, p13.PREFIX,
+                                                context_tokens=9000))
+    error = re.search(r'id="id_p13-breakdown-context_tokens_error"[^>]*>(.*?)<', content, re.S)
+    assert error and "context window" in error.group(1)
+    # The prose keeps its defaults.
+    assert "64 sequences in the step" in section_text(
+        client, 13, "worked", calculator_query(p13.CALCULATOR, p13.PREFIX, context_tokens=9000))
+
+
+def test_hints_svg_mistakes_and_no_typed_figures(client) -> None:
+    hints_hidden(client, 13)
+    svg_accessible(client, 13)
+    source = TEMPLATE.read_text()
+    mistakes_at_least_four(source)
+    assert typed_figures(source) == []
+
+
+def test_the_profile_demo_is_embedded(client) -> None:
+    demo = section_html(problem_html(page_get(client), 13), 13, "demo")
+    assert 'data-demo="profile"' in demo and 'name="profile_steps"' in demo
+    assert "js/demos/profile.js" in demo
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p13.SOURCES) >= 8
+    for title, url in p13.SOURCES:
+        assert title and url.startswith("https://")

@@ -1,0 +1,74 @@
+"""Problem 14 on page 07, through Django's test client: every section written, the figures
+equal to the JSON API's, inputs that move them, hints hidden, an accessible SVG, the
+utilization demo embedded."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import percent_format, seconds_format
+from problems.content import p14
+from tests.problems.content.helpers import problem_html, section_html, typed_figures
+from tests.problems.content.page07 import (
+    api_get,
+    calculator_query,
+    hints_hidden,
+    mistakes_at_least_four,
+    page_get,
+    section_text,
+    sections_written,
+    svg_accessible,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p14.__file__).with_suffix(".html")
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    sections_written(client, 14)
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    """Batch 1 and 64 with 3 ms of host time not overlapped: 60.1% and 70% utilisation, MFU
+    0.347% and 14.4% while busy, 10.5 ms of host time for 30% at batch 1."""
+    worked = section_text(client, 14, "worked")
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm")
+    small, large = r["small"], r["large"]
+    assert (f"nvidia-smi now reads {percent_format(small['utilization'])} and "
+            f"{percent_format(large['utilization'])}") in worked
+    assert (f"MFU is {percent_format(small['mfu_busy'])} at batch 1 and "
+            f"{percent_format(large['mfu_busy'])} at batch 64") in worked
+    assert seconds_format(small["host_for_target_seconds"]) in worked
+    assert ("60.1%", "70%", "0.347%", "14.4%", "10.5 ms") == (
+        percent_format(small["utilization"]), percent_format(large["utilization"]),
+        percent_format(small["mfu_busy"]), percent_format(large["mfu_busy"]),
+        seconds_format(small["host_for_target_seconds"]))
+
+
+def test_overlapping_the_host_changes_the_words_and_the_figures(client) -> None:
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, overlap="on", host_ms=10)
+    worked = section_text(client, 14, "worked", query)
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm", overlap="on",
+                host_ms=10)
+    assert "Overlapped, a step takes the longer of the two" in worked
+    assert f"nvidia-smi now reads {percent_format(r['small']['utilization'])}" in worked
+
+
+def test_hints_svg_mistakes_and_no_typed_figures(client) -> None:
+    hints_hidden(client, 14)
+    svg_accessible(client, 14)
+    source = TEMPLATE.read_text()
+    mistakes_at_least_four(source)
+    assert typed_figures(source) == []
+
+
+def test_the_utilization_demo_is_embedded(client) -> None:
+    demo = section_html(problem_html(page_get(client), 14), 14, "demo")
+    assert 'data-demo="utilization"' in demo and 'name="lean_host"' in demo
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p14.SOURCES) >= 8
+    for title, url in p14.SOURCES:
+        assert title and url.startswith("https://")

@@ -1,0 +1,80 @@
+"""Problem 15 on page 07, through Django's test client: every section written, the figures
+equal to the JSON API's, inputs that move them, a format the kernel does not take named beside
+its field, hints hidden, an accessible SVG, the triton-rmsnorm demo with the kernel's source."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_short, seconds_format
+from problems.content import p15
+from tests.problems.content.helpers import problem_html, section_html, typed_figures
+from tests.problems.content.page07 import (
+    api_get,
+    calculator_query,
+    hints_hidden,
+    mistakes_at_least_four,
+    page_get,
+    section_text,
+    sections_written,
+    svg_accessible,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p15.__file__).with_suffix(".html")
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    sections_written(client, 15)
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    """4,096 tokens × 4,096 in BF16 (test_fusion.py works it by hand): 604 MB eager against 67.1
+    MB fused (9×), 180 µs against 20 µs; 11.1 ms saved per 32-layer pass."""
+    worked = section_text(client, 15, "worked")
+    r = api_get(client, "rmsnorm-fusion")
+    assert f"{bytes_short(r['norm_eager_bytes'])}." in worked
+    assert f"{bytes_short(r['norm_fused_bytes'])}, 9× fewer bytes" in worked
+    assert (f"eager RMSNorm {seconds_format(r['norm_eager_seconds'])}, fused "
+            f"{seconds_format(r['norm_fused_seconds'])}") in worked
+    assert f"saved: {seconds_format(r['pass_saved_seconds'])}" in worked
+    assert "(as in Llama 3 8B)" in worked
+
+
+def test_fp32_has_no_casts_in_the_prose(client) -> None:
+    query = calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="fp32", tokens=1)
+    worked = section_text(client, 15, "worked", query)
+    r = api_get(client, "rmsnorm-fusion", dtype="fp32", tokens=1)
+    assert "6 kernels; 28 bytes moved per element," in worked
+    assert seconds_format(r["norm_eager_seconds"]) in worked and "ns" in worked
+
+
+def test_a_format_the_kernel_does_not_take_is_named_beside_its_field(client) -> None:
+    content = page_get(client, calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="int4"))
+    error = re.search(r'id="id_p15-rmsnorm-dtype_error"[^>]*>(.*?)<', content, re.S)
+    assert error and error.group(1).strip()
+    response = client.get("/api/calc/rmsnorm-fusion", {"dtype": "int4"})
+    assert response.status_code == 400 and response.json()["field"] == "dtype"
+
+
+def test_hints_svg_mistakes_and_no_typed_figures(client) -> None:
+    hints_hidden(client, 15)
+    svg_accessible(client, 15)
+    source = TEMPLATE.read_text()
+    mistakes_at_least_four(source)
+    assert typed_figures(source) == []
+
+
+def test_the_demo_shows_the_kernels_source_explained(client) -> None:
+    demo = section_html(problem_html(page_get(client), 15), 15, "demo")
+    assert 'data-demo="triton-rmsnorm"' in demo
+    assert "tl.program_id(0)" in demo and "which row this program handles" in demo
+    assert demo.count("<tr><td><code>") >= 20
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p15.SOURCES) >= 8
+    for title, url in p15.SOURCES:
+        assert title and url.startswith("https://")

@@ -1,0 +1,108 @@
+"""Fused RMSNorm in Triton, optionally with the residual add before it: one program per row
+(token), one read and one write of each element.
+
+    y = x / sqrt(mean(x**2) + eps) * weight                    (plain)
+    s = x + residual;  y = s / sqrt(mean(s**2) + eps) * weight  (fused add; returns y and s)
+
+Rounding follows Hugging Face's LlamaRMSNorm and the eager residual add, so the engine's outputs
+do not change when the kernel is switched on: the sum is rounded to the activation dtype before
+it is normalised, and the normalised value is rounded before the weight multiply. Sums of
+squares accumulate in FP32.
+
+Importing this module imports triton: do it only where `triton_mode()` is not None (see
+worker/engine/kernels/__init__.py for why the interpreter must be chosen before that).
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from worker.engine.kernels import triton_mode
+
+# One row is one block held in registers. 65,536 columns is far above any hidden size in use
+# (the course's catalogue tops out at 16,384); wider rows would need a loop over chunks.
+MAX_COLS = 65_536
+# The interpreter cannot autotune (it has no GPU to time on), so it launches a fixed width.
+WARPS_INTERPRETER = 4
+
+
+@triton.jit
+def rmsnorm_kernel(
+    x_ptr, residual_ptr, weight_ptr, out_ptr, residual_out_ptr,
+    x_row_stride, residual_row_stride, out_row_stride, residual_out_row_stride,
+    n_cols, eps,
+    HAS_RESIDUAL: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    if HAS_RESIDUAL:
+        r = tl.load(residual_ptr + row * residual_row_stride + cols, mask=mask, other=0.0)
+        s = (x + r.to(tl.float32)).to(residual_out_ptr.dtype.element_ty)
+        tl.store(residual_out_ptr + row * residual_out_row_stride + cols, s, mask=mask)
+        x = s.to(tl.float32)
+    mean_sq = tl.sum(x * x, axis=0) / n_cols
+    rstd = tl.rsqrt(mean_sq + eps)
+    w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    x_hat = (x * rstd).to(out_ptr.dtype.element_ty)
+    y = x_hat.to(tl.float32) * w
+    tl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+# On a GPU the first call for each key times every warp count and keeps the fastest (Triton
+# adds the tensors' dtypes to the key). The kernel writes only its outputs, so the tuner's
+# repeated runs on the same arguments are harmless; an in-place kernel would need
+# restore_value.
+rmsnorm_kernel_tuned = triton.autotune(
+    configs=[triton.Config({}, num_warps=w) for w in (1, 2, 4, 8, 16)],
+    key=["n_cols", "HAS_RESIDUAL"],
+)(rmsnorm_kernel)
+
+
+def _rows(t: torch.Tensor, n_cols: int) -> torch.Tensor:
+    """`t` as a 2-D [rows, n_cols] view with contiguous columns (copied only if it must be)."""
+    t2 = t.reshape(-1, n_cols)
+    return t2 if t2.stride(-1) == 1 else t2.contiguous()
+
+
+def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float,
+            residual: torch.Tensor | None = None):
+    """RMSNorm over the last dimension of `x` (any leading shape), by the Triton kernel.
+
+    Returns y, or (y, x + residual) when `residual` is given; outputs have x's shape and dtype.
+    Raises ValueError for mismatched shapes, RuntimeError where Triton cannot run.
+    """
+    mode = triton_mode()
+    if mode is None:
+        raise RuntimeError("Triton cannot run here (no CUDA, and the process was not started "
+                           "with TRITON_INTERPRET=1)")
+    n_cols = x.shape[-1]
+    if weight.shape != (n_cols,):
+        raise ValueError(f"weight has shape {tuple(weight.shape)}; expected ({n_cols},)")
+    if n_cols > MAX_COLS:
+        raise ValueError(f"hidden size {n_cols:,} is above {MAX_COLS:,}, one block's limit")
+    if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype):
+        raise ValueError("residual must have x's shape and dtype")
+    x2 = _rows(x, n_cols)
+    out = torch.empty_like(x2)
+    if residual is not None:
+        r2 = _rows(residual, n_cols)
+        r_out = torch.empty_like(x2)
+    else:
+        r2 = r_out = x2  # never read or written: HAS_RESIDUAL is False
+    if x2.shape[0] > 0:
+        kernel, extra = ((rmsnorm_kernel, {"num_warps": WARPS_INTERPRETER})
+                         if mode == "interpreter" else (rmsnorm_kernel_tuned, {}))
+        kernel[(x2.shape[0],)](
+            x2, r2, weight, out, r_out,
+            x2.stride(0), r2.stride(0), out.stride(0), r_out.stride(0),
+            n_cols, eps,
+            HAS_RESIDUAL=residual is not None,
+            BLOCK_SIZE=triton.next_power_of_2(n_cols),
+            **extra,
+        )
+    if residual is None:
+        return out.view(x.shape)
+    return out.view(x.shape), r_out.view(x.shape)
