@@ -24,7 +24,9 @@ class ParamError(ValueError):
 @dataclass(frozen=True)
 class ParamSpec:
     """One parameter: `kind` is "whole", "real", "choice" (one of `choices`, (value, label)
-    pairs) or "bool". Numbers are bounded by `minimum` and `maximum` inclusive."""
+    pairs), "choices" (a list of distinct `choices` values, at least one, kept in the order of
+    `choices`; drawn as check boxes) or "bool". Numbers are bounded by `minimum` and `maximum`
+    inclusive."""
 
     name: str
     label: str
@@ -44,6 +46,20 @@ class ParamSpec:
             if isinstance(value, str) and value.lower() in ("true", "false", "on", "off"):
                 return value.lower() in ("true", "on")
             raise ParamError(self.name, "must be true or false")
+        if self.kind == "choices":
+            allowed = [c for c, _ in self.choices]
+            if isinstance(value, str):
+                value = [part.strip() for part in value.split(",") if part.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ParamError(self.name, "must be a list of names")
+            unknown = [v for v in value if v not in allowed]
+            if unknown:
+                raise ParamError(self.name, f"{unknown[0][:40]!r} is not one of "
+                                 f"{', '.join(allowed)}")
+            picked = [c for c in allowed if c in value]
+            if not picked:
+                raise ParamError(self.name, "choose at least one")
+            return picked
         if self.kind == "choice":
             allowed = [c for c, _ in self.choices]
             if value not in allowed:

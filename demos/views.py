@@ -243,3 +243,39 @@ async def run_events(request: HttpRequest, run_id) -> HttpResponse:
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx and friends: do not buffer the stream
     return response
+
+
+@never_cache
+@require_GET
+@_redis_guarded
+def hardware_latest(request: HttpRequest) -> JsonResponse:
+    """The worker's latest measured roofline (problem 12), or 404 when none is stored."""
+    from demos.hardware import hardware_latest as latest
+
+    found = latest(services.redis())
+    if found is None:
+        return JsonResponse({"detail": "not measured yet"}, status=404)
+    return JsonResponse(found)
+
+
+@require_POST
+@_redis_guarded
+def hardware_measure(request: HttpRequest) -> JsonResponse:
+    """Ask a worker to measure itself: 202, or 429 with Retry-After while a measurement asked
+    for in the last ten minutes is running or fresh."""
+    from demos.hardware import hardware_measure_request
+
+    try:
+        wait = hardware_measure_request(services.redis())
+    except redis.RedisError:
+        raise
+    except Exception:
+        logger.exception("could not queue a hardware measurement")
+        return _error(503, message="The measurement could not be queued right now; please try "
+                      "again in a minute.")
+    if wait:
+        response = _error(429, message=f"A measurement was asked for in the last ten minutes; "
+                          f"try again in {wait} s.", retry_after_s=wait)
+        response["Retry-After"] = str(wait)
+        return response
+    return JsonResponse({"detail": "measuring; the result is kept for a day"}, status=202)

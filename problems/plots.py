@@ -34,6 +34,17 @@ class Series:
     markers: bool = False
     # Drawn as a staircase (each value holds until the next x): capacity that changes in steps.
     step: bool = False
+    # Points only, no line between them (one point per format, say); `labels` are printed
+    # beside the points, one per point.
+    lines: bool = True
+    labels: tuple[str, ...] | None = None
+    # Where each label sits against its point (plotly's textposition: "top center",
+    # "middle right", ...), so labels of nearby points do not print over each other.
+    label_positions: tuple[str, ...] | None = None
+    # Markers drawn as open circles: a prediction set beside measured, filled points.
+    hollow: bool = False
+    # A colour of its own instead of the palette's next (a GPU's points in its line's colour).
+    color: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,8 @@ class Plot:
     x_log: bool = False
     y_log: bool = False
     y_from_zero: bool = True
+    # False: no legend, the series labelled on the plot itself (many series in a small plot).
+    legend: bool = True
 
 
 def _finite_points(series: Series, *, x_log: bool, y_log: bool) -> list[tuple[float, float]]:
@@ -78,19 +91,37 @@ def plot_figure(plot: "Plot | BarPlot") -> dict:
     data = []
     for index, series in enumerate(plot.series):
         points = _finite_points(series, x_log=plot.x_log, y_log=plot.y_log)
-        line: dict[str, object] = {"color": PALETTE[index % len(PALETTE)], "width": 2}
+        line: dict[str, object] = {"color": series.color or PALETTE[index % len(PALETTE)],
+                                   "width": 2}
         if series.dash:
             line["dash"] = "dash"
         if series.step:
             line["shape"] = "hv"
-        data.append({
+        trace = {
             "type": "scatter",
             "mode": "lines+markers" if series.markers else "lines",
             "name": series.name,
             "x": [x for x, _ in points],
             "y": [y for _, y in points],
             "line": line,
-        })
+        }
+        if not series.lines:
+            trace["mode"] = "markers"
+            trace["marker"] = {"size": 9, "color": line["color"]}
+        if series.hollow:
+            trace["marker"] = {"size": 10, "color": line["color"], "symbol": "circle-open",
+                               "line": {"width": 2}}
+        if series.labels is not None:
+            drawn = set(points)
+            positions = series.label_positions or ("top center",) * len(series.labels)
+            kept = [(label, where) for x, y, label, where
+                    in zip(series.x, series.y, series.labels, positions, strict=True)
+                    if (x, y) in drawn]
+            trace["mode"] += "+text"
+            trace["text"] = [label for label, _ in kept]
+            trace["textposition"] = [where for _, where in kept]
+            trace["textfont"] = {"size": 11}
+        data.append(trace)
     shapes = []
     annotations = []
     for mark in plot.marks:
@@ -116,7 +147,7 @@ def plot_figure(plot: "Plot | BarPlot") -> dict:
         "yaxis": y_axis,
         "shapes": shapes,
         "annotations": annotations,
-        **_legend_below(len(plot.series) > 1, len(plot.series), height=340),
+        **_legend_below(plot.legend and len(plot.series) > 1, len(plot.series), height=340),
     }
     return {"data": data, "layout": layout}
 

@@ -21,6 +21,23 @@ def worker_describe() -> dict:
     }
 
 
+@shared_task(name="worker.hardware_measure", soft_time_limit=120, time_limit=150,
+             acks_late=False)
+def hardware_measure_task(**sizes: object) -> dict:
+    """Measure this worker's roofline (worker/hardware.py) on its engine device and store it
+    where the page reads it (demos/hardware.py). `sizes` override the measurement's sizes, as
+    settings.HARDWARE_MEASURE_SIZES does when given (the tests' tiny ones); the page never sends
+    any."""
+    from demos.hardware import hardware_store
+    from demos.services import redis
+    from worker.hardware import hardware_measure
+
+    sizes = sizes or dict(getattr(settings, "HARDWARE_MEASURE_SIZES", {}))
+    measurement = hardware_measure(device=getattr(settings, "ENGINE_DEVICE", "cpu"), **sizes)
+    hardware_store(redis(), measurement)
+    return measurement
+
+
 # How long an OpenAI-API request may run in the worker, seconds.
 V1_TIME_LIMIT_S = 120
 

@@ -61,6 +61,7 @@ def runner_queue(demo: str) -> str:
 from demos.runners import (  # noqa: E402,F401
     lifecycle,
     profile,
+    quantization,
     streaming,
     triton_rmsnorm,
     utilization,

@@ -59,6 +59,20 @@ def peak_flops_get(*, gpu: Gpu, dtype: Dtype) -> float:
     return rate
 
 
+def native_peak_get(*, gpu: Gpu, dtype: Dtype, field: str = "dtype") -> float:
+    """The dense peak of `gpu`'s own tensor cores for `dtype` (FLOP/s, or OP/s for INT8),
+    refusing a format the GPU would only run weight-only (NVFP4 or MXFP4 off Blackwell)."""
+    if gpu.rate_get(dtype.compute) is None:
+        fallback = (f": engines run it weight-only there, at the "
+                    f"{dtype.weight_only_on.upper()} rate" if dtype.weight_only_on else "")
+        raise ArithmeticInputError(
+            field=field,
+            message=f"the {gpu.name} has no {dtype.compute.upper()} tensor cores for "
+            f"{dtype.name}{fallback}",
+        )
+    return peak_flops_get(gpu=gpu, dtype=dtype)
+
+
 def peak_describe(*, gpu: Gpu, dtype: Dtype) -> str:
     """The peak named for what it is: which tensor cores, dense, and FLOP/s or OPS."""
     peak = peak_flops_get(gpu=gpu, dtype=dtype)

@@ -451,7 +451,7 @@ def cost_levers_plan(
     """The baseline state and each lever's changes (None when off) from the calculator's flat
     inputs, every one checked and named. Prices default to the catalog's assumed figures."""
     from problems.arithmetic.catalog import dtype_get, kv_dtype_get, model_get
-    from problems.arithmetic.compute import peak_flops_get
+    from problems.arithmetic.compute import native_peak_get
     from problems.arithmetic.errors import ArithmeticInputError
     from problems.arithmetic.replica import SPEC_GAMMA_MAX, replica_inputs_check
 
@@ -519,18 +519,13 @@ def cost_levers_plan(
     levers.append(("disagg", {"disagg_gain": number_check(
         disagg_gain, field="disagg_gain", minimum=1.0, maximum=10.0, allow_minimum=True)}
         if _on(disagg, field="disagg") else None))
-    # A format the lever's GPU cannot multiply in is refused beside the format.
+    # A format the lever's GPU cannot multiply in on its own tensor cores (a weight-only
+    # fallback is not this lever) is refused beside the format.
     for lever, changes in levers:
         if lever == "gpu" and changes and levers[1][1]:
-            try:
-                peak_flops_get(gpu=changes["gpu"], dtype=levers[1][1]["w"])
-            except ArithmeticInputError as error:
-                raise ArithmeticInputError(field="fp8_dtype", message=error.message) from error
+            native_peak_get(gpu=changes["gpu"], dtype=levers[1][1]["w"], field="fp8_dtype")
     if levers[1][1]:
-        try:
-            peak_flops_get(gpu=k["gpu"], dtype=narrow)
-        except ArithmeticInputError as error:
-            raise ArithmeticInputError(field="fp8_dtype", message=error.message) from error
+        native_peak_get(gpu=k["gpu"], dtype=narrow, field="fp8_dtype")
     return baseline, levers
 
 

@@ -6,11 +6,28 @@ compute-bound they save memory but no time. The embedding and output head stay i
 (as AWQ, GPTQ and FP8 checkpoints keep them) and the KV cache keeps its own format, by default
 the model's precision, so neither shrinks with the weights."""
 
-from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
-from problems.arithmetic.compute import kv_bytes_per_token_model, peak_describe, peak_flops_get
+import math
+
+from problems.arithmetic.catalog import (
+    Dtype,
+    Gpu,
+    Model,
+    dtype_get,
+    gpu_get,
+    kv_dtype_get,
+    model_get,
+)
+from problems.arithmetic.compute import (
+    attention_flops_per_token_pair,
+    kv_bytes_per_token_model,
+    peak_describe,
+    peak_flops_get,
+    prefill_flops_model,
+    time_label,
+)
 from problems.arithmetic.decode import decode_flops_per_sequence, decode_step_model
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check
+from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
@@ -19,13 +36,17 @@ from problems.arithmetic.memory import (
     memory_fit,
     params_count_model,
     weight_bytes_model,
+    weights_read_model,
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
+    bandwidth_format,
     bytes_format,
     bytes_short,
+    count_format,
     flops_format,
     number_format,
+    rate_of_format,
     seconds_format,
 )
 
@@ -160,4 +181,288 @@ def quantization(
             before["fit_step"],
             after["fit_step"],
         ),
+    )
+
+
+# Problem 11: every weight format side by side on one GPU, and which of four GPUs each fits.
+
+FORMATS_COMPARED = ("bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
+FIT_GPUS = ("h100-sxm", "h200", "b200", "l40s")
+NO_PATH = "no kernel path on this GPU"
+
+
+def linear_rows_model(model: Model) -> int:
+    """Output rows of every linear weight matrix (q, k, v, o, gate, up, down; every expert's for
+    an MoE model), which is the number of per-channel scales an FP8 or INT8 checkpoint stores
+    (count). MLA's projections are counted row by row as well."""
+    h = model.hidden
+    if model.attention == "MLA":
+        qk_head = model.qk_nope_head_dim + model.qk_rope_head_dim
+        attention = (model.q_lora_rank + model.heads * qk_head
+                     + model.kv_lora_rank + model.qk_rope_head_dim
+                     + model.heads * (model.qk_nope_head_dim + model.v_head_dim) + h)
+    else:
+        attention = (model.heads + 2 * model.kv_heads) * model.head_dim + h
+    dense_ffn = 2 * model.intermediate + h
+    expert = 2 * model.moe_intermediate + h
+    moe_layers = model.layers - model.dense_layers if model.is_moe else 0
+    moe_ffn = (model.experts_routed + model.experts_shared) * expert + model.experts_routed
+    return (attention * model.layers + dense_ffn * (model.layers - moe_layers)
+            + moe_ffn * moe_layers)
+
+
+def format_rate_get(*, gpu: Gpu, dtype: Dtype) -> float | None:
+    """The dense rate `dtype`'s matmuls run at on `gpu` (FLOP/s, OP/s for INT8), with the
+    weight-only fallback; None when the GPU has no kernel path for it."""
+    try:
+        return peak_flops_get(gpu=gpu, dtype=dtype)
+    except ArithmeticInputError:
+        return None
+
+
+def format_native(*, gpu: Gpu, dtype: Dtype) -> bool:
+    """Whether `gpu`'s tensor cores multiply in `dtype` itself (not weight-only)."""
+    return gpu.rate_get(dtype.compute) is not None and not dtype.weight_only
+
+
+def decode_point_model(*, model: Model, gpu: Gpu, dtype: Dtype, embedding: Dtype,
+                       kv_bytes_per_token: float, batch: int, context_tokens: int, mfu: float,
+                       bandwidth_efficiency: float) -> dict:
+    """One decode step of `batch` sequences holding `context_tokens` each (bytes, FLOP,
+    seconds): bytes read ÷ bandwidth, and compute with the linear layers at `dtype`'s rate and
+    attention at the BF16 rate (the KV cache and attention kernels stay in BF16 unless FP8
+    attention is switched on); the step is the larger, its bound named. Without a kernel path
+    the times are None."""
+    memory = decode_step_model(
+        model=model, gpu=gpu, batch=batch, context_tokens=context_tokens,
+        weight_bytes_per_param=dtype.bytes, kv_bytes_per_token=kv_bytes_per_token,
+        bandwidth_efficiency=bandwidth_efficiency, embedding_bytes_per_param=embedding.bytes)
+    parts = params_count_model(model)
+    linear_flops = batch * 2 * (parts["non_embedding_active"] + parts["head"])
+    attention_flops = batch * attention_flops_per_token_pair(model) * context_tokens
+    rate = format_rate_get(gpu=gpu, dtype=dtype)
+    point = {"weights": memory["weights"], "kv": memory["kv"], "bytes": memory["bytes"],
+             "memory": memory["seconds"], "linear_flops": linear_flops,
+             "attention_flops": attention_flops, "flops": linear_flops + attention_flops,
+             "rate": rate, "compute": None, "seconds": None, "bound": None}
+    if rate is None:
+        return point
+    compute = linear_flops / (rate * mfu) + attention_flops / (gpu.bf16_flops * mfu)
+    seconds = max(memory["seconds"], compute)
+    return {**point, "compute": compute, "seconds": seconds,
+            "bound": "memory" if memory["seconds"] >= compute else "compute"}
+
+
+def prefill_point_model(*, model: Model, gpu: Gpu, dtype: Dtype, embedding: Dtype,
+                        kv_bytes_per_token: float, tokens: int, mfu: float,
+                        bandwidth_efficiency: float) -> dict:
+    """One prefill of `tokens` tokens (FLOP, bytes, seconds): the linear layers and the last
+    position's head at `dtype`'s rate, causal attention at the BF16 rate, each at `mfu`; memory
+    the weights read once, the embedding rows gathered and the KV written, at
+    `bandwidth_efficiency` of peak; the larger of the two, its bound named (None without a
+    kernel path)."""
+    flops = prefill_flops_model(model, tokens)
+    reads = weights_read_model(model=model, tokens=tokens, dtype=dtype, embedding=embedding)
+    total_bytes = reads["total"] + reads["embedding_rows"] + tokens * kv_bytes_per_token
+    memory = total_bytes / (gpu.bandwidth_bytes_per_second * bandwidth_efficiency)
+    rate = format_rate_get(gpu=gpu, dtype=dtype)
+    point = {"linear_flops": flops["linear"] + flops["head"], "attention_flops":
+             flops["attention"], "flops": flops["total"], "bytes": total_bytes,
+             "memory": memory, "rate": rate, "compute": None, "seconds": None, "bound": None}
+    if rate is None:
+        return point
+    compute = (point["linear_flops"] / (rate * mfu)
+               + flops["attention"] / (gpu.bf16_flops * mfu))
+    return {**point, "compute": compute, "seconds": max(compute, memory),
+            "bound": "compute" if compute >= memory else "memory"}
+
+
+def format_row_model(*, model: Model, gpu: Gpu, dtype: Dtype, kv_dtype: Dtype, tokens: int,
+                     batch: int, mfu: float, bandwidth_efficiency: float,
+                     memory_fraction: float, reserve_gb: float) -> dict:
+    """One weight format on one GPU: its weights (bytes, embedding and head kept as
+    `embedding_dtype_resolve` says), the decode step of `batch` sequences at `tokens` of
+    context and the prefill of `tokens` (see decode_point_model, prefill_point_model), whether
+    it runs natively, whether weights + that KV + the reserve fit, and the KV room left in
+    tokens (bytes, seconds, tokens)."""
+    embedding = embedding_dtype_resolve(model=model, dtype=dtype)
+    weights = weight_bytes_model(model=model, dtype=dtype, embedding=embedding)["total"]
+    kv_per_token = kv_bytes_per_token_model(model, kv_dtype)
+    decode_point = decode_point_model(
+        model=model, gpu=gpu, dtype=dtype, embedding=embedding,
+        kv_bytes_per_token=kv_per_token, batch=batch, context_tokens=tokens, mfu=mfu,
+        bandwidth_efficiency=bandwidth_efficiency)
+    prefill_point = prefill_point_model(
+        model=model, gpu=gpu, dtype=dtype, embedding=embedding,
+        kv_bytes_per_token=kv_per_token, tokens=tokens, mfu=mfu,
+        bandwidth_efficiency=bandwidth_efficiency)
+    fit, fit_steps = memory_fit(gpu=gpu, weights_bytes=weights,
+                                kv_bytes=batch * tokens * kv_per_token, reserve_gb=reserve_gb,
+                                memory_fraction=memory_fraction, per_gpu=f"in {dtype.name}")
+    free = float(fit["memory_usable_bytes"]) - weights - float(fit["reserve_bytes"])
+    return {
+        "dtype": dtype, "embedding": embedding, "weights": weights,
+        "kv_per_token": kv_per_token, "decode": decode_point, "prefill": prefill_point,
+        "native": format_native(gpu=gpu, dtype=dtype), "path": decode_point["rate"] is not None,
+        "fits": bool(fit["fits"]), "free": free,
+        "kv_room_tokens": max(0, math.floor(free / kv_per_token)) if free > 0 else 0,
+        "fit": fit, "fit_steps": fit_steps,
+    }
+
+
+def path_describe(*, gpu: Gpu, dtype: Dtype) -> str:
+    """Which units multiply `dtype` on `gpu`, in a few words."""
+    if format_rate_get(gpu=gpu, dtype=dtype) is None:
+        return NO_PATH
+    if not format_native(gpu=gpu, dtype=dtype):
+        return "BF16 tensor cores, weights unpacked first (weight-only)"
+    return {"bf16": "BF16 tensor cores", "fp8": "FP8 tensor cores",
+            "int8": "INT8 tensor cores (TOPS)", "fp4": "FP4 tensor cores",
+            "fp32": "FP32 units (no tensor cores)"}[dtype.compute]
+
+
+def quantization_formats(
+    *,
+    model: str = "llama-3-70b",
+    gpu: str = "h100-sxm",
+    prompt_tokens: int = 1000,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    mfu: float = 1.0,
+    bandwidth_efficiency: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+    formats: tuple[str, ...] = FORMATS_COMPARED,
+    fit_gpus: tuple[str, ...] = FIT_GPUS,
+) -> Result:
+    """Every weight format in `formats` on one `gpu`: weights (bytes), the decode step of
+    `batch` sequences at `prompt_tokens` of context and the prefill of `prompt_tokens`
+    (seconds, each a roofline bound with its bound named), speedups over the first format,
+    whether each fits with that KV cache and the reserve, and the KV room left (tokens);
+    plus the same fit check on each of `fit_gpus` (values["fit"])."""
+    m = model_get(model)
+    g = gpu_get(gpu)
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
+    batch = count_check(batch, field="batch", maximum=USERS_MAX)
+    mfu = fraction_check(mfu, field="mfu")
+    bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    dtypes = [dtype_get(f, field="formats") for f in formats]
+    if not dtypes:
+        raise ArithmeticInputError(field="formats", message="give at least one format")
+    common = dict(model=m, kv_dtype=kv_d, tokens=prompt_tokens, batch=batch, mfu=mfu,
+                  bandwidth_efficiency=bandwidth_efficiency, memory_fraction=memory_fraction,
+                  reserve_gb=reserve_gb)
+    rows = [format_row_model(gpu=g, dtype=d, **common) for d in dtypes]
+    base = rows[0]
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return a / b if a is not None and b else None
+
+    parts = params_count_model(m)
+    emb_params = parts["embedding"] + parts["lm_head"]
+    fit = []
+    for d in dtypes:
+        cells = []
+        for gid in fit_gpus:
+            r = format_row_model(gpu=gpu_get(gid, field="fit_gpus"), dtype=d, **common)
+            cells.append({"gpu": gid, "fits": r["fits"], "free_bytes": r["free"],
+                          "kv_room_tokens": r["kv_room_tokens"]})
+        fit.append({"dtype": d.id, "cells": cells})
+    formats_out = []
+    for r in rows:
+        d, dec, pre = r["dtype"], r["decode"], r["prefill"]
+        formats_out.append({
+            "dtype": d.id, "name": d.name, "bits": d.bits, "weights_bytes": r["weights"],
+            "embedding_dtype": r["embedding"].id, "read_bytes": dec["weights"],
+            "decode_bytes": dec["bytes"], "decode_memory_seconds": dec["memory"],
+            "decode_compute_seconds": dec["compute"], "decode_seconds": dec["seconds"],
+            "decode_bound": dec["bound"], "decode_speedup":
+            ratio(base["decode"]["seconds"], dec["seconds"]),
+            "prefill_compute_seconds": pre["compute"], "prefill_memory_seconds": pre["memory"],
+            "prefill_seconds": pre["seconds"], "prefill_bound": pre["bound"],
+            "prefill_speedup": ratio(base["prefill"]["seconds"], pre["seconds"]),
+            "rate": dec["rate"], "native": r["native"], "path": r["path"],
+            "path_text": path_describe(gpu=g, dtype=d), "fits": r["fits"],
+            "free_bytes": r["free"], "kv_room_tokens": r["kv_room_tokens"],
+            "size_ratio": base["weights"] / r["weights"],
+        })
+    kv_per_token = base["kv_per_token"]
+    pre0 = base["prefill"]
+    steps: list[Step] = [
+        Step("Parameters: layers, and embedding + head",
+             f"{number_format(parts['non_embedding'])} in the layers + "
+             f"{number_format(emb_params)} in the embedding"
+             + (" (tied to the head)" if m.tied_embeddings else " and the output head")
+             + ", kept in BF16 below 16 bits",
+             parts["total"], "parameters", f"{number_format(parts['total'])} parameters"),
+        Step("KV cache of the decode step",
+             f"{count_format(batch, 'sequence')} × {count_format(prompt_tokens, 'token')} × "
+             f"{bytes_short(kv_per_token)} per token ({kv_d.kv_label})",
+             batch * prompt_tokens * kv_per_token, "B",
+             bytes_format(batch * prompt_tokens * kv_per_token)),
+        Step("Prefill FLOPs",
+             f"{flops_format(pre0['linear_flops'])} in the linear layers and the last "
+             f"position's head + {flops_format(pre0['attention_flops'])} in causal attention",
+             pre0["flops"], "FLOP", flops_format(pre0["flops"])),
+    ]
+    for r in rows:
+        d, dec, pre = r["dtype"], r["decode"], r["prefill"]
+        e = r["embedding"]
+        steps.append(Step(
+            f"Weights in {d.name}",
+            f"{number_format(parts['non_embedding'])} × {number_format(d.bits)} bits ÷ 8 + "
+            f"{number_format(emb_params)} × {number_format(e.bits)} bits ÷ 8 ({e.name})",
+            r["weights"], "B", bytes_format(r["weights"])))
+        if dec["seconds"] is None:
+            steps.append(Step(f"{d.name} on the {g.name}",
+                              f"{NO_PATH}: the {g.name} has neither {d.compute.upper()} tensor "
+                              "cores nor a weight-only kernel for it in the engines named here",
+                              0.0, "s", NO_PATH))
+        else:
+            unit = "OP" if d.compute == "int8" else "FLOP"
+            efficiency = bandwidth_efficiency if dec["bound"] == "memory" else mfu
+            steps.append(Step(
+                time_label(f"Decode step in {d.name}", bound=dec["bound"],
+                           efficiency=efficiency),
+                f"max({bytes_short(dec['bytes'])} ÷ "
+                f"{bandwidth_format(g.bandwidth_bytes_per_second)}"
+                f" × {number_format(bandwidth_efficiency)} = {seconds_format(dec['memory'])}; "
+                f"{flops_format(dec['linear_flops'])} at {rate_of_format(dec['rate'], unit=unit)}"
+                f" + {flops_format(dec['attention_flops'])} of attention at BF16, × "
+                f"{number_format(mfu)} MFU = {seconds_format(dec['compute'])})",
+                dec["seconds"], "s", seconds_format(dec["seconds"])))
+            efficiency = mfu if pre["bound"] == "compute" else bandwidth_efficiency
+            steps.append(Step(
+                time_label(f"Prefill in {d.name}", bound=pre["bound"], efficiency=efficiency),
+                f"max({flops_format(pre['linear_flops'])} at "
+                f"{peak_describe(gpu=g, dtype=d)} + attention at BF16, × {number_format(mfu)} "
+                f"MFU = {seconds_format(pre['compute'])}; {bytes_short(pre['bytes'])} moved = "
+                f"{seconds_format(pre['memory'])})",
+                pre["seconds"], "s", seconds_format(pre["seconds"])))
+        steps.append(r["fit_steps"][-1])
+        steps.append(Step(
+            f"KV room in {d.name}",
+            f"⌊({bytes_short(r['fit']['memory_usable_bytes'])} usable − "
+            f"{bytes_short(r['weights'])} weights − {bytes_short(r['fit']['reserve_bytes'])} "
+            f"reserve) ÷ {bytes_short(kv_per_token)} per token⌋",
+            r["kv_room_tokens"], "tokens", count_format(r["kv_room_tokens"], "token")
+            if r["free"] > 0 else "none"))
+    steps[3:3] = list(base["fit_steps"][:2])
+    return Result(
+        values={
+            "formats": formats_out,
+            "fit": fit,
+            "kv_bytes_per_token": kv_per_token,
+            "kv_bytes": batch * prompt_tokens * kv_per_token,
+            "prefill_flops": pre0["flops"],
+            "prefill_linear_flops": pre0["linear_flops"],
+            "prefill_attention_flops": pre0["attention_flops"],
+            "memory_usable_bytes": base["fit"]["memory_usable_bytes"],
+            "memory_total_bytes": base["fit"]["memory_total_bytes"],
+            "reserve_bytes": base["fit"]["reserve_bytes"],
+            "channel_scales": linear_rows_model(m),
+        },
+        steps=tuple(steps),
     )

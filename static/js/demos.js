@@ -71,7 +71,11 @@
       const params = {};
       Array.from(form.elements).forEach(function (field) {
         if (!field.name) return;
-        if (field.type === "checkbox") params[field.name] = field.checked;
+        if (field.type === "checkbox" && field.dataset.choices) {
+          // One of several boxes of a "choices" field: the checked ones, as a list.
+          params[field.name] = params[field.name] || [];
+          if (field.checked) params[field.name].push(field.value);
+        } else if (field.type === "checkbox") params[field.name] = field.checked;
         else if (field.type === "number") params[field.name] = field.value === "" ? field.value : Number(field.value);
         else params[field.name] = field.value;
       });

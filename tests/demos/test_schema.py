@@ -89,3 +89,16 @@ def test_a_kept_file_is_served_to_its_owner_only(client) -> None:
     assert services.run_file_keep(run_id=str(run.id), name="other.txt", data=b"x") is None
     too_big = b"x" * (services.RUN_FILE_MAX_BYTES + 1)
     assert services.run_file_keep(run_id=str(run.id), name="trace.json.gz", data=too_big) is None
+
+
+def test_a_choices_field_is_a_list_of_known_names_in_declared_order() -> None:
+    schema = ParamSchema(specs=(
+        ParamSpec("formats", "Formats", "choices", ["a"], choices=(("a", "A"), ("b", "B"),
+                                                                    ("c", "C"))),))
+    assert schema.parse({"formats": ["c", "a"]}).values == {"formats": ["a", "c"]}
+    assert schema.parse({"formats": "b, c"}).values == {"formats": ["b", "c"]}
+    assert schema.parse({}).values == {"formats": ["a"]}
+    for bad in ([], ["d"], [1], "", {"a": 1}):
+        with pytest.raises(ParamError) as error:
+            schema.parse({"formats": bad})
+        assert error.value.field == "formats"

@@ -147,9 +147,13 @@ DTYPES: dict[str, Dtype] = {
             block_size=16,
             compute="fp4",
             note="FP4 (E2M1) values with one FP8 (E4M3) scale per 16 values (plus one FP32 "
-            "scale per tensor, negligible).",
+            "scale per tensor, negligible). FP4 tensor cores exist on Blackwell only; on Hopper "
+            "and Ada engines run it weight-only (W4A16), dequantized to BF16.",
             source="NVIDIA Technical Blog, 'Introducing NVFP4 for Efficient and Accurate "
-            "Low-Precision Inference' (https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/)",
+            "Low-Precision Inference' (https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/); "  # noqa: E501
+            "the weight-only fallback: vLLM pull request 18000, 'Use NVFP4 Marlin for "
+            "CompressedTensorsW4A16Fp4' (https://github.com/vllm-project/vllm/pull/18000)",
+            weight_only_on="bf16",
         ),
         Dtype(
             id="mxfp4",

@@ -51,6 +51,9 @@ class Gpu:
     price_per_hour_assumed: float
     price_note: str
     source: str
+    # The chip's architecture and a short name for plots and tables, from the datasheet.
+    architecture: str = ""
+    short_name: str = ""
 
     @property
     def memory_total_bytes(self) -> int:
@@ -100,6 +103,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA A100 Tensor Core GPU datasheet "
             "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); "  # noqa: E501
             + MEMORY_SOURCE,
+            architecture="Ampere",
+            short_name="A100",
         ),
         Gpu(
             id="h100-sxm",
@@ -121,6 +126,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA H100 Tensor Core GPU datasheet "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Hopper",
+            short_name="H100 SXM",
         ),
         Gpu(
             id="h100-pcie",
@@ -143,6 +150,8 @@ GPUS: dict[str, Gpu] = {
             "datasheet's PCIe column "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Hopper",
+            short_name="H100 PCIe",
         ),
         Gpu(
             id="h200",
@@ -164,6 +173,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA H200 Tensor Core GPU datasheet "
             "(https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Hopper",
+            short_name="H200",
         ),
         Gpu(
             id="b200",
@@ -185,6 +196,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA HGX platform specifications, HGX B200 per-GPU column "
             "(https://www.nvidia.com/en-us/data-center/hgx/); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Blackwell",
+            short_name="B200",
         ),
         Gpu(
             id="l40s",
@@ -206,6 +219,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA L40S datasheet "
             "(https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Ada Lovelace",
+            short_name="L40S",
         ),
         Gpu(
             id="l4",
@@ -227,6 +242,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA L4 Tensor Core GPU datasheet "
             "(https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            architecture="Ada Lovelace",
+            short_name="L4",
         ),
         Gpu(
             id="mi300x",
@@ -248,6 +265,8 @@ GPUS: dict[str, Gpu] = {
             source="AMD Instinct MI300X accelerator data sheet "
             "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf); "  # noqa: E501
             "dense (non-sparse) peaks; " + MEMORY_SOURCE,
+            architecture="CDNA 3",
+            short_name="MI300X",
         ),
     )
 }

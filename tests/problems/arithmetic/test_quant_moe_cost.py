@@ -171,5 +171,5 @@ def test_the_decode_floor_is_a_roofline_bound_and_int4_saves_no_time_once_comput
 
 def test_a_format_the_gpu_cannot_run_is_refused_on_its_own_field() -> None:
     with pytest.raises(ArithmeticInputError) as error:
-        quantization(model="llama-3-8b", gpu="h100-sxm", to_dtype="nvfp4")
+        quantization(model="llama-3-8b", gpu="a100-80gb-sxm", to_dtype="fp8")
     assert error.value.field == "to_dtype"

@@ -20,10 +20,12 @@ def test_a100_ridge() -> None:
 
 
 def test_fp4_exists_only_on_blackwell() -> None:
-    # HGX B200: 18 PFLOPS FP4 with sparsity per GPU, 9 dense.
+    # HGX B200: 18 PFLOPS FP4 with sparsity per GPU, 9 dense. Elsewhere NVFP4 runs
+    # weight-only, at the BF16 rate; FP8 has no fallback on an A100.
     assert roofline(gpu="b200", dtype="nvfp4")["peak_flops"] == 9e15
+    assert roofline(gpu="h100-sxm", dtype="nvfp4")["peak_flops"] == 989.5e12
     with pytest.raises(ArithmeticInputError):
-        roofline(gpu="h100-sxm", dtype="nvfp4")
+        roofline(gpu="a100-80gb-sxm", dtype="fp8")
 
 
 def test_decode_intensity_is_about_the_batch_size_at_short_context() -> None:

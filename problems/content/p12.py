@@ -1,0 +1,369 @@
+"""Problem 12, H100 vs H200 vs B200 vs L40S: the calculator that runs one workload through the
+four GPUs (fit, largest batch, decode step, prefill, tokens per second, per dollar and per kW),
+the rooflines calculator of the demo (the four rooflines with the workload on them; the
+worker's own measured roofline is added in the browser from /demos/hardware), and every
+figure the prose quotes, all from problems/arithmetic at render time.
+"""
+
+import math
+
+from django.http import HttpRequest
+
+from problems.arithmetic.catalog import DTYPES, dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.catalog.prices import PRICE_EXAMPLES
+from problems.arithmetic.cost import PRICE_MAX
+from problems.arithmetic.gpus import (
+    CONCURRENCY_MAX,
+    GPUS_COMPARED,
+    gpu_compare,
+    gpu_rooflines,
+    roofline_points,
+)
+from problems.arithmetic.units import (
+    GB,
+    bandwidth_format,
+    bytes_short,
+    count_format,
+    flops_format,
+    flops_rate_format,
+    money_format,
+    number_format,
+    ops_format,
+    percent_format,
+    rate_format,
+    seconds_format,
+)
+from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.forms import (
+    Input,
+    bandwidth_input,
+    dtype_input,
+    inputs_normalise,
+    kv_dtype_input,
+    memory_inputs,
+    mfu_input,
+    model_input,
+    real_input,
+    whole_input,
+)
+from problems.plots import PALETTE, Mark, Plot, Series
+
+SLUG = "gpu-compare"
+PREFIX = "p12-gpus"
+ROOFLINE_SLUG = "gpu-rooflines"
+ROOFLINE_PREFIX = "p12-roofline"
+TERA = 1e12
+KEYS = {"h100-sxm": "h100", "h200": "h200", "b200": "b200", "l40s": "l40s"}
+CONCURRENCY_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# Where the roofline plot's labels sit, so that points close together (the H100's and H200's
+# ridges on the same roof, their prefills on the same point) stay readable.
+# (The H100's and H200's roofs are one line: one name above it, one below.)
+ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
+               "l40s": "top left"}
+# NVIDIA's own figures for the B200 at its announcement and for the DGX B200, beside the
+# catalog's shipping HGX B200 (bytes, bytes/s): Glenn K. Lockwood's B200 notes and NVIDIA's
+# DGX B200 page (1,440 GB for eight GPUs; 8 TB/s).
+B200_ANNOUNCED_MEMORY = 192 * GB
+B200_ANNOUNCED_BANDWIDTH = 8e12
+
+
+def _price_input(gid: str) -> Input:
+    example = PRICE_EXAMPLES[gid]
+    short = gpu_get(gid).short_name
+    return real_input(f"price_{KEYS[gid]}", f"{short} price", unit="$ per GPU-hour",
+                      initial=round(example.dollars_per_hour, 4),
+                      api=round(example.dollars_per_hour, 4), minimum=0.01, maximum=PRICE_MAX,
+                      help=f"Example: {example.provider}'s on-demand list price, "
+                           f"{example.as_of} (per second × 3,600). Enter your own quote.")
+
+
+INPUTS = (
+    model_input(initial="llama-3.1-8b", api="llama-3.1-8b"),
+    dtype_input(label="Weight format", initial="fp8", api="fp8",
+                help="The format of the layers' weights (and activations, where the GPU's "
+                     "tensor cores take it); the embedding and head stay in BF16 below 16 "
+                     "bits. NVFP4 and MXFP4 run weight-only, at the BF16 rate, off Blackwell."),
+    kv_dtype_input(),
+    whole_input("context_tokens", "Context per conversation", unit="tokens", initial=8_192,
+                api=8_192, maximum=10**7,
+                help="The KV each conversation holds at the step timed, and the length of the "
+                     "one prompt prefilled."),
+    whole_input("concurrency", "Concurrent conversations", unit="conversations", initial=64,
+                api=64, maximum=CONCURRENCY_MAX),
+    mfu_input(initial=0.5, api=0.5),
+    bandwidth_input(),
+    *memory_inputs(),
+    *(_price_input(gid) for gid in GPUS_COMPARED),
+)
+
+
+def dollars_plot(*, inputs: dict, result) -> Plot:
+    """Million output tokens per dollar on each GPU as the concurrency grows (each flattens at
+    its largest batch)."""
+    xs = sorted(set(CONCURRENCY_SWEEP) | {inputs["concurrency"]})
+    points = {x: gpu_compare(**{**inputs, "concurrency": x})["gpus"] for x in xs}
+    series = []
+    for i, gid in enumerate(GPUS_COMPARED):
+        values = tuple((points[x][i]["tokens_per_dollar"] or math.nan) / 1e6 for x in xs)
+        series.append(Series(gpu_get(gid).short_name, tuple(xs), values, markers=True))
+    return Plot(title="Output tokens per dollar as the concurrency grows",
+                x_title="Concurrent conversations", y_title="Million output tokens per dollar",
+                x_log=True, series=tuple(series),
+                marks=(Mark(inputs["concurrency"], "your concurrency"),))
+
+
+def roofline_plot(*, inputs: dict, result) -> Plot:
+    """The four rooflines in the chosen format (a roof is straight on log–log axes, so its two
+    ends and its ridge draw it exactly), and each GPU's decode step (at the batch that runs
+    there) and one prefill as points in its roof's colour."""
+    d = dtype_get(inputs["dtype"])
+    roofs, points = [], []
+    ridges_x, ridges_y = [], []
+    for index, p in enumerate(result["gpus"]):
+        if p["rate"] is None:
+            continue
+        g = gpu_get(p["gpu"])
+        colour = PALETTE[index % len(PALETTE)]
+        xs, ys = roofline_points(peak=p["rate"], bandwidth=g.bandwidth_bytes_per_second,
+                                 points=2)
+        # Named at its right-hand end: the plot has no legend.
+        roofs.append(Series(p["short_name"], xs, tuple(y / TERA for y in ys), color=colour,
+                            labels=("", "", p["short_name"]),
+                            label_positions=("top center", "top center",
+                                             ROOF_LABELS.get(p["gpu"], "top left"))))
+        ridges_x.append(p["ridge"])
+        ridges_y.append(p["rate"] / TERA)
+        xs, ys, labels = [], [], []
+        if p["intensity"] is not None:
+            xs.append(p["intensity"])
+            ys.append(p["achieved_flops"] / TERA)
+            labels.append("decode")
+        if p["prefill_flops_per_second"] is not None:
+            xs.append(result["prefill_intensity"])
+            ys.append(p["prefill_flops_per_second"] / TERA)
+            labels.append("prefill")
+        points.append((p, xs, ys, labels, colour))
+    workload = []
+    for i, (p, xs, ys, labels, colour) in enumerate(points):
+        # The points of each GPU take its roof's colour; only the last GPU's carry words, so
+        # the four near-identical points do not print their names over each other.
+        last = i == len(points) - 1
+        words = {"decode": "decode at each GPU's batch", "prefill": "one prefill"}
+        workload.append(Series(
+            f"{p['short_name']}: this workload", tuple(xs), tuple(ys), lines=False,
+            color=colour, labels=tuple(words[label] if last else "" for label in labels),
+            label_positions=tuple("bottom right" if label == "decode" else "bottom center"
+                                  for label in labels)))
+    ridges = Series("ridge points", tuple(ridges_x), tuple(ridges_y), lines=False,
+                    color="#555555")
+    return Plot(title=f"Rooflines in {d.name}, with this workload",
+                x_title="Arithmetic intensity (FLOP per byte)",
+                y_title="Attainable TFLOP/s", x_log=True, y_log=True,
+                series=(*roofs, ridges, *workload), legend=False)
+
+
+CALCULATOR = calculator_register(Calculator(
+    slug=SLUG,
+    title="Four GPUs, one workload",
+    explanation=("Fit, largest batch at the context, decode step, prefill, output tokens per "
+                 "second and per dollar on the H100 SXM, H200, B200 and L40S, for one model and "
+                 "format. Every time is the larger of its memory and compute sides, the bound "
+                 "named; prices are examples to replace with your own."),
+    inputs=INPUTS,
+    compute=lambda **k: gpu_compare(**k),
+    plot=dollars_plot,
+    order=61,
+    api_path="/gpu-compare",
+    api_summary="One workload on H100, H200, B200 and L40S: fit, batch, step, prefill, cost",
+))
+
+ROOFLINE_CALCULATOR = calculator_register(Calculator(
+    slug=ROOFLINE_SLUG,
+    title="Rooflines of the four GPUs, with this workload on them",
+    explanation=("Each GPU's attainable FLOP/s against arithmetic intensity in the chosen "
+                 "format (the slope is its bandwidth, the flat roof its dense peak), its ridge "
+                 "point, the decode step at the batch that runs on it, and one prefill. The "
+                 "course's worker adds its own measured roofline when it has measured itself."),
+    inputs=INPUTS,
+    compute=lambda **k: gpu_rooflines(**k),
+    plot=roofline_plot,
+    listed=False,
+    order=62,
+))
+
+
+def _evaluated(calculator: Calculator, prefix: str,
+               request: HttpRequest) -> tuple[dict, object, bool]:
+    state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
+    if state.result is not None:
+        return (inputs_normalise(calculator.inputs, dict(state.form.cleaned_data)),
+                state.result, True)
+    inputs = calculator.defaults()
+    return inputs, calculator.compute(**inputs), False
+
+
+def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
+    g = gpu_get(p["gpu"])
+
+    def rate(value: float | None) -> str:
+        return flops_rate_format(value) if value else "none"
+
+    fits = p["fits"]
+    step = p["decode_seconds"]
+    bound = p["decode_bound"]
+    floor = ", floor" if at_floor and bound == "memory" else ""
+    return {
+        "id": g.id, "name": g.name, "short_name": p["short_name"], "arch": g.architecture,
+        "memory_label": g.memory_label, "memory_kind": g.memory_kind,
+        "memory_reported_text": f"{g.memory_reported_mib:,} MiB = "
+                                f"{bytes_short(g.memory_total_bytes)}",
+        "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
+        "bf16_text": rate(g.bf16_flops), "fp8_text": rate(g.fp8_flops),
+        "int8_text": ops_format(g.int8_ops) if g.int8_ops else "none",
+        "fp4_text": rate(g.fp4_flops),
+        "interconnect_text": f"{g.interconnect}, "
+                             f"{bandwidth_format(g.interconnect_bytes_per_second)} both "
+                             "directions",
+        "power_text": f"{g.power_watts:,} W",
+        "price_text": money_format(p["price_per_hour"]) + "/h",
+        "ridge_text": f"{number_format(p['ridge'])} FLOP/B" if p["ridge"] else "none",
+        "usable_text": bytes_short(p["usable_bytes"]),
+        "fits": fits,
+        "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
+        "batch_text": count_format(p["batch"], "sequence") if fits else "none",
+        "capped": p["capped"],
+        "waiting_text": count_format(p["waiting"], "conversation"),
+        "step_time_text": seconds_format(step) if step else "does not fit",
+        "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step
+        else "does not fit",
+        "step_bound": bound,
+        "tokens_per_second_text": rate_format(round(p["tokens_per_second"]), "tokens/s")
+        if step else "does not fit",
+        "prefill_text": seconds_format(p["prefill_seconds"]) if p["prefill_seconds"]
+        else "none",
+        "prefill_bound": p["prefill_bound"],
+        "tokens_per_dollar_text": f"{number_format(p['tokens_per_dollar'] / 1e6)} million"
+        if step else "does not fit",
+        "dollars_per_million_text": money_format(p["dollars_per_million"], significant=3)
+        if step else "does not fit",
+        "tokens_per_kw_text": number_format(round(p["tokens_per_second_per_kw"]))
+        if step else "does not fit",
+        "intensity_text": f"{number_format(p['intensity'])} FLOP/B" if step else "none",
+    }
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 12's prose quotes, from the same inputs as its calculator."""
+    inputs, result, valid = _evaluated(CALCULATOR, PREFIX, request)
+    m = model_get(inputs["model"])
+    d = dtype_get(inputs["dtype"])
+    kv_d = kv_dtype_get(inputs["kv_dtype"], model=m)
+    at_floor = inputs["bandwidth_efficiency"] >= 1
+    points = {p["gpu"]: p for p in result["gpus"]}
+    gpus = [_gpu_texts(p, at_floor=at_floor) for p in result["gpus"]]
+    by_key = {KEYS[t["id"]]: t for t in gpus}
+    h100, h200, b200, l40s = (gpu_get(g) for g in GPUS_COMPARED)
+    ph100 = points["h100-sxm"]
+    running = [p for p in result["gpus"] if p["decode_seconds"]]
+    cheapest = min(running, key=lambda p: p["dollars_per_million"]) if running else None
+    dearest = max(running, key=lambda p: p["dollars_per_million"]) if running else None
+    kw_order = sorted(running, key=lambda p: -p["tokens_per_second_per_kw"])
+    # The H200 at the H100's running batch: the same step, read at the H200's bandwidth.
+    same_batch = None
+    if ph100["decode_seconds"] and points["h200"]["prefill_seconds"]:
+        same = gpu_compare(**{**inputs, "concurrency": ph100["batch"]})["gpus"]
+        h200_same = next(p for p in same if p["gpu"] == "h200")
+        if h200_same["decode_seconds"]:
+            same_batch = h200_same["decode_seconds"] / ph100["decode_seconds"]
+    kv_seq = float(result["kv_bytes_per_sequence"])
+    kv_share = (ph100["batch"] * kv_seq / ph100["decode_bytes"]
+                if ph100["decode_bytes"] else None)
+    example = PRICE_EXAMPLES["h100-sxm"]
+    return {
+        "calculator_slug": SLUG, "calculator_prefix": PREFIX,
+        "roofline_slug": ROOFLINE_SLUG, "roofline_prefix": ROOFLINE_PREFIX,
+        "inputs_valid": valid,
+        "model_name": m.name, "dtype_name": d.name, "kv_dtype_name": kv_d.kv_label,
+        "context_tokens": f"{inputs['context_tokens']:,}",
+        "concurrency": f"{inputs['concurrency']:,}",
+        "mfu_percent": percent_format(inputs["mfu"]),
+        "bandwidth_efficiency_percent": percent_format(inputs["bandwidth_efficiency"]),
+        "at_floor": at_floor,
+        "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
+        "reserve_text": bytes_short(inputs["reserve_gb"] * GB),
+        "weights_text": bytes_short(float(result["weights_bytes"])),
+        "weights_read_text": bytes_short(float(result["weights_read_bytes"])),
+        "kv_expression": f"{m.layers} layers × "
+                         + ("2 (K and V) × " if m.attention != "MLA" else "")
+                         + (f"{m.kv_heads} KV heads × {m.head_dim} head_dim"
+                            if m.attention != "MLA" else
+                            f"({m.kv_lora_rank} latent + {m.qk_rope_head_dim} RoPE key)")
+                         + f" × {number_format(kv_d.bytes)} B ({kv_d.kv_label})",
+        "kv_per_token_text": bytes_short(float(result["kv_bytes_per_token"])),
+        "kv_per_seq_text": bytes_short(kv_seq),
+        "per_seq_flops_text": flops_format(float(result["decode_flops_per_sequence"])),
+        "prefill_flops_text": flops_format(float(result["prefill_flops"])),
+        "kv_share_text": percent_format(kv_share) if kv_share is not None else "none",
+        "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
+        "any_capped": any(p["capped"] for p in result["gpus"]),
+        "any_running": bool(running),
+        "h100_running": bool(ph100["decode_seconds"]),
+        "h200_same_batch_step_share_text": percent_format(same_batch)
+        if same_batch is not None else "",
+        "h200_h100_bandwidth_text": f"{number_format(h200.bandwidth_bytes_per_second / h100.bandwidth_bytes_per_second)}×",  # noqa: E501
+        "b200_h100_compute_text": f"{number_format(b200.bf16_flops / h100.bf16_flops)}×",
+        "b200_h100_bandwidth_text": f"{number_format(b200.bandwidth_bytes_per_second / h100.bandwidth_bytes_per_second)}×",  # noqa: E501
+        "l40s_h100_bandwidth_text": percent_format(l40s.bandwidth_bytes_per_second
+                                                   / h100.bandwidth_bytes_per_second),
+        "nvlink_pcie_ratio_text": f"{number_format(h100.interconnect_bytes_per_second / l40s.interconnect_bytes_per_second)}×",  # noqa: E501
+        "tp_allreduces": f"{int(result['tp_allreduces']):,}",
+        "tp_bytes_text": bytes_short(float(result["tp_bytes"])),
+        "tp_nvlink_text": seconds_format(float(result["tp_bytes"])
+                                         / h100.interconnect_one_way_bytes_per_second),
+        "tp_pcie_text": seconds_format(float(result["tp_bytes"])
+                                       / l40s.interconnect_one_way_bytes_per_second),
+        "nvfp4_bits_text": f"{number_format(DTYPES['nvfp4'].bits)} bits",
+        "cheapest_name": cheapest["name"] if cheapest else "none",
+        "dearest_name": dearest["name"] if dearest else "none",
+        "kw_ranking_text": ", ".join(p["short_name"] for p in kw_order),
+        "price_source_text": f"{example.provider}'s published on-demand rates (per second × "
+                             f"3,600), as listed in {example.as_of}",
+        "b200_announced_text": f"{bytes_short(B200_ANNOUNCED_MEMORY)} and "
+                               f"{bandwidth_format(B200_ANNOUNCED_BANDWIDTH)}",
+        "gpus": gpus,
+        "g": by_key,
+    }
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80 GB HBM3, 3.35 TB/s, dense rates half "
+     "the 'with sparsity' figures, NVLink 900 GB/s, 700 W)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+    ("NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s, the H100's tensor rates, "
+     "up to 700 W)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
+    ("NVIDIA HGX platform specifications (the HGX B200 per GPU: 180 GB, 7.7 TB/s, dense rates "
+     "half the sparse, NVLink 5 at 1.8 TB/s, 1,000 W)", "https://www.nvidia.com/en-us/data-center/hgx/"),
+    ("NVIDIA DGX B200 (1,440 GB across eight GPUs; 8 TB/s per GPU)",
+     "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("Glenn K. Lockwood, 'B200' notes (HGX at 1,000 W and GB200 at 1,200 W; 192 GB and 8 TB/s "
+     "at the announcement)", "https://glennklockwood.com/garden/processors/B200"),
+    ("NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink, FP8 tensor cores, "
+     "350 W)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
+    ("Modal, pricing (example per-second on-demand rates: H100 $0.001097, H200 $0.001261, "
+     "B200 $0.001736, L40S $0.000542)", "https://modal.com/pricing"),
+    ("techbytes.app, 'Serverless GPU Pricing Matrix' (Modal's H100 at $3.9492/h and L40S at "
+     "$1.9512/h, verified 7 May 2026)",
+     "https://techbytes.app/posts/serverless-gpu-pricing-matrix-modal-replicate-lambda-2026/"),
+    ("Williams, Waterman and Patterson, 'Roofline: An Insightful Visual Performance Model for "
+     "Multicore Architectures' (CACM 2009)", "https://doi.org/10.1145/1498765.1498785"),
+    ("McCalpin, STREAM benchmark (copy bandwidth counts the bytes read and the bytes written)",
+     "https://www.cs.virginia.edu/stream/"),
+    ("Shoeybi et al., 'Megatron-LM' (tensor parallelism: two all-reduces per layer)",
+     "https://arxiv.org/abs/1909.08053"),
+    ("Shah et al., 'FlashAttention-3' (about 75% of the H100's BF16 peak in its best kernel)",
+     "https://arxiv.org/abs/2407.08608"),
+    ("vLLM engine arguments (gpu_memory_utilization, 0.9 by default)",
+     "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("Meta Llama 3.1 8B config.json (the worked model)",
+     "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"),
+]

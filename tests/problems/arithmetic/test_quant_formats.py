@@ -1,0 +1,137 @@
+"""Problem 11's arithmetic: every weight format on one GPU, against figures worked by hand.
+
+Llama 3 70B: 68,452,360,192 non-embedding parameters; embedding and head 1,050,673,152 each,
+kept in BF16 below 16 bits. H100 SXM: 3.35 TB/s, BF16 989.5 TFLOP/s, FP8 and INT8 1,979 T;
+81,559 MiB reported, × 0.9 = 76,968,728,985.6 B usable. KV 327,680 B per token in BF16. The
+hand figures below use a 3 GB reserve; the page's default is 3.3 GB (vLLM's measured 3.05 GiB).
+"""
+
+import pytest
+
+from problems.arithmetic.catalog import model_get
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.quant import linear_rows_model, quantization_formats
+
+HAND = dict(model="llama-3-70b", gpu="h100-sxm", prompt_tokens=1000, batch=1, reserve_gb=3.0)
+
+
+def _rows(**changes) -> dict:
+    result = quantization_formats(**{**HAND, **changes})
+    return {f["dtype"]: f for f in result["formats"]}
+
+
+def test_weights_of_each_format():
+    """Layers × bits ÷ 8 + 2,101,346,304 × 2 B: BF16 141,107,412,992; FP8 and INT8
+    72,655,052,800; INT4 (4 + 20/128 bits) 39,765,832,864; NVFP4 (4.5) 42,707,145,216; MXFP4
+    (4.25) 40,568,008,960. INT4 is 3.5485× smaller than BF16, not 4×."""
+    rows = _rows()
+    expected = {"bf16": 141_107_412_992, "fp8": 72_655_052_800, "int8": 72_655_052_800,
+                "int4": 39_765_832_864, "nvfp4": 42_707_145_216, "mxfp4": 40_568_008_960}
+    for d, weights in expected.items():
+        assert rows[d]["weights_bytes"] == pytest.approx(weights, rel=1e-12)
+    assert rows["int4"]["size_ratio"] == pytest.approx(3.5485, rel=1e-4)
+
+
+def test_decode_step_floors_and_speedups():
+    """(read + 327,680,000 KV) ÷ 3.35e12: BF16 139,333,746,688 → 41.5922 ms; FP8 70,881,386,496
+    → 21.1586 ms (1.96573×); INT4 37,992,166,560 → 11.3409 ms (3.66743×); NVFP4 40,933,478,912
+    → 12.2189 ms (3.40391×); MXFP4 → 11.5804 ms (3.59160×); all memory-bound."""
+    rows = _rows()
+    for d, ms, speedup in (("bf16", 41.5922, 1.0), ("fp8", 21.1586, 1.96573),
+                           ("int4", 11.3409, 3.66743), ("nvfp4", 12.2189, 3.40391),
+                           ("mxfp4", 11.5804, 3.59160)):
+        assert rows[d]["decode_seconds"] * 1e3 == pytest.approx(ms, rel=1e-4)
+        assert rows[d]["decode_speedup"] == pytest.approx(speedup, rel=1e-5)
+        assert rows[d]["decode_bound"] == "memory"
+
+
+def test_prefill_is_faster_only_where_the_tensor_cores_take_the_format():
+    """BF16: 138,218,852,450,304 FLOP ÷ 989.5e12 = 139.686 ms. FP8: linear and head
+    136,906,821,730,304 ÷ 1.979e15 = 69.18 ms + attention 1,312,030,720,000 ÷ 989.5e12 =
+    1.326 ms → 70.506 ms, 1.98119×. INT4, NVFP4 and MXFP4 run weight-only on an H100: 1×."""
+    rows = _rows()
+    assert rows["bf16"]["prefill_seconds"] == pytest.approx(0.1396856, rel=1e-5)
+    assert rows["fp8"]["prefill_seconds"] == pytest.approx(0.0705058, rel=1e-5)
+    assert rows["fp8"]["prefill_speedup"] == pytest.approx(1.98119, rel=1e-5)
+    assert rows["int8"]["prefill_seconds"] == rows["fp8"]["prefill_seconds"]
+    for d in ("int4", "nvfp4", "mxfp4"):
+        assert rows[d]["prefill_speedup"] == pytest.approx(1.0)
+        assert not rows[d]["native"] and rows[d]["path"]
+        assert "weight-only" in rows[d]["path_text"]
+    assert rows["fp8"]["native"] and rows["int8"]["path_text"] == "INT8 tensor cores (TOPS)"
+
+
+def test_nvfp4_is_native_on_the_b200_only():
+    """B200: NVFP4 linear 136,906,821,730,304 ÷ 9e15 = 15.212 ms + attention ÷ 2.25e15 = 0.583 ms
+    → 15.795 ms against BF16's 138,218,852,450,304 ÷ 2.25e15 = 61.43 ms: 3.889×. INT4 stays 1×;
+    on the L40S FP8 gains 2.005×."""
+    b200 = _rows(gpu="b200")
+    assert b200["nvfp4"]["native"]
+    assert b200["nvfp4"]["prefill_speedup"] == pytest.approx(3.889, rel=1e-3)
+    assert b200["int4"]["prefill_speedup"] == pytest.approx(1.0)
+    assert _rows(gpu="l40s")["fp8"]["prefill_speedup"] == pytest.approx(2.005, rel=1e-3)
+
+
+def test_fit_and_kv_room_on_the_h100():
+    """BF16 needs 141,107,412,992 + 327,680,000 + 3e9 > 76,968,728,985.6: no. FP8 leaves
+    76,968,728,985.6 − 72,655,052,800 − 3e9 = 1,313,676,185.6 B → 4,009 tokens; INT4 104,378;
+    NVFP4 95,402; MXFP4 101,930."""
+    rows = _rows()
+    assert not rows["bf16"]["fits"] and rows["bf16"]["kv_room_tokens"] == 0
+    for d, tokens in (("fp8", 4_009), ("int4", 104_378), ("nvfp4", 95_402),
+                      ("mxfp4", 101_930)):
+        assert rows[d]["fits"] and rows[d]["kv_room_tokens"] == tokens
+
+
+def test_fit_matrix_over_four_gpus():
+    """H200 usable 135,679,338,086.4: BF16 −8,428,074,905.6 (no), FP8 183,179 tokens; B200
+    173,039,262,105.6: BF16 88,292 tokens, INT4 397,562; L40S 43,475,219,251.2: only INT4 fits
+    (709,386,387.2 B → 2,164 tokens), MXFP4 misses by 92,789,708.8 B."""
+    result = quantization_formats(**HAND)
+    cells = {(row["dtype"], c["gpu"]): c for row in result["fit"] for c in row["cells"]}
+    assert not cells[("bf16", "h200")]["fits"]
+    assert cells[("fp8", "h200")]["kv_room_tokens"] == 183_179
+    assert cells[("bf16", "b200")]["kv_room_tokens"] == 88_292
+    assert cells[("int4", "b200")]["kv_room_tokens"] == 397_562
+    assert cells[("int4", "l40s")]["fits"] and cells[("int4", "l40s")]["kv_room_tokens"] == 2_164
+    assert not cells[("mxfp4", "l40s")]["fits"]
+    assert cells[("mxfp4", "l40s")]["free_bytes"] == pytest.approx(-92_789_708.8, abs=1e-3)
+
+
+def test_the_default_reserve_moves_the_kv_room():
+    """With the page's 3.3 GB reserve, FP8 on the H100 leaves 1,013,676,185.6 B: 3,093 tokens."""
+    result = quantization_formats(model="llama-3-70b", gpu="h100-sxm")
+    fp8 = next(f for f in result["formats"] if f["dtype"] == "fp8")
+    assert fp8["kv_room_tokens"] == 3_093
+
+
+def test_large_batches_turn_weight_only_int4_compute_bound():
+    """Batch 256: INT4's compute 256 × 139,006,066,688 ÷ 989.5e12 + 256 × 2,621,440,000 ÷
+    989.5e12 = 36.641 ms beats its memory 36.284 ms, so it is compute-bound and gains only
+    1.81584× over BF16's 66.535 ms (still memory-bound); FP8 gains 1.44323×. Batch 64: FP8
+    1.74791×, INT4 2.72832×."""
+    rows = _rows(batch=256)
+    assert rows["int4"]["decode_bound"] == "compute" and rows["bf16"]["decode_bound"] == "memory"
+    assert rows["int4"]["decode_speedup"] == pytest.approx(1.81584, rel=1e-4)
+    assert rows["fp8"]["decode_speedup"] == pytest.approx(1.44323, rel=1e-4)
+    assert rows["nvfp4"]["decode_speedup"] == pytest.approx(1.79042, rel=1e-4)
+    rows = _rows(batch=64)
+    assert rows["fp8"]["decode_speedup"] == pytest.approx(1.74791, rel=1e-4)
+    assert rows["int4"]["decode_speedup"] == pytest.approx(2.72832, rel=1e-4)
+
+
+def test_channel_scales_and_a_format_with_no_path():
+    """Output rows: 80 × (8,192 + 2 × 1,024 + 8,192 + 2 × 28,672 + 8,192) = 6,717,440 FP32
+    scales for Llama 3 70B. FP8 on an A100 (no FP8 tensor cores, no fallback) is sized and
+    fit-checked, but has no times."""
+    assert linear_rows_model(model_get("llama-3-70b")) == 6_717_440
+    a100 = _rows(gpu="a100-80gb-sxm")
+    assert a100["fp8"]["decode_seconds"] is None and not a100["fp8"]["path"]
+    assert a100["fp8"]["weights_bytes"] == pytest.approx(72_655_052_800)
+    assert a100["int8"]["decode_seconds"] is not None
+
+
+def test_a_prompt_past_the_context_is_refused_on_its_field():
+    with pytest.raises(ArithmeticInputError) as error:
+        quantization_formats(model="llama-3-70b", prompt_tokens=8193)
+    assert error.value.field == "prompt_tokens"

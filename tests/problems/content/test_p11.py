@@ -1,0 +1,161 @@
+"""Problem 11 on page 06, through Django's test client: every section written, the figures equal
+to the JSON API's, inputs that change them, a refused input beside its field, the worked NVFP4
+block, hints hidden, accessible SVGs, the live demo embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_short, count_format, number_format, seconds_format
+from problems.content import p11
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/06/"
+TEMPLATE = Path(p11.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def api_get(client, path: str, **params) -> dict:
+    response = client.get(f"/api/calc/{path}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def section_text(client, slug: str, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 11), 11, slug))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 11)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 11, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_worked_figures_equal_the_api(client) -> None:
+    """Llama 3 70B on an H100 at the defaults: BF16 141 GB, FP8 72.7 GB, INT4 39.8 GB; decode
+    41.6, 21.2 and 11.3 ms, memory-bound; FP8 prefill 70.5 ms (1.98×), INT4's 1×."""
+    worked = section_text(client, "worked")
+    body = api_get(client, "quantization-formats", model="llama-3-70b", gpu="h100-sxm",
+                   prompt_tokens=1000, batch=1)
+    rows = {f["dtype"]: f for f in body["formats"]}
+    for d in ("bf16", "fp8", "int4", "nvfp4", "mxfp4"):
+        row = rows[d]
+        assert bytes_short(row["weights_bytes"]) in worked
+        assert f"{seconds_format(row['decode_seconds'])} ({row['decode_bound']})" in worked
+        assert f"{seconds_format(row['prefill_seconds'])} ({row['prefill_bound']})" in worked
+    assert "141 GB" in worked and "72.7 GB" in worked and "39.8 GB" in worked
+    assert f"FP8 gains {number_format(rows['fp8']['prefill_speedup'])}×" in worked
+    assert "INT4, being weight-only, stays at 1×" in worked
+    fp8_room = count_format(rows["fp8"]["kv_room_tokens"], "token")
+    assert f"fits; {fp8_room} of KV room" in worked
+    assert "In BF16 the model fits the NVIDIA B200 (HGX B200) only." in worked
+
+
+def test_the_concepts_show_the_formats_and_the_worked_nvfp4_block(client) -> None:
+    """Tensor scale 2.625 ÷ (6 × 448) = 2⁻¹⁰ ≈ 0.0009766; block scale 1 ÷ 6 ÷ 2⁻¹⁰ = 170.7, which
+    rounds in E4M3 to 176 (0 1110 011); −0.9 reads back as −1.031; 0.05 as 0.08594."""
+    concepts = section_text(client, "concepts")
+    assert "2.625 ÷ (6 × 448) = 0.0009766" in concepts
+    assert "170.7, which E4M3 cannot hold exactly: it rounds to 176 (bits 0 1110 011)" in concepts
+    assert "−0.9, which reads back as −1.031" in concepts
+    assert "0.05 reads back as 0.08594" in concepts
+    for bits in ("16 bits", "8 bits", "4.16 bits", "4.5 bits", "4.25 bits"):
+        assert bits in concepts
+    assert "6,717,440 scales, 26.9 MB, or 0.0393%" in concepts
+
+
+def test_changing_the_gpu_changes_the_figures(client) -> None:
+    """On the B200 NVFP4 multiplies on FP4 tensor cores: prefill 3.89× over BF16."""
+    worked = section_text(client, "worked", "?p11-formats-gpu=b200")
+    body = api_get(client, "quantization-formats", model="llama-3-70b", gpu="b200")
+    nvfp4 = next(f for f in body["formats"] if f["dtype"] == "nvfp4")
+    assert nvfp4["native"]
+    assert (f"NVFP4 gains {number_format(nvfp4['prefill_speedup'])}× on the NVIDIA B200 "
+            "(HGX B200)'s FP4 tensor cores") in worked
+    assert "3.89×" in worked
+
+
+def test_a_prompt_past_the_context_is_refused_beside_its_field(client) -> None:
+    content = page_get(client, "?p11-formats-prompt_tokens=8193")
+    worked = section_html(problem_html(content, 11), 11, "worked")
+    error = re.search(r'id="id_p11-formats-prompt_tokens_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "context window of 8,192 tokens" in error.group(1)
+    assert "41.6 ms (memory)" in text_of(worked)  # the prose keeps the defaults
+
+
+def test_the_api_refuses_bad_input_naming_the_field(client) -> None:
+    response = client.get("/api/calc/quantization-formats", {"model": "llama-3-70b",
+                                                             "gpu": "h100-sxm", "batch": 0})
+    assert response.status_code == 400 and response.json()["field"] == "batch"
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 11), 11, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+    outside = re.sub(r"<details>.*?</details>", "", followups, flags=re.S)
+    assert "Marlin" not in outside and "second-order" in followups
+
+
+def test_mistakes_and_listens_are_lists_of_at_least_four(client) -> None:
+    problem = problem_html(page_get(client), 11)
+    assert section_html(problem, 11, "mistakes").count("<li>") >= 4
+    assert section_html(problem, 11, "listens").count("<li>") >= 4
+
+
+def test_the_diagrams_are_accessible_svgs(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 11), 11, "concepts")
+    svgs = re.findall(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S)
+    assert len(svgs) == 2
+    for svg in svgs:
+        assert 'role="img"' in svg
+        assert re.search(r"<title[^>]*>[^<]+</title>", svg)
+        assert re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+def test_the_live_demo_and_the_calculator_are_embedded(client) -> None:
+    problem = problem_html(page_get(client), 11)
+    demo = section_html(problem, 11, "demo")
+    assert 'data-demo="quantization"' in demo and 'name="formats"' in demo
+    assert "js/demos/quantization.js" in demo
+    assert 'data-calculator="quantization-formats"' in section_html(problem, 11, "worked")
+    assert section_html(problem, 11, "worked").count('class="plot"') == 2
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p11.SOURCES) >= 10
+    for title, url in p11.SOURCES:
+        assert title and url.startswith("https://")
+
+
+def test_the_speedup_plot_marks_the_batch_and_draws_int8_dashed() -> None:
+    """Hand points (H100, 1,000 tokens, BF16 KV, floors, 3 GB reserve): batch 64 → FP8
+    1.74791×, INT4 2.72832×."""
+    inputs = {**p11.CALCULATOR.defaults(), "reserve_gb": 3.0}
+    result = p11.CALCULATOR.compute(**inputs)
+    plot = p11.speedup_plot(inputs=inputs, result=result)
+    series = {s.name: s for s in plot.series}
+    at64 = series["FP8 (E4M3)"].x.index(64)
+    assert series["FP8 (E4M3)"].y[at64] == pytest.approx(1.74791, rel=1e-4)
+    assert series["INT4 (group 128)"].y[at64] == pytest.approx(2.72832, rel=1e-4)
+    assert series["INT8 (W8A8)"].dash
+    assert [m.label for m in plot.marks] == ["your batch", "largest FP8 batch that fits"]
+    size = p11.size_plot(inputs=inputs, result=result)
+    room = {s.name: s.y[0] for s in size.series if s.dash}
+    assert room["H100 SXM: room for weights"] == pytest.approx(73.641, rel=1e-4)

@@ -1,0 +1,134 @@
+"""Problem 12 on page 06, through Django's test client: every section written, the figures equal
+to the JSON API's, prices that move the ranking, a model that does not fit, hints hidden, the
+rooflines demo embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import count_format, money_format, seconds_format
+from problems.content import p12
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/06/"
+TEMPLATE = Path(p12.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def section_text(client, slug: str, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 12), 12, slug))
+
+
+def api_gpus(client, **params) -> dict:
+    response = client.get("/api/calc/gpu-compare", params)
+    assert response.status_code == 200, response.content
+    return {p["gpu"]: p for p in response.json()["gpus"]}
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 12)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 12, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_worked_figures_equal_the_api(client) -> None:
+    """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100 holds 60 and steps in
+    21.6 ms; the B200 runs all 64 in 9.97 ms; the H200 prefills in the H100's 151 ms."""
+    worked = section_text(client, "worked")
+    gpus = api_gpus(client)
+    for p in gpus.values():
+        assert count_format(p["batch_max"], "sequence") in worked
+        assert seconds_format(p["decode_seconds"]) in worked
+        assert money_format(p["dollars_per_million"], significant=3) in worked
+    assert gpus["h100-sxm"]["batch"] == 60 and "21.6 ms (memory-bound, floor)" in worked
+    assert "9.97 ms (memory-bound, floor)" in worked
+    assert gpus["h200"]["prefill_seconds"] == gpus["h100-sxm"]["prefill_seconds"]
+    assert "The H200 prefills in exactly the H100's time (151 ms)" in worked
+    assert "the NVIDIA B200 (HGX B200) gives the most output tokens per dollar" in worked
+
+
+def test_prices_move_the_ranking(client) -> None:
+    """At $20/h the B200 costs $0.865 per million output tokens; the H200 becomes cheapest."""
+    worked = section_text(client, "worked", "?p12-gpus-price_b200=20")
+    assert "the NVIDIA H200 SXM gives the most output tokens per dollar" in worked
+    assert api_gpus(client, price_b200=20)["b200"]["dollars_per_million"] == pytest.approx(
+        20 / (api_gpus(client)["b200"]["tokens_per_second"] * 3600) * 1e6)
+
+
+def test_a_model_that_does_not_fit_says_so(client) -> None:
+    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-70b")
+    assert "does not fit" in worked
+    gpus = api_gpus(client, model="llama-3.1-70b")
+    assert gpus["h100-sxm"]["decode_seconds"] is None and gpus["h200"]["batch"] >= 1
+
+
+def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> None:
+    content = page_get(client, "?p12-gpus-context_tokens=200000")
+    worked = section_html(problem_html(content, 12), 12, "worked")
+    error = re.search(r'id="id_p12-gpus-context_tokens_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "context window" in error.group(1)
+    assert "21.6 ms (memory-bound, floor)" in text_of(worked)
+
+
+def test_the_concepts_table_and_the_interconnect_figures(client) -> None:
+    """NVLink 900 GB/s ÷ PCIe 64 GB/s = 14.1×; at TP 2, 64 sequences send 33.6 MB per GPU per
+    step: 74.6 µs at 450 GB/s and 1.05 ms at 32 GB/s."""
+    concepts = section_text(client, "concepts")
+    for text in ("Hopper", "Blackwell", "Ada Lovelace", "81,559 MiB = 85.5 GB", "14.1×",
+                 "33.6 MB per GPU", "74.6 µs", "1.05 ms", "as listed in May 2026"):
+        assert text in concepts, text
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 12), 12, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+
+
+def test_the_roofline_diagram_is_an_accessible_svg(client) -> None:
+    concepts = section_html(problem_html(page_get(client), 12), 12, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg and re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+def test_the_rooflines_demo_is_embedded(client) -> None:
+    demo = section_html(problem_html(page_get(client), 12), 12, "demo")
+    assert 'data-calculator="gpu-rooflines"' in demo
+    assert 'data-hardware-url="/demos/hardware"' in demo and "js/demos/gpus.js" in demo
+    assert "Measure this worker" in demo
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p12.SOURCES) >= 10
+    for title, url in p12.SOURCES:
+        assert title and url.startswith("https://")
+
+
+def test_the_roofline_plot_draws_four_roofs_and_the_workload() -> None:
+    inputs = p12.ROOFLINE_CALCULATOR.defaults()
+    result = p12.ROOFLINE_CALCULATOR.compute(**inputs)
+    plot = p12.roofline_plot(inputs=inputs, result=result)
+    roofs = [s for s in plot.series if s.lines]
+    assert [s.name for s in roofs] == ["H100 SXM", "H200", "B200", "L40S"]
+    # Each roof: up the slope from 0.1 FLOP/B, the ridge, flat to 10⁵.
+    assert [len(s.x) for s in roofs] == [3, 3, 3, 3]
+    workload = [s for s in plot.series if s.name.endswith("this workload")]
+    assert len(workload) == 4
+    assert workload[-1].labels == ("decode at each GPU's batch", "one prefill")
+    assert all(s.x[0] < 100 < s.x[1] for s in workload)
