@@ -37,6 +37,7 @@ from problems.arithmetic.parallel import (
     NODES_MAX,
     Layout,
     allreduce_bytes,
+    layout_row,
     moe_layout,
     moe_layouts_compare,
 )
@@ -189,7 +190,7 @@ def layouts_comm_plot(rows: list[dict]) -> BarPlot:
                 BarSeries("Over InfiniBand", tuple(r["comm_ib"] / 1e6 for r in valid),
                           labels=tuple(seconds_format(r["comm_time"]) for r in valid))),
         columns=(("Communication time", tuple(seconds_format(r["comm_time"]) for r in valid)),
-                 ("Time per token, overlapped to serial",
+                 ("Time per token floor, overlapped to serial",
                   tuple(f"{seconds_format(r['tpot_low'])} to {seconds_format(r['tpot_high'])}"
                         for r in valid)),
                  ("Sequences evaluated", tuple(f"{r['batch']:,}" for r in valid))))
@@ -205,8 +206,9 @@ CALCULATOR = calculator_register(Calculator(
     title="MoE layouts: memory, communication and step time",
     explanation=("Pick a cluster and how attention, experts and layers are split. The working "
                  "shows the weights and KV each GPU holds, the bytes each GPU sends per decode "
-                 "step over NVLink and InfiniBand, and the bounds on the step: at least the "
-                 "larger of GPU work and communication (perfect overlap), at most their sum. "
+                 "step over NVLink and InfiniBand, and the floor on the step at the stated "
+                 "efficiencies: the larger of GPU work and communication with perfect overlap, "
+                 "their sum with none. "
                  "The plots compare the standard layouts of your cluster and of 2 × 8 H100s."),
     inputs=MOE_LAYOUT_INPUTS, compute=moe_layout, plots=moe_layout_plots, listed=False,
     api_path="/moe-layout",
@@ -551,16 +553,24 @@ def figures(inputs: dict) -> dict:
     b_q = expert_gpu_hit_probability(experts=m.experts_routed, per_gpu=m.experts_routed // bn,
                                      k=m.experts_per_token)
     rows = layouts_rows(inputs)
-    h100 = gpu_get(CLUSTER_B[0])
-    h100_node = 8 * (h100.memory_total_bytes * inputs["memory_fraction"]
-                     - inputs["reserve_gb"] * GB)
+    # One node of the H100s of cluster B, DP attention + EP over its GPUs: the fit counts the
+    # weights, the KV of the sequences and the reserve, as every layout does.
+    h100_gpn = CLUSTER_B[2]
+    h100_row = layout_row(model=inputs["model"], gpu=CLUSTER_B[0],
+                          layout=Layout(1, h100_gpn, 1, 1, "ep"), **_shared(inputs))
+    h100_usable = (gpu_get(CLUSTER_B[0]).memory_total_bytes * inputs["memory_fraction"]
+                   - inputs["reserve_gb"] * GB)
     return {
         "flashmla_tflops": f"{FLASHMLA_TFLOPS:,}",
         "deepseek_kv_length": f"{DEEPSEEK_KV_LENGTH:,}",
         "mtp_acceptance_text": MTP_ACCEPTANCE, "mtp_speedup_text": f"{MTP_SPEEDUP}×",
         "params_card_text": f"{number_format((m.params_published or 0) / 1e9)}B",
         "active_card_text": f"{number_format((m.active_params_published or 0) / 1e9)}B",
-        "h100_node_usable_text": _gb(h100_node), "h100_node_fits": total_bytes < h100_node,
+        "h100_node_gpus": h100_gpn, "h100_node_usable_text": _gb(h100_gpn * h100_usable),
+        "h100_gpu_usable_text": _gb(h100_usable), "h100_node_fits": h100_row["valid"],
+        "h100_node_w_gpu_text": _gb(h100_row.get("weights", total_bytes / h100_gpn)),
+        "h100_node_max_seq": f"{h100_row.get('max_seq', 0):,}",
+        "h100_node_short": h100_row["valid"] and h100_row["max_seq"] < batch,
         "model_name": m.name, "layers": m.layers, "dense_layers": m.dense_layers,
         "moe_layers": parts["moe_layers"], "hidden": f"{m.hidden:,}", "heads": m.heads,
         "experts_routed": m.experts_routed, "experts_shared": m.experts_shared,
