@@ -231,8 +231,10 @@ ROUTING_INPUTS: tuple[Input, ...] = (
                 maximum=8_192, help="A prefill step carries thousands; a decode step one per "
                 "sequence (try 256)."),
     real_input("skew", "Popularity skew", initial=1.0, api=1.0, minimum=0.0, maximum=3.0,
-               help="Zipf exponent over the experts: 0 is uniform; 1 makes the hottest expert "
-                    "a few times as popular as the median."),
+               help="Zipf exponent over the experts: 0 is uniform; at 1 the r-th most "
+                    "popular expert gets 1/r of the top one's weight, a stress case far more "
+                    "skewed than a model trained for balance (the working shows the hottest "
+                    "expert's load against the mean)."),
     whole_input("redundant", "Redundant expert slots", unit="slots", initial=32, api=32,
                 minimum=0, maximum=256,
                 help="Extra copies of the hottest experts (DeepSeek uses 32); experts plus "
@@ -319,6 +321,9 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
         g.bandwidth_bytes_per_second * bandwidth_efficiency)
     values = {
         "skews": list(run["skews"]), "ratio_plain": [float(x) for x in run["ratio_plain"]],
+        "ratio_expert": [float(x) for x in run["ratio_expert"]],
+        "ratio_expert_at_skew": float(run["ratio_expert"][chosen]),
+        "mean_expert_load": float(run["mean_expert_load"]),
         "ratio_balanced": [float(x) for x in run["ratio_balanced"]],
         "time_plain": [float(x) for x in run["time_plain"]],
         "time_balanced": [float(x) for x in run["time_balanced"]],
@@ -343,6 +348,11 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
              f"experts touched) + dispatch and combine over "
              f"{'InfiniBand' if over_ib else 'NVLink'}", predicted, "s",
              seconds_format(predicted)),
+        Step(f"Hottest expert at skew {number_format(skew)}",
+             f"its (token, expert) pairs over the mean expert's "
+             f"{number_format(run['mean_expert_load'])}, averaged over {steps} steps",
+             values["ratio_expert_at_skew"], "× the mean",
+             f"{number_format(values['ratio_expert_at_skew'])}× the mean expert"),
         Step(f"Busiest GPU at skew {number_format(skew)}, experts in order",
              f"load {number_format(ratio_plain)}× the mean, averaged over {steps} steps",
              t_plain, "s", seconds_format(t_plain)),
@@ -371,10 +381,13 @@ def moe_routing_plots(*, inputs: dict, result: Result) -> tuple:
         lines=(Line(r["mean_load"], "mean"),))
     skews = tuple(r["skews"])
     ratio = Plot(
-        title="Busiest GPU's load over the mean, against skew", x_title="Popularity skew",
-        y_title="Busiest ÷ mean load",
-        series=(Series("Experts in order", skews, tuple(r["ratio_plain"]), markers=True),
-                Series(f"{inputs['redundant']} redundant slots", skews,
+        title="Hottest expert and busiest GPU against the mean, by skew",
+        x_title="Popularity skew", y_title="Load ÷ mean load",
+        series=(Series("Hottest expert (÷ mean expert)", skews, tuple(r["ratio_expert"]),
+                       markers=True),
+                Series("Busiest GPU, experts in order", skews, tuple(r["ratio_plain"]),
+                       markers=True),
+                Series(f"Busiest GPU, {inputs['redundant']} redundant slots", skews,
                        tuple(r["ratio_balanced"]), markers=True),
                 Series("Uniform (the calculator)", (skews[0], skews[-1]), (1.0, 1.0),
                        dash=True)),
@@ -405,7 +418,9 @@ def moe_routing_note(*, inputs: dict, result: Result) -> str:
     else:
         why += ("Here the experts' matmuls are compute-bound, so the busiest GPU's extra "
                 "tokens become extra time.")
-    return (f"At skew {number_format(r['skew'])} the busiest GPU carries "
+    return (f"At skew {number_format(r['skew'])} the hottest expert gets "
+            f"{number_format(r['ratio_expert_at_skew'])}× the mean expert's tokens and the "
+            f"busiest GPU carries "
             f"{number_format(r['ratio_plain_at_skew'])}× the mean load "
             f"({number_format(r['ratio_balanced_at_skew'])}× with {inputs['redundant']} "
             f"redundant slots), and the MoE part of each layer takes "
