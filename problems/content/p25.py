@@ -291,7 +291,8 @@ def day_simulated(**given: object) -> Result:
         "policy": policy_kind, "headroom": headroom,
     }
     steps = (
-        Step("The fleet the calculator sizes", f"{regions} regions × {p['per_region']} GPUs, "
+        Step("The fleet the calculator sizes",
+             f"{count_format(regions, 'region')} × {p['per_region']} GPUs, "
              f"{money_format(p['monthly_peak'])} a month peak-sized, "
              f"{money_format(p['monthly_follow'])} if it followed the load exactly",
              p["total_gpus"], "GPUs", count_format(p["total_gpus"], "GPU")),
@@ -462,6 +463,9 @@ def figures(inputs: dict) -> dict:
         "pre_need_text": number_format(p["prefill_gpus"]),
         "prefill_exceeds_decode": p["prefill_exceeds_decode"],
         "prefill_time_text": seconds_format(p["prefill_time"]),
+        "prefill_compute_text": seconds_format(p["prefill"]["compute"]),
+        "prefill_memory_text": seconds_format(p["prefill"]["memory"]),
+        "prefill_bound": p["prefill"]["bound"],
         "kv_transfer_text": seconds_format(p["kv_transfer"]),
         "prefill_fits_ttft": p["prefill_fits_ttft"],
         "regions": k["regions"], "regions_minus_one": p["share"],

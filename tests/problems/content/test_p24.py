@@ -110,3 +110,17 @@ def test_sources_are_titled_links() -> None:
     assert len(p24.SOURCES) >= 6
     for title, url in p24.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_input_cost_is_a_named_roofline_at_the_prefill_mfu(client) -> None:
+    """The baseline's 2,000-token prompt on 4 × H100 in BF16: 0.141 s of compute at the prefill
+    MFU against 13 ms of reads, compute-bound (test_replica.py works it). At a prefill MFU of
+    0.25 the compute doubles and the prose quotes the prefill MFU, not the decode one."""
+    text = worked_text(client)
+    assert ("A whole 2,000-token prompt takes the replica 141 ms of compute at 50% of the dense "
+            "BF16 peak, against 13 ms to read the weights and the prompt's KV, so prefill is "
+            "compute-bound") in text
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, mfu_prefill=0.25)
+    text = worked_text(client, query)
+    assert "282 ms of compute at 25% of the dense BF16 peak" in text
+    assert "MFU 50% in decode and 25% in prefill" in text
