@@ -120,10 +120,13 @@ def layout_check(*, model: Model, layout: Layout) -> None:
         raise ArithmeticInputError(field="model", message=f"{model.name} has no experts")
     if layout.moe not in MOE_SPLITS:
         raise ArithmeticInputError(field="moe", message="choose ep or tp")
-    if layout.pp > model.layers or n % layout.pp:
+    if layout.pp > model.layers:
         raise ArithmeticInputError(
-            field="pp", message=f"{layout.pp} stages must divide the {n} GPUs and be at most "
-            f"{model.layers} ({model.name}'s layers)")
+            field="pp", message=f"{layout.pp} stages is more than {model.name}'s "
+            f"{model.layers} layers")
+    if n % layout.pp:
+        raise ArithmeticInputError(
+            field="pp", message=f"{layout.pp} stages do not divide the {n} GPUs evenly")
     g = layout.per_stage
     if (g > gpn and g % gpn) or (g < gpn and gpn % g):
         raise ArithmeticInputError(
