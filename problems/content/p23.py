@@ -382,7 +382,7 @@ def moe_routing_plots(*, inputs: dict, result: Result) -> tuple:
     skews = tuple(r["skews"])
     ratio = Plot(
         title="Hottest expert and busiest GPU against the mean, by skew",
-        x_title="Popularity skew", y_title="Load ÷ mean load",
+        x_title="Popularity skew", y_title="Load ÷ mean load", y_log=True,
         series=(Series("Hottest expert (÷ mean expert)", skews, tuple(r["ratio_expert"]),
                        markers=True),
                 Series("Busiest GPU, experts in order", skews, tuple(r["ratio_plain"]),
