@@ -73,6 +73,11 @@ FLASHMLA_TFLOPS = 660  # FlashMLA README: dense MLA decoding on H800, compute-bo
 DEEPSEEK_KV_LENGTH = 4_989  # Day 6 overview: average KV length per output token
 MTP_ACCEPTANCE = "85–90%"  # DeepSeek-V3 report §5.4.3, the second token's acceptance rate
 MTP_SPEEDUP = 1.8  # the same section: tokens per second with MTP, ×
+# DeepSeek-V3's node-limited routing: the router keeps the best `topk_group` of `n_group` expert
+# groups (config.json: 4 of 8; report §2.1.2: at most 4 nodes per token in training), and the
+# bandwidths its report measured on H800 nodes (§3.2.2).
+EXPERT_GROUPS, GROUPS_PER_TOKEN = 8, 4
+H800_NVLINK_GBPS, H800_IB_GBPS = 160, 50
 MS = 1e3
 US = 1e6
 
@@ -449,15 +454,17 @@ ROUTING = calculator_register(Calculator(
 # The prose's figures.
 
 SOURCES: list[tuple[str, str]] = [
-    ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (§2.1.2 auxiliary-loss-free balancing and no "
-     "token dropping; §3.2.2 NVLink 160 GB/s and InfiniBand 50 GB/s; §3.4 the prefill and decode "
+    ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (§2.1.2 auxiliary-loss-free balancing, "
+     "node-limited routing to at most 4 nodes, and no token dropping; §3.2.2 NVLink 160 GB/s "
+     "and InfiniBand 50 GB/s measured on H800 nodes; §3.4 the prefill and decode "
      "deployments; §5.4.3 multi-token prediction)", "https://arxiv.org/abs/2412.19437"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (EP32 prefill, "
      "EP144 decode, 32 redundant experts, FP8 dispatch and BF16 combine, average KV length "
      "4,989 tokens)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
-    ("DeepSeek-V3 config.json (61 layers, 256 routed experts, top-8, MLA ranks)",
+    ("DeepSeek-V3 config.json (61 layers, 256 routed experts, top-8, 4 of 8 expert groups per "
+     "token, MLA ranks)",
      "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),
     ("DeepSeek FlashMLA (dense MLA decoding, up to 660 TFLOPS on H800 when compute-bound)",
      "https://github.com/deepseek-ai/FlashMLA"),
@@ -579,6 +586,9 @@ def figures(inputs: dict) -> dict:
         "flashmla_tflops": f"{FLASHMLA_TFLOPS:,}",
         "deepseek_kv_length": f"{DEEPSEEK_KV_LENGTH:,}",
         "mtp_acceptance_text": MTP_ACCEPTANCE, "mtp_speedup_text": f"{MTP_SPEEDUP}×",
+        "expert_groups": EXPERT_GROUPS, "groups_per_token": GROUPS_PER_TOKEN,
+        "h800_nvlink_text": f"{H800_NVLINK_GBPS} GB/s", "h800_ib_text": f"{H800_IB_GBPS} GB/s",
+        "h800_ratio_text": number_format(H800_NVLINK_GBPS / H800_IB_GBPS, digits=2),
         "params_card_text": f"{number_format((m.params_published or 0) / 1e9)}B",
         "active_card_text": f"{number_format((m.active_params_published or 0) / 1e9)}B",
         "h100_node_gpus": h100_gpn, "h100_node_usable_text": _gb(h100_gpn * h100_usable),

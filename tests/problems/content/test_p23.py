@@ -141,3 +141,10 @@ def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) ->
             in text)
     assert f"weights take {bytes_in(int4['weights_per_gpu_bytes'], 'GB')} per GPU" in text
     assert "does not fit" not in text
+
+
+def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:
+    concepts = text_of(section_html(problem_html(page_get(client), 23), 23, "concepts"))
+    assert "it first keeps the best 4 of 8 groups of experts" in concepts
+    assert "about 160 GB/s over the H800's NVLink against 50 GB/s over InfiniBand, 3.2 times" \
+        in concepts
