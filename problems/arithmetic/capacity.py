@@ -231,7 +231,9 @@ def fleet_plan_model(k: dict) -> dict:
         "open_conversations": open_conversations,
         "kv_open": open_conversations * context * kv_token,
         "decode_pool_replicas": decode_pool,
-        "kv_room": decode_pool * tp * dec["free"],
+        # Tokens the decode pool's KV room holds, in whole-token bytes (an MLA latent sits
+        # whole on every GPU of a replica, so its room does not grow with tp).
+        "kv_room": decode_pool * dec["free"] / dec["kv_token"] * kv_token,
     }
 
 
