@@ -200,7 +200,10 @@ def fleet_plan_model(k: dict) -> dict:
     prefill_gpus = d["peak_prefill"] * gpu_seconds / util
     prefill_time = prefill["seconds"]
     kv_token = kv_bytes_per_token_model(m, k["kv"])
-    kv_transfer = d["prompt"] * kv_token / (tp * k["link_bytes_per_second"] * KV_LINK_EFFICIENCY)
+    # Each GPU sends its own share of the prompt's KV over its own link (the whole latent, for
+    # MLA, which every GPU of the replica holds).
+    kv_transfer = d["prompt"] * dec["kv_token"] / (k["link_bytes_per_second"]
+                                                   * KV_LINK_EFFICIENCY)
     regions = k["regions"]
     share = regions - 1 if (k["survive_region"] and regions > 1) else regions
     dec_region = math.ceil(decode_replicas / share)
@@ -300,9 +303,11 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              p["prefill_gpus"], "GPUs", number_format(p["prefill_gpus"])),
         Step("A typical prompt: prefill and KV transfer",
              f"{number_format(d['uncached'])} tokens on {tp} GPUs "
-             f"({seconds_format(p['prefill_time'])}) + {number_format(d['prompt'])} tokens' KV "
-             f"over {tp} × {number_format(k['link_bytes_per_second'] / 1e9)} GB/s at 80% "
-             f"({seconds_format(p['kv_transfer'])})", p["prefill_time"] + p["kv_transfer"], "s",
+             f"({seconds_format(p['prefill_time'])}) + {number_format(d['prompt'])} tokens × "
+             f"{bytes_short(dec['kv_token'])} of KV per GPU over each GPU's "
+             f"{number_format(k['link_bytes_per_second'] / 1e9)} GB/s at "
+             f"{percent_format(KV_LINK_EFFICIENCY)} ({seconds_format(p['kv_transfer'])})",
+             p["prefill_time"] + p["kv_transfer"], "s",
              seconds_format(p["prefill_time"] + p["kv_transfer"])),
         Step("GPUs per region", f"{regions_text}: ⌈{number_format(p['decode_replicas'])} ÷ "
              f"{p['share']}⌉ = {p['dec_region']} decode replicas + ⌈"

@@ -120,3 +120,16 @@ def test_the_kv_room_for_idle_conversations_counts_an_mla_latent_once_per_replic
     gqa = capstone(**DEFAULTS)
     assert gqa["kv_room_bytes"] == pytest.approx(15 * 4 * (71_968_728_985.6 - 18_163_763_200),
                                                  rel=1e-6)
+
+
+def test_the_kv_transfer_moves_each_gpus_own_share():
+    """Llama at the defaults: 1,750 tokens × 163,840 B ÷ 4 GPUs = 71,680,000 B per GPU over
+    50 GB/s × 0.8 = 1.792 ms. DeepSeek-V3 on 8 × H200: each GPU holds the whole FP8 latent,
+    1,750 × 35,136 B = 61,488,000 B over its own link, 1.537 ms (not an eighth of it)."""
+    from problems.arithmetic.capacity import capstone_checked, fleet_plan_model
+
+    gqa = fleet_plan_model(capstone_checked(**DEFAULTS))
+    assert gqa["kv_transfer"] == pytest.approx(71_680_000 / 40e9)
+    mla = fleet_plan_model(capstone_checked(**{**DEFAULTS, "model": "deepseek-v3",
+                                               "gpu": "h200", "tp": 8}))
+    assert mla["kv_transfer"] == pytest.approx(61_488_000 / 40e9)
