@@ -448,6 +448,8 @@ def figures(inputs: dict) -> dict:
         "usable_text": bytes_in(dec["usable"], "GB"), "free_text": bytes_in(dec["free"], "GB"),
         "memory_total_text": bytes_in(k["gpu"].memory_total_bytes, "GB"),
         "kv_per_token_text": bytes_in(p["kv_token"], "kB"),
+        "kv_gpu_text": bytes_in(dec["kv_token"], "kB"),
+        "kv_copied": k["tp"] > 1 and dec["kv_token"] >= p["kv_token"],
         "context": number_format(p["context"]), "b_mem": f"{dec['b_mem']:,}",
         "b_slo": f"{dec['b_slo']:,}", "batch": f"{dec['batch']:,}",
         "batch_limit": dec["limit"], "step_text": seconds_format(dec["step_seconds"]),

@@ -114,3 +114,14 @@ def test_a_prompts_prefill_is_a_roofline_with_its_bound_named(client) -> None:
     assert ("A typical prompt's 950 new tokens take 33.7 ms of compute on 4 GPUs at 50% of the "
             "dense peak, against 6.61 ms") in text
     assert "so a prefill is compute-bound at 33.7 ms" in text
+
+
+def test_the_kv_per_token_is_split_per_gpu_where_it_can_be(client) -> None:
+    """163,840 B per token in FP8, a quarter of it (40,960 B) on each of 4 GPUs: 53.8 GB ÷
+    (40,960 B × 1,950) = 673 sequences. DeepSeek-V3's latent stays whole on every GPU."""
+    text = worked_text(client)
+    assert "A token's KV is 164 kB, of which each GPU keeps 41 kB. A running" in text
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, model="deepseek-v3", gpu="h200", tp=8)
+    text = worked_text(client, query)
+    assert ("A token's KV is 35.1 kB, of which each GPU keeps 35.1 kB (all of it: tensor "
+            "parallelism cannot split MLA's latent)") in text
