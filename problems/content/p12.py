@@ -55,16 +55,26 @@ ROOFLINE_PREFIX = "p12-roofline"
 TERA = 1e12
 KEYS = {"h100-sxm": "h100", "h200": "h200", "b200": "b200", "l40s": "l40s"}
 CONCURRENCY_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TP_FOLLOWUP_MODEL = "llama-3.1-70b"
 # Where the roofline plot's labels sit, so that points close together (the H100's and H200's
 # ridges on the same roof, their prefills on the same point) stay readable.
 # (The H100's and H200's roofs are one line: one name above it, one below.)
 ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
                "l40s": "top left"}
-# NVIDIA's own figures for the B200 at its announcement and for the DGX B200, beside the
-# catalog's shipping HGX B200 (bytes, bytes/s): Glenn K. Lockwood's B200 notes and NVIDIA's
-# DGX B200 page (1,440 GB for eight GPUs; 8 TB/s).
+# Other B200 figures, beside the catalog's datasheet ones (180 GB, 8 TB/s): the memory at the
+# announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
+# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product is the bandwidth
+# the chip can actually move, a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
-B200_ANNOUNCED_BANDWIDTH = 8e12
+B200_DRIVER_BUS_BITS = 7680
+B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
+DDR = 2  # HBM transfers data on both clock edges
+
+
+def b200_driver_bandwidth() -> float:
+    """The B200's bandwidth from what its driver reports (bytes/s): bus bits ÷ 8 × memory clock
+    × 2 transfers a clock. Hand: 7,680 ÷ 8 × 3.996e9 × 2 = 7.672e12."""
+    return B200_DRIVER_BUS_BITS / 8 * B200_DRIVER_MEMORY_CLOCK_HZ * DDR
 
 
 def _price_input(gid: str) -> Input:
@@ -279,6 +289,8 @@ def context(*, request: HttpRequest) -> dict:
     kv_share = (ph100["batch"] * kv_seq / ph100["decode_bytes"]
                 if ph100["decode_bytes"] else None)
     example = PRICE_EXAMPLES["h100-sxm"]
+    # The four-L40S follow-up's model: two all-reduces per layer, each a message of its own.
+    m70 = model_get(TP_FOLLOWUP_MODEL)
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX,
         "roofline_slug": ROOFLINE_SLUG, "roofline_prefix": ROOFLINE_PREFIX,
@@ -317,6 +329,8 @@ def context(*, request: HttpRequest) -> dict:
                                                    / h100.bandwidth_bytes_per_second),
         "nvlink_pcie_ratio_text": f"{number_format(h100.interconnect_bytes_per_second / l40s.interconnect_bytes_per_second)}×",  # noqa: E501
         "tp_allreduces": f"{int(result['tp_allreduces']):,}",
+        "tp_70b_name": m70.name, "tp_70b_layers": f"{m70.layers:,}",
+        "tp_70b_messages": f"{2 * m70.layers:,}",
         "tp_bytes_text": bytes_short(float(result["tp_bytes"])),
         "tp_nvlink_text": seconds_format(float(result["tp_bytes"])
                                          / h100.interconnect_one_way_bytes_per_second),
@@ -328,8 +342,10 @@ def context(*, request: HttpRequest) -> dict:
         "kw_ranking_text": ", ".join(p["short_name"] for p in kw_order),
         "price_source_text": f"{example.provider}'s published on-demand rates (per second × "
                              f"3,600), as listed in {example.as_of}",
-        "b200_announced_text": f"{bytes_short(B200_ANNOUNCED_MEMORY)} and "
-                               f"{bandwidth_format(B200_ANNOUNCED_BANDWIDTH)}",
+        "b200_announced_text": bytes_short(B200_ANNOUNCED_MEMORY),
+        "b200_bus_text": f"{B200_DRIVER_BUS_BITS:,}-bit",
+        "b200_clock_text": f"{B200_DRIVER_MEMORY_CLOCK_HZ / 1e6:,.0f} MHz",
+        "b200_driver_bandwidth_text": bandwidth_format(b200_driver_bandwidth()),
         "gpus": gpus,
         "g": by_key,
     }
@@ -341,12 +357,15 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s, the H100's tensor rates, "
      "up to 700 W)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
-    ("NVIDIA HGX platform specifications (the HGX B200 per GPU: 180 GB, 7.7 TB/s, dense rates "
-     "half the sparse, NVLink 5 at 1.8 TB/s, 1,000 W)", "https://www.nvidia.com/en-us/data-center/hgx/"),
-    ("NVIDIA DGX B200 (1,440 GB across eight GPUs; 8 TB/s per GPU)",
-     "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e and 64 TB/s, so 180 GB and "
+     "8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("NVIDIA HGX platform specifications (HGX B200: tensor rates for eight GPUs, dense half the "
+     "sparse; NVLink 5 at 1.8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/hgx/"),
     ("Glenn K. Lockwood, 'B200' notes (HGX at 1,000 W and GB200 at 1,200 W; 192 GB and 8 TB/s "
      "at the announcement)", "https://glennklockwood.com/garden/processors/B200"),
+    ("pytorch/ao pull request 4002, 'update b200 peak memory bandwidth' (a shipping B200's driver "
+     "reports a 7,680-bit memory bus at 3,996 MHz: 7.67 TB/s)",
+     "https://github.com/pytorch/ao/pull/4002"),
     ("NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink, FP8 tensor cores, "
      "350 W)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
     ("Modal, pricing (example per-second on-demand rates: H100 $0.001097, H200 $0.001261, "
