@@ -132,3 +132,37 @@ def test_the_roofline_plot_draws_four_roofs_and_the_workload() -> None:
     assert len(workload) == 4
     assert workload[-1].labels == ("decode at each GPU's batch", "one prefill")
     assert all(s.x[0] < 100 < s.x[1] for s in workload)
+
+
+def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
+    """The catalog's B200 is NVIDIA's datasheet figure (DGX B200: 64 TB/s over eight GPUs = 8
+    TB/s); the driver's 7,680-bit bus at 3,996 MHz, both edges, moves 7,680 ÷ 8 × 3.996e9 × 2 =
+    7.672e12 B/s."""
+    assert p12.b200_driver_bandwidth() == pytest.approx(7.67232e12)
+    concepts = section_text(client, "concepts")
+    assert "180 GB, 8 TB/s" in concepts
+    assert "7,680-bit memory bus at 3,996 MHz, which moves 7.67 TB/s" in concepts
+
+
+def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
+    """The concepts' diagram says "to scale": 110 px per factor of 10 on both axes, the H100's
+    BF16 ridge (989.5e12 ÷ 3.35e12 = 295.4 FLOP/B) at (371.7, 150.5). Each roof's corner must sit
+    where the catalog puts it, within half a pixel, and each slope rise at 45°."""
+    import math
+
+    from problems.arithmetic.catalog import gpu_get
+
+    concepts = section_html(problem_html(page_get(client), 12), 12, "concepts")
+    lines = re.findall(r'<polyline points="([\d.,\s]+)" stroke="(#\w+)"', concepts)
+    colours = {"#0072B2": "h100-sxm", "#009E73": "h200", "#D55E00": "b200", "#CC79A7": "l40s"}
+    h100 = gpu_get("h100-sxm")
+    ridge0 = h100.bf16_flops / h100.bandwidth_bytes_per_second
+    assert len(lines) == 4
+    for points, colour in lines:
+        (x0, y0), (xr, yr), _ = [tuple(map(float, p.split(","))) for p in points.split()]
+        g = gpu_get(colours[colour])
+        ridge = g.bf16_flops / g.bandwidth_bytes_per_second
+        assert xr == pytest.approx(371.7 + 110 * math.log10(ridge / ridge0), abs=0.5), g.id
+        assert yr == pytest.approx(150.5 - 110 * math.log10(g.bf16_flops / h100.bf16_flops),
+                                   abs=0.5), g.id
+        assert xr - x0 == pytest.approx(y0 - yr, abs=0.5), g.id
