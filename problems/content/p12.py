@@ -199,6 +199,9 @@ ROOFLINE_CALCULATOR = calculator_register(Calculator(
     plot=roofline_plot,
     listed=False,
     order=62,
+    api_path="/gpu-rooflines",
+    api_summary="The four GPUs' rooflines in one format, with the workload's decode and prefill "
+                "points",
 ))
 
 

@@ -166,3 +166,19 @@ def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
         assert yr == pytest.approx(150.5 - 110 * math.log10(g.bf16_flops / h100.bf16_flops),
                                    abs=0.5), g.id
         assert xr - x0 == pytest.approx(y0 - yr, abs=0.5), g.id
+
+
+def test_the_rooflines_demo_equals_its_api(client) -> None:
+    """The demo's working (ridges, achieved FLOP/s) is the same declaration as
+    /api/calc/gpu-rooflines: at the defaults the B200's FP8 ridge is 4.5e15 ÷ 8e12 = 562.5
+    FLOP/B."""
+    response = client.get("/api/calc/gpu-rooflines", {"dtype": "fp8"})
+    assert response.status_code == 200
+    gpus = {p["gpu"]: p for p in response.json()["gpus"]}
+    assert gpus["b200"]["ridge"] == pytest.approx(562.5)
+    demo = section_text(client, "demo")
+    assert "562 FLOP/B" in demo
+    for p in gpus.values():
+        assert f"{p['batch']} sequences" in demo or f"{p['batch']} sequence" in demo
+    bad = client.get("/api/calc/gpu-rooflines", {"concurrency": 0})
+    assert bad.status_code == 400 and bad.json()["field"] == "concurrency"
