@@ -19,6 +19,7 @@ from problems.arithmetic.gpus import (
     gpu_rooflines,
     roofline_points,
 )
+from problems.arithmetic.quant import NO_PATH
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -225,6 +226,17 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
     step = p["decode_seconds"]
     bound = p["decode_bound"]
     floor = ", floor" if at_floor and bound == "memory" else ""
+    # Why a GPU has no step: no kernel path for the format, weights (and the reserve) too
+    # large, or the weights in but no room for one sequence's KV at this context.
+    if not p["path"]:
+        why = NO_PATH
+    elif not p["weights_fit"]:
+        why = "weights do not fit"
+    elif not fits:
+        why = "no room for one sequence's KV"
+    else:
+        why = ""
+    short = p["short_name"]
     return {
         "id": g.id, "name": g.name, "short_name": p["short_name"], "arch": g.architecture,
         "memory_label": g.memory_label, "memory_kind": g.memory_kind,
@@ -241,28 +253,45 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         "price_text": money_format(p["price_per_hour"]) + "/h",
         "ridge_text": f"{number_format(p['ridge'])} FLOP/B" if p["ridge"] else "none",
         "usable_text": bytes_short(p["usable_bytes"]),
-        "fits": fits,
+        "fits": fits, "weights_fit": p["weights_fit"], "why_text": why,
+        "fit_text": "yes" if fits else ("weights only: " + why if p["weights_fit"] else "no"),
         "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
         "batch_text": count_format(p["batch"], "sequence") if fits else "none",
         "capped": p["capped"],
         "waiting_text": count_format(p["waiting"], "conversation"),
-        "step_time_text": seconds_format(step) if step else "does not fit",
-        "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step
-        else "does not fit",
+        "step_time_text": seconds_format(step) if step else why,
+        "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step else why,
+        # One GPU's decode, price and prefill as the model answer says them.
+        "decode_said": (f"{seconds_format(step)} on the {short} "
+                        f"({rate_format(round(p['tokens_per_second']), 'tokens/s')})"
+                        if step else ""),
+        "price_said": (f"{money_format(p['dollars_per_million'], significant=3)} on the {short}"
+                       if step else ""),
+        "prefill_said": (f"{seconds_format(p['prefill_seconds'])} on the {short}"
+                         if p["prefill_seconds"] else ""),
+        "cannot_said": f"the {short} cannot run it ({why})" if why else "",
         "step_bound": bound,
         "tokens_per_second_text": rate_format(round(p["tokens_per_second"]), "tokens/s")
-        if step else "does not fit",
+        if step else "none",
         "prefill_text": seconds_format(p["prefill_seconds"]) if p["prefill_seconds"]
-        else "none",
+        else why,
         "prefill_bound": p["prefill_bound"],
         "tokens_per_dollar_text": f"{number_format(p['tokens_per_dollar'] / 1e6)} million"
-        if step else "does not fit",
+        if step else "none",
         "dollars_per_million_text": money_format(p["dollars_per_million"], significant=3)
-        if step else "does not fit",
+        if step else "none",
         "tokens_per_kw_text": number_format(round(p["tokens_per_second_per_kw"]))
-        if step else "does not fit",
+        if step else "none",
         "intensity_text": f"{number_format(p['intensity'])} FLOP/B" if step else "none",
     }
+
+
+def _said(gpus: list[dict], key: str) -> str:
+    """The GPUs' figures as one clause, those that run first and then the ones that cannot
+    ("27 ms on the H200; 20.9 ms on the B200; the L40S cannot run it (weights do not fit)")."""
+    said = [t[key] for t in gpus if t[key]]
+    cannot = [t["cannot_said"] for t in gpus if not t[key] and t["cannot_said"]]
+    return "; ".join(said + cannot) if said else "nothing on any of them"
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -289,8 +318,9 @@ def context(*, request: HttpRequest) -> dict:
         if h200_same["decode_seconds"]:
             same_batch = h200_same["decode_seconds"] / ph100["decode_seconds"]
     kv_seq = float(result["kv_bytes_per_sequence"])
-    kv_share = (ph100["batch"] * kv_seq / ph100["decode_bytes"]
-                if ph100["decode_bytes"] else None)
+    # The GPU the bandwidth bullet reads its step from: the H100, or the first that runs.
+    ref = ph100 if ph100["decode_seconds"] else (running[0] if running else None)
+    kv_share = ref["batch"] * kv_seq / ref["decode_bytes"] if ref else None
     example = PRICE_EXAMPLES["h100-sxm"]
     # The four-L40S follow-up's model: two all-reduces per layer, each a message of its own.
     m70 = model_get(TP_FOLLOWUP_MODEL)
@@ -319,6 +349,13 @@ def context(*, request: HttpRequest) -> dict:
         "per_seq_flops_text": flops_format(float(result["decode_flops_per_sequence"])),
         "prefill_flops_text": flops_format(float(result["prefill_flops"])),
         "kv_share_text": percent_format(kv_share) if kv_share is not None else "none",
+        "ref_name": ref["short_name"] if ref else "",
+        "ref": by_key[KEYS[ref["gpu"]]] if ref else None,
+        "decode_said_text": _said(gpus, "decode_said"),
+        "price_said_text": _said(gpus, "price_said"),
+        "prefill_said_text": _said(gpus, "prefill_said"),
+        "h100_h200_prefill_equal": bool(ph100["prefill_seconds"]
+                                        and points["h200"]["prefill_seconds"]),
         "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
         "any_capped": any(p["capped"] for p in result["gpus"]),
         "any_running": bool(running),

@@ -66,11 +66,27 @@ def test_prices_move_the_ranking(client) -> None:
         20 / (api_gpus(client)["b200"]["tokens_per_second"] * 3600) * 1e6)
 
 
-def test_a_model_that_does_not_fit_says_so(client) -> None:
-    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-70b")
-    assert "does not fit" in worked
+def test_a_model_that_does_not_fit_says_why_in_every_section(client) -> None:
+    """Llama 3.1 70B in FP8 at 8,192 tokens: the H100 holds the weights but not one sequence's
+    KV (1.31 GB free < 2.68 GB), the L40S not even the weights; neither gets a decode step or a
+    prefill, and the prose names the reason instead of quoting a figure."""
+    query = "?p12-gpus-model=llama-3.1-70b"
+    worked = section_text(client, "worked", query)
+    answer = section_text(client, "answer", query)
     gpus = api_gpus(client, model="llama-3.1-70b")
     assert gpus["h100-sxm"]["decode_seconds"] is None and gpus["h200"]["batch"] >= 1
+    assert gpus["h100-sxm"]["weights_fit"] and not gpus["h100-sxm"]["fits"]
+    assert gpus["l40s"]["prefill_seconds"] is None and not gpus["l40s"]["weights_fit"]
+    assert "weights only: no room for one sequence's KV" in worked
+    assert "The NVIDIA L40S cannot serve it at all: weights do not fit." in worked
+    assert "of the bytes of the H200's step" in worked
+    for text in (worked, answer):
+        assert "holds only none" not in text and "takes of the" not in text
+        assert "the H100 SXM cannot run it (no room for one sequence's KV)" in text
+    assert "1.31 s on the H200" in answer and "$1.55 on the H200" in answer
+    bigger = "?p12-gpus-model=llama-3.1-405b"
+    assert "None of the four serves it alone." in section_text(client, "worked", bigger)
+    assert "lean to none of them alone" in section_text(client, "answer", bigger)
 
 
 def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> None:
