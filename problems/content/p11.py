@@ -415,6 +415,12 @@ SOURCES: list[tuple[str, str]] = [
     ("Lucas Wilkinson, 'Machete: a mixed-input GEMM kernel targeting NVIDIA Hopper GPUs' (MIT "
      "Scale ML talk: W4A16 on Hopper dequantizes on the fly)",
      "https://csail.mit.edu/event/scale-ml-lucas-wilkinson-machete-cutting-edge-mixed-input-gemm-gpu-kernel-targeting-nvidia"),
+    ("TensorRT-LLM documentation, 'Quantization' (its recipes: FP8, NVFP4, W4A16 and W4A8 AWQ "
+     "and GPTQ, W8A8 SmoothQuant, FP8, INT8 and NVFP4 KV caches)",
+     "https://nvidia.github.io/TensorRT-LLM/features/quantization.html"),
+    ("NVIDIA Model Optimizer, support matrix (W4A8: INT4 weights with FP8 activations, Ada and "
+     "later; FP4 on Blackwell and later)",
+     "https://nvidia.github.io/Model-Optimizer/guides/0_support_matrix.html"),
     ("TensorRT-LLM pull request 6244, 'Support NVFP4 KV Cache' (merged August 2025)",
      "https://github.com/NVIDIA/TensorRT-LLM/pull/6244"),
     ("vLLM engine arguments, --kv-cache-dtype (FP8 E4M3 or E5M2 KV cache)",
