@@ -96,8 +96,10 @@ def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurr
                     reserve_gb: float, price: float) -> dict:
     """One GPU serving `concurrency` conversations of `context_tokens` each: fit, largest
     batch, running batch, decode step, prefill of one `context_tokens` prompt, and the rates
-    and costs that follow (bytes, seconds, tokens/s, dollars). Times are None where the model
-    does not fit or the GPU has no kernel path for the format."""
+    and costs that follow (bytes, seconds, tokens/s, dollars). `weights_fit`: the weights and
+    the reserve fit; `fits`: one sequence's KV fits beside them too. Times are None where the
+    model does not fit (a prefill needs its prompt's KV as well) or the GPU has no kernel path
+    for the format."""
     embedding = embedding_dtype_resolve(model=model, dtype=dtype)
     weights = weight_bytes_model(model=model, dtype=dtype, embedding=embedding)["total"]
     kv_per_token = kv_bytes_per_token_model(model, kv_dtype)
@@ -112,21 +114,19 @@ def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurr
     rate = format_rate_get(gpu=gpu, dtype=dtype)
     point = {
         "gpu": gpu, "weights": weights, "usable": usable, "free": free,
-        "batch_max": batch_max, "batch": batch, "fits": batch_max > 0,
+        "batch_max": batch_max, "batch": batch, "fits": batch_max > 0, "weights_fit": free >= 0,
         "capped": batch_max < concurrency, "waiting": concurrency - batch,
         "rate": rate, "ridge": rate / gpu.bandwidth_bytes_per_second if rate else None,
         "price": price, "fit_steps": fit_steps, "decode": None, "prefill": None,
         "tokens_per_second": None, "tokens_per_dollar": None, "dollars_per_million": None,
         "tokens_per_second_per_kw": None, "intensity": None, "achieved_flops": None,
     }
-    if rate is None:
+    if rate is None or batch == 0:
         return point
     prefill = prefill_point_model(
         model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
         tokens=context_tokens, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency)
     point["prefill"] = prefill
-    if batch == 0:
-        return point
     decode = decode_point_model(
         model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
         batch=batch, context_tokens=context_tokens, mfu=mfu,
@@ -199,6 +199,7 @@ def gpu_compare(
             "gpu": g.id, "name": g.name, "short_name": g.short_name or g.name,
             "architecture": g.architecture, "weights_bytes": p["weights"],
             "usable_bytes": p["usable"], "free_bytes": p["free"], "fits": p["fits"],
+            "weights_fit": p["weights_fit"],
             "batch_max": p["batch_max"], "batch": p["batch"], "capped": p["capped"],
             "waiting": p["waiting"], "rate": p["rate"], "ridge": p["ridge"],
             "path": p["rate"] is not None,
@@ -252,7 +253,8 @@ def gpu_compare(
             f"{bytes_short(reserve_gb * 1e9)} reserve) ÷ {bytes_short(kv_per_seq)} per "
             f"sequence⌋; {count_format(p['batch'], 'sequence')} run of {concurrency:,}",
             p["batch_max"], "sequences", count_format(p["batch_max"], "sequence")
-            if p["fits"] else "does not fit"))
+            if p["fits"] else ("no room for one sequence's KV" if p["weights_fit"]
+                               else "weights do not fit")))
         if p["rate"] is None:
             steps.append(Step(f"{name}: {d.name}", NO_PATH, 0.0, "s", NO_PATH))
             continue
@@ -287,6 +289,8 @@ def gpu_compare(
                 f"{g.power_watts / KILOWATT:g} kW (the board's power limit, not measured draw)",
                 p["tokens_per_second_per_kw"], "tokens/s/kW",
                 number_format(p["tokens_per_second_per_kw"])))
+        if pre is None:
+            continue
         steps.append(Step(
             f"{name}: prefill of one {context_tokens:,}-token prompt ({pre['bound']}-bound)",
             f"max(linear FLOPs at {peak_describe(gpu=g, dtype=d)} + attention at BF16, × "
@@ -347,6 +351,8 @@ def gpu_rooflines(**inputs: object) -> Result:
         else:
             steps.append(Step(f"{name}: decode step", "the weights do not fit", 0.0, "FLOP/s",
                               "does not fit"))
+        if p["prefill_seconds"] is None:
+            continue
         steps.append(Step(
             f"{name}: prefill of one {int(inputs.get('context_tokens', 8192)):,}-token prompt "
             f"({p['prefill_bound']}-bound)",

@@ -407,11 +407,20 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2411.02355"),
     ("vLLM pull request 18000, 'Use NVFP4 Marlin for CompressedTensorsW4A16Fp4' (NVFP4 "
      "weight-only on GPUs without FP4 tensor cores)", "https://github.com/vllm-project/vllm/pull/18000"),
+    ("vLLM documentation, 'FP8 W8A8' (W8A8 on Ada, Hopper and Blackwell; weight-only W8A16 "
+     "through FP8 Marlin on GPUs without FP8 tensor cores)",
+     "https://docs.vllm.ai/en/stable/features/quantization/fp8/"),
     ("IST-DASLab, Marlin (4-bit weight-only kernels that dequantize to FP16 inside the matmul)",
      "https://github.com/IST-DASLab/marlin"),
     ("Lucas Wilkinson, 'Machete: a mixed-input GEMM kernel targeting NVIDIA Hopper GPUs' (MIT "
      "Scale ML talk: W4A16 on Hopper dequantizes on the fly)",
      "https://csail.mit.edu/event/scale-ml-lucas-wilkinson-machete-cutting-edge-mixed-input-gemm-gpu-kernel-targeting-nvidia"),
+    ("TensorRT-LLM documentation, 'Quantization' (its recipes: FP8, NVFP4, W4A16 and W4A8 AWQ "
+     "and GPTQ, W8A8 SmoothQuant, FP8, INT8 and NVFP4 KV caches)",
+     "https://nvidia.github.io/TensorRT-LLM/features/quantization.html"),
+    ("NVIDIA Model Optimizer, support matrix (W4A8: INT4 weights with FP8 activations, Ada and "
+     "later; FP4 on Blackwell and later)",
+     "https://nvidia.github.io/Model-Optimizer/guides/0_support_matrix.html"),
     ("TensorRT-LLM pull request 6244, 'Support NVFP4 KV Cache' (merged August 2025)",
      "https://github.com/NVIDIA/TensorRT-LLM/pull/6244"),
     ("vLLM engine arguments, --kv-cache-dtype (FP8 E4M3 or E5M2 KV cache)",
@@ -426,8 +435,10 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA H200 Tensor Core GPU datasheet",
      "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
-    ("NVIDIA HGX platform specifications (HGX B200 per-GPU figures, FP4 tensor cores)",
+    ("NVIDIA HGX platform specifications (HGX B200 tensor rates, FP4 tensor cores)",
      "https://www.nvidia.com/en-us/data-center/hgx/"),
+    ("NVIDIA DGX B200 datasheet (180 GB and 8 TB/s a GPU)",
+     "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
     ("NVIDIA L40S datasheet (FP8 tensor cores, no FP4)",
      "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
     ("Meta Llama 3 70B config.json (the worked model)",

@@ -19,6 +19,7 @@ from problems.arithmetic.gpus import (
     gpu_rooflines,
     roofline_points,
 )
+from problems.arithmetic.quant import NO_PATH
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -55,16 +56,26 @@ ROOFLINE_PREFIX = "p12-roofline"
 TERA = 1e12
 KEYS = {"h100-sxm": "h100", "h200": "h200", "b200": "b200", "l40s": "l40s"}
 CONCURRENCY_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+TP_FOLLOWUP_MODEL = "llama-3.1-70b"
 # Where the roofline plot's labels sit, so that points close together (the H100's and H200's
 # ridges on the same roof, their prefills on the same point) stay readable.
 # (The H100's and H200's roofs are one line: one name above it, one below.)
 ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
                "l40s": "top left"}
-# NVIDIA's own figures for the B200 at its announcement and for the DGX B200, beside the
-# catalog's shipping HGX B200 (bytes, bytes/s): Glenn K. Lockwood's B200 notes and NVIDIA's
-# DGX B200 page (1,440 GB for eight GPUs; 8 TB/s).
+# Other B200 figures, beside the catalog's datasheet ones (180 GB, 8 TB/s): the memory at the
+# announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
+# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product is the bandwidth
+# the chip can actually move, a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
-B200_ANNOUNCED_BANDWIDTH = 8e12
+B200_DRIVER_BUS_BITS = 7680
+B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
+DDR = 2  # HBM transfers data on both clock edges
+
+
+def b200_driver_bandwidth() -> float:
+    """The B200's bandwidth from what its driver reports (bytes/s): bus bits ÷ 8 × memory clock
+    × 2 transfers a clock. Hand: 7,680 ÷ 8 × 3.996e9 × 2 = 7.672e12."""
+    return B200_DRIVER_BUS_BITS / 8 * B200_DRIVER_MEMORY_CLOCK_HZ * DDR
 
 
 def _price_input(gid: str) -> Input:
@@ -189,6 +200,9 @@ ROOFLINE_CALCULATOR = calculator_register(Calculator(
     plot=roofline_plot,
     listed=False,
     order=62,
+    api_path="/gpu-rooflines",
+    api_summary="The four GPUs' rooflines in one format, with the workload's decode and prefill "
+                "points",
 ))
 
 
@@ -212,6 +226,17 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
     step = p["decode_seconds"]
     bound = p["decode_bound"]
     floor = ", floor" if at_floor and bound == "memory" else ""
+    # Why a GPU has no step: no kernel path for the format, weights (and the reserve) too
+    # large, or the weights in but no room for one sequence's KV at this context.
+    if not p["path"]:
+        why = NO_PATH
+    elif not p["weights_fit"]:
+        why = "weights do not fit"
+    elif not fits:
+        why = "no room for one sequence's KV"
+    else:
+        why = ""
+    short = p["short_name"]
     return {
         "id": g.id, "name": g.name, "short_name": p["short_name"], "arch": g.architecture,
         "memory_label": g.memory_label, "memory_kind": g.memory_kind,
@@ -228,28 +253,45 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         "price_text": money_format(p["price_per_hour"]) + "/h",
         "ridge_text": f"{number_format(p['ridge'])} FLOP/B" if p["ridge"] else "none",
         "usable_text": bytes_short(p["usable_bytes"]),
-        "fits": fits,
+        "fits": fits, "weights_fit": p["weights_fit"], "why_text": why,
+        "fit_text": "yes" if fits else ("weights only: " + why if p["weights_fit"] else "no"),
         "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
         "batch_text": count_format(p["batch"], "sequence") if fits else "none",
         "capped": p["capped"],
         "waiting_text": count_format(p["waiting"], "conversation"),
-        "step_time_text": seconds_format(step) if step else "does not fit",
-        "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step
-        else "does not fit",
+        "step_time_text": seconds_format(step) if step else why,
+        "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step else why,
+        # One GPU's decode, price and prefill as the model answer says them.
+        "decode_said": (f"{seconds_format(step)} on the {short} "
+                        f"({rate_format(round(p['tokens_per_second']), 'tokens/s')})"
+                        if step else ""),
+        "price_said": (f"{money_format(p['dollars_per_million'], significant=3)} on the {short}"
+                       if step else ""),
+        "prefill_said": (f"{seconds_format(p['prefill_seconds'])} on the {short}"
+                         if p["prefill_seconds"] else ""),
+        "cannot_said": f"the {short} cannot run it ({why})" if why else "",
         "step_bound": bound,
         "tokens_per_second_text": rate_format(round(p["tokens_per_second"]), "tokens/s")
-        if step else "does not fit",
+        if step else "none",
         "prefill_text": seconds_format(p["prefill_seconds"]) if p["prefill_seconds"]
-        else "none",
+        else why,
         "prefill_bound": p["prefill_bound"],
         "tokens_per_dollar_text": f"{number_format(p['tokens_per_dollar'] / 1e6)} million"
-        if step else "does not fit",
+        if step else "none",
         "dollars_per_million_text": money_format(p["dollars_per_million"], significant=3)
-        if step else "does not fit",
+        if step else "none",
         "tokens_per_kw_text": number_format(round(p["tokens_per_second_per_kw"]))
-        if step else "does not fit",
+        if step else "none",
         "intensity_text": f"{number_format(p['intensity'])} FLOP/B" if step else "none",
     }
+
+
+def _said(gpus: list[dict], key: str) -> str:
+    """The GPUs' figures as one clause, those that run first and then the ones that cannot
+    ("27 ms on the H200; 20.9 ms on the B200; the L40S cannot run it (weights do not fit)")."""
+    said = [t[key] for t in gpus if t[key]]
+    cannot = [t["cannot_said"] for t in gpus if not t[key] and t["cannot_said"]]
+    return "; ".join(said + cannot) if said else "nothing on any of them"
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -276,9 +318,12 @@ def context(*, request: HttpRequest) -> dict:
         if h200_same["decode_seconds"]:
             same_batch = h200_same["decode_seconds"] / ph100["decode_seconds"]
     kv_seq = float(result["kv_bytes_per_sequence"])
-    kv_share = (ph100["batch"] * kv_seq / ph100["decode_bytes"]
-                if ph100["decode_bytes"] else None)
+    # The GPU the bandwidth bullet reads its step from: the H100, or the first that runs.
+    ref = ph100 if ph100["decode_seconds"] else (running[0] if running else None)
+    kv_share = ref["batch"] * kv_seq / ref["decode_bytes"] if ref else None
     example = PRICE_EXAMPLES["h100-sxm"]
+    # The four-L40S follow-up's model: two all-reduces per layer, each a message of its own.
+    m70 = model_get(TP_FOLLOWUP_MODEL)
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX,
         "roofline_slug": ROOFLINE_SLUG, "roofline_prefix": ROOFLINE_PREFIX,
@@ -304,6 +349,13 @@ def context(*, request: HttpRequest) -> dict:
         "per_seq_flops_text": flops_format(float(result["decode_flops_per_sequence"])),
         "prefill_flops_text": flops_format(float(result["prefill_flops"])),
         "kv_share_text": percent_format(kv_share) if kv_share is not None else "none",
+        "ref_name": ref["short_name"] if ref else "",
+        "ref": by_key[KEYS[ref["gpu"]]] if ref else None,
+        "decode_said_text": _said(gpus, "decode_said"),
+        "price_said_text": _said(gpus, "price_said"),
+        "prefill_said_text": _said(gpus, "prefill_said"),
+        "h100_h200_prefill_equal": bool(ph100["prefill_seconds"]
+                                        and points["h200"]["prefill_seconds"]),
         "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
         "any_capped": any(p["capped"] for p in result["gpus"]),
         "any_running": bool(running),
@@ -317,6 +369,8 @@ def context(*, request: HttpRequest) -> dict:
                                                    / h100.bandwidth_bytes_per_second),
         "nvlink_pcie_ratio_text": f"{number_format(h100.interconnect_bytes_per_second / l40s.interconnect_bytes_per_second)}×",  # noqa: E501
         "tp_allreduces": f"{int(result['tp_allreduces']):,}",
+        "tp_70b_name": m70.name, "tp_70b_layers": f"{m70.layers:,}",
+        "tp_70b_messages": f"{2 * m70.layers:,}",
         "tp_bytes_text": bytes_short(float(result["tp_bytes"])),
         "tp_nvlink_text": seconds_format(float(result["tp_bytes"])
                                          / h100.interconnect_one_way_bytes_per_second),
@@ -328,8 +382,10 @@ def context(*, request: HttpRequest) -> dict:
         "kw_ranking_text": ", ".join(p["short_name"] for p in kw_order),
         "price_source_text": f"{example.provider}'s published on-demand rates (per second × "
                              f"3,600), as listed in {example.as_of}",
-        "b200_announced_text": f"{bytes_short(B200_ANNOUNCED_MEMORY)} and "
-                               f"{bandwidth_format(B200_ANNOUNCED_BANDWIDTH)}",
+        "b200_announced_text": bytes_short(B200_ANNOUNCED_MEMORY),
+        "b200_bus_text": f"{B200_DRIVER_BUS_BITS:,}-bit",
+        "b200_clock_text": f"{B200_DRIVER_MEMORY_CLOCK_HZ / 1e6:,.0f} MHz",
+        "b200_driver_bandwidth_text": bandwidth_format(b200_driver_bandwidth()),
         "gpus": gpus,
         "g": by_key,
     }
@@ -341,12 +397,15 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s, the H100's tensor rates, "
      "up to 700 W)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
-    ("NVIDIA HGX platform specifications (the HGX B200 per GPU: 180 GB, 7.7 TB/s, dense rates "
-     "half the sparse, NVLink 5 at 1.8 TB/s, 1,000 W)", "https://www.nvidia.com/en-us/data-center/hgx/"),
-    ("NVIDIA DGX B200 (1,440 GB across eight GPUs; 8 TB/s per GPU)",
-     "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e and 64 TB/s, so 180 GB and "
+     "8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("NVIDIA HGX platform specifications (HGX B200: tensor rates for eight GPUs, dense half the "
+     "sparse; NVLink 5 at 1.8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/hgx/"),
     ("Glenn K. Lockwood, 'B200' notes (HGX at 1,000 W and GB200 at 1,200 W; 192 GB and 8 TB/s "
      "at the announcement)", "https://glennklockwood.com/garden/processors/B200"),
+    ("pytorch/ao pull request 4002, 'update b200 peak memory bandwidth' (a shipping B200's driver "
+     "reports a 7,680-bit memory bus at 3,996 MHz: 7.67 TB/s)",
+     "https://github.com/pytorch/ao/pull/4002"),
     ("NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink, FP8 tensor cores, "
      "350 W)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
     ("Modal, pricing (example per-second on-demand rates: H100 $0.001097, H200 $0.001261, "

@@ -103,3 +103,29 @@ def test_a_bad_parameter_shows_beside_its_field(page, asgi_server):  # noqa: F81
         "() => document.querySelector('#demo-quantization [data-error-for=documents]')"
         ".textContent")
     assert "at most 32" in demo.locator('[data-error-for="documents"]').inner_text()
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_measure_this_worker_draws_its_roofline(page, asgi_server,  # noqa: F811
+                                                celery_worker_process):
+    """The demo's live part: the button asks a real worker to measure itself (the test
+    settings' tiny sizes), and its roofline and sweep are drawn onto the rooflines plot."""
+    from demos.hardware import LATEST_KEY, LOCK_KEY
+    from demos.services import redis
+
+    redis().delete(LATEST_KEY, LOCK_KEY)
+    page.add_init_script(VIOLATIONS)
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/06/")
+    demo = page.locator("#demo-gpus")
+    assert "Not measured yet" in demo.locator(".hw-state").inner_text()
+    roof = "#calc-p12-roofline-output .plot"
+    _drawn(page, roof, 1)
+    demo.get_by_role("button", name="Measure this worker").click()
+    page.wait_for_function(
+        f"() => document.querySelector('{roof}').data.some(t => t.meta === 'worker')",
+        timeout=60_000)
+    assert "Measured" in demo.locator(".hw-state").inner_text()
+    assert demo.locator(".hw-table tbody tr").count() == 2  # batches 1 and 8
+    assert page.evaluate("window.__csp") == []
+    redis().delete(LOCK_KEY)

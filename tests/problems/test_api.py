@@ -221,7 +221,7 @@ def test_tokens_past_the_context_window_are_a_400_naming_the_field(client: Clien
             400,
         ),
         ("decode", {"model": "llama-3-8b", "gpu": "h100-sxm", "kv_dtype": "x"}, "kv_dtype", 400),
-        ("roofline", {"gpu": "a100-80gb-sxm", "dtype": "fp8"}, "dtype", 400),
+        ("roofline", {"gpu": "a100-80gb-sxm", "dtype": "fp3"}, "dtype", 400),
         (
             "roofline-batches",
             {"model": "llama-3-8b", "gpu": "h100-sxm", "batches": "1,x"},

@@ -94,8 +94,13 @@ DTYPES: dict[str, Dtype] = {
             scale_bits=0,
             block_size=None,
             compute="fp8",
-            note="One FP32 scale per tensor or channel: negligible per value, so counted as 0.",
-            source="Micikevicius et al., 'FP8 Formats for Deep Learning' (https://arxiv.org/abs/2209.05433)",
+            note="One FP32 scale per tensor or channel: negligible per value, so counted as 0. "
+            "On GPUs without FP8 tensor cores (Ampere) engines run it weight-only (W8A16), "
+            "dequantized to BF16.",
+            source="Micikevicius et al., 'FP8 Formats for Deep Learning' (https://arxiv.org/abs/2209.05433); "  # noqa: E501
+            "the weight-only fallback: vLLM, 'FP8 W8A8' (W8A16 through FP8 Marlin below "
+            "compute capability 8.9, https://docs.vllm.ai/en/stable/features/quantization/fp8/)",
+            weight_only_on="bf16",
             kv="vLLM --kv-cache-dtype fp8 / fp8_e4m3; SGLang and TensorRT-LLM offer it too",
         ),
         Dtype(
@@ -110,6 +115,7 @@ DTYPES: dict[str, Dtype] = {
             source="Micikevicius et al., 'FP8 Formats for Deep Learning' "
             "(https://arxiv.org/abs/2209.05433); vLLM engine arguments, --kv-cache-dtype "
             "(https://docs.vllm.ai/en/latest/configuration/engine_args.html)",
+            weight_only_on="bf16",
             kv="vLLM --kv-cache-dtype fp8_e5m2",
         ),
         Dtype(

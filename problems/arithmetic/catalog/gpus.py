@@ -182,7 +182,7 @@ GPUS: dict[str, Gpu] = {
             memory_bytes=180 * GIGA,
             memory_reported_mib=183_359,
             memory_kind="HBM3e",
-            bandwidth_bytes_per_second=7.7 * TERA,
+            bandwidth_bytes_per_second=8 * TERA,
             fp32_flops=75 * TERA,
             bf16_flops=2_250 * TERA,
             fp8_flops=4_500 * TERA,
@@ -193,8 +193,10 @@ GPUS: dict[str, Gpu] = {
             power_watts=1_000,
             price_per_hour_assumed=5.00,
             price_note=PRICE_NOTE,
-            source="NVIDIA HGX platform specifications, HGX B200 per-GPU column "
-            "(https://www.nvidia.com/en-us/data-center/hgx/); "
+            source="NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e, 64 TB/s, so "
+            "180 GB and 8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/dgx-b200/) and "
+            "NVIDIA HGX platform specifications, HGX B200 column (tensor rates for eight GPUs, "
+            "NVLink 5 at 1.8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/hgx/); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Blackwell",
             short_name="B200",

@@ -34,12 +34,12 @@ def test_example_prices_carry_their_date_and_source():
 def test_largest_batch_step_and_rates_at_the_defaults():
     """Free memory ÷ 1,073,741,824: H100 64,887,794,585.6 → 60; H200 → 115; B200 → 149; L40S →
     29. Steps at min(64, that): H100 72,454,770,688 B ÷ 3.35e12 = 21.6283 ms (2,774.14
-    tokens/s); H200 76,749,737,984 ÷ 4.8e12 = 15.9895 ms; B200 ÷ 7.7e12 = 9.96750 ms; L40S
-    39,168,774,144 ÷ 864e9 = 45.3342 ms (639.69 tokens/s). All memory-bound."""
+    tokens/s); H200 76,749,737,984 ÷ 4.8e12 = 15.9895 ms; B200 ÷ 8e12 = 9.59372 ms (6,671.03
+    tokens/s); L40S 39,168,774,144 ÷ 864e9 = 45.3342 ms (639.69 tokens/s). All memory-bound."""
     gpus = _gpus()
     for gid, batch_max, batch, ms, rate in (("h100-sxm", 60, 60, 21.6283, 2774.14),
                                             ("h200", 115, 64, 15.9895, 4002.62),
-                                            ("b200", 149, 64, 9.96750, 6420.87),
+                                            ("b200", 149, 64, 9.59372, 6671.03),
                                             ("l40s", 29, 29, 45.3342, 639.69)):
         p = gpus[gid]
         assert (p["batch_max"], p["batch"]) == (batch_max, batch)
@@ -52,12 +52,12 @@ def test_largest_batch_step_and_rates_at_the_defaults():
 def test_prefill_cost_and_power():
     """Prefill of 8,192 tokens: linear 114,354,622,038,016 FLOP ÷ (989.5e12 × 0.5) ... H100
     151.130 ms; H200 the same; B200 66.4637 ms; L40S 409.211 ms. $ per million output tokens:
-    3.9492 ÷ (2,774.14 × 3,600) × 10⁶ = $0.39544; H200 $0.31504; B200 $0.27037; L40S
-    $0.84728. Tokens/s per kW: 3,963; 5,718; 6,421; 1,828."""
+    3.9492 ÷ (2,774.14 × 3,600) × 10⁶ = $0.39544; H200 $0.31504; B200 6.2496 ÷ (6,671.03 × 3,600)
+    × 10⁶ = $0.26023; L40S $0.84728. Tokens/s per kW: 3,963; 5,718; 6,671; 1,828."""
     gpus = _gpus()
     for gid, ms, dollars, per_kw in (("h100-sxm", 151.130, 0.39544, 3963),
                                      ("h200", 151.130, 0.31504, 5718),
-                                     ("b200", 66.4637, 0.27037, 6421),
+                                     ("b200", 66.4637, 0.26023, 6671),
                                      ("l40s", 409.211, 0.84728, 1828)):
         p = gpus[gid]
         assert p["prefill_seconds"] * 1e3 == pytest.approx(ms, rel=1e-5)
@@ -88,14 +88,14 @@ def test_seventy_billion_in_fp8():
     """Llama 3.1 70B in FP8, 3 GB reserve: the H100 has 1,313,676,185.6 B free, less than one
     8,192-token sequence (2,684,354,560 B): batch 0. L40S: the weights alone do not fit. H200:
     60,024,285,286.4 ÷ 2,684,354,560 → 22, step (70,553,706,496 + 22 × 2,684,354,560) ÷ 4.8e12 =
-    27.002 ms; B200: 36, 21.713 ms."""
+    27.002 ms; B200: 36, (70,553,706,496 + 36 × 2,684,354,560) ÷ 8e12 = 20.899 ms."""
     gpus = _gpus(model="llama-3.1-70b")
     assert gpus["h100-sxm"]["batch_max"] == 0 and gpus["h100-sxm"]["decode_seconds"] is None
     assert not gpus["l40s"]["fits"]
     assert gpus["h200"]["batch"] == 22
     assert gpus["h200"]["decode_seconds"] * 1e3 == pytest.approx(27.002, rel=1e-4)
     assert gpus["b200"]["batch"] == 36
-    assert gpus["b200"]["decode_seconds"] * 1e3 == pytest.approx(21.713, rel=1e-4)
+    assert gpus["b200"]["decode_seconds"] * 1e3 == pytest.approx(20.899, rel=1e-4)
 
 
 def test_nvfp4_runs_weight_only_off_blackwell():
@@ -112,10 +112,11 @@ def test_nvfp4_runs_weight_only_off_blackwell():
 
 def test_tokens_per_dollar_as_concurrency_grows():
     """Concurrency 1, H100: (8,030,261,248 + 1,073,741,824) ÷ 3.35e12 = 2.71761 ms → 367.97
-    tokens/s → 0.33543 million per dollar; H200 0.41811; B200 0.48720; L40S 0.17510. At 256 the
+    tokens/s → 0.33543 million per dollar; H200 0.41811; B200 1 ÷ (9,104,003,072 ÷ 8e12) =
+    878.73 tokens/s → 0.50618; L40S 0.17510. At 256 the
     H200 runs 115: 27.3980 ms → 3.32861 million per dollar."""
     gpus = _gpus(concurrency=1)
-    for gid, millions in (("h100-sxm", 0.33543), ("h200", 0.41811), ("b200", 0.48720),
+    for gid, millions in (("h100-sxm", 0.33543), ("h200", 0.41811), ("b200", 0.50618),
                           ("l40s", 0.17510)):
         assert gpus[gid]["tokens_per_dollar"] / 1e6 == pytest.approx(millions, rel=1e-4)
     gpus = _gpus(concurrency=256)
@@ -124,10 +125,10 @@ def test_tokens_per_dollar_as_concurrency_grows():
 
 
 def test_the_cheapest_gpu_follows_the_prices():
-    """At $20/h the B200 costs 20 ÷ (6,420.87 × 3,600) × 10⁶ = $0.8652 per million, more than
+    """At $20/h the B200 costs 20 ÷ (6,671.03 × 3,600) × 10⁶ = $0.83279 per million, more than
     the H200's $0.31504."""
     gpus = _gpus(price_b200=20.0)
-    assert gpus["b200"]["dollars_per_million"] == pytest.approx(0.8652, rel=1e-4)
+    assert gpus["b200"]["dollars_per_million"] == pytest.approx(0.83279, rel=1e-4)
     cheapest = min(gpus.values(), key=lambda p: p["dollars_per_million"])
     assert cheapest["gpu"] == "h200"
 

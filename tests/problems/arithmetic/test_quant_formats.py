@@ -6,11 +6,20 @@ kept in BF16 below 16 bits. H100 SXM: 3.35 TB/s, BF16 989.5 TFLOP/s, FP8 and INT
 hand figures below use a 3 GB reserve; the page's default is 3.3 GB (vLLM's measured 3.05 GiB).
 """
 
+import dataclasses
+
 import pytest
 
-from problems.arithmetic.catalog import model_get
+from problems.arithmetic.catalog import DTYPES, kv_dtype_get, model_get
+from problems.arithmetic.catalog.gpus import GPUS
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.quant import linear_rows_model, quantization_formats
+from problems.arithmetic.quant import (
+    NO_PATH,
+    format_row_model,
+    linear_rows_model,
+    path_describe,
+    quantization_formats,
+)
 
 HAND = dict(model="llama-3-70b", gpu="h100-sxm", prompt_tokens=1000, batch=1, reserve_gb=3.0)
 
@@ -120,15 +129,33 @@ def test_large_batches_turn_weight_only_int4_compute_bound():
     assert rows["int4"]["decode_speedup"] == pytest.approx(2.72832, rel=1e-4)
 
 
-def test_channel_scales_and_a_format_with_no_path():
+def test_channel_scales_and_fp8_weight_only_on_an_a100():
     """Output rows: 80 × (8,192 + 2 × 1,024 + 8,192 + 2 × 28,672 + 8,192) = 6,717,440 FP32
-    scales for Llama 3 70B. FP8 on an A100 (no FP8 tensor cores, no fallback) is sized and
-    fit-checked, but has no times."""
+    scales for Llama 3 70B. FP8 on an A100 (no FP8 tensor cores) runs weight-only, W8A16 as
+    vLLM's FP8 Marlin does: decode reads FP8's bytes, (70,553,706,496 + 327,680,000) ÷
+    2,039e9 = 34.7628 ms, while prefill stays at the BF16 rate (1×)."""
     assert linear_rows_model(model_get("llama-3-70b")) == 6_717_440
     a100 = _rows(gpu="a100-80gb-sxm")
-    assert a100["fp8"]["decode_seconds"] is None and not a100["fp8"]["path"]
-    assert a100["fp8"]["weights_bytes"] == pytest.approx(72_655_052_800)
-    assert a100["int8"]["decode_seconds"] is not None
+    fp8 = a100["fp8"]
+    assert fp8["path"] and not fp8["native"] and "weight-only" in fp8["path_text"]
+    assert fp8["decode_seconds"] * 1e3 == pytest.approx(34.7628, rel=1e-5)
+    assert fp8["prefill_speedup"] == pytest.approx(1.0)
+    assert a100["int8"]["native"] and a100["int8"]["prefill_speedup"] > 1.9
+
+
+def test_a_format_with_no_kernel_path_is_sized_but_not_timed():
+    """On a GPU with neither the format's tensor cores nor a weight-only fallback (an A100
+    stripped of its INT8 rate), INT8 is sized and fit-checked, but has no times."""
+    gpu = dataclasses.replace(GPUS["a100-80gb-sxm"], int8_ops=None)
+    model = model_get("llama-3-70b")
+    row = format_row_model(model=model, gpu=gpu, dtype=DTYPES["int8"],
+                           kv_dtype=kv_dtype_get(None, model=model), tokens=1000, batch=1,
+                           mfu=1.0, bandwidth_efficiency=1.0, memory_fraction=0.9,
+                           reserve_gb=3.0)
+    assert not row["path"] and row["decode"]["seconds"] is None
+    assert row["prefill"]["seconds"] is None
+    assert row["weights"] == pytest.approx(72_655_052_800)
+    assert path_describe(gpu=gpu, dtype=DTYPES["int8"]) == NO_PATH
 
 
 def test_a_prompt_past_the_context_is_refused_on_its_field():

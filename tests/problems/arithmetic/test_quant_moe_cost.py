@@ -169,7 +169,15 @@ def test_the_decode_floor_is_a_roofline_bound_and_int4_saves_no_time_once_comput
         (68_452_360_192 * 0.51953125 + 2 * 1_050_673_152 + 327_680) / 4.8e12, rel=1e-6)
 
 
-def test_a_format_the_gpu_cannot_run_is_refused_on_its_own_field() -> None:
+def test_an_unknown_format_is_refused_on_its_own_field() -> None:
     with pytest.raises(ArithmeticInputError) as error:
-        quantization(model="llama-3-8b", gpu="a100-80gb-sxm", to_dtype="fp8")
+        quantization(model="llama-3-8b", gpu="a100-80gb-sxm", to_dtype="fp3")
     assert error.value.field == "to_dtype"
+
+
+def test_fp8_on_an_a100_is_weight_only_fewer_bytes_at_the_bf16_rate() -> None:
+    """No FP8 tensor cores on an A100: FP8 runs W8A16 (vLLM's FP8 Marlin). At batch 1 the floor
+    is the bytes: (6,979,588,096 + 2 × 525,336,576 + 131,072) ÷ 2,039e9 = 3.93840 ms."""
+    result = quantization(model="llama-3-8b", gpu="a100-80gb-sxm", to_dtype="fp8")
+    assert result["floor_bound_after"] == "memory"
+    assert result["floor_seconds_after"] * 1e3 == pytest.approx(3.93840, rel=1e-5)

@@ -21,11 +21,12 @@ def test_a100_ridge() -> None:
 
 def test_fp4_exists_only_on_blackwell() -> None:
     # HGX B200: 18 PFLOPS FP4 with sparsity per GPU, 9 dense. Elsewhere NVFP4 runs
-    # weight-only, at the BF16 rate; FP8 has no fallback on an A100.
+    # weight-only, at the BF16 rate; so does FP8 on an A100 (W8A16 through FP8 Marlin).
     assert roofline(gpu="b200", dtype="nvfp4")["peak_flops"] == 9e15
     assert roofline(gpu="h100-sxm", dtype="nvfp4")["peak_flops"] == 989.5e12
+    assert roofline(gpu="a100-80gb-sxm", dtype="fp8")["peak_flops"] == 312e12
     with pytest.raises(ArithmeticInputError):
-        roofline(gpu="a100-80gb-sxm", dtype="fp8")
+        roofline(gpu="a100-80gb-sxm", dtype="fp3")
 
 
 def test_decode_intensity_is_about_the_batch_size_at_short_context() -> None:

@@ -159,3 +159,29 @@ def test_the_speedup_plot_marks_the_batch_and_draws_int8_dashed() -> None:
     size = p11.size_plot(inputs=inputs, result=result)
     room = {s.name: s.y[0] for s in size.series if s.dash}
     assert room["H100 SXM: room for weights"] == pytest.approx(73.641, rel=1e-4)
+
+
+def test_the_e2m1_diagram_draws_the_fifteen_e2m1_values(client) -> None:
+    """The grid diagram's E2M1 row (y = 95) spans −6 at x = 140 to 6 at x = 840: its dots must
+    sit at the 15 distinct E2M1 values, ±1.5 included and no ±0.25."""
+    from problems.arithmetic.formats import E2M1_VALUES
+
+    concepts = section_html(problem_html(page_get(client), 11), 11, "concepts")
+    xs = [float(x) for x in re.findall(r'<circle cx="([\d.]+)" cy="95" r="5"/>', concepts)]
+    drawn = sorted(round((x - 490) / (700 / 12), 2) for x in xs)
+    assert drawn == sorted({v for e in E2M1_VALUES for v in (e, -e)})
+
+
+def test_the_answer_names_the_bound_the_calculator_finds(client) -> None:
+    """Llama 3 8B on an H100 at 256 sequences of 100 tokens: INT4's decode is compute-bound (its
+    BF16 matmuls), BF16's still memory-bound; the model answer must not call every step
+    memory-bound then."""
+    query = ("?p11-formats-model=llama-3-8b&p11-formats-batch=256"
+             "&p11-formats-prompt_tokens=100")
+    body = api_get(client, "quantization-formats", model="llama-3-8b", batch=256,
+                   prompt_tokens=100)
+    bounds = {f["dtype"]: f["decode_bound"] for f in body["formats"]}
+    assert bounds["int4"] == "compute" and bounds["bf16"] == "memory"
+    answer = section_text(client, "answer", query)
+    assert "some formats' steps are compute-bound" in answer
+    assert "Decode is memory-bound at this batch" in section_text(client, "answer")

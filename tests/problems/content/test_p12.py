@@ -44,7 +44,7 @@ def test_all_nine_sections_are_written(client) -> None:
 
 def test_worked_figures_equal_the_api(client) -> None:
     """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100 holds 60 and steps in
-    21.6 ms; the B200 runs all 64 in 9.97 ms; the H200 prefills in the H100's 151 ms."""
+    21.6 ms; the B200 runs all 64 in 9.59 ms (8 TB/s); the H200 prefills in the H100's 151 ms."""
     worked = section_text(client, "worked")
     gpus = api_gpus(client)
     for p in gpus.values():
@@ -52,25 +52,41 @@ def test_worked_figures_equal_the_api(client) -> None:
         assert seconds_format(p["decode_seconds"]) in worked
         assert money_format(p["dollars_per_million"], significant=3) in worked
     assert gpus["h100-sxm"]["batch"] == 60 and "21.6 ms (memory-bound, floor)" in worked
-    assert "9.97 ms (memory-bound, floor)" in worked
+    assert "9.59 ms (memory-bound, floor)" in worked
     assert gpus["h200"]["prefill_seconds"] == gpus["h100-sxm"]["prefill_seconds"]
     assert "The H200 prefills in exactly the H100's time (151 ms)" in worked
     assert "the NVIDIA B200 (HGX B200) gives the most output tokens per dollar" in worked
 
 
 def test_prices_move_the_ranking(client) -> None:
-    """At $20/h the B200 costs $0.865 per million output tokens; the H200 becomes cheapest."""
+    """At $20/h the B200 costs $0.833 per million output tokens; the H200 becomes cheapest."""
     worked = section_text(client, "worked", "?p12-gpus-price_b200=20")
     assert "the NVIDIA H200 SXM gives the most output tokens per dollar" in worked
     assert api_gpus(client, price_b200=20)["b200"]["dollars_per_million"] == pytest.approx(
         20 / (api_gpus(client)["b200"]["tokens_per_second"] * 3600) * 1e6)
 
 
-def test_a_model_that_does_not_fit_says_so(client) -> None:
-    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-70b")
-    assert "does not fit" in worked
+def test_a_model_that_does_not_fit_says_why_in_every_section(client) -> None:
+    """Llama 3.1 70B in FP8 at 8,192 tokens: the H100 holds the weights but not one sequence's
+    KV (1.31 GB free < 2.68 GB), the L40S not even the weights; neither gets a decode step or a
+    prefill, and the prose names the reason instead of quoting a figure."""
+    query = "?p12-gpus-model=llama-3.1-70b"
+    worked = section_text(client, "worked", query)
+    answer = section_text(client, "answer", query)
     gpus = api_gpus(client, model="llama-3.1-70b")
     assert gpus["h100-sxm"]["decode_seconds"] is None and gpus["h200"]["batch"] >= 1
+    assert gpus["h100-sxm"]["weights_fit"] and not gpus["h100-sxm"]["fits"]
+    assert gpus["l40s"]["prefill_seconds"] is None and not gpus["l40s"]["weights_fit"]
+    assert "weights only: no room for one sequence's KV" in worked
+    assert "The NVIDIA L40S cannot serve it at all: weights do not fit." in worked
+    assert "of the bytes of the H200's step" in worked
+    for text in (worked, answer):
+        assert "holds only none" not in text and "takes of the" not in text
+        assert "the H100 SXM cannot run it (no room for one sequence's KV)" in text
+    assert "1.31 s on the H200" in answer and "$1.55 on the H200" in answer
+    bigger = "?p12-gpus-model=llama-3.1-405b"
+    assert "None of the four serves it alone." in section_text(client, "worked", bigger)
+    assert "lean to none of them alone" in section_text(client, "answer", bigger)
 
 
 def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> None:
@@ -132,3 +148,53 @@ def test_the_roofline_plot_draws_four_roofs_and_the_workload() -> None:
     assert len(workload) == 4
     assert workload[-1].labels == ("decode at each GPU's batch", "one prefill")
     assert all(s.x[0] < 100 < s.x[1] for s in workload)
+
+
+def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
+    """The catalog's B200 is NVIDIA's datasheet figure (DGX B200: 64 TB/s over eight GPUs = 8
+    TB/s); the driver's 7,680-bit bus at 3,996 MHz, both edges, moves 7,680 ÷ 8 × 3.996e9 × 2 =
+    7.672e12 B/s."""
+    assert p12.b200_driver_bandwidth() == pytest.approx(7.67232e12)
+    concepts = section_text(client, "concepts")
+    assert "180 GB, 8 TB/s" in concepts
+    assert "7,680-bit memory bus at 3,996 MHz, which moves 7.67 TB/s" in concepts
+
+
+def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
+    """The concepts' diagram says "to scale": 110 px per factor of 10 on both axes, the H100's
+    BF16 ridge (989.5e12 ÷ 3.35e12 = 295.4 FLOP/B) at (371.7, 150.5). Each roof's corner must sit
+    where the catalog puts it, within half a pixel, and each slope rise at 45°."""
+    import math
+
+    from problems.arithmetic.catalog import gpu_get
+
+    concepts = section_html(problem_html(page_get(client), 12), 12, "concepts")
+    lines = re.findall(r'<polyline points="([\d.,\s]+)" stroke="(#\w+)"', concepts)
+    colours = {"#0072B2": "h100-sxm", "#009E73": "h200", "#D55E00": "b200", "#CC79A7": "l40s"}
+    h100 = gpu_get("h100-sxm")
+    ridge0 = h100.bf16_flops / h100.bandwidth_bytes_per_second
+    assert len(lines) == 4
+    for points, colour in lines:
+        (x0, y0), (xr, yr), _ = [tuple(map(float, p.split(","))) for p in points.split()]
+        g = gpu_get(colours[colour])
+        ridge = g.bf16_flops / g.bandwidth_bytes_per_second
+        assert xr == pytest.approx(371.7 + 110 * math.log10(ridge / ridge0), abs=0.5), g.id
+        assert yr == pytest.approx(150.5 - 110 * math.log10(g.bf16_flops / h100.bf16_flops),
+                                   abs=0.5), g.id
+        assert xr - x0 == pytest.approx(y0 - yr, abs=0.5), g.id
+
+
+def test_the_rooflines_demo_equals_its_api(client) -> None:
+    """The demo's working (ridges, achieved FLOP/s) is the same declaration as
+    /api/calc/gpu-rooflines: at the defaults the B200's FP8 ridge is 4.5e15 ÷ 8e12 = 562.5
+    FLOP/B."""
+    response = client.get("/api/calc/gpu-rooflines", {"dtype": "fp8"})
+    assert response.status_code == 200
+    gpus = {p["gpu"]: p for p in response.json()["gpus"]}
+    assert gpus["b200"]["ridge"] == pytest.approx(562.5)
+    demo = section_text(client, "demo")
+    assert "562 FLOP/B" in demo
+    for p in gpus.values():
+        assert f"{p['batch']} sequences" in demo or f"{p['batch']} sequence" in demo
+    bad = client.get("/api/calc/gpu-rooflines", {"concurrency": 0})
+    assert bad.status_code == 400 and bad.json()["field"] == "concurrency"
