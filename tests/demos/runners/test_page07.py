@@ -2,7 +2,6 @@
 this process, with tiny workloads: events in order, summaries that add up, every block back."""
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,14 +9,6 @@ import pytest
 from demos.runners import RunCancelled, runner_get
 from demos.runners.triton_rmsnorm import kernel_notes_missing, kernel_source_annotated
 from tests.demos.runners.conftest import MODEL, Recorder
-
-HAS_RANGES = importlib.util.find_spec("worker.engine.profiling") is not None
-
-
-def _has_detokenize() -> bool:
-    from worker.engine import SamplingParams
-
-    return "detokenize" in {f.name for f in dataclasses.fields(SamplingParams)}
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +75,6 @@ def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> Non
         run("utilization", own, recorder, prompt_tokens=8, steps=4)
 
 
-@pytest.mark.skipif(not _has_detokenize(), reason="needs SamplingParams(detokenize=False) "
-                    "from engine-sched, not on main yet")
 def test_the_lean_host_lever_runs(own, recorder) -> None:
     outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4, lean_host=True)
     assert outcome.summary["lean_host"] and "lean host" in outcome.summary["note"]
@@ -106,8 +95,6 @@ def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None
     assert len(summary["plots"]) == 2 and "floor" in summary["note"]
 
 
-@pytest.mark.skipif(not HAS_RANGES, reason="the engine's named ranges (engine-sched) are not "
-                    "on main yet")
 def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None:
     outcome = run("profile", own, recorder, num_sequences=2, prompt_tokens=16,
                   profile_steps=2)
