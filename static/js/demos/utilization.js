@@ -10,6 +10,7 @@
     const table = root.querySelector(".utilization-table");
     table.querySelector("tbody").replaceChildren();
     table.hidden = true;
+    table.querySelector(".lean-col").hidden = true;
     root.querySelector(".demo-plots").replaceChildren();
     root.querySelector(".run-note").hidden = true;
   }
@@ -22,8 +23,14 @@
         table.hidden = false;
         const tr = el("tr");
         const busy = d.device_busy === null ? d.forward_share : d.device_busy;
-        [String(d.batch), d.step_ms.toFixed(2), d.model_ms.toFixed(2), d.host_ms.toFixed(2), pct(busy),
-         pct(d.mfu_wall), pct(d.mbu_wall), d.predicted_floor_ms.toFixed(2) + " (" + d.predicted_bound + ")"].forEach(function (cell, i) {
+        const cells = [String(d.batch), d.step_ms.toFixed(2), d.model_ms.toFixed(2), d.host_ms.toFixed(2), pct(busy),
+          pct(d.mfu_wall), pct(d.mbu_wall), d.predicted_floor_ms.toFixed(2) + " (" + d.predicted_bound + ")"];
+        if (d.lean) {
+          // The lever, measured right after: host time with greedy sampling and no text.
+          table.querySelector(".lean-col").hidden = false;
+          cells.push(d.lean.host_ms.toFixed(2));
+        }
+        cells.forEach(function (cell, i) {
           tr.appendChild(el(i === 0 ? "th" : "td", "", cell));
         });
         table.querySelector("tbody").appendChild(tr);

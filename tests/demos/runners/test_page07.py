@@ -67,6 +67,9 @@ def test_utilization_measures_each_batch_size_in_order(own, recorder) -> None:
     # Twice the batch, twice the FLOPs of the weights: the arithmetic's count grows with it.
     assert rows[-1]["flops"] > 30 * rows[0]["flops"] / 1.1
     assert len(outcome.summary["plots"]) == 2 and outcome.summary["note"]
+    # Without the lever nothing is measured twice, and the note says what the lever does.
+    assert not any("lean" in row for row in rows)
+    assert "tick the lean host" in outcome.summary["note"]
 
 
 def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> None:
@@ -76,8 +79,21 @@ def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> Non
 
 
 def test_the_lean_host_lever_runs(own, recorder) -> None:
+    """Each batch size measured with the usual host and then the lean one (greedy, no text)."""
     outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4, lean_host=True)
-    assert outcome.summary["lean_host"] and "lean host" in outcome.summary["note"]
+    assert recorder.types() == ["started"] + ["batch"] * 6
+    assert outcome.summary["lean_host"]
+    for row in outcome.summary["batches"]:
+        lean = row["lean"]
+        assert lean["batch"] == row["batch"] and lean["flops"] == row["flops"]
+        assert lean["step_ms"] >= lean["model_ms"] > 0 and lean["host_ms"] >= 0
+    names = [s["name"] for s in outcome.summary["plots"][0]["figure"]["data"]]
+    assert "host with the lean host, measured" in names
+    note = outcome.summary["note"]
+    first, last = outcome.summary["batches"][0], outcome.summary["batches"][-1]
+    assert f"{first['lean']['host_ms']:.3g} ms instead of {first['host_ms']:.3g} ms" in note
+    assert f"{last['lean']['host_ms']:.3g} ms instead of {last['host_ms']:.3g} ms" in note
+
 
 
 def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None:
