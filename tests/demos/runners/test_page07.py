@@ -123,6 +123,12 @@ def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None
         assert attention["count"] == layers
         forward = next(r for r in step["ranges"] if r["name"] == "forward")
         assert forward["dur_ms"] <= step["step_ms"] and attention["dur_ms"] <= forward["dur_ms"]
+    # The note names the host ranges of the decode step (the second), largest first.
+    decode = outcome.summary["profile"]["steps"][1]
+    host = sorted((r for r in decode["ranges"] if r["name"] != "forward"
+                   and r["name"] != "attention"), key=lambda r: r["dur_ms"], reverse=True)
+    said = ", ".join(f"{r['name'].replace('_', ' ')} {r['dur_ms']:.3g} ms" for r in host)
+    assert f"(by the engine's ranges, per decode step: {said})" in outcome.summary["note"]
 
 
 def test_the_model_is_the_shipped_one() -> None:
