@@ -93,8 +93,10 @@ def utilization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> 
     ctx.publish("started", {"device": device, "model": Path(machine["model_path"]).name,
                             "batches": list(BATCHES), "steps": steps,
                             "prompt_tokens": prompt_len, "lean_host": lean, "machine": rates})
-    usual = SamplingParams(**SAMPLING_USUAL, ignore_eos=True, max_tokens=steps + 2)
-    lean_sampling = SamplingParams(**SAMPLING_LEAN, ignore_eos=True, max_tokens=steps + 2)
+    # On a GPU the busy time is measured in a second, profiled pass of as many steps.
+    max_tokens = (2 * steps if on_gpu else steps) + 2
+    usual = SamplingParams(**SAMPLING_USUAL, ignore_eos=True, max_tokens=max_tokens)
+    lean_sampling = SamplingParams(**SAMPLING_LEAN, ignore_eos=True, max_tokens=max_tokens)
     # First calls pay for thread pools, the allocator and new shapes: run them unmeasured.
     engine_warm_up(engine)
     results = []
@@ -135,33 +137,36 @@ def _measure_batch(engine, *, prompts: list[list[int]], sampling, steps: int, on
 
 def _measure(engine, *, ids: list[str], steps: int, on_gpu: bool, ctx: RunContext) -> dict:  # noqa: ANN001
     """Step until every request has its first token (prefill is not measured), then `steps`
-    decode steps: their wall and forward seconds, and on a GPU the kernels' busy seconds."""
+    decode steps: their wall and forward seconds; on a GPU, then `steps` more under the
+    profiler for the kernels' busy seconds and the wall seconds of those same steps (the
+    profiler slows the host, so its steps are kept out of the timings)."""
     first: set[str] = set()
     while len(first) < len(ids):
         _check(ctx)
         for event in engine.step():
             if event.get("type") == "token":
                 first.add(event["request_id"])
-    walls, models = [], []
 
-    def run_steps() -> None:
+    def run_steps() -> tuple[list[float], list[float]]:
+        walls, models = [], []
         for _ in range(steps):
             _check(ctx)
             step = next(e for e in engine.step() if e["type"] == "step")
             walls.append(step["seconds"])
             models.append(step["model_seconds"])
+        return walls, models
 
-    busy = None
+    walls, models = run_steps()
+    busy = profiled_total = None
     if on_gpu:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            run_steps()
+            profiled_walls, _ = run_steps()
         busy = kernel_busy_seconds(prof.events())
-    else:
-        run_steps()
+        profiled_total = sum(profiled_walls)
     return {"wall_s": statistics.median(walls), "model_s": statistics.median(models),
-            "wall_total_s": sum(walls), "busy_s": busy}
+            "wall_total_s": profiled_total, "busy_s": busy}
 
 
 def _check(ctx: RunContext) -> None:

@@ -8,7 +8,9 @@ profiler (or `torch.autograd.profiler.emit_nvtx`) is recording, so `torch.profil
 its Chrome trace split a step into the engine's phases; and an NVTX range whenever CUDA is
 present, so an `nsys profile --trace=cuda,nvtx` timeline of a GPU worker shows the same names
 over the kernels they launched. The phases: schedule, prepare_inputs, forward, attention (once
-per layer), sample, detokenize.
+per layer), sample, detokenize (once per sequence that gets text). With speculative decoding the
+draft's and the target's passes are `forward` ranges too, while the acceptance sampling runs
+inside the speculative step (speculative.py) and has no range of its own.
 
 Outside a profile a range costs almost nothing: `record_function` goes through the operator
 dispatcher (tens of microseconds a call on a loaded two-core machine, against a decode step of

@@ -133,3 +133,56 @@ def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None
 
 def test_the_model_is_the_shipped_one() -> None:
     assert Path(MODEL).exists()
+
+
+def test_on_a_gpu_the_busy_time_comes_from_a_second_profiled_pass(own, recorder,
+                                                                  monkeypatch) -> None:
+    """The profiler slows the host, so on a GPU the timed steps run unprofiled and the kernels'
+    busy time is read from as many steps again under the profiler (a stand-in profiler here,
+    reporting one 2 ms kernel: this machine has no GPU)."""
+    import statistics
+    from types import SimpleNamespace
+
+    import torch.profiler
+
+    from demos.runners import utilization
+    from worker.engine import SamplingParams
+
+    engine, _ = own
+    seconds: list[float] = []
+    step = engine.step
+
+    def step_recorded():
+        events = step()
+        seconds.extend(e["seconds"] for e in events if e["type"] == "step")
+        return events
+
+    class StandInProfile:
+        def __init__(self, activities) -> None:  # noqa: ANN001
+            assert [a.name for a in activities] == ["CUDA"]
+
+        def __enter__(self):
+            self.first = len(seconds)
+            return self
+
+        def __exit__(self, *exc) -> None:  # noqa: ANN002
+            self.steps = len(seconds) - self.first
+
+        def events(self):
+            kernel = SimpleNamespace(device_type=SimpleNamespace(name="CUDA"),
+                                     time_range=SimpleNamespace(start=0.0, end=2000.0))
+            return [kernel]
+
+    monkeypatch.setattr(engine, "step", step_recorded)
+    monkeypatch.setattr(torch.profiler, "profile", StandInProfile)
+    measured = utilization._measure_batch(
+        engine, prompts=[[5, 6, 7, 8], [9, 10, 11, 12]],
+        sampling=SamplingParams(temperature=0, ignore_eos=True, max_tokens=2 * 4 + 2),
+        steps=4, on_gpu=True, ctx=recorder.context())
+    # One prefill step, four timed decode steps, four profiled ones, then the aborts' step.
+    assert len(seconds) == 1 + 4 + 4 + 1
+    assert measured["wall_s"] == statistics.median(seconds[1:5])
+    assert measured["wall_total_s"] == pytest.approx(sum(seconds[5:9]))
+    assert measured["busy_s"] == pytest.approx(0.002)
+    stats = engine.stats()
+    assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
