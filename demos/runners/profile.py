@@ -246,6 +246,26 @@ def _plots(*, timeline: list[dict], estimate: dict) -> list[dict]:
             for p in (timeline_plot, measured)]
 
 
+def host_ranges_mean(*, timeline: list[dict], estimate: dict) -> dict[str, float]:
+    """Mean ms per decode step of each host-side named range (schedule, prepare inputs,
+    sample, detokenize), over the profiled steps that only decoded; {} without ranges."""
+    decode = {r["index"] for r in estimate["steps"] if r["kind"] == "decode"}
+    steps = [s for s in timeline if s["index"] in decode and s["ranges"]]
+    if not steps:
+        return {}
+    return {phase: sum(r["dur_ms"] for s in steps for r in s["ranges"] if r["name"] == phase)
+            / len(steps) for phase in HOST_PHASES}
+
+
+def _host_ranges_said(*, timeline: list[dict], estimate: dict) -> str:
+    means = host_ranges_mean(timeline=timeline, estimate=estimate)
+    if not means:
+        return ""
+    parts = sorted(means.items(), key=lambda kv: kv[1], reverse=True)
+    return " (by the engine's ranges, per decode step: " + ", ".join(
+        f"{name.replace('_', ' ')} {ms:.3g} ms" for name, ms in parts) + ")"
+
+
 def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
     """Why the measured forward pass sits where it does against the floor, from this run."""
     decodes = [r for r in estimate["steps"] if r["kind"] == "decode"] or estimate["steps"]
@@ -261,7 +281,8 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
             f"matmuls are far smaller, and each of its {ops:.0f} or so operators per step pays a "
             "fixed framework cost that no floor counts. "
             f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
-            "preparing inputs, sampling and detokenizing, host work a GPU would wait for. The "
+            "preparing inputs, sampling and detokenizing, host work a GPU would wait for"
+            + _host_ranges_said(timeline=timeline, estimate=estimate) + ". The "
             "profiler itself adds a cost to every operator it records, so these steps are "
             "slower than unprofiled ones." + below)
     if on_gpu and timeline:

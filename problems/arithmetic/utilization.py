@@ -406,7 +406,8 @@ def gpu_utilization(
         p["batch"] = batch
         points[key] = p
         at = f"batch {batch:,}"
-        gpu_label = ("GPU floor" if floor and p["bound"] == "memory" else "GPU time")
+        # Compute always runs at the dense peak here, so full bandwidth makes it a floor.
+        gpu_label = "GPU floor" if floor else "GPU time"
         steps += [
             Step(f"Bytes per step, {at}", f"weights and head read once + {batch:,} × "
                  f"{context_tokens:,} tokens × {bytes_short(kv_per_token)} of KV",

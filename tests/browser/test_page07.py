@@ -17,7 +17,7 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.vi
 DEMOS = (
     ("triton-rmsnorm", {"tokens": "8", "hidden": "96"}, 1),
     ("profile", {"num_sequences": "2", "prompt_tokens": "16", "profile_steps": "2"}, 2),
-    ("utilization", {"prompt_tokens": "8", "steps": "4"}, 2),
+    ("utilization", {"prompt_tokens": "8", "steps": "4", "lean_host": True}, 2),
 )
 
 
@@ -32,7 +32,10 @@ def test_each_demo_on_page_07_runs_and_draws_its_plots(page, asgi_server,  # noq
     for slug, fields, plots in DEMOS:
         demo = page.locator(f"#demo-{slug}")
         for name, value in fields.items():
-            demo.locator(f"[name={name}]").fill(value)
+            if value is True:
+                demo.locator(f"[name={name}]").check()
+            else:
+                demo.locator(f"[name={name}]").fill(value)
         demo.get_by_role("button", name="Run", exact=True).click()
         page.wait_for_function(
             "slug => document.querySelector(`#demo-${slug}`).dataset.runState === 'finished'",
@@ -44,7 +47,12 @@ def test_each_demo_on_page_07_runs_and_draws_its_plots(page, asgi_server,  # noq
         assert demo.locator(".run-note").inner_text().strip()
     assert page.locator("#demo-triton-rmsnorm .parity-table tbody tr").count() >= 4
     assert "Download the trace" in page.locator("#demo-profile .profile-trace").inner_text()
-    assert page.locator("#demo-utilization .utilization-table tbody tr").count() == 6
+    utilization = page.locator("#demo-utilization")
+    assert utilization.locator(".utilization-table tbody tr").count() == 6
+    # The lever measured beside the usual host: its column shown, one cell per batch size.
+    assert utilization.locator(".utilization-table th.lean-col").is_visible()
+    assert utilization.locator(".utilization-table tbody tr td").count() == 6 * 9
+    assert "measured peaks" in utilization.locator(".utilization-peaks").inner_text()
     assert page.evaluate("window.__csp") == []
 
 

@@ -34,12 +34,19 @@ def test_profile_runs_to_finished_with_a_downloadable_trace(site, celery_worker_
     assert stranger.request("GET", trace["url"])[0] == 404
     finished = seen[-1].data
     assert len(finished["plots"]) == 2 and finished["note"]
+    # The worker's engine names its phases: every step is split into them.
+    assert all([r["name"] for r in s["ranges"]] == ["schedule", "prepare_inputs", "forward",
+                                                    "attention", "sample", "detokenize"]
+               for s in seen[3].data["steps"])
 
 
 def test_utilization_runs_to_finished_batch_by_batch(site, celery_worker_process):
-    _, seen = run_events(site, "utilization", {"prompt_tokens": 8, "steps": 4})
+    """With the lever: each batch measured with the usual host and the lean one."""
+    _, seen = run_events(site, "utilization", {"prompt_tokens": 8, "steps": 4,
+                                               "lean_host": True})
     assert [e.type for e in seen] == ["started"] + ["batch"] * 6 + ["finished"]
     assert [e.data["batch"] for e in seen[1:-1]] == [1, 2, 4, 8, 16, 32]
+    assert all(e.data["lean"]["model_ms"] > 0 for e in seen[1:-1])
     assert seen[-1].data["stats"]["kv_blocks_free"] == seen[-1].data["stats"]["kv_blocks_total"]
 
 

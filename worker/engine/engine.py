@@ -24,6 +24,7 @@ from worker.engine.layers.sampler import tokens_sample
 from worker.engine.loader import engine_parts_load
 from worker.engine.model_runner import BatchEntry, ModelRunner
 from worker.engine.outputs import RequestOutput
+from worker.engine.profiling import phase
 from worker.engine.sampling_params import SamplingParams
 from worker.engine.scheduler import Scheduler, SchedulerOutput
 from worker.engine.sequence import Sequence
@@ -264,7 +265,8 @@ class Engine:
         if self.speculative is not None:
             self.speculative.draft_runner.seconds = 0.0
         events, self._pending_events = self._pending_events, []
-        plan = self.scheduler.schedule()
+        with phase("schedule"):
+            plan = self.scheduler.schedule()
         for seq in plan.admitted:
             if seq.kv_import is not None:
                 kv_write(self.runner, seq.kv_import, seq.block_table)
@@ -344,8 +346,9 @@ class Engine:
             seq.num_computed_tokens += seq.num_scheduled_tokens
         if not sampling:
             return {}
-        tokens = tokens_sample(logits, [s.params for s in sampling],
-                               [s.generator for s in sampling])
+        with phase("sample"):
+            tokens = tokens_sample(logits, [s.params for s in sampling],
+                                   [s.generator for s in sampling])
         return {seq: [tok] for seq, tok in zip(sampling, tokens, strict=True)}
 
     def _tokens_append(self, seq: Sequence, tokens: list[int], now: float,
@@ -360,11 +363,14 @@ class Engine:
                 m.itl.append(now - m.last_token_time)
             m.last_token_time = now
             text_before = len(seq.text)
-            if self.tokenizer is not None:
-                seq.text += text_piece_next(self.tokenizer, seq)
+            # Without detokenize (or a tokenizer) the request gets token ids and no text.
+            tokenizer = self.tokenizer if seq.params.detokenize else None
+            if tokenizer is not None:
+                with phase("detokenize"):
+                    seq.text += text_piece_next(tokenizer, seq)
             reason = finish_reason_check(
                 seq, token, text_before=text_before, eos_token_ids=self.eos_token_ids,
-                max_model_len=self.max_model_len, tokenizer=self.tokenizer)
+                max_model_len=self.max_model_len, tokenizer=tokenizer)
             piece = text_emit(seq, finished=reason is not None)
             events.append({"type": "token", "request_id": seq.request_id, "token_id": token,
                            "text": piece, "index": seq.num_output_tokens - 1})

@@ -20,6 +20,7 @@ from worker.engine.layers.attention import AttentionGroup, AttentionMetadata
 from worker.engine.layers.decode_slots import DecodeSlots
 from worker.engine.layers.rotary import RotaryEmbedding
 from worker.engine.models import model_class_for
+from worker.engine.profiling import phase
 
 # Queries up to this many tokens (a decode, a speculative check) go in the short group.
 _SHORT_QUERY = 8
@@ -135,11 +136,13 @@ class ModelRunner:
     @torch.inference_mode()
     def execute(self, entries: list[BatchEntry]) -> torch.Tensor:
         """Logits [sum of num_logits, vocab] in fp32, in entry order."""
-        input_ids, positions, meta, logits_indices = self._prepare(entries)
+        with phase("prepare_inputs"):
+            input_ids, positions, meta, logits_indices = self._prepare(entries)
         t0 = time.perf_counter()
-        logits = self.model(input_ids, positions, self.kv_caches, meta, logits_indices)
-        if logits.is_cuda:
-            torch.cuda.synchronize(logits.device)  # kernels run asynchronously
+        with phase("forward"):
+            logits = self.model(input_ids, positions, self.kv_caches, meta, logits_indices)
+            if logits.is_cuda:
+                torch.cuda.synchronize(logits.device)  # kernels run asynchronously
         self.seconds += time.perf_counter() - t0
         return logits
 

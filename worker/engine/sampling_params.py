@@ -10,6 +10,8 @@ class SamplingParams:
     temperature 0 means greedy; top_k 0 means no top-k cut; top_p 1.0 means no nucleus cut.
     A `seed` gives the request its own random generator, so its tokens do not depend on what
     else shares the batch. `stop` strings end the output and are left out of its text.
+    `detokenize=False` skips turning tokens into text (as vLLM's option does): the output has
+    token ids and empty text, and stop strings, which need the text, are refused.
     """
 
     temperature: float = 1.0
@@ -20,6 +22,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] | list[int] = ()
     ignore_eos: bool = False
     seed: int | None = None
+    detokenize: bool = True
 
     def __post_init__(self) -> None:
         # Normalise containers so params hash and compare by value.
@@ -45,6 +48,10 @@ class SamplingParams:
             raise ValueError("stop_token_ids must be non-negative integers")
         if self.seed is not None and not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
+        if not isinstance(self.detokenize, bool):
+            raise ValueError(f"detokenize must be True or False, got {self.detokenize!r}")
+        if self.stop and not self.detokenize:
+            raise ValueError("stop strings need detokenize=True (they are matched in the text)")
 
     @property
     def greedy(self) -> bool:

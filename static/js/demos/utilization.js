@@ -10,20 +10,36 @@
     const table = root.querySelector(".utilization-table");
     table.querySelector("tbody").replaceChildren();
     table.hidden = true;
+    table.querySelector(".lean-col").hidden = true;
+    root.querySelector(".utilization-peaks").hidden = true;
     root.querySelector(".demo-plots").replaceChildren();
     root.querySelector(".run-note").hidden = true;
   }
 
   function handlers(root) {
     const el = lib().el;
+    function rate(perMs, unit) { return (perMs / 1e6).toPrecision(3) + " G" + unit + "/s"; }
     return {
+      started: function (d) {
+        // The peaks every MFU and MBU below is divided by, measured when this worker started.
+        const peaks = root.querySelector(".utilization-peaks");
+        peaks.textContent = "This worker's measured peaks: " + rate(d.machine.matmul_flops_per_s / 1e3, "FLOP") +
+          " (a large matmul) and " + rate(d.machine.memory_bytes_per_s / 1e3, "B") + " (a copy), on " + d.device + ".";
+        peaks.hidden = false;
+      },
       batch: function (d) {
         const table = root.querySelector(".utilization-table");
         table.hidden = false;
         const tr = el("tr");
         const busy = d.device_busy === null ? d.forward_share : d.device_busy;
-        [String(d.batch), d.step_ms.toFixed(2), d.model_ms.toFixed(2), d.host_ms.toFixed(2), pct(busy),
-         pct(d.mfu_wall), pct(d.mbu_wall), d.predicted_floor_ms.toFixed(2) + " (" + d.predicted_bound + ")"].forEach(function (cell, i) {
+        const cells = [String(d.batch), d.step_ms.toFixed(2), d.model_ms.toFixed(2), d.host_ms.toFixed(2), pct(busy),
+          rate(d.flops / d.step_ms, "FLOP") + ", " + rate(d.bytes / d.step_ms, "B"), pct(d.mfu_wall), pct(d.mbu_wall), d.predicted_floor_ms.toFixed(2) + " (" + d.predicted_bound + ")"];
+        if (d.lean) {
+          // The lever, measured right after: host time with greedy sampling and no text.
+          table.querySelector(".lean-col").hidden = false;
+          cells.push(d.lean.host_ms.toFixed(2));
+        }
+        cells.forEach(function (cell, i) {
           tr.appendChild(el(i === 0 ? "th" : "td", "", cell));
         });
         table.querySelector("tbody").appendChild(tr);

@@ -2,7 +2,6 @@
 this process, with tiny workloads: events in order, summaries that add up, every block back."""
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,14 +9,6 @@ import pytest
 from demos.runners import RunCancelled, runner_get
 from demos.runners.triton_rmsnorm import kernel_notes_missing, kernel_source_annotated
 from tests.demos.runners.conftest import MODEL, Recorder
-
-HAS_RANGES = importlib.util.find_spec("worker.engine.profiling") is not None
-
-
-def _has_detokenize() -> bool:
-    from worker.engine import SamplingParams
-
-    return "detokenize" in {f.name for f in dataclasses.fields(SamplingParams)}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +67,9 @@ def test_utilization_measures_each_batch_size_in_order(own, recorder) -> None:
     # Twice the batch, twice the FLOPs of the weights: the arithmetic's count grows with it.
     assert rows[-1]["flops"] > 30 * rows[0]["flops"] / 1.1
     assert len(outcome.summary["plots"]) == 2 and outcome.summary["note"]
+    # Without the lever nothing is measured twice, and the note says what the lever does.
+    assert not any("lean" in row for row in rows)
+    assert "tick the lean host" in outcome.summary["note"]
 
 
 def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> None:
@@ -84,11 +78,22 @@ def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> Non
         run("utilization", own, recorder, prompt_tokens=8, steps=4)
 
 
-@pytest.mark.skipif(not _has_detokenize(), reason="needs SamplingParams(detokenize=False) "
-                    "from engine-sched, not on main yet")
 def test_the_lean_host_lever_runs(own, recorder) -> None:
+    """Each batch size measured with the usual host and then the lean one (greedy, no text)."""
     outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4, lean_host=True)
-    assert outcome.summary["lean_host"] and "lean host" in outcome.summary["note"]
+    assert recorder.types() == ["started"] + ["batch"] * 6
+    assert outcome.summary["lean_host"]
+    for row in outcome.summary["batches"]:
+        lean = row["lean"]
+        assert lean["batch"] == row["batch"] and lean["flops"] == row["flops"]
+        assert lean["step_ms"] >= lean["model_ms"] > 0 and lean["host_ms"] >= 0
+    names = [s["name"] for s in outcome.summary["plots"][0]["figure"]["data"]]
+    assert "host with the lean host, measured" in names
+    note = outcome.summary["note"]
+    first, last = outcome.summary["batches"][0], outcome.summary["batches"][-1]
+    assert f"{first['lean']['host_ms']:.3g} ms instead of {first['host_ms']:.3g} ms" in note
+    assert f"{last['lean']['host_ms']:.3g} ms instead of {last['host_ms']:.3g} ms" in note
+
 
 
 def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None:
@@ -106,8 +111,6 @@ def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None
     assert len(summary["plots"]) == 2 and "floor" in summary["note"]
 
 
-@pytest.mark.skipif(not HAS_RANGES, reason="the engine's named ranges (engine-sched) are not "
-                    "on main yet")
 def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None:
     outcome = run("profile", own, recorder, num_sequences=2, prompt_tokens=16,
                   profile_steps=2)
@@ -120,7 +123,66 @@ def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None
         assert attention["count"] == layers
         forward = next(r for r in step["ranges"] if r["name"] == "forward")
         assert forward["dur_ms"] <= step["step_ms"] and attention["dur_ms"] <= forward["dur_ms"]
+    # The note names the host ranges of the decode step (the second), largest first.
+    decode = outcome.summary["profile"]["steps"][1]
+    host = sorted((r for r in decode["ranges"] if r["name"] != "forward"
+                   and r["name"] != "attention"), key=lambda r: r["dur_ms"], reverse=True)
+    said = ", ".join(f"{r['name'].replace('_', ' ')} {r['dur_ms']:.3g} ms" for r in host)
+    assert f"(by the engine's ranges, per decode step: {said})" in outcome.summary["note"]
 
 
 def test_the_model_is_the_shipped_one() -> None:
     assert Path(MODEL).exists()
+
+
+def test_on_a_gpu_the_busy_time_comes_from_a_second_profiled_pass(own, recorder,
+                                                                  monkeypatch) -> None:
+    """The profiler slows the host, so on a GPU the timed steps run unprofiled and the kernels'
+    busy time is read from as many steps again under the profiler (a stand-in profiler here,
+    reporting one 2 ms kernel: this machine has no GPU)."""
+    import statistics
+    from types import SimpleNamespace
+
+    import torch.profiler
+
+    from demos.runners import utilization
+    from worker.engine import SamplingParams
+
+    engine, _ = own
+    seconds: list[float] = []
+    step = engine.step
+
+    def step_recorded():
+        events = step()
+        seconds.extend(e["seconds"] for e in events if e["type"] == "step")
+        return events
+
+    class StandInProfile:
+        def __init__(self, activities) -> None:  # noqa: ANN001
+            assert [a.name for a in activities] == ["CUDA"]
+
+        def __enter__(self):
+            self.first = len(seconds)
+            return self
+
+        def __exit__(self, *exc) -> None:  # noqa: ANN002
+            self.steps = len(seconds) - self.first
+
+        def events(self):
+            kernel = SimpleNamespace(device_type=SimpleNamespace(name="CUDA"),
+                                     time_range=SimpleNamespace(start=0.0, end=2000.0))
+            return [kernel]
+
+    monkeypatch.setattr(engine, "step", step_recorded)
+    monkeypatch.setattr(torch.profiler, "profile", StandInProfile)
+    measured = utilization._measure_batch(
+        engine, prompts=[[5, 6, 7, 8], [9, 10, 11, 12]],
+        sampling=SamplingParams(temperature=0, ignore_eos=True, max_tokens=2 * 4 + 2),
+        steps=4, on_gpu=True, ctx=recorder.context())
+    # One prefill step, four timed decode steps, four profiled ones, then the aborts' step.
+    assert len(seconds) == 1 + 4 + 4 + 1
+    assert measured["wall_s"] == statistics.median(seconds[1:5])
+    assert measured["wall_total_s"] == pytest.approx(sum(seconds[5:9]))
+    assert measured["busy_s"] == pytest.approx(0.002)
+    stats = engine.stats()
+    assert stats["kv_blocks_free"] == stats["kv_blocks_total"]

@@ -166,3 +166,17 @@ def test_bad_inputs_name_their_field(field, value) -> None:
     with pytest.raises(ArithmeticInputError) as error:
         gpu_utilization(model="llama-3-8b", gpu="h100-sxm", **{field: value})
     assert error.value.field == field
+
+
+def test_a_compute_bound_step_at_full_bandwidth_is_still_called_a_floor() -> None:
+    """Batch 4,096 × 1 token: the weight groups are compute-bound at the dense peak; with full
+    bandwidth nothing is derated, so the step time is a floor whichever roof binds."""
+    r = gpu_utilization(model="llama-3-8b", gpu="h100-sxm", context_tokens=1, batch_small=1,
+                        batch_large=4096, host_ms=0.0)
+    assert r["large"]["bound"] in ("compute", "mixed")
+    titles = [s.label for s in r.steps]
+    assert any(t.startswith("GPU floor per step, batch 4,096") for t in titles)
+    derated = gpu_utilization(model="llama-3-8b", gpu="h100-sxm", context_tokens=1,
+                              batch_large=4096, host_ms=0.0, bandwidth_efficiency=0.8)
+    assert any(t.startswith("GPU time per step, batch 4,096") for t in
+               [s.label for s in derated.steps])

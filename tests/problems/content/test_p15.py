@@ -78,3 +78,24 @@ def test_sources_are_titled_links() -> None:
     assert len(p15.SOURCES) >= 8
     for title, url in p15.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_one_token_floors_are_computed_for_the_learners_inputs(client) -> None:
+    """The decode-of-one-sequence remark quotes the floors at one token of the learner's hidden
+    size: 4,096 in BF16 on an H100 is 36 × 4,096 + 24 + 8,192 B = 155,672 B ÷ 3.35 TB/s ≈ 46.5
+    ns eager, (4 × 4,096 + 8,192) B ÷ 3.35 TB/s ≈ 7.34 ns fused; FP32 at 65,536 on an L4 is
+    microseconds, not nanoseconds."""
+    worked = section_text(client, 15, "worked")
+    one = api_get(client, "rmsnorm-fusion", tokens=1)
+    assert (f"one sequence the floors here are {seconds_format(one['norm_eager_seconds'])} "
+            f"eager and {seconds_format(one['norm_fused_seconds'])} fused, well under one launch"
+            ) in worked
+    assert seconds_format(one["norm_eager_seconds"]) == seconds_format(155_672 / 3.35e12)
+    query = calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="fp32", hidden_size=65_536,
+                             gpu="l4")
+    wide = section_text(client, 15, "worked", query)
+    one = api_get(client, "rmsnorm-fusion", tokens=1, dtype="fp32", hidden_size=65_536,
+                  gpu="l4")
+    assert "µs" in seconds_format(one["norm_eager_seconds"])
+    assert f"floors here are {seconds_format(one['norm_eager_seconds'])} eager" in wide
+    assert "well under one launch" not in wide

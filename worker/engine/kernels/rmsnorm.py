@@ -19,9 +19,10 @@ import triton.language as tl
 
 from worker.engine.kernels import triton_mode
 
-# One row is one block held in registers. 65,536 columns is far above any hidden size in use
-# (the course's catalogue tops out at 16,384); wider rows would need a loop over chunks.
-MAX_COLS = 65_536
+# One row is one block held in registers: at most 64 KiB of it, the limit Triton's layer-norm
+# tutorial sets (16,384 columns in FP32, 32,768 in BF16; the course's catalogue tops out at
+# 16,384). Wider rows would spill registers and need a loop over chunks instead.
+MAX_ROW_BYTES = 65_536
 # The interpreter cannot autotune (it has no GPU to time on), so it launches a fixed width.
 WARPS_INTERPRETER = 4
 
@@ -81,8 +82,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float,
     n_cols = x.shape[-1]
     if weight.shape != (n_cols,):
         raise ValueError(f"weight has shape {tuple(weight.shape)}; expected ({n_cols},)")
-    if n_cols > MAX_COLS:
-        raise ValueError(f"hidden size {n_cols:,} is above {MAX_COLS:,}, one block's limit")
+    max_cols = MAX_ROW_BYTES // x.element_size()
+    if n_cols > max_cols:
+        raise ValueError(f"hidden size {n_cols:,} is above {max_cols:,}, one block's limit "
+                         f"({MAX_ROW_BYTES:,} bytes a row in {x.dtype})")
     if residual is not None and (residual.shape != x.shape or residual.dtype != x.dtype):
         raise ValueError("residual must have x's shape and dtype")
     x2 = _rows(x, n_cols)

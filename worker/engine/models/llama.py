@@ -16,6 +16,7 @@ from worker.engine.config import ModelConfig
 from worker.engine.layers.attention import AttentionMetadata, PagedAttention
 from worker.engine.layers.norm import RMSNorm
 from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
+from worker.engine.profiling import phase
 
 
 class LlamaAttention(nn.Module):
@@ -49,7 +50,9 @@ class LlamaAttention(nn.Module):
         qk = rope_apply(qk, *rope)
         q, k = qk[:, : self.num_heads], qk[:, self.num_heads :]
         v = qkv[:, self.q_size + self.kv_size :].view(-1, self.num_kv_heads, self.head_dim)
-        return F.linear(self.attn.forward(q, k, v, k_cache, v_cache, meta), self.o_proj.weight)
+        with phase("attention"):  # writing K/V into the pool, then attending
+            out = self.attn.forward(q, k, v, k_cache, v_cache, meta)
+        return F.linear(out, self.o_proj.weight)
 
 
 class LlamaMLP(nn.Module):
