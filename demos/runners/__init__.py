@@ -59,7 +59,9 @@ def runner_queue(demo: str) -> str:
 
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
+    kv_bytes,
     lifecycle,
+    paged_blocks,
     profile,
     quantization,
     streaming,
