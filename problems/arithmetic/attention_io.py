@@ -164,3 +164,58 @@ def attention_io(
         },
         steps=steps,
     )
+
+
+def attention_kernels_predict(*, tokens: int, heads: int, head_dim: int, tile: int,
+                              value_bytes: float, peak_flops: float,
+                              bandwidth: float) -> dict[str, dict[str, float]]:
+    """What the demo's three causal implementations should take on a machine of `peak_flops`
+    (FLOP/s) and `bandwidth` (bytes/s): a roofline floor each (seconds) and the intermediate
+    memory of the naive and tiled ones (bytes).
+
+    Naive computes every score and masks: 4·N²·d FLOPs per head, the standard traffic, and holds
+    S and P (N² values per head each) and an N × N boolean mask. Tiled and SDPA skip the tiles
+    above the diagonal: about half the FLOPs (the diagonal tiles in full), each tensor read
+    once at best; the tiled version holds a tile of scores and one of probabilities and the
+    tile's output accumulator and queries, whatever N is.
+    """
+    one = attention_traffic_model(tokens=tokens, head_dim=head_dim, value_bytes=value_bytes,
+                                  tile_rows=tile)
+    tiles = math.ceil(tokens / tile)
+    # Tile pairs on or below the diagonal: T·(T+1)/2 of T², each costing a full tile's FLOPs.
+    causal_share = (tiles * (tiles + 1) / 2) / (tiles * tiles)
+    flops_full = one["flops"] * heads
+    flops_causal = flops_full * causal_share
+    out = {}
+    for name, flops, traffic in (("naive", flops_full, one["standard"] * heads),
+                                 ("tiled", flops_causal, one["fused_tiles"] * heads),
+                                 ("sdpa", flops_causal, one["fused_min"] * heads)):
+        compute, memory = flops / peak_flops, traffic / bandwidth
+        out[name] = {"seconds": max(compute, memory),
+                     "bound": "compute" if compute >= memory else "memory",
+                     "flops": flops, "bytes": traffic}
+    out["naive"]["intermediate_bytes"] = 2 * one["scores"] * heads + tokens * tokens
+    rows = min(tile, tokens)
+    out["tiled"]["intermediate_bytes"] = (2 * rows * rows + 2 * rows * head_dim) * heads \
+        * value_bytes
+    return out
+
+
+# Published results quoted by the page (FACTS.md; each paper's abstract).
+FLASH_RESULTS = {
+    "fa1_speedup": 3.0,  # "up to 3x faster" than standard attention (GPT-2, seq 1K)
+    "fa1_memory": 20.0,  # "up to 20x more memory efficient than exact attention baselines"
+    "fa1_bert": 0.15,  # 15% end-to-end on BERT-large (seq 512) against the MLPerf 1.1 record
+    "fa2_over_fa1": 2.0,  # "~2x" over FlashAttention
+    "fa2_mfu_low": 0.50,  # "50-73% of the theoretical maximum FLOPs/s on A100"
+    "fa2_mfu_high": 0.73,
+    "fa2_h100_mfu": 0.35,  # FA2 reaches "only 35% utilization on the H100" (FA3 paper)
+    "fa3_low": 1.5,  # FA3: 1.5-2.0x over FA2 on H100
+    "fa3_high": 2.0,
+    "fa3_mfu": 0.75,  # "up to 740 TFLOPs/s (75% utilization)" in FP16
+}
+FLASH_SOURCES = {
+    "fa1": "https://arxiv.org/abs/2205.14135",
+    "fa2": "https://arxiv.org/abs/2307.08691",
+    "fa3": "https://arxiv.org/abs/2407.08608",
+}

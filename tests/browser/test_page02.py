@@ -18,8 +18,10 @@ DEMOS = (
      ("precisions", ("float16", "float32")), 2),
     ("paged-blocks", {"requests": "3", "samples": "3", "pool_blocks": "24", "pace_ms": "30"},
      None, 2),
+    ("attention-kernels", {"heads": "1", "repeats": "1"},
+     ("lengths", ("512", "1024")), 2),
 )
-CALCULATORS = ("calc-p03-kv", "calc-p04-paging")
+CALCULATORS = ("calc-p03-kv", "calc-p04-paging", "calc-p05-attn")
 
 
 @pytest.mark.worker
@@ -55,6 +57,7 @@ def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noq
         assert demo.locator(".demo-plots .plot-table").count() == plots
         assert demo.locator(".run-note").inner_text().strip()
     assert page.locator("#demo-kv-bytes .kv-bytes-table tbody tr").count() == 2
+    assert page.locator("#demo-attention-kernels .ak-table tbody tr").count() == 2
     pool = page.locator("#demo-paged-blocks .pb-grid .pb-block")
     assert pool.count() == 24
     # The run ended with every block free again; the legend lists the three samples too.

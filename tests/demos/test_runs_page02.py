@@ -43,3 +43,11 @@ def test_paged_blocks_runs_to_finished_step_by_step(site, celery_worker_process)
 def test_bad_parameters_are_a_422_naming_the_field(site):
     status, body = site.request("POST", "/demos/paged-blocks/runs", {"pool_blocks": 1000})
     assert status == 422 and body["field"] == "pool_blocks"
+
+
+def test_attention_kernels_runs_to_finished_length_by_length(site, celery_worker_process):
+    _, seen = run_events(site, "attention-kernels", {"lengths": ["128", "256"], "heads": 1,
+                                                     "head_dim": "32", "tile": "32",
+                                                     "repeats": 1})
+    assert [e.type for e in seen] == ["started", "length", "length", "finished"]
+    assert seen[-1].data["agree"]

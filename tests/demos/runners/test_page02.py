@@ -77,3 +77,27 @@ def test_bad_parameters_name_the_field() -> None:
     with pytest.raises(ParamError) as e:
         runner_get("kv-bytes").params.parse({"precisions": ["int3"]})
     assert e.value.field == "precisions"
+
+
+def test_attention_kernels_agree_and_compare_with_the_prediction(recorder) -> None:
+    from worker.demo_engine import machine_measure
+
+    machine = {**machine_measure(), "device": "cpu"}
+    runner = runner_get("attention-kernels")
+    out = runner.run(engine=None, machine=machine,
+                     params=runner.params.parse({"lengths": ["128", "256"], "heads": 2,
+                                                 "head_dim": "32", "tile": "32",
+                                                 "repeats": 1}).as_dict(),
+                     ctx=recorder.context())
+    assert recorder.types() == ["started", "length", "length"]
+    rows = out.summary["rows"]
+    assert [r["tokens"] for r in rows] == [128, 256]
+    assert out.summary["agree"] and out.summary["max_error"] < 1e-4
+    for r in rows:
+        naive = r["kernels"]["naive"]
+        # The naive memory is exactly the prediction: S and P in FP32 and the mask.
+        assert naive["intermediate_bytes"] == naive["predicted_intermediate_bytes"]
+        assert r["kernels"]["tiled"]["intermediate_bytes"] < naive["intermediate_bytes"]
+        assert all(c["seconds"] > 0 and c["predicted_seconds"] > 0
+                   for c in r["kernels"].values())
+    assert len(out.summary["plots"]) == 2 and "float64" in out.summary["note"]
