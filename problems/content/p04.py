@@ -141,6 +141,8 @@ def context(*, request: HttpRequest) -> dict:
         "throughput_ratio_text": f"{number_format(float(r['paged_over_max']))}×",
         "block_sizes_text": ", ".join(str(b) for b in BLOCK_SIZES),
         "vllm_block": VLLM_DEFAULT_BLOCK,
+        "block_spread_text": percent_format(rows["paged-32"]["waste"]
+                                            - rows["paged-8"]["waste"]),
         "paper": {k: (percent_format(v) if v < 1 else f"{number_format(v)}×")
                   for k, v in VLLM_PAPER.items() if k != "source"},
     }
