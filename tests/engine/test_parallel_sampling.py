@@ -131,3 +131,12 @@ def test_n_with_speculative_decoding_is_refused(tiny_models, tiny_draft) -> None
                                     speculative_model=tiny_draft)
     with pytest.raises(ValueError, match="n > 1"):
         engine.add_request(prompt(8), SamplingParams(n=2))
+
+
+def test_a_served_request_leaves_no_bookkeeping_behind(engine) -> None:
+    """Through add_request and step (as the shared engine loop drives it), the list of a
+    request's samples is dropped once all of them have ended."""
+    engine.add_request(prompt(20, 8), SamplingParams(n=3, seed=1, max_tokens=3,
+                                                     ignore_eos=True), request_id="s")
+    run_all(engine)
+    assert engine._samples == {} and engine.block_manager.num_free_blocks == 32

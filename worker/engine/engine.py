@@ -212,6 +212,7 @@ class Engine:
             {"type": "aborted", "request_id": request_id, "blocks_freed": freed,
              "completion_tokens": seq.num_output_tokens})
         self._output_store(seq)
+        self._samples_prune(seq)
         return True
 
     def has_unfinished(self) -> bool:
@@ -447,6 +448,17 @@ class Engine:
             "blocks_freed": freed,
         })
         self._output_store(seq)
+        self._samples_prune(seq)
+
+    def _samples_prune(self, seq: Sequence) -> None:
+        """Forget a request's list of samples once it and all its samples have ended (unless
+        `generate` still collects them)."""
+        parent = seq.parent_id or seq.request_id
+        samples = self._samples.get(parent)
+        if (samples is not None and parent not in self._collect
+                and parent not in self._outputs and parent not in self._requests
+                and not any(c in self._requests for c in samples)):
+            del self._samples[parent]
 
     def _output_store(self, seq: Sequence) -> None:
         if seq.request_id in self._collect:
