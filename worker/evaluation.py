@@ -68,13 +68,13 @@ class TeacherForced:
     packed into each forward pass."""
 
     def __init__(self, model: nn.Module, config, *, tokens_max: int,  # noqa: ANN001
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", kv_cache_dtype: torch.dtype | None = None) -> None:
         from worker.engine.model_runner import ModelRunner
 
         dtype = next(model.parameters()).dtype
         self.blocks = -(-tokens_max // BLOCK_SIZE)
         self.runner = ModelRunner(model, config, num_blocks=self.blocks, block_size=BLOCK_SIZE,
-                                  device=device, dtype=dtype)
+                                  device=device, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
 
     def logits(self, documents: list[list[int]]) -> list[torch.Tensor]:
         """For each document (token ids), its logits [len, vocab] in FP32: row i predicts

@@ -59,7 +59,10 @@ def runner_queue(demo: str) -> str:
 
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
+    attention_kernels,
+    kv_bytes,
     lifecycle,
+    paged_blocks,
     profile,
     quantization,
     streaming,

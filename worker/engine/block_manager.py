@@ -4,6 +4,12 @@ The pool's tensors live in the model runner; this file only hands out block ids.
 free when no sequence references it. A free block may still hold a cached prefix (its hash is
 kept): it stays findable until it is handed out again, and only then is its hash dropped. That
 is lazy eviction, and the free list's order (least recently freed first) makes it LRU.
+
+Several samples of one prompt (SamplingParams.n) share the prompt's blocks: `fork` copies the
+block table and counts one more reference on each block. Full blocks are never written again, so
+sharing them is free; the last, partly filled block is copied on write: the first sample to
+write its next token there gets a fresh block and a copy of the shared one's K/V (queued in
+`pending_copies` for the model runner), and the last holder writes in place.
 """
 
 from collections import OrderedDict
@@ -43,6 +49,9 @@ class BlockManager:
         self.hash_to_block: dict[int, int] = {}
         self.prefix_cache_queries = 0  # tokens looked up
         self.prefix_cache_hits = 0  # tokens found
+        # Copy-on-write: (request_id, source block, new block) to copy before the next forward.
+        self.pending_copies: list[tuple[str, int, int]] = []
+        self.num_copy_on_writes = 0
 
     @property
     def num_blocks(self) -> int:
@@ -104,17 +113,53 @@ class BlockManager:
 
     # Allocation -----------------------------------------------------------------------------
 
+    def _shared_write_block(self, seq: Sequence, num_new_tokens: int) -> int | None:
+        """Index in the block table of a block this step would write that another sequence
+        also holds (only the partly filled block at the write cursor can be), or None."""
+        if num_new_tokens < 1:
+            return None
+        index = seq.num_computed_tokens // self.block_size
+        if index < len(seq.block_table) and self.blocks[seq.block_table[index]].ref_count > 1:
+            return index
+        return None
+
     def can_append(self, seq: Sequence, num_new_tokens: int) -> bool:
         needed = self.blocks_for(seq.num_computed_tokens + num_new_tokens) - len(seq.block_table)
+        if self._shared_write_block(seq, num_new_tokens) is not None:
+            needed += 1  # the copy
         return needed <= self.num_free_blocks
 
     def append_slots(self, seq: Sequence, num_new_tokens: int) -> None:
-        """Grow the block table to cover `num_new_tokens` past the computed ones."""
-        needed = self.blocks_for(seq.num_computed_tokens + num_new_tokens) - len(seq.block_table)
-        if needed > self.num_free_blocks:
+        """Grow the block table to cover `num_new_tokens` past the computed ones, first
+        copying a shared block the step would write into (copy-on-write)."""
+        if not self.can_append(seq, num_new_tokens):
             raise RuntimeError("append_slots called without can_append")
+        index = self._shared_write_block(seq, num_new_tokens)
+        if index is not None:
+            source = seq.block_table[index]
+            self.blocks[source].ref_count -= 1
+            copy = self._take_free()
+            seq.block_table[index] = copy
+            self.pending_copies.append((seq.request_id, source, copy))
+            self.num_copy_on_writes += 1
+        needed = self.blocks_for(seq.num_computed_tokens + num_new_tokens) - len(seq.block_table)
         for _ in range(needed):
             seq.block_table.append(self._take_free())
+
+    def fork(self, parent: Sequence, child: Sequence) -> None:
+        """Give `child` the parent's blocks (one more reference each) and cursors."""
+        for block_id in parent.block_table:
+            self.blocks[block_id].ref_count += 1
+        child.block_table = list(parent.block_table)
+        child.block_hashes = list(parent.block_hashes)
+        child.num_computed_tokens = parent.num_computed_tokens
+        child.draft_num_computed_tokens = parent.draft_num_computed_tokens
+        child.num_cached_tokens = parent.num_cached_tokens
+
+    def copies_take(self) -> list[tuple[str, int, int]]:
+        """The copy-on-write copies queued since the last call (the runner makes them)."""
+        copies, self.pending_copies = self.pending_copies, []
+        return copies
 
     def _take_free(self) -> int:
         block_id, _ = self.free.popitem(last=False)

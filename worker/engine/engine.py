@@ -10,6 +10,7 @@ one packed batch, the sampler picks next tokens, and the step reports what happe
 JSON-serialisable dicts.
 """
 
+import dataclasses
 import itertools
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ from worker.engine.outputs import RequestOutput
 from worker.engine.profiling import phase
 from worker.engine.sampling_params import SamplingParams
 from worker.engine.scheduler import Scheduler, SchedulerOutput
-from worker.engine.sequence import Sequence
+from worker.engine.sequence import Sequence, SequenceStatus
 from worker.engine.speculative import SpeculativeDecoder
 from worker.engine.stopping import finish_reason_check, text_emit
 
@@ -64,6 +65,8 @@ class Engine:
         self._collect: set[str] = set()
         self._kv_exports: dict[str, KVHandoff] = {}
         self._ids = itertools.count()
+        self._samples: dict[str, list[str]] = {}  # request id -> its other samples' ids (n > 1)
+        self._forked: list[Sequence] = []  # samples forked in this step
 
     # Loading ------------------------------------------------------------------------------------
 
@@ -84,12 +87,15 @@ class Engine:
         speculative_model: str | Path | None = None,
         num_speculative_tokens: int = 4,
         policy: str = "fcfs",
+        kv_cache_dtype: str | torch.dtype | None = None,
     ) -> "Engine":
         """Load a local Hugging Face directory (llama, qwen2 or mistral) and size the KV pool.
 
         Without `num_kv_blocks`, the pool gets `kv_cache_memory_bytes` (default: 256 MiB on
         CPU, half the free memory on CUDA). Without `max_model_len`, it is the model's context
-        capped at what the pool holds.
+        capped at what the pool holds. `kv_cache_dtype` ('auto', 'float32', 'bfloat16',
+        'float16', 'float8_e4m3fn' or 'fp8') stores K/V in a format of its own, converted back
+        on read (layers/kv_dtype.py); the pool's bytes per block follow it.
         """
         parts = engine_parts_load(
             path, device=device, dtype=dtype, block_size=block_size, num_kv_blocks=num_kv_blocks,
@@ -97,7 +103,7 @@ class Engine:
             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching, scheduling=scheduling,
             speculative_model=speculative_model, num_speculative_tokens=num_speculative_tokens,
-            policy=policy,
+            policy=policy, kv_cache_dtype=kv_cache_dtype,
         )
         return cls(**parts)
 
@@ -177,6 +183,8 @@ class Engine:
             raise ValueError(f"request_id {request_id!r} is already running")
         if pace_s < 0:
             raise ValueError("pace_s must be >= 0")
+        if params.n > 1 and (self.speculative is not None or export_kv or kv is not None):
+            raise ValueError("n > 1 does not combine with speculative decoding or KV transfer")
         seq = Sequence(request_id, token_ids, params, tenant=tenant, cache_salt=cache_salt,
                        pace_s=pace_s)
         seq.kv_import, seq.export_kv = kv, export_kv
@@ -190,10 +198,13 @@ class Engine:
         return request_id
 
     def abort(self, request_id: str) -> bool:
-        """Stop a request now and free its KV blocks; False if it is not running or queued."""
+        """Stop a request now and free its KV blocks; False if it is not running or queued.
+        Aborting a request with n > 1 aborts its other samples too."""
         seq = self._requests.pop(request_id, None)
         if seq is None:
             return False
+        for sample_id in self._samples.get(request_id, ()):
+            self.abort(sample_id)
         self._runners_forget([seq])
         freed = self.scheduler.finish(seq)
         seq.finish_reason = "abort"
@@ -202,6 +213,7 @@ class Engine:
             {"type": "aborted", "request_id": request_id, "blocks_freed": freed,
              "completion_tokens": seq.num_output_tokens})
         self._output_store(seq)
+        self._samples_prune(seq)
         return True
 
     def has_unfinished(self) -> bool:
@@ -252,9 +264,20 @@ class Engine:
                 raise ValueError("params must be SamplingParams")
         ids = [self.add_request(tokens, p) for tokens, p in zip(encoded, params_list, strict=True)]
         self._collect.update(ids)
-        while any(i not in self._outputs for i in ids):
+
+        def done(i: str) -> bool:
+            return i in self._outputs and all(c in self._outputs for c in self._samples.get(i, ()))
+
+        while not all(done(i) for i in ids):
             self.step()
-        return [self._outputs.pop(i) for i in ids]
+        outputs = []
+        for i in ids:
+            out = self._outputs.pop(i)
+            others = [self._outputs.pop(c) for c in self._samples.pop(i, ())]
+            if others:
+                out.samples = [dataclasses.replace(out), *others]
+            outputs.append(out)
+        return outputs
 
     # The step -----------------------------------------------------------------------------------
 
@@ -267,6 +290,12 @@ class Engine:
         events, self._pending_events = self._pending_events, []
         with phase("schedule"):
             plan = self.scheduler.schedule()
+        copies = self.block_manager.copies_take()
+        if copies:
+            # Copy-on-write: a sample is about to write into a block it shared.
+            self.runner.blocks_copy([(src, dst) for _, src, dst in copies])
+            events.extend({"type": "copy_on_write", "request_id": rid, "source_block": src,
+                           "block": dst} for rid, src, dst in copies)
         for seq in plan.admitted:
             if seq.kv_import is not None:
                 kv_write(self.runner, seq.kv_import, seq.block_table)
@@ -314,10 +343,14 @@ class Engine:
                     "type": "prefill_chunk", "request_id": seq.request_id, "tokens": n,
                     "start": start, "end": start + n, "done": start + n == seq.num_tokens,
                 })
+        self._forked = []
         if self.speculative is not None:
             new_tokens = self.speculative.step(scheduled, target=self.runner)
         else:
             new_tokens = self._forward_and_sample(scheduled)
+        for child in self._forked:
+            events.append({"type": "forked", "request_id": child.request_id,
+                           "parent": child.parent_id, "shared_blocks": len(child.block_table)})
         for seq in scheduled:
             # Full blocks whose K/V is complete (in the draft's pool too, when speculating)
             # become findable by later requests.
@@ -328,8 +361,8 @@ class Engine:
         now = time.perf_counter()
         for seq in scheduled:
             self.scheduler.account(seq, seq.num_scheduled_tokens)
-        for seq in scheduled:
-            if seq in new_tokens:
+        for seq in [*scheduled, *self._forked]:
+            if seq in new_tokens and seq.status is not SequenceStatus.FINISHED:
                 self._tokens_append(seq, new_tokens[seq], now, events)
 
     def _forward_and_sample(self, scheduled: list[Sequence]) -> dict[Sequence, list[int]]:
@@ -346,10 +379,35 @@ class Engine:
             seq.num_computed_tokens += seq.num_scheduled_tokens
         if not sampling:
             return {}
+        rows = list(range(len(sampling)))
+        for row, seq in enumerate(list(sampling)):
+            if not seq.forked:  # the prompt is in: the other samples share its blocks now
+                for child in self._fork(seq):
+                    sampling.append(child)
+                    rows.append(row)
+        if len(rows) > logits.shape[0]:
+            logits = logits[torch.tensor(rows, device=logits.device)]
         with phase("sample"):
             tokens = tokens_sample(logits, [s.params for s in sampling],
                                    [s.generator for s in sampling])
         return {seq: [tok] for seq, tok in zip(sampling, tokens, strict=True)}
+
+    def _fork(self, seq: Sequence) -> list[Sequence]:
+        """The other n - 1 samples of `seq`, sharing its prompt's blocks, now running."""
+        seq.forked = True
+        children = []
+        for index in range(1, seq.params.n):
+            child = seq.fork(f"{seq.request_id}:{index}", index)
+            self.block_manager.fork(seq, child)
+            detokenizer_init(child)
+            self._requests[child.request_id] = child
+            self.scheduler.running.append(child)
+            self._samples.setdefault(seq.request_id, []).append(child.request_id)
+            if seq.request_id in self._collect:
+                self._collect.add(child.request_id)
+            children.append(child)
+        self._forked.extend(children)
+        return children
 
     def _tokens_append(self, seq: Sequence, tokens: list[int], now: float,
                        events: list[dict]) -> None:
@@ -396,6 +454,17 @@ class Engine:
             "blocks_freed": freed,
         })
         self._output_store(seq)
+        self._samples_prune(seq)
+
+    def _samples_prune(self, seq: Sequence) -> None:
+        """Forget a request's list of samples once it and all its samples have ended (unless
+        `generate` still collects them)."""
+        parent = seq.parent_id or seq.request_id
+        samples = self._samples.get(parent)
+        if (samples is not None and parent not in self._collect
+                and parent not in self._outputs and parent not in self._requests
+                and not any(c in self._requests for c in samples)):
+            del self._samples[parent]
 
     def _output_store(self, seq: Sequence) -> None:
         if seq.request_id in self._collect:
@@ -424,6 +493,7 @@ class Engine:
             "kv_blocks_total": bm.num_blocks,
             "kv_blocks_free": bm.num_free_blocks,
             "kv_block_bytes": self.kv_block_bytes,
+            "kv_cache_dtype": str(self.runner.kv_cache_dtype).removeprefix("torch."),
             "kv_cache_usage_perc": 1 - bm.num_free_blocks / bm.num_blocks,  # a fraction, as vLLM
             "block_size": bm.block_size,
             "prefix_cache_queries": bm.prefix_cache_queries,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from worker.engine.layers.kv_dtype import pool_gather, pool_write
 from worker.engine.model_runner import ModelRunner
 
 
@@ -37,8 +38,10 @@ def kv_read(runner: ModelRunner, *, token_ids: list[int], block_table: list[int]
     """Copy the first `num_tokens` tokens' K/V out of the pool."""
     slots = _slots(block_table, num_tokens, runner.block_size).to(runner.device)
     c = runner.config
-    keys = [k.view(-1, c.num_kv_heads, c.head_dim)[slots].cpu() for k, _ in runner.kv_caches]
-    values = [v.view(-1, c.num_kv_heads, c.head_dim)[slots].cpu() for _, v in runner.kv_caches]
+    keys = [pool_gather(k.view(-1, 1, c.num_kv_heads, c.head_dim), slots, k.dtype)
+            .view(-1, c.num_kv_heads, c.head_dim).cpu() for k, _ in runner.kv_caches]
+    values = [pool_gather(v.view(-1, 1, c.num_kv_heads, c.head_dim), slots, v.dtype)
+              .view(-1, c.num_kv_heads, c.head_dim).cpu() for _, v in runner.kv_caches]
     return KVHandoff(list(token_ids), num_tokens, keys, values)
 
 
@@ -58,8 +61,7 @@ def kv_check(runner: ModelRunner, handoff: KVHandoff) -> None:
 def kv_write(runner: ModelRunner, handoff: KVHandoff, block_table: list[int]) -> None:
     """Copy imported K/V into the blocks of `block_table`."""
     slots = _slots(block_table, handoff.num_computed_tokens, runner.block_size).to(runner.device)
-    c = runner.config
     for (k_cache, v_cache), k, v in zip(runner.kv_caches, handoff.keys, handoff.values,
                                         strict=True):
-        k_cache.view(-1, c.num_kv_heads, c.head_dim)[slots] = k.to(k_cache)
-        v_cache.view(-1, c.num_kv_heads, c.head_dim)[slots] = v.to(v_cache)
+        pool_write(k_cache, slots, k.to(runner.device))
+        pool_write(v_cache, slots, v.to(runner.device))

@@ -8,6 +8,7 @@ import torch
 
 from worker.engine.block_manager import BlockManager
 from worker.engine.config import model_config_load
+from worker.engine.layers.kv_dtype import kv_cache_dtype_resolve
 from worker.engine.model_runner import ModelRunner, model_load
 from worker.engine.scheduler import Scheduler
 from worker.engine.speculative import SpeculativeDecoder
@@ -67,6 +68,7 @@ def engine_parts_load(
     speculative_model: str | Path | None,
     num_speculative_tokens: int,
     policy: str,
+    kv_cache_dtype: str | torch.dtype | None = None,
 ) -> dict:
     """Everything `Engine.__init__` takes, built from a local Hugging Face directory."""
     _engine_args_check(
@@ -89,11 +91,12 @@ def engine_parts_load(
     if max_model_len is not None and max_model_len > context:
         raise ValueError(f"max_model_len {max_model_len} exceeds the model's context {context}")
 
-    block_bytes = ModelRunner.kv_block_bytes(config, block_size=block_size, dtype=dtype)
+    kv_dtype = kv_cache_dtype_resolve(kv_cache_dtype, model_dtype=dtype)
+    block_bytes = ModelRunner.kv_block_bytes(config, block_size=block_size, dtype=kv_dtype)
     pool_block_bytes = block_bytes  # the draft's K/V lives in the same blocks' twin pool
     if draft_config is not None:
         pool_block_bytes += ModelRunner.kv_block_bytes(draft_config, block_size=block_size,
-                                                       dtype=dtype)
+                                                       dtype=kv_dtype)
     sizing = dict(block_bytes=pool_block_bytes, block_size=block_size, context=context,
                   max_num_seqs=max_num_seqs, num_kv_blocks=num_kv_blocks,
                   max_model_len=max_model_len)
@@ -114,11 +117,12 @@ def engine_parts_load(
     num_kv_blocks, max_model_len = kv_pool_size(budget_bytes=budget, **sizing)
 
     runner = ModelRunner(model, config, num_blocks=num_kv_blocks, block_size=block_size,
-                         device=device, dtype=dtype)
+                         device=device, dtype=dtype, kv_cache_dtype=kv_dtype)
     speculative = None
     if draft is not None:
         draft_runner = ModelRunner(draft, draft_config, num_blocks=num_kv_blocks,
-                                   block_size=block_size, device=device, dtype=dtype)
+                                   block_size=block_size, device=device, dtype=dtype,
+                                   kv_cache_dtype=kv_dtype)
         speculative = SpeculativeDecoder(draft_runner=draft_runner,
                                          num_speculative_tokens=num_speculative_tokens)
     block_manager = BlockManager(num_blocks=num_kv_blocks, block_size=block_size,

@@ -18,6 +18,7 @@ from safetensors import safe_open
 from worker.engine.config import ModelConfig
 from worker.engine.layers.attention import AttentionGroup, AttentionMetadata
 from worker.engine.layers.decode_slots import DecodeSlots
+from worker.engine.layers.kv_dtype import kv_raw
 from worker.engine.layers.rotary import RotaryEmbedding
 from worker.engine.models import model_class_for
 from worker.engine.profiling import phase
@@ -104,6 +105,7 @@ class ModelRunner:
         device: str,
         dtype: torch.dtype,
         decode_slots_max_bytes: int = DECODE_SLOTS_MAX_BYTES,
+        kv_cache_dtype: torch.dtype | None = None,
     ) -> None:
         self.model = model
         self.config = config
@@ -112,9 +114,11 @@ class ModelRunner:
         self._per_kv = config.num_heads // config.num_kv_heads
         self.seconds = 0.0  # time in forward passes since the engine last reset it
         shape = (num_blocks, block_size, config.num_kv_heads, config.head_dim)
+        # The pool's own format (layers/kv_dtype.py); attention converts on write and read.
+        self.kv_cache_dtype = kv_cache_dtype or dtype
         self.kv_caches = [
-            (torch.zeros(shape, dtype=dtype, device=device),
-             torch.zeros(shape, dtype=dtype, device=device))
+            (torch.zeros(shape, dtype=self.kv_cache_dtype, device=device),
+             torch.zeros(shape, dtype=self.kv_cache_dtype, device=device))
             for _ in range(config.num_layers)
         ]
         self.decode_slots = DecodeSlots(
@@ -126,10 +130,22 @@ class ModelRunner:
         """These sequences left (finished, aborted, preempted): drop their decode slots."""
         self.decode_slots.forget(seq_ids)
 
+    @torch.inference_mode()
+    def blocks_copy(self, pairs: list[tuple[int, int]]) -> None:
+        """Copy whole KV blocks (source, destination) in every layer: copy-on-write."""
+        if not pairs:
+            return
+        src = torch.tensor([a for a, _ in pairs], dtype=torch.long, device=self.device)
+        dst = torch.tensor([b for _, b in pairs], dtype=torch.long, device=self.device)
+        for cache in (c for pair in self.kv_caches for c in pair):
+            raw = kv_raw(cache)  # FP8 pools are indexed as bytes
+            raw.index_copy_(0, dst, raw.index_select(0, src))
+
     @staticmethod
     def kv_block_bytes(config: ModelConfig, *, block_size: int, dtype: torch.dtype) -> int:
         """Bytes of K and V for one block across all layers:
-        2 x layers x block_size x kv_heads x head_dim x bytes per element."""
+        2 x layers x block_size x kv_heads x head_dim x bytes per element (of the KV cache's
+        dtype, which may be narrower than the model's)."""
         itemsize = torch.tensor([], dtype=dtype).element_size()
         return 2 * config.num_layers * block_size * config.num_kv_heads * config.head_dim * itemsize
 

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+N_MAX = 64  # samples of one prompt
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -12,6 +14,9 @@ class SamplingParams:
     else shares the batch. `stop` strings end the output and are left out of its text.
     `detokenize=False` skips turning tokens into text (as vLLM's option does): the output has
     token ids and empty text, and stop strings, which need the text, are refused.
+    `n` > 1 draws that many samples of the one prompt: the prompt is computed once and the
+    samples share its KV blocks (reference counts, copy-on-write on the last partial block);
+    sample i > 0 uses seed + i when a seed is given.
     """
 
     temperature: float = 1.0
@@ -23,6 +28,7 @@ class SamplingParams:
     ignore_eos: bool = False
     seed: int | None = None
     detokenize: bool = True
+    n: int = 1
 
     def __post_init__(self) -> None:
         # Normalise containers so params hash and compare by value.
@@ -46,6 +52,8 @@ class SamplingParams:
             raise ValueError("stop strings must be non-empty strings")
         if any(not isinstance(t, int) or t < 0 for t in self.stop_token_ids):
             raise ValueError("stop_token_ids must be non-negative integers")
+        if not isinstance(self.n, int) or not 1 <= self.n <= N_MAX:
+            raise ValueError(f"n must be an integer from 1 to {N_MAX}, got {self.n!r}")
         if self.seed is not None and not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
         if not isinstance(self.detokenize, bool):

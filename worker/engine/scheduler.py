@@ -123,6 +123,9 @@ class Scheduler:
         bm = self.block_manager
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self._next_waiting()
+            if not seq.forked and self.running and (
+                    len(self.running) + seq.params.n > self.max_num_seqs):
+                break  # its n samples will each need a seat once the prompt is in
             matched = [] if seq.kv_import else bm.prefix_match(seq)
             imported = seq.kv_import.num_computed_tokens if seq.kv_import else 0
             num_new = min(seq.num_tokens - len(matched) * bm.block_size - imported, budget)

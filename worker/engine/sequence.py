@@ -102,12 +102,31 @@ class Sequence:
             self.generator = torch.Generator().manual_seed(params.seed)
         self.metrics = RequestMetrics(arrival_time=time.perf_counter())
         self.num_preemptions = 0
+        # SamplingParams.n > 1: set once the prompt's first token is sampled and the other
+        # samples have forked off this sequence (see `fork`).
+        self.forked = params.n == 1
+        self.parent_id: str | None = None
 
         # Text: the detokenizer's state lives here so a sequence owns all it needs.
         self.text = ""
         self.emitted_text_len = 0
         self.detok_prefix_offset = 0
         self.detok_read_offset = 0
+
+    def fork(self, request_id: str, index: int) -> "Sequence":
+        """Sample `index` of this request: the same prompt, tenant and salt, its own generator
+        (seed + index) and text state. The block manager shares the blocks."""
+        params = self.params
+        child = Sequence(request_id, self.prompt_token_ids, params, tenant=self.tenant,
+                         cache_salt=self.cache_salt, pace_s=self.pace_s)
+        if params.seed is not None:
+            child.generator = torch.Generator().manual_seed(params.seed + index)
+        child.forked = True
+        child.parent_id = self.request_id
+        child.status = SequenceStatus.RUNNING
+        child.metrics.arrival_time = self.metrics.arrival_time
+        child.metrics.first_scheduled_time = self.metrics.first_scheduled_time
+        return child
 
     @property
     def num_tokens(self) -> int:

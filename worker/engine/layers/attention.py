@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from worker.engine.layers.decode_slots import DecodeGroup, DecodeSlots
+from worker.engine.layers.kv_dtype import kv_round, pool_gather, pool_write
 
 
 @dataclass
@@ -70,8 +71,12 @@ class PagedAttention(nn.Module):
         Returns [T, heads * D].
         """
         # Write first: a token attends to itself, and a chunk to its own earlier tokens.
-        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
-        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
+        if k_cache.dtype != k.dtype:
+            # A narrower KV cache (kv_cache_dtype): from here on every reader, the decode
+            # slots included, sees K/V as the pool stores them.
+            k, v = kv_round(k, k_cache.dtype), kv_round(v, v_cache.dtype)
+        pool_write(k_cache, meta.slot_mapping, k)
+        pool_write(v_cache, meta.slot_mapping, v)
         outs = []
         if meta.decode is not None:
             d = meta.decode
@@ -91,10 +96,10 @@ class PagedAttention(nn.Module):
             # Newcomers: their context, this token included, copied from the pool once.
             n = d.join_blocks * k_cache.shape[1]
             j = len(d.join_block_ids) // d.join_blocks
-            keys[d.join_slots, :n] = k_cache.index_select(0, d.join_block_ids).view(j, n, kv_heads,
-                                                                                    dim)
-            values[d.join_slots, :n] = v_cache.index_select(0, d.join_block_ids).view(
+            keys[d.join_slots, :n] = pool_gather(k_cache, d.join_block_ids, keys.dtype).view(
                 j, n, kv_heads, dim)
+            values[d.join_slots, :n] = pool_gather(v_cache, d.join_block_ids,
+                                                   values.dtype).view(j, n, kv_heads, dim)
         keys.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, k)
         values.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, v)
         if d.in_order and d.rows == len(q):
@@ -116,8 +121,9 @@ class PagedAttention(nn.Module):
         kv_heads, d, s, max_q = self.num_kv_heads, self.head_dim, g.num_seqs, g.max_query_len
         per_kv = self.num_heads // kv_heads
         # One gather per pool: each sequence's blocks, in order, as a contiguous context.
-        keys = k_cache.index_select(0, g.block_ids).view(s, -1, kv_heads, d).transpose(1, 2)
-        values = v_cache.index_select(0, g.block_ids).view(s, -1, kv_heads, d).transpose(1, 2)
+        keys = pool_gather(k_cache, g.block_ids, q.dtype).view(s, -1, kv_heads, d).transpose(1, 2)
+        values = pool_gather(v_cache, g.block_ids, q.dtype).view(s, -1, kv_heads, d).transpose(
+            1, 2)
         if g.query_index is None:
             queries = q.view(s, max_q, self.num_heads, d)  # every sequence has max_q queries
         else:

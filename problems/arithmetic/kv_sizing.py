@@ -1,0 +1,261 @@
+"""Problem 3: sizing the KV cache of one model for many long conversations, and the levers that
+shrink it. Built on `memory.kv_cache` and `memory.batch_max` (the formulas live there once):
+
+- per token, per sequence and for every user, against the weights;
+- how many GPUs of each kind that takes: for each tensor-parallel size that splits the KV heads
+  evenly (1, 2, 4, 8 for 8 heads), replicas of that size until every user has a seat, the
+  fewest GPUs winning; and how many full-length users one 8-GPU node holds;
+- the levers, each at the same context and users: an FP8 cache; attention that caches less
+  (full multi-head attention for contrast, GQA, DeepSeek-V3's MLA); sizing by the mean context
+  instead of the maximum; sliding-window layers; and offloading to CPU memory, with the time
+  to bring one conversation back over PCIe against recomputing it.
+"""
+
+import math
+
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.compute import kv_bytes_per_token_model, prefill_times_model
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.inputs import (
+    TOKENS_MAX,
+    USERS_MAX,
+    count_check,
+    fraction_check,
+    number_check,
+)
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    batch_max,
+    context_check,
+    embedding_dtype_resolve,
+    kv_cache,
+    weight_bytes_model,
+)
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_format,
+    bytes_short,
+    count_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
+
+SIZING_GPUS = ("h100-sxm", "h200", "b200")
+NODE_GPUS = 8
+# The host link of the H100 SXM, H200 and B200: PCIe Gen5 x16, 128 GB/s for both directions
+# together on NVIDIA's H100 datasheet, so 64 GB/s each way.
+PCIE_GEN5_X16_ONE_WAY = 64e9
+PCIE_EFFICIENCY_DEFAULT = 0.8
+# Prefill (recomputing a conversation) at this share of the dense peak, split over the node.
+RECOMPUTE_MFU_DEFAULT = 0.5
+WINDOW_MAX = 10**7
+# Gemma 2's local layers attend to the last 4,096 tokens and alternate with global layers
+# (Gemma Team, arXiv 2408.00118): the default window lever.
+GEMMA2_WINDOW = 4_096
+
+
+def mha_bytes_per_token(*, model_id: str, kv_dtype: str) -> tuple[float, str]:
+    """KV bytes per token if `model_id` cached every attention head (no GQA): what full
+    multi-head attention would cost at the same size (bytes), and its expression."""
+    m = model_get(model_id)
+    d = kv_dtype_get(kv_dtype, model=m)
+    per_token = m.layers * 2 * m.heads * m.head_dim * d.bytes
+    return per_token, (f"{m.layers} layers × 2 × {m.heads} heads (one KV head per query head) × "
+                       f"{m.head_dim} head_dim × {number_format(d.bytes)} B")
+
+
+def gpus_needed(*, model: str, gpu: str, tokens: int, users: int, dtype: str, kv_dtype: str,
+                memory_fraction: float, reserve_gb: float) -> dict:
+    """The fewest GPUs of kind `gpu` that seat `users` sequences of `tokens` (GPUs).
+
+    For each tensor-parallel size that splits the KV heads evenly (each holds weights ÷ tp and
+    its share of KV heads) the largest batch per replica comes from `memory.batch_max`; enough
+    replicas of it seat every user. The cheapest layout wins (the smaller tp on a tie).
+    Returns tp, batch per replica, replicas and GPUs, or batch 0 where nothing fits.
+    """
+    m = model_get(model)
+    layouts = []
+    for tp in (1, 2, 4, 8):
+        if m.attention != "MLA" and m.kv_heads % tp:
+            continue
+        per_replica = batch_max(model=model, gpu=gpu, context_tokens=tokens, dtype=dtype,
+                                kv_dtype=kv_dtype, tp=tp, memory_fraction=memory_fraction,
+                                reserve_gb=reserve_gb)["batch"]
+        if per_replica >= 1:
+            replicas = math.ceil(users / per_replica)
+            layouts.append({"tp": tp, "batch": per_replica, "replicas": replicas,
+                            "gpus": replicas * tp})
+    if not layouts:
+        return {"tp": 0, "batch": 0, "replicas": 0, "gpus": 0}
+    return min(layouts, key=lambda x: (x["gpus"], x["tp"]))
+
+
+def kv_sizing(
+    *,
+    model: str = "llama-3.1-70b",
+    tokens: int = 32_768,
+    users: int = 100,
+    kv_dtype: str = "bf16",
+    dtype: str = "bf16",
+    mean_tokens: int = 8_192,
+    window_tokens: int = GEMMA2_WINDOW,
+    window_share: float = 0.5,
+    pcie_efficiency: float = PCIE_EFFICIENCY_DEFAULT,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+) -> Result:
+    """The KV cache of `users` conversations of `tokens` tokens, the GPUs it takes, and the
+    levers (bytes, GPUs, users, seconds). `mean_tokens` is the average context an active user
+    really holds; `window_share` of the layers attend only to their last `window_tokens`."""
+    m = model_get(model)
+    d = dtype_get(dtype)
+    kv_d = kv_dtype_get(kv_dtype, model=m, field="kv_dtype")
+    e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=None)
+    tokens = count_check(tokens, field="tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=tokens, field="tokens")
+    users = count_check(users, field="users", maximum=USERS_MAX)
+    mean_tokens = count_check(mean_tokens, field="mean_tokens", maximum=TOKENS_MAX)
+    if mean_tokens > tokens:
+        raise ArithmeticInputError(field="mean_tokens",
+                                   message="the mean context cannot exceed the maximum")
+    window_tokens = count_check(window_tokens, field="window_tokens", maximum=WINDOW_MAX)
+    window_share = fraction_check(window_share, field="window_share", allow_zero=True)
+    pcie_efficiency = fraction_check(pcie_efficiency, field="pcie_efficiency")
+    number_check(memory_fraction, field="memory_fraction", maximum=1.0)
+
+    kv = kv_cache(model=model, tokens=tokens, users=users, dtype=kv_d.id)
+    per_token = float(kv["bytes_per_token"])
+    per_seq = per_token * tokens
+    total = float(kv["total_bytes"])
+    weights = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
+
+    steps: list[Step] = list(kv.steps[:1])
+    steps.append(Step("KV per conversation", f"{bytes_short(per_token)} × {tokens:,} tokens",
+                      per_seq, "B", bytes_format(per_seq)))
+    steps.append(Step(f"KV for {count_format(users, 'user')}",
+                      f"{bytes_short(per_seq)} × {users:,}", total, "B", bytes_format(total)))
+    steps.append(Step(f"Weights ({d.name})", f"{m.name}'s parameters × {number_format(d.bytes)} B",
+                      weights, "B", bytes_format(weights)))
+    steps.append(Step("KV against the weights", f"{bytes_short(total)} ÷ {bytes_short(weights)}",
+                      total / weights, "×", f"{number_format(total / weights)}×"))
+
+    gpu_rows = []
+    for gid in SIZING_GPUS:
+        g = gpu_get(gid)
+        need = gpus_needed(model=model, gpu=gid, tokens=tokens, users=users, dtype=dtype,
+                           kv_dtype=kv_d.id, memory_fraction=memory_fraction,
+                           reserve_gb=reserve_gb)
+        node = batch_max(model=model, gpu=gid, context_tokens=tokens, dtype=dtype,
+                         kv_dtype=kv_d.id, tp=NODE_GPUS, memory_fraction=memory_fraction,
+                         reserve_gb=reserve_gb)
+        row = {"gpu": gid, "name": g.name, "short_name": g.short_name or g.name,
+               "memory_bytes": g.memory_total_bytes, **need,
+               "node_users": node["batch"], "node_free_bytes": node["free_bytes"] * NODE_GPUS}
+        gpu_rows.append(row)
+        if need["batch"]:
+            expression = (f"tp {need['tp']}: {count_format(need['batch'], 'user')} per replica "
+                          f"(weights ÷ {need['tp']}, reserve, KV in the rest of "
+                          f"{number_format(memory_fraction * 100)}% of "
+                          f"{bytes_short(g.memory_total_bytes)}) → {need['replicas']:,} "
+                          f"replica{'s' if need['replicas'] != 1 else ''}")
+            display = count_format(need["gpus"], "GPU")
+        else:
+            expression = "the weights and reserve alone do not fit 8 GPUs"
+            display = "does not fit"
+        steps.append(Step(f"{g.short_name or g.name}s for all {users:,} users", expression,
+                          need["gpus"], "GPUs", display))
+        steps.append(Step(f"Users of {tokens:,} tokens on one 8-GPU {g.short_name} node",
+                          f"⌊KV room per GPU ÷ {bytes_short(per_seq / NODE_GPUS)} (each GPU "
+                          f"keeps its share of the KV heads)⌋",
+                          node["batch"], "users", count_format(node["batch"], "user")))
+
+    # Levers, each at the same context and users.
+    fp8 = kv_cache(model=model, tokens=tokens, users=users, dtype="fp8")
+    fp8_total = float(fp8["total_bytes"])
+    fp8_node = batch_max(model=model, gpu="h100-sxm", context_tokens=tokens, dtype=dtype,
+                         kv_dtype="fp8", tp=NODE_GPUS, memory_fraction=memory_fraction,
+                         reserve_gb=reserve_gb)["batch"]
+    steps.append(Step("Lever: FP8 KV cache", f"{number_format(kv_d.bytes)} B → 1 B per value",
+                      fp8_total, "B", bytes_format(fp8_total)))
+
+    mha_token, mha_expr = mha_bytes_per_token(model_id=model, kv_dtype=kv_d.id)
+    steps.append(Step("For contrast: the same model with full multi-head attention",
+                      mha_expr, mha_token, "B", f"{bytes_format(mha_token)} per token"))
+    v3 = model_get("deepseek-v3")
+    mla_token = kv_bytes_per_token_model(v3, kv_dtype_get(kv_d.id, model=v3))
+    steps.append(Step("DeepSeek-V3 (MLA) per token",
+                      f"{v3.layers} layers × ({v3.kv_lora_rank} latent + "
+                      f"{v3.qk_rope_head_dim} RoPE key) × {number_format(kv_d.bytes)} B",
+                      mla_token, "B", f"{bytes_format(mla_token)} per token"))
+
+    mean_total = per_token * mean_tokens * users
+    steps.append(Step("Lever: size for the mean context, not the maximum",
+                      f"{bytes_short(per_token)} × {mean_tokens:,} mean tokens × {users:,}",
+                      mean_total, "B", bytes_format(mean_total)))
+
+    windowed = (1 - window_share) * tokens + window_share * min(tokens, window_tokens)
+    window_total = per_token * windowed * users
+    steps.append(Step("Lever: sliding-window layers",
+                      f"{bytes_short(per_token)} × ({number_format(1 - window_share)} × "
+                      f"{tokens:,} + {number_format(window_share)} × "
+                      f"min({tokens:,}, {window_tokens:,} window)) × {users:,}",
+                      window_total, "B", bytes_format(window_total)))
+
+    pcie = PCIE_GEN5_X16_ONE_WAY * pcie_efficiency
+    # Under tp 8 each GPU holds an eighth of the KV heads and pulls its share over its own link.
+    reload_seconds = per_seq / NODE_GPUS / pcie
+    steps.append(Step("Lever: offload to CPU memory; one conversation back over PCIe",
+                      f"{bytes_short(per_seq)} ÷ {NODE_GPUS} GPUs, each over its own "
+                      f"PCIe Gen5 x16 link ({bandwidth_format(PCIE_GEN5_X16_ONE_WAY)} one way × "
+                      f"{percent_format(pcie_efficiency)})",
+                      reload_seconds, "s", seconds_format(reload_seconds)))
+    h100 = gpu_get("h100-sxm")
+    recompute = prefill_times_model(model=m, gpu=h100, tokens=tokens, dtype=d, embedding=e,
+                                    kv_dtype=kv_d, mfu=RECOMPUTE_MFU_DEFAULT,
+                                    bandwidth_efficiency=1.0)
+    recompute_seconds = max(recompute["compute_seconds"], recompute["memory_seconds"]) / NODE_GPUS
+    recompute_bound = ("compute" if recompute["compute_seconds"] >= recompute["memory_seconds"]
+                       else "memory")
+    steps.append(Step("…against recomputing it (prefill on an 8-GPU H100 node)",
+                      f"{tokens:,}-token prefill at {percent_format(RECOMPUTE_MFU_DEFAULT)} of "
+                      f"the dense peak, ÷ {NODE_GPUS} GPUs ({recompute_bound}-bound)",
+                      recompute_seconds, "s",
+                      f"{seconds_format(recompute_seconds)} ({recompute_bound}-bound)"))
+    per_step_pcie = reload_seconds
+    per_step_hbm = per_seq / h100.bandwidth_bytes_per_second / NODE_GPUS
+    steps.append(Step("…and why offloaded KV must come back before decoding",
+                      f"each decode step reads the whole {bytes_short(per_seq)}: from HBM over 8 "
+                      f"H100s {seconds_format(per_step_hbm)}, over PCIe "
+                      f"{seconds_format(per_step_pcie)}",
+                      per_step_pcie / per_step_hbm, "×",
+                      f"{number_format(per_step_pcie / per_step_hbm)}× slower over PCIe"))
+
+    return Result(
+        values={
+            "bytes_per_token": per_token,
+            "bytes_per_sequence": per_seq,
+            "total_bytes": total,
+            "weights_bytes": weights,
+            "kv_over_weights": total / weights,
+            "gpus": gpu_rows,
+            "fp8_total_bytes": fp8_total,
+            "fp8_node_users_h100": fp8_node,
+            "mha_bytes_per_token": mha_token,
+            "mha_total_bytes": mha_token * tokens * users,
+            "mla_bytes_per_token": mla_token,
+            "mla_total_bytes": mla_token * tokens * users,
+            "mean_total_bytes": mean_total,
+            "window_tokens_effective": windowed,
+            "window_total_bytes": window_total,
+            "pcie_bytes_per_second": pcie,
+            "reload_seconds": reload_seconds,
+            "recompute_seconds": recompute_seconds,
+            "recompute_bound": recompute_bound,
+            "decode_read_pcie_seconds": per_step_pcie,
+            "decode_read_hbm_seconds": per_step_hbm,
+        },
+        steps=tuple(steps),
+    )

@@ -1,0 +1,223 @@
+"""Problem 3, sizing the KV cache for a 70B model at 32K context × 100 users: the calculator (KV
+per token, per user and for all users against the weights; the GPUs it takes; the levers) and
+every figure the prose quotes, from problems/arithmetic at render time."""
+
+from django.http import HttpRequest
+
+from problems.arithmetic.catalog import gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.kv_sizing import (
+    GEMMA2_WINDOW,
+    NODE_GPUS,
+    PCIE_EFFICIENCY_DEFAULT,
+    PCIE_GEN5_X16_ONE_WAY,
+    RECOMPUTE_MFU_DEFAULT,
+    SIZING_GPUS,
+    kv_sizing,
+)
+from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, kv_cache
+from problems.arithmetic.units import (
+    GB,
+    bandwidth_format,
+    bytes_short,
+    count_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
+from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.forms import (
+    dtype_input,
+    inputs_normalise,
+    kv_dtype_input,
+    memory_inputs,
+    model_input,
+    real_input,
+    whole_input,
+)
+from problems.plots import Plot, Series, sweep_whole
+
+SLUG = "kv-sizing"
+PREFIX = "p03-kv"
+TOKENS_MAX = 1_000_000
+PLOT_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-2-7b", "qwen2.5-72b", "deepseek-v3")
+PLOT_GPUS = ("h100-sxm", "h200", "b200")
+
+
+def kv_context_plot(*, inputs: dict, result) -> Plot:
+    """KV bytes for all users against context length, for several models, with GPU memory."""
+    top = max(131_072, inputs["tokens"])
+    xs = sweep_whole(1_024, top, count=16)
+    kv_name = inputs["kv_dtype"] or "bf16"
+    series = []
+    for mid in dict.fromkeys((inputs["model"], *PLOT_MODELS)):
+        m = model_get(mid)
+        d = kv_dtype_get(kv_name, model=m)
+        ys = tuple(
+            float(kv_cache(model=mid, tokens=x, users=inputs["users"], dtype=d.id)["total_bytes"])
+            / GB if x <= m.context else float("nan") for x in xs)
+        series.append(Series(f"{m.name} ({m.attention})", tuple(xs), ys, markers=False))
+    for gid in PLOT_GPUS:
+        g = gpu_get(gid)
+        memory = g.memory_total_bytes / GB
+        series.append(Series(f"one {g.short_name}: {bytes_short(g.memory_total_bytes)}",
+                             (xs[0], xs[-1]), (memory, memory), dash=True))
+    node = gpu_get("b200").memory_total_bytes * NODE_GPUS / GB
+    series.append(Series(f"{NODE_GPUS} × B200 node", (xs[0], xs[-1]), (node, node), dash=True))
+    return Plot(title=f"KV cache of {inputs['users']:,} users against context length",
+                x_title="Context per user (tokens)", y_title="KV cache (GB)",
+                series=tuple(series), x_log=True, y_log=True)
+
+
+INPUTS = (
+    model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
+    whole_input("tokens", "Context per user (the maximum)", unit="tokens", initial=32_768,
+                api=32_768, maximum=TOKENS_MAX),
+    whole_input("users", "Concurrent users", unit="users", initial=100, api=100,
+                maximum=100_000),
+    kv_dtype_input(),
+    dtype_input(),
+    whole_input("mean_tokens", "Mean context an active user holds", unit="tokens",
+                initial=8_192, api=8_192, maximum=TOKENS_MAX,
+                help="An assumption to replace with your own traffic: most conversations are "
+                     "far shorter than the window."),
+    whole_input("window_tokens", "Sliding window", unit="tokens", initial=4_096, api=4_096,
+                maximum=10_000_000),
+    real_input("window_share", "Share of layers with the window", unit="fraction",
+               initial=0.5, api=0.5, minimum=0.0, maximum=1.0,
+               help="Gemma 2 alternates local (4,096-token window) and global layers: 0.5."),
+    real_input("pcie_efficiency", "PCIe efficiency", unit="fraction of the link",
+               initial=PCIE_EFFICIENCY_DEFAULT, api=PCIE_EFFICIENCY_DEFAULT, minimum=0.01,
+               maximum=1.0),
+    *memory_inputs(),
+)
+
+
+def _compute(**k):
+    return kv_sizing(**{**k, "kv_dtype": k["kv_dtype"] or "bf16"})
+
+
+CALCULATOR = calculator_register(Calculator(
+    slug=SLUG,
+    title="KV cache for many long conversations",
+    explanation=("Bytes per token from the config, per conversation and for every user, set "
+                 "against the weights; the fewest H100s, H200s and B200s that seat every user; "
+                 "and what each lever saves at the same context and users."),
+    inputs=INPUTS,
+    compute=_compute,
+    plot=kv_context_plot,
+    order=21,
+    api_path="/kv-sizing",
+    api_summary="KV cache of many users, the GPUs it takes, and the levers",
+))
+
+
+def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    if state.result is not None:
+        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
+                state.result, True)
+    inputs = CALCULATOR.defaults()
+    return inputs, CALCULATOR.compute(**inputs), False
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 3's prose quotes, from the same inputs as its calculator."""
+    inputs, r, valid = _evaluated(request)
+    m = model_get(inputs["model"])
+    kv_d = kv_dtype_get(inputs["kv_dtype"] or "bf16", model=m)
+    total = float(r["total_bytes"])
+    gpus = []
+    for row in r["gpus"]:
+        gpus.append({
+            "name": row["short_name"], "memory_text": bytes_short(row["memory_bytes"]),
+            "label": gpu_get(row["gpu"]).memory_label,
+            "fits": row["batch"] >= 1, "tp": row["tp"],
+            "batch_text": count_format(row["batch"], "user"),
+            "replicas_text": count_format(row["replicas"], "replica"),
+            "gpus_text": count_format(row["gpus"], "GPU"),
+            "node_users_text": count_format(row["node_users"], "user"),
+        })
+    h100 = r["gpus"][0]
+    l2_7 = model_get("llama-2-7b")
+    return {
+        "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
+        "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
+        "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",
+        "context_window": f"{m.context:,}",
+        "kv_name": kv_d.kv_label, "kv_value_bytes": number_format(kv_d.bytes),
+        "tokens": f"{inputs['tokens']:,}", "users": f"{inputs['users']:,}",
+        "per_token_text": bytes_short(float(r["bytes_per_token"])),
+        "per_token_exact": f"{int(r['bytes_per_token']):,}",
+        "per_seq_text": bytes_short(float(r["bytes_per_sequence"])),
+        "total_text": bytes_short(total),
+        "weights_text": bytes_short(float(r["weights_bytes"])),
+        "kv_over_weights_text": f"{number_format(float(r['kv_over_weights']))}×",
+        "gpus": gpus, "node_gpus": NODE_GPUS,
+        "h100_node_users_text": count_format(h100["node_users"], "user"),
+        "h100_gpus_text": count_format(h100["gpus"], "GPU"),
+        "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
+        "memory_fraction_default_percent": percent_format(MEMORY_FRACTION_DEFAULT),
+        "reserve_text": bytes_short(inputs["reserve_gb"] * GB),
+        "reserve_default_text": bytes_short(RESERVE_GB_DEFAULT * GB),
+        "fp8_total_text": bytes_short(float(r["fp8_total_bytes"])),
+        "fp8_node_users_text": count_format(r["fp8_node_users_h100"], "user"),
+        "mha_per_token_text": bytes_short(float(r["mha_bytes_per_token"])),
+        "mha_total_text": bytes_short(float(r["mha_total_bytes"])),
+        "mha_ratio_text": f"{number_format(r['mha_bytes_per_token'] / r['bytes_per_token'])}×",
+        "mla_per_token_text": bytes_short(float(r["mla_bytes_per_token"])),
+        "mla_total_text": bytes_short(float(r["mla_total_bytes"])),
+        "mla_ratio_text": f"{number_format(r['bytes_per_token'] / r['mla_bytes_per_token'])}×",
+        "l2_7b_per_token_text": bytes_short(float(
+            kv_cache(model="llama-2-7b", tokens=1, dtype="bf16")["bytes_per_token"])),
+        "l2_7b_name": l2_7.name,
+        "mean_tokens": f"{inputs['mean_tokens']:,}",
+        "mean_total_text": bytes_short(float(r["mean_total_bytes"])),
+        "window_tokens": f"{inputs['window_tokens']:,}",
+        "window_share_percent": percent_format(inputs["window_share"]),
+        "window_total_text": bytes_short(float(r["window_total_bytes"])),
+        "pcie_text": bandwidth_format(PCIE_GEN5_X16_ONE_WAY),
+        "pcie_both_text": bandwidth_format(2 * PCIE_GEN5_X16_ONE_WAY),
+        "pcie_efficiency_percent": percent_format(inputs["pcie_efficiency"]),
+        "reload_text": seconds_format(float(r["reload_seconds"])),
+        "recompute_text": seconds_format(float(r["recompute_seconds"])),
+        "recompute_bound": r["recompute_bound"],
+        "recompute_mfu_percent": percent_format(RECOMPUTE_MFU_DEFAULT),
+        "decode_hbm_text": seconds_format(float(r["decode_read_hbm_seconds"])),
+        "decode_pcie_text": seconds_format(float(r["decode_read_pcie_seconds"])),
+        "sizing_gpu_count": len(SIZING_GPUS),
+        "llama3_window": f"{model_get('llama-3-70b').context:,}",
+        "llama3_name": model_get("llama-3-70b").name,
+        "llama31_name": model_get("llama-3.1-70b").name,
+        "mla_latent": f"{model_get('deepseek-v3').kv_lora_rank:,}",
+        "mla_rope": f"{model_get('deepseek-v3').qk_rope_head_dim:,}",
+        "gemma2_window": f"{GEMMA2_WINDOW:,}",
+    }
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("Meta Llama 3.1 70B config.json (80 layers, 64 query heads, 8 KV heads, head_dim 128, "
+     "131,072-token context)", "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
+    ("Meta Llama 3 model card (8,192-token context)",
+     "https://github.com/meta-llama/llama-models/blob/main/models/llama3/MODEL_CARD.md"),
+    ("Meta Llama 2 7B config.json (32 KV heads: multi-head attention)",
+     "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
+    ("Ainslie et al., 'GQA: Training Generalized Multi-Query Transformer Models from Multi-Head "
+     "Checkpoints'", "https://arxiv.org/abs/2305.13245"),
+    ("DeepSeek-V3 inference config (kv_lora_rank 512, qk_rope_head_dim 64, 61 layers)",
+     "https://github.com/deepseek-ai/DeepSeek-V3/blob/main/inference/configs/config_671B.json"),
+    ("DeepSeek-AI, 'DeepSeek-V2' (multi-head latent attention)", "https://arxiv.org/abs/2405.04434"),
+    ("Gemma Team, 'Gemma 2: Improving Open Language Models at a Practical Size' (local "
+     "sliding-window attention of 4,096 tokens alternating with global attention)",
+     "https://arxiv.org/abs/2408.00118"),
+    ("vLLM engine arguments (--kv-cache-dtype fp8, gpu_memory_utilization 0.9)",
+     "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM pull request 10511 (the profiled runtime reserve behind the 3.3 GB default)",
+     "https://github.com/vllm-project/vllm/pull/10511"),
+    ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 3.35 TB/s; PCIe Gen5 128 GB/s)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+    ("NVIDIA H200 Tensor Core GPU datasheet",
+     "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
+    ("NVIDIA HGX platform specifications (HGX B200)", "https://www.nvidia.com/en-us/data-center/hgx/"),
+    ("Pope et al., 'Efficiently Scaling Transformer Inference' (KV cache memory and multiquery "
+     "attention at long context)", "https://arxiv.org/abs/2211.05102"),
+]

@@ -1,0 +1,219 @@
+"""Problem 5, why FlashAttention is faster with the same maths: the calculator of attention's
+memory traffic, standard against fused (bytes, intermediate memory, time floors, intensity),
+the demo's tiled attention source (read as text: the web process imports no torch), and every
+figure the prose quotes, from problems/arithmetic at render time."""
+
+from pathlib import Path
+
+from django.http import HttpRequest
+
+from demos.runners.attention_kernels import PARAMS as KERNEL_PARAMS
+from problems.arithmetic.attention_io import (
+    A100_SRAM_BANDWIDTH,
+    FLASH_RESULTS,
+    ON_CHIP,
+    attention_io,
+)
+from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.units import (
+    GB,
+    bandwidth_format,
+    bytes_short,
+    flops_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
+from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.forms import (
+    choice_input,
+    gpu_input,
+    inputs_normalise,
+    mfu_input,
+    model_input,
+    whole_input,
+)
+from problems.plots import Plot, Series, sweep_whole
+
+SLUG = "attention-io"
+PREFIX = "p05-attn"
+KERNELS_FILE = Path(__file__).resolve().parents[2] / "worker" / "attention_kernels.py"
+
+
+def traffic_plot(*, inputs: dict, result) -> Plot:
+    """HBM traffic and the standard path's intermediate memory against sequence length."""
+    xs = sweep_whole(512, max(131_072, inputs["tokens"]), count=12)
+    pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
+    g = gpu_get(inputs["gpu"])
+    memory = g.memory_total_bytes / GB
+    return Plot(
+        title="HBM traffic of one layer's attention against sequence length",
+        x_title="Sequence length (tokens)", y_title="GB (10⁹ bytes)", x_log=True, y_log=True,
+        series=(Series("standard: traffic", tuple(xs),
+                       tuple(float(p["standard_bytes"]) / GB for p in pts)),
+                Series("standard: S and P held at once", tuple(xs),
+                       tuple(float(p["intermediate_bytes"]) / GB for p in pts), dash=True),
+                Series("fused: traffic, K and V re-read per query tile", tuple(xs),
+                       tuple(float(p["fused_tiles_bytes"]) / GB for p in pts)),
+                Series("fused: traffic, each tensor once", tuple(xs),
+                       tuple(float(p["fused_min_bytes"]) / GB for p in pts)),
+                Series(f"{g.short_name or g.name} memory", (xs[0], xs[-1]), (memory, memory),
+                       dash=True)))
+
+
+def time_plot(*, inputs: dict, result) -> Plot:
+    xs = sweep_whole(512, max(131_072, inputs["tokens"]), count=12)
+    pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
+    return Plot(
+        title="Time floor of one layer's attention (roofline)",
+        x_title="Sequence length (tokens)", y_title="ms", x_log=True, y_log=True,
+        series=(Series("standard", tuple(xs),
+                       tuple(float(p["standard_seconds"]) * 1e3 for p in pts), markers=True),
+                Series("fused, K and V re-read per tile", tuple(xs),
+                       tuple(float(p["fused_tiles_seconds"]) * 1e3 for p in pts), markers=True),
+                Series("fused, each tensor once", tuple(xs),
+                       tuple(float(p["fused_min_seconds"]) * 1e3 for p in pts), dash=True)))
+
+
+INPUTS = (
+    model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
+    gpu_input(initial="h100-sxm", api="h100-sxm"),
+    whole_input("tokens", "Sequence length", unit="tokens", initial=32_768, api=32_768,
+                maximum=10**7),
+    whole_input("batch", "Sequences", unit="sequences", initial=1, api=1, maximum=4096),
+    choice_input("dtype", "Attention precision",
+                 choices=(("bf16", "BF16"), ("fp16", "FP16"), ("fp32", "FP32")),
+                 initial="bf16", api="bf16"),
+    whole_input("tile_rows", "Query rows per tile", unit="rows", initial=128, api=128,
+                maximum=4096, help="FlashAttention-2 uses tiles of 64 to 128 rows."),
+    mfu_input(initial=1.0, api=1.0),
+)
+
+CALCULATOR = calculator_register(Calculator(
+    slug=SLUG,
+    title="Attention's memory traffic: standard against fused",
+    explanation=("One layer's attention over a sequence: the FLOPs (the same either way), the "
+                 "bytes moved to and from HBM by the standard three-kernel path and by a fused "
+                 "kernel, the memory the standard path needs for its scores, and the time "
+                 "floor of each as a roofline bound, with its arithmetic intensity."),
+    inputs=INPUTS,
+    compute=lambda **k: attention_io(**k),
+    plots=lambda *, inputs, result: (traffic_plot(inputs=inputs, result=result),
+                                     time_plot(inputs=inputs, result=result)),
+    order=23,
+    api_path="/attention-io",
+    api_summary="Attention's HBM traffic, memory and time, standard against fused",
+))
+
+
+def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    if state.result is not None:
+        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
+                state.result, True)
+    inputs = CALCULATOR.defaults()
+    return inputs, CALCULATOR.compute(**inputs), False
+
+
+def tiled_source() -> str:
+    """The demo's tiled attention, as the page shows it."""
+    text = KERNELS_FILE.read_text()
+    start = text.index("# --- tiled attention: shown on the page ---\n")
+    end = text.index("# --- end of tiled attention ---")
+    return text[start:end].split("\n", 1)[1].rstrip() + "\n"
+
+
+def _chip(gid: str) -> dict:
+    sms, smem, l2, source = ON_CHIP[gid]
+    g = gpu_get(gid)
+    return {"name": g.short_name or g.name, "sms": f"{sms:,}", "smem_text": bytes_short(smem),
+            "smem_kib": f"{smem // 1024:,} KiB", "total_text": bytes_short(sms * smem),
+            "l2_text": bytes_short(l2), "hbm_text": bytes_short(g.memory_total_bytes),
+            "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
+            "ratio_text": f"{number_format(g.memory_total_bytes / (sms * smem))}×",
+            "source": source}
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 5's prose quotes, from the same inputs as its calculator."""
+    inputs, r, valid = _evaluated(request)
+    m = model_get(inputs["model"])
+    g = gpu_get(inputs["gpu"])
+    fr = FLASH_RESULTS
+    defaults = KERNEL_PARAMS.defaults()
+    return {
+        "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
+        "model_name": m.name, "gpu_name": g.name, "heads": f"{m.heads:,}",
+        "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
+        "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
+        "dtype_name": {"bf16": "BF16", "fp16": "FP16", "fp32": "FP32"}[inputs["dtype"]],
+        "flops_text": flops_format(float(r["flops"])),
+        "scores_text": bytes_short(float(r["scores_bytes"])),
+        "intermediate_text": bytes_short(float(r["intermediate_bytes"])),
+        "gpu_memory_text": bytes_short(float(r["gpu_memory_bytes"])),
+        "outgrows": float(r["intermediate_bytes"]) > float(r["gpu_memory_bytes"]),
+        "standard_text": bytes_short(float(r["standard_bytes"])),
+        "fused_min_text": bytes_short(float(r["fused_min_bytes"])),
+        "fused_tiles_text": bytes_short(float(r["fused_tiles_bytes"])),
+        "stats_text": bytes_short(float(r["stats_bytes"])),
+        "standard_time_text": f"{seconds_format(float(r['standard_seconds']))} "
+                              f"({r['standard_bound']}-bound)",
+        "fused_min_time_text": f"{seconds_format(float(r['fused_min_seconds']))} "
+                               f"({r['fused_min_bound']}-bound)",
+        "fused_tiles_time_text": f"{seconds_format(float(r['fused_tiles_seconds']))} "
+                                 f"({r['fused_tiles_bound']}-bound)",
+        "speedup_text": f"{number_format(r['standard_seconds'] / r['fused_tiles_seconds'])}× to "
+                        f"{number_format(r['standard_seconds'] / r['fused_min_seconds'])}×",
+        "standard_intensity": number_format(float(r["standard_intensity"])),
+        "fused_intensity": number_format(float(r["fused_intensity"])),
+        "ridge": number_format(float(r["ridge"])),
+        "traffic_ratio_text": f"{number_format(float(r['traffic_ratio']))}×",
+        "a100": _chip("a100-80gb-sxm"), "h100": _chip("h100-sxm"),
+        "sram_bandwidth_text": bandwidth_format(A100_SRAM_BANDWIDTH),
+        "fa": {
+            "fa1_speedup": f"{number_format(fr['fa1_speedup'])}×",
+            "fa1_memory": f"{number_format(fr['fa1_memory'])}×",
+            "fa1_bert": percent_format(fr["fa1_bert"]),
+            "fa2_over_fa1": f"{number_format(fr['fa2_over_fa1'])}×",
+            "fa2_mfu_low": percent_format(fr["fa2_mfu_low"]),
+            "fa2_mfu_high": percent_format(fr["fa2_mfu_high"]),
+            "fa2_h100_mfu": percent_format(fr["fa2_h100_mfu"]),
+            "fa3_low": f"{number_format(fr['fa3_low'])}×",
+            "fa3_high": f"{number_format(fr['fa3_high'])}×",
+            "fa3_mfu": percent_format(fr["fa3_mfu"]),
+        },
+        "tiled_source": tiled_source(),
+        "demo_tile": defaults["tile"],
+    }
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("Dao et al., 'FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness' "
+     "(the standard algorithm's HBM accesses, tiling with an online softmax, recomputation; "
+     "A100 SRAM of 192 KB on each of 108 SMs at about 19 TB/s; up to 3× faster, up to 20× "
+     "less memory, 15% on BERT-large)", "https://arxiv.org/abs/2205.14135"),
+    ("Dao, 'FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning' "
+     "(about 2× over FlashAttention; 50–73% of the A100's peak)",
+     "https://arxiv.org/abs/2307.08691"),
+    ("Shah et al., 'FlashAttention-3: Fast and Accurate Attention with Asynchrony and "
+     "Low-precision' (1.5–2.0× over FlashAttention-2 on H100; 75% utilisation in FP16; FA2 at "
+     "35% on H100)", "https://arxiv.org/abs/2407.08608"),
+    ("Milakov and Gimelshein, 'Online normalizer calculation for softmax' (the running maximum "
+     "and sum)", "https://arxiv.org/abs/1805.02867"),
+    ("Rabe and Staats, 'Self-attention Does Not Need O(n²) Memory'",
+     "https://arxiv.org/abs/2112.05682"),
+    ("NVIDIA Hopper Tuning Guide (up to 228 KB of shared memory per SM)",
+     "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html"),
+    ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (132 SMs on the SXM5, 50 MB L2)",
+     "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
+    ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs, 40 MB L2)",
+     "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
+    ("NVIDIA H100 Tensor Core GPU datasheet (3.35 TB/s, dense BF16 peak)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+    ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
+     "https://arxiv.org/abs/2309.06180"),
+    ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
+     "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
+    ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",
+     "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
+]

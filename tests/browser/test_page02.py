@@ -1,0 +1,66 @@
+"""Page 02 in Chromium, served by uvicorn with a real worker behind it: each live demo starts
+from its form, runs, and draws its plots; the paged pool is drawn block by block with shared
+blocks marked; the calculators draw theirs; nothing breaks the Content-Security-Policy."""
+
+import pytest
+
+from tests.demos.conftest import asgi_server  # noqa: F401  (the fixture: uvicorn on a free port)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+VIOLATIONS = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective));
+"""
+# (demo, {field: value} for a tiny run, {choice boxes to untick}, plots it draws)
+DEMOS = (
+    ("kv-bytes", {"sequences": "1", "prompt_tokens": "16", "documents": "2"},
+     ("precisions", ("float16", "float32")), 2),
+    ("paged-blocks", {"requests": "3", "samples": "3", "pool_blocks": "24", "pace_ms": "30"},
+     None, 2),
+    ("attention-kernels", {"heads": "1", "repeats": "1"},
+     ("lengths", ("512", "1024")), 2),
+)
+CALCULATORS = ("calc-p03-kv", "calc-p04-paging", "calc-p05-attn")
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noqa: F811
+                                                       celery_worker_process):
+    page.add_init_script(VIOLATIONS)
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/02/")
+    for dom_id in CALCULATORS:
+        page.wait_for_function(
+            "id => document.querySelectorAll(`#${id}-output .plot svg.main-svg`).length >= 1",
+            arg=dom_id)
+    for slug, fields, untick, plots in DEMOS:
+        demo = page.locator(f"#demo-{slug}")
+        for name, value in fields.items():
+            demo.locator(f"[name={name}]").fill(value)
+        if untick:
+            name, values = untick
+            for value in values:
+                demo.locator(f'input[name={name}][value="{value}"]').uncheck()
+        demo.get_by_role("button", name="Run", exact=True).click()
+        if slug == "paged-blocks":
+            # While it runs, the samples' shared prompt blocks are drawn with their count.
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#demo-paged-blocks .pb-shared')]"
+                ".some(b => b.textContent === '×3')", timeout=60_000)
+        page.wait_for_function(
+            "slug => document.querySelector(`#demo-${slug}`).dataset.runState === 'finished'",
+            arg=slug, timeout=120_000)
+        page.wait_for_function(
+            "([slug, n]) => document.querySelectorAll(`#demo-${slug} .demo-plots .plot.drawn`)"
+            ".length >= n", arg=[slug, plots], timeout=30_000)
+        assert demo.locator(".demo-plots .plot-table").count() == plots
+        assert demo.locator(".run-note").inner_text().strip()
+    assert page.locator("#demo-kv-bytes .kv-bytes-table tbody tr").count() == 2
+    assert page.locator("#demo-attention-kernels .ak-table tbody tr").count() == 2
+    pool = page.locator("#demo-paged-blocks .pb-grid .pb-block")
+    assert pool.count() == 24
+    # The run ended with every block free again; the legend lists the three samples too.
+    assert page.locator("#demo-paged-blocks .pb-legend li").count() == 5
+    assert "step" in page.locator("#demo-paged-blocks .pb-log").inner_text()
+    assert page.evaluate("window.__csp") == []

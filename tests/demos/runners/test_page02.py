@@ -1,0 +1,103 @@
+"""The runners of page 02 (kv-bytes, paged-blocks) on engines of their own, in this process,
+with tiny workloads: events in order, bytes that match the formula, every block back."""
+
+import dataclasses
+
+import pytest
+
+from demos.runners import RunCancelled, runner_get
+from tests.demos.runners.conftest import MODEL, Recorder
+
+
+@pytest.fixture(scope="module")
+def own():
+    from worker.demo_engine import engine_build
+
+    engine = engine_build(str(MODEL))
+    return engine, {"model_path": str(MODEL), "device": "cpu"}
+
+
+def run(slug: str, own, recorder: Recorder, **params):
+    engine, machine = own
+    runner = runner_get(slug)
+    return runner.run(engine=engine, machine=machine,
+                      params=runner.params.parse(params).as_dict(),
+                      ctx=dataclasses.replace(recorder.context()))
+
+
+def test_kv_bytes_measures_the_pool_against_the_formula(own, recorder) -> None:
+    out = run("kv-bytes", own, recorder, precisions=["float32", "float8_e4m3fn"], sequences=2,
+              prompt_tokens=20, documents=2)
+    assert recorder.types() == ["started", "precision", "precision"]
+    rows = out.summary["rows"]
+    # Two sequences of 20 and 35 tokens: 2 + 3 blocks of 16.
+    assert [r["blocks"] for r in rows] == [5, 5] and rows[0]["tokens"] == 55
+    fp32, fp8 = rows
+    # course-lm: 6 layers × 2 × 4 KV heads × 32 head_dim = 1,536 values per token.
+    assert fp32["bytes_per_token"] == 1536 * 4 and fp8["bytes_per_token"] == 1536
+    assert fp32["bytes_formula"] == 55 * 1536 * 4
+    for r in rows:
+        assert r["bytes_measured"] == r["bytes_formula_blocks"] == 5 * 16 * r["bytes_per_token"]
+        assert r["blocks_freed"]
+    assert fp32["agreement"] == 1.0 and 0.5 < fp8["agreement"] <= 1.0
+    assert len(out.summary["plots"]) == 2 and "partly filled" in out.summary["note"]
+
+
+def test_paged_blocks_shows_sharing_copy_on_write_and_returns_every_block(own, recorder):
+    out = run("paged-blocks", own, recorder, requests=3, samples=3, pool_blocks=24, pace_ms=0)
+    types = recorder.types()
+    assert types[0] == "started" and set(types[1:]) == {"step"}
+    steps = [d for t, _, d in recorder.events if t == "step"]
+    assert steps[0]["forked"] == ["r0:1", "r0:2"]
+    # Right after the fork the prompt's blocks are held three times.
+    assert steps[0]["shared"] and set(steps[0]["shared"].values()) == {3}
+    cows = [c for s in steps for c in s["copy_on_write"]]
+    started = recorder.events[0][2]
+    first_prompt = started["requests"][0]["prompt"]
+    assert len(cows) == (2 if first_prompt % 16 else 0)
+    s = out.summary
+    assert s["all_blocks_returned"] and steps[-1]["blocks_used"] == 0
+    assert s["copy_on_writes"] == len(cows)
+    assert s["seats_reserved"] == 24 * 16 // 256
+    assert len(s["plots"]) == 2 and s["note"]
+
+
+def test_paged_blocks_can_be_cancelled(own, recorder) -> None:
+    recorder.cancel_after = ("step", None, "all", "cancelled by the test")
+    with pytest.raises(RunCancelled):
+        run("paged-blocks", own, recorder, requests=4, samples=2, pool_blocks=24, pace_ms=0)
+
+
+def test_bad_parameters_name_the_field() -> None:
+    from demos.schema import ParamError
+
+    with pytest.raises(ParamError) as e:
+        runner_get("paged-blocks").params.parse({"pool_blocks": 4})
+    assert e.value.field == "pool_blocks"
+    with pytest.raises(ParamError) as e:
+        runner_get("kv-bytes").params.parse({"precisions": ["int3"]})
+    assert e.value.field == "precisions"
+
+
+def test_attention_kernels_agree_and_compare_with_the_prediction(recorder) -> None:
+    from worker.demo_engine import machine_measure
+
+    machine = {**machine_measure(), "device": "cpu"}
+    runner = runner_get("attention-kernels")
+    out = runner.run(engine=None, machine=machine,
+                     params=runner.params.parse({"lengths": ["128", "256"], "heads": 2,
+                                                 "head_dim": "32", "tile": "32",
+                                                 "repeats": 1}).as_dict(),
+                     ctx=recorder.context())
+    assert recorder.types() == ["started", "length", "length"]
+    rows = out.summary["rows"]
+    assert [r["tokens"] for r in rows] == [128, 256]
+    assert out.summary["agree"] and out.summary["max_error"] < 1e-4
+    for r in rows:
+        naive = r["kernels"]["naive"]
+        # The naive memory is exactly the prediction: S and P in FP32 and the mask.
+        assert naive["intermediate_bytes"] == naive["predicted_intermediate_bytes"]
+        assert r["kernels"]["tiled"]["intermediate_bytes"] < naive["intermediate_bytes"]
+        assert all(c["seconds"] > 0 and c["predicted_seconds"] > 0
+                   for c in r["kernels"].values())
+    assert len(out.summary["plots"]) == 2 and "float64" in out.summary["note"]

@@ -1,0 +1,136 @@
+"""Page 02's formulas against figures worked by hand or published: the KV cache of Llama 3.1 70B
+at 32K × 100 users, the levers, paged against reserved memory, and attention's traffic."""
+
+import math
+
+import pytest
+
+from problems.arithmetic.attention_io import attention_io, attention_traffic_model
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.kv_sizing import kv_sizing, mha_bytes_per_token
+from problems.arithmetic.paging import held_blocks_mean, mix_parse, paging, policies_model
+
+
+def test_llama_31_70b_at_32k_for_100_users_by_hand() -> None:
+    """2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B per token (FACTS.md); × 32,768 tokens
+    = 10,737,418,240 B = 10 GiB per user; × 100 = 1,000 GiB."""
+    r = kv_sizing()
+    assert r["bytes_per_token"] == 327_680
+    assert r["bytes_per_sequence"] == 10 * 2**30
+    assert r["total_bytes"] == 1000 * 2**30
+    # Weights: 70,553,706,496 parameters (FACTS.md, Llama 3 70B's architecture) × 2 B.
+    assert r["weights_bytes"] == pytest.approx(2 * 70_553_706_496)
+    assert r["kv_over_weights"] == pytest.approx(1000 * 2**30 / (2 * 70_553_706_496))
+
+
+def test_gpus_needed_and_users_per_node() -> None:
+    """H100: 81,559 MiB × 0.9 = 76.97 GB usable; weights ÷ 8 = 17.64 GB; reserve 3.3 GB; room
+    56.03 GB per GPU; one user's KV per GPU is 10 GiB ÷ 8 = 1.342 GB: 41 users per node, so 3
+    nodes (24 GPUs) for 100 users."""
+    r = kv_sizing()
+    rows = {g["gpu"]: g for g in r["gpus"]}
+    usable = 81_559 * 2**20 * 0.9
+    room = usable - 2 * 70_553_706_496 / 8 - 3.3e9
+    assert rows["h100-sxm"]["node_users"] == math.floor(room / (10 * 2**30 / 8)) == 41
+    assert rows["h100-sxm"]["gpus"] == 24 and rows["h100-sxm"]["tp"] == 8
+    for row in rows.values():
+        assert row["batch"] * row["replicas"] >= 100
+        assert row["gpus"] == row["tp"] * row["replicas"]
+    # More memory per GPU: fewer GPUs.
+    assert rows["b200"]["gpus"] <= rows["h200"]["gpus"] <= rows["h100-sxm"]["gpus"]
+
+
+def test_levers() -> None:
+    r = kv_sizing(mean_tokens=8_192, window_tokens=4_096, window_share=0.5)
+    assert r["fp8_total_bytes"] == r["total_bytes"] / 2
+    # Full multi-head attention: 64 KV heads instead of 8, 8× the cache (2.5 MiB per token).
+    assert r["mha_bytes_per_token"] == 8 * 327_680 == 2.5 * 2**20
+    # DeepSeek-V3's latent: (512 + 64) × 61 layers × 2 B = 70,272 B (FACTS.md).
+    assert r["mla_bytes_per_token"] == 70_272
+    assert r["mean_total_bytes"] == r["total_bytes"] / 4
+    # Half the layers windowed at 4,096: (16,384 + 2,048) tokens' worth per user.
+    assert r["window_tokens_effective"] == 18_432
+    # One conversation (10 GiB) back over 8 PCIe Gen5 x16 links at 80% of 64 GB/s each.
+    assert r["reload_seconds"] == pytest.approx(10 * 2**30 / 8 / (0.8 * 64e9))
+    assert r["recompute_seconds"] > r["reload_seconds"]
+    assert r["recompute_bound"] == "compute"
+
+
+def test_mha_formula_and_bad_input() -> None:
+    per_token, _ = mha_bytes_per_token(model_id="llama-2-7b", kv_dtype="bf16")
+    assert per_token == 524_288  # Llama 2 7B is MHA: the same as its real cache (FACTS.md)
+    with pytest.raises(ArithmeticInputError) as e:
+        kv_sizing(mean_tokens=40_000)
+    assert e.value.field == "mean_tokens"
+    with pytest.raises(ArithmeticInputError) as e:
+        kv_sizing(model="llama-3-70b")  # 32,768 tokens past Llama 3's 8,192
+    assert e.value.field == "tokens"
+
+
+def test_held_blocks_by_hand() -> None:
+    """Prompt 10, output 4, blocks of 8: contexts 11, 12, 13, 14 all need 2 blocks = 16."""
+    assert held_blocks_mean(10, 4, 8) == 16
+    # Contexts 7, 8, 9, 10 with blocks of 8: 8, 8, 16, 16 → mean 12.
+    assert held_blocks_mean(6, 4, 8) == 12
+    # Brute force on a longer case.
+    p, o, b = 100, 333, 16
+    assert held_blocks_mean(p, o, b) == pytest.approx(
+        sum(b * math.ceil((p + t) / b) for t in range(1, o + 1)) / o)
+
+
+def test_policies_weight_classes_by_time_in_the_batch() -> None:
+    """Two classes, equal shares of requests: the one decoding four times longer is four
+    fifths of the running batch (Little's law)."""
+    classes = mix_parse("1:100:100, 1:100:400")
+    rows = {r["id"]: r for r in policies_model(classes, max_len=1000)}
+    used = (1 * (100 + 101 / 2) + 4 * (100 + 401 / 2)) / 5
+    assert rows["max"]["used"] == pytest.approx(used)
+    assert rows["max"]["held"] == 1000
+    assert rows["oracle"]["held"] == pytest.approx((1 * 200 + 4 * 500) / 5)
+    for block in (8, 16, 32):
+        row = rows[f"paged-{block}"]
+        assert 0 <= row["held"] - row["used"] < block  # under one block of slack each
+
+
+def test_paging_defaults_and_vllm_shape() -> None:
+    r = paging()
+    rows = {p["id"]: p for p in r["policies"]}
+    # Reserving the maximum wastes most of the memory, as the vLLM paper measured for Orca
+    # (Max): only 20.4% of the KV memory held token states there.
+    assert rows["max"]["utilization"] < 0.4
+    assert rows["paged-16"]["utilization"] > 0.96  # vLLM: 96.3% in its Fig. 2
+    assert rows["paged-8"]["waste"] < rows["paged-16"]["waste"] < rows["paged-32"]["waste"]
+    assert rows["paged-16"]["batch"] > 3 * rows["max"]["batch"]
+    # Decode stays memory-bound and the KV reads grow with the batch, so throughput grows less
+    # than the batch does.
+    assert 1 < r["paged_over_max"] < r["paged_batch_over_max"]
+
+
+def test_paging_bad_mix_names_the_field() -> None:
+    for bad in ("", "x:1:2", "50:300", "0:10:10", "50:6000:4000"):
+        with pytest.raises(ArithmeticInputError) as e:
+            paging(mix=bad)
+        assert e.value.field == "mix"
+
+
+def test_attention_traffic_by_hand() -> None:
+    """N = 1,024, d = 64, 2 B: standard (4·N·d + 4·N²)·2 = 8,912,896 B; fused 4·N·d·2 =
+    524,288 B; tiles of 128: 8 tiles, (2 + 16)·N·d·2 = 2,359,296 B; FLOPs 4·N²·d."""
+    t = attention_traffic_model(tokens=1024, head_dim=64, value_bytes=2, tile_rows=128)
+    assert t["standard"] == 8_912_896
+    assert t["fused_min"] == 524_288
+    assert t["fused_tiles"] == 2_359_296
+    assert t["flops"] == 4 * 1024**2 * 64
+
+
+def test_scores_at_32k_and_64_heads_outgrow_any_gpu() -> None:
+    """32,768² × 64 heads × 2 B = 128 GiB for S alone, past an H100's 80 GB."""
+    r = attention_io(model="llama-3.1-70b", tokens=32_768)
+    assert r["scores_bytes"] == 128 * 2**30
+    assert r["intermediate_bytes"] > r["gpu_memory_bytes"]
+    assert r["standard_bound"] == "memory" and r["fused_min_bound"] == "compute"
+    assert r["standard_seconds"] > r["fused_tiles_seconds"] >= r["fused_min_seconds"]
+    assert r["standard_intensity"] < r["ridge"]
+    with pytest.raises(ArithmeticInputError) as e:
+        attention_io(model="deepseek-v3")
+    assert e.value.field == "model"

@@ -1,0 +1,92 @@
+"""Problem 3 on page 02, through Django's test client: every section written, the figures equal
+to the JSON API's, inputs that change them, a refused input beside its field, no typed figures,
+the live demo embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_short, count_format
+from problems.content import p03
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/02/"
+TEMPLATE = Path(p03.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def section_text(client, slug: str, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 3), 3, slug))
+
+
+def api(client, **params) -> dict:
+    response = client.get("/api/calc/kv-sizing", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 3)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 3, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_worked_figures_equal_the_api(client) -> None:
+    """Llama 3.1 70B, BF16, 32,768 tokens × 100 users: 10.7 GB per user, 1.07 TB in all; 24
+    H100s (41 users per 8-GPU node)."""
+    worked = section_text(client, "worked")
+    body = api(client)
+    assert bytes_short(body["bytes_per_sequence"]) == "10.7 GB" and "10.7 GB" in worked
+    assert bytes_short(body["total_bytes"]) == "1.07 TB"
+    assert bytes_short(body["total_bytes"]) in worked
+    for row in body["gpus"]:
+        assert count_format(row["gpus"], "GPU") in worked
+        assert count_format(row["node_users"], "user") in worked
+    assert bytes_short(body["fp8_total_bytes"]) in worked
+    assert bytes_short(body["mla_total_bytes"]) in worked
+
+
+def test_inputs_change_the_working(client) -> None:
+    worked = section_text(client, "worked", "?p03-kv-kv_dtype=fp8&p03-kv-users=10")
+    body = api(client, kv_dtype="fp8", users=10)
+    assert bytes_short(body["total_bytes"]) in worked
+    assert "FP8" in worked
+
+
+def test_a_refused_input_shows_beside_its_field(client) -> None:
+    content = page_get(client, "?p03-kv-model=llama-3-70b")
+    worked = section_html(problem_html(content, 3), 3, "worked")
+    error = re.search(r'id="id_p03-kv-tokens_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "context window" in error.group(1)
+    response = client.get("/api/calc/kv-sizing", {"mean_tokens": 10**6})
+    assert response.status_code in (400, 422) and "mean_tokens" in response.content.decode()
+
+
+def test_hints_are_hidden_and_the_demo_is_embedded(client) -> None:
+    problem = problem_html(page_get(client), 3)
+    followups = section_html(problem, 3, "followups")
+    assert followups.count("<details>") >= 4
+    mistakes = section_html(problem, 3, "mistakes")
+    assert mistakes.count("<li>") >= 4
+    assert 'id="demo-kv-bytes"' in section_html(problem, 3, "demo")
+
+
+def test_no_figure_is_typed_into_the_template() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p03.SOURCES) >= 8
+    for title, url in p03.SOURCES:
+        assert title and url.startswith("https://")

@@ -1,0 +1,92 @@
+"""Problem 5 on page 02, through Django's test client: every section written, the figures equal
+to the JSON API's, inputs that change them, a refused input beside its field, the demo's real
+source shown, no typed figures, the live demo embedded."""
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import bytes_short
+from problems.content import p05
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/02/"
+TEMPLATE = Path(p05.__file__).with_suffix(".html")
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def section_text(client, slug: str, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 5), 5, slug))
+
+
+def api(client, **params) -> dict:
+    response = client.get("/api/calc/attention-io", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 5)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 5, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_worked_figures_equal_the_api(client) -> None:
+    """Llama 3.1 70B at 32,768 tokens, 64 heads, BF16: S is 128 GiB = 137 GB, S and P 275 GB,
+    more than an H100 holds."""
+    worked = section_text(client, "worked")
+    body = api(client)
+    assert bytes_short(body["scores_bytes"]) == "137 GB" and "137 GB" in worked
+    for key in ("intermediate_bytes", "standard_bytes", "fused_min_bytes", "fused_tiles_bytes"):
+        assert bytes_short(body[key]) in worked
+    assert "it does not fit" in worked
+
+
+def test_a_short_sequence_fits_and_changes_the_working(client) -> None:
+    worked = section_text(client, "worked", "?p05-attn-tokens=2048&p05-attn-model=llama-3-8b")
+    body = api(client, tokens=2048, model="llama-3-8b")
+    assert bytes_short(body["standard_bytes"]) in worked
+    assert "it does not fit" not in worked
+
+
+def test_a_refused_input_shows_beside_its_field(client) -> None:
+    content = page_get(client, "?p05-attn-model=deepseek-v3")
+    worked = section_html(problem_html(content, 5), 5, "worked")
+    error = re.search(r'id="id_p05-attn-model_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "MHA or GQA" in error.group(1)
+
+
+def test_the_demo_and_its_real_source_are_shown(client) -> None:
+    demo = section_html(problem_html(page_get(client), 5), 5, "demo")
+    assert 'id="demo-attention-kernels"' in demo
+    listing = re.search(r'<pre class="code-listing"><code>(.*?)</code></pre>', demo, re.S)
+    assert html.unescape(listing.group(1)) == p05.tiled_source()
+    assert "def attention_tiled(" in listing.group(1)
+
+
+def test_hints_are_hidden(client) -> None:
+    problem = problem_html(page_get(client), 5)
+    assert section_html(problem, 5, "followups").count("<details>") >= 4
+    assert section_html(problem, 5, "mistakes").count("<li>") >= 4
+
+
+def test_no_figure_is_typed_into_the_template() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p05.SOURCES) >= 8
+    for title, url in p05.SOURCES:
+        assert title and url.startswith("https://")
