@@ -25,7 +25,7 @@ from worker.engine.loader import engine_parts_load
 from worker.engine.model_runner import BatchEntry, ModelRunner
 from worker.engine.outputs import RequestOutput
 from worker.engine.sampling_params import SamplingParams
-from worker.engine.scheduler import Scheduler, SchedulerOutput
+from worker.engine.scheduler import QueueFullError, Scheduler, SchedulerOutput
 from worker.engine.sequence import Sequence
 from worker.engine.speculative import SpeculativeDecoder
 from worker.engine.stopping import finish_reason_check, text_emit
@@ -83,12 +83,15 @@ class Engine:
         speculative_model: str | Path | None = None,
         num_speculative_tokens: int = 4,
         policy: str = "fcfs",
+        max_queued: int | None = None,
+        max_queued_per_tenant: int | None = None,
     ) -> "Engine":
         """Load a local Hugging Face directory (llama, qwen2 or mistral) and size the KV pool.
 
         Without `num_kv_blocks`, the pool gets `kv_cache_memory_bytes` (default: 256 MiB on
         CPU, half the free memory on CUDA). Without `max_model_len`, it is the model's context
-        capped at what the pool holds.
+        capped at what the pool holds. `max_queued` / `max_queued_per_tenant` bound the
+        waiting queue (admission control: `add_request` raises `QueueFullError` past them).
         """
         parts = engine_parts_load(
             path, device=device, dtype=dtype, block_size=block_size, num_kv_blocks=num_kv_blocks,
@@ -96,7 +99,7 @@ class Engine:
             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching, scheduling=scheduling,
             speculative_model=speculative_model, num_speculative_tokens=num_speculative_tokens,
-            policy=policy,
+            policy=policy, max_queued=max_queued, max_queued_per_tenant=max_queued_per_tenant,
         )
         return cls(**parts)
 
@@ -176,6 +179,13 @@ class Engine:
             raise ValueError(f"request_id {request_id!r} is already running")
         if pace_s < 0:
             raise ValueError("pace_s must be >= 0")
+        full = self.scheduler.queue_full(tenant)
+        if full is not None:
+            # Admission control: refused before it queues, reported as a `refused` event.
+            self.scheduler.num_refused += 1
+            self._pending_events.append({"type": "refused", "request_id": request_id,
+                                         "tenant": tenant, **full})
+            raise QueueFullError(tenant=tenant, **full)
         seq = Sequence(request_id, token_ids, params, tenant=tenant, cache_salt=cache_salt,
                        pace_s=pace_s)
         seq.kv_import, seq.export_kv = kv, export_kv
@@ -425,6 +435,7 @@ class Engine:
             "num_requests_running": len(sched.running),
             "num_requests_waiting": len(sched.waiting),
             "num_preemptions": sched.num_preemptions,
+            "num_refused": sched.num_refused,
             "spec_decode_num_draft_tokens": spec.num_draft_tokens if spec else 0,
             "spec_decode_num_accepted_tokens": spec.num_accepted_tokens if spec else 0,
             "max_model_len": self.max_model_len,
