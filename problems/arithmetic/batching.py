@@ -501,3 +501,41 @@ def long_prompt(
                  seconds_format(ttft_whole)),
         ),
     )
+
+
+# Published gains of iteration-level scheduling, quoted on problem 6 with their sources.
+PUBLISHED_BATCHING_GAINS = {
+    # Yu et al., Orca (OSDI 2022), abstract: throughput at the same latency vs FasterTransformer,
+    # GPT-3 175B.
+    "orca_vs_fastertransformer": 36.9,
+    # Anyscale blog (2023-06-22): up to 8x from continuous batching alone over naive static
+    # batching, up to 23x with vLLM's paged memory on top.
+    "anyscale_continuous": 8.0,
+    "anyscale_vllm": 23.0,
+    # Kwon et al., PagedAttention (SOSP 2023), abstract: 2-4x the throughput of Orca and
+    # FasterTransformer at the same latency.
+    "vllm_low": 2.0,
+    "vllm_high": 4.0,
+    # PagedAttention, Fig. 2 and its text: only 20.4%-38.2% of the KV memory of earlier systems
+    # (Orca variants) held actual token states.
+    "token_states_low": 0.204,
+    "token_states_high": 0.382,
+}
+
+
+def occupancy_curve(*, distribution: str, output_min: int, output_max: int, output_mean: int,
+                    points: int = 48) -> tuple[list[float], list[float]]:
+    """Expected share of a static batch's slots still running at each decode step, P(L > t)
+    (steps, fraction): 1 until the shortest output, then falling to 0 at the longest."""
+    a, c = float(output_min), float(output_max)
+    xs = [a * i / 4 for i in range(4)] + [a + (c - a) * i / (points - 1) for i in range(points)]
+    ys = []
+    for t in xs:
+        if t < a:
+            ys.append(1.0)
+        elif distribution == "uniform":
+            ys.append(1.0 if c == a else max(0.0, (c - t) / (c - a)))
+        else:
+            theta = output_mean - a
+            ys.append(0.0 if t >= c else (math.exp(-(t - a) / theta) if theta > 0 else 0.0))
+    return xs, ys
