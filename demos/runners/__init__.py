@@ -61,6 +61,7 @@ def runner_queue(demo: str) -> str:
 from demos.runners import (  # noqa: E402,F401
     batching,
     chunked_prefill,
+    fairness,
     lifecycle,
     profile,
     quantization,

@@ -19,6 +19,7 @@ import time
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
+from problems.arithmetic.units import seconds_format
 
 MODES = ("static", "continuous")
 
@@ -38,6 +39,11 @@ PARAMS = ParamSchema(
     work=lambda v: 2 * v["num_requests"] * (v["prompt_tokens"] + v["output_max"]),
 )
 
+
+
+def _ms(milliseconds: float) -> str:
+    """A duration given in ms, as the notes print it: "572 ms", "1.31 s"."""
+    return seconds_format(milliseconds / 1e3)
 
 def workload(*, num_requests: int, output_min: int, output_max: int, prompt_tokens: int,
              vocab: int, seed: int = 6) -> list[tuple[list[int], int]]:
@@ -202,8 +208,8 @@ def _note(c: dict, *, runs: dict, n: int, batch: int) -> str:
             "and each static batch is one small sample whose longest member scatters around "
             "the expectation. ")
     text += (f"Tokens per second rose {c['measured_ratio']:.3g}×. That ratio also carries each "
-             f"mode's cost per step ({per_step['static']:.3g} ms static, "
-             f"{per_step['continuous']:.3g} ms continuous): the prediction takes a step to cost "
+             f"mode's cost per step ({_ms(per_step['static'])} static, "
+             f"{_ms(per_step['continuous'])} continuous): the prediction takes a step to cost "
              "the same whatever its rows, as a memory-bound GPU step nearly does, while on this "
              "CPU a step with fewer rows is cheaper (this engine's static mode computes only "
              "the live rows) and timings move with the machine's other load.")

@@ -19,6 +19,7 @@ import time
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
+from problems.arithmetic.units import seconds_format
 
 MODES = ("one-pass", "chunked")
 WARM_TOKENS = 3  # tokens each stream makes before the long prompt arrives
@@ -42,6 +43,11 @@ PARAMS = ParamSchema(
                                                                    + 64)),
 )
 
+
+
+def _ms(milliseconds: float) -> str:
+    """A duration given in ms, as the notes print it: "572 ms", "1.31 s"."""
+    return seconds_format(milliseconds / 1e3)
 
 def _check(ctx: RunContext) -> None:
     if "all" in ctx.cancels():
@@ -206,17 +212,18 @@ def _plots(runs: dict, *, predicted: dict) -> list[dict]:
 
 def _note(runs: dict, *, predicted: dict) -> str:
     one, chunked = runs["one-pass"]["summary"], runs["chunked"]["summary"]
-    text = (f"In one pass the streams waited {one['max_gap_ms']:.3g} ms for a token while the "
+    text = (f"In one pass the streams waited {_ms(one['max_gap_ms'])} for a token while the "
             f"whole prompt ran; chunked into {chunked['chunks']} steps, their largest gap was "
-            f"{chunked['max_gap_ms']:.3g} ms, against {chunked['decode_gap_ms']:.3g} ms for a "
-            f"decode-only step. The newcomer's first token came after {one['ttft_ms']:.3g} ms "
-            f"in one pass and {chunked['ttft_ms']:.3g} ms chunked. ")
+            f"{_ms(chunked['max_gap_ms'])}, against {_ms(chunked['decode_gap_ms'])} for a "
+            f"decode-only step. The newcomer's first token came after {_ms(one['ttft_ms'])} "
+            f"in one pass and {_ms(chunked['ttft_ms'])} chunked. ")
     if predicted.get("available"):
         text += (f"The arithmetic's floors on this machine's measured rates are "
-                 f"{predicted['one_pass_gap_ms']:.3g} ms and {predicted['chunked_max_gap_ms']:.3g}"
-                 f" ms for the largest gaps, {predicted['one_pass_ttft_ms']:.3g} ms and "
-                 f"{predicted['chunked_ttft_ms']:.3g} ms for the TTFTs, and "
-                 f"{predicted['decode_ms']:.3g} ms for a decode-only step. ")
+                 f"{_ms(predicted['one_pass_gap_ms'])} and "
+                 f"{_ms(predicted['chunked_max_gap_ms'])} for the largest gaps, "
+                 f"{_ms(predicted['one_pass_ttft_ms'])} and "
+                 f"{_ms(predicted['chunked_ttft_ms'])} for the TTFTs, and "
+                 f"{_ms(predicted['decode_ms'])} for a decode-only step. ")
         big = one["max_gap_ms"] / predicted["one_pass_gap_ms"]
         small = chunked["decode_gap_ms"] / predicted["decode_ms"]
         text += (f"The big prefill step ran at {big:.2g}× its floor"

@@ -288,3 +288,26 @@ def tenant_fairness(
                  retry_after, "s", seconds_format(retry_after)),
         ),
     )
+
+
+def seat_waits_steps(*, heavy: int, seats: int, service_steps: int,
+                     arrivals: list[int]) -> dict[str, list[float]]:
+    """Engine steps each late request waits for a seat, behind a burst of `heavy` requests
+    queued at step 0, all holding a seat for `service_steps` (the fairness demo's workload).
+
+    The burst runs in waves of `seats`: wave k holds the seats over steps [k·L, (k+1)·L).
+    FCFS: a request arriving at step a behind p earlier requests starts with wave ⌊p ÷ seats⌋,
+    so it waits max(0, ⌊p ÷ seats⌋·L − a). Fair share (a tenant with no running request goes
+    first): it takes the next seat to free, at the next multiple of L: ⌈a ÷ L⌉·L − a. Requests
+    are numbered in arrival order; every earlier late request counts in p as well.
+    """
+    heavy = count_check(heavy, field="heavy", minimum=0)
+    seats = count_check(seats, field="seats")
+    length = count_check(service_steps, field="service_steps")
+    fcfs, fair = [], []
+    for i, a in enumerate(sorted(arrivals)):
+        position = heavy + i
+        fcfs.append(float(max(0, (position // seats) * length - a)))
+        fair.append(float(-(-a // length) * length - a) if a < math.ceil(heavy / seats) * length
+                    else 0.0)
+    return {"fcfs": fcfs, "fair": fair}

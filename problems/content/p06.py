@@ -148,6 +148,13 @@ def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
     return inputs, CALCULATOR.compute(**inputs), False
 
 
+GAINS = PUBLISHED_BATCHING_GAINS
+
+
+def _times(value: float) -> str:
+    return f"{number_format(value)}×"
+
+
 def _tokens(value: float) -> str:
     return count_format(value, "token")
 
@@ -201,9 +208,9 @@ def context(*, request: HttpRequest) -> dict:
             f"{percent_format(PUBLISHED_BATCHING_GAINS['token_states_high'])}"),
         "occupancy_slug": OCCUPANCY_SLUG,
         "occupancy_prefix": OCCUPANCY_PREFIX,
-        "orca_gain_text": f"{number_format(PUBLISHED_BATCHING_GAINS['orca_vs_fastertransformer'])}×",
-        "anyscale_continuous_text": f"{number_format(PUBLISHED_BATCHING_GAINS['anyscale_continuous'])}×",
-        "anyscale_vllm_text": f"{number_format(PUBLISHED_BATCHING_GAINS['anyscale_vllm'])}×",
+        "orca_gain_text": _times(GAINS["orca_vs_fastertransformer"]),
+        "anyscale_continuous_text": _times(GAINS["anyscale_continuous"]),
+        "anyscale_vllm_text": _times(GAINS["anyscale_vllm"]),
         "vllm_range_text": (f"{number_format(PUBLISHED_BATCHING_GAINS['vllm_low'])}–"
                             f"{number_format(PUBLISHED_BATCHING_GAINS['vllm_high'])}×"),
     }

@@ -124,3 +124,16 @@ def test_tenants_under_capacity_by_hand():
     with pytest.raises(ArithmeticInputError) as e:
         tenant_fairness(light_rate=10)
     assert e.value.field == "light_rate"
+
+
+def test_seat_waits_by_hand():
+    from problems.arithmetic.queueing import seat_waits_steps
+
+    # 8 heavy requests on 2 seats, 10 steps each: waves start at 0, 10, 20, 30; done at 40.
+    w = seat_waits_steps(heavy=8, seats=2, service_steps=10, arrivals=[3, 15])
+    # FCFS: the first late request is 9th in line (wave 4, step 40), the second 10th (wave 4).
+    assert w["fcfs"] == [37.0, 25.0]
+    # Fair: each takes the next seat to free: steps 10 and 20.
+    assert w["fair"] == [7.0, 5.0]
+    # After the burst is done nobody waits.
+    assert seat_waits_steps(heavy=2, seats=2, service_steps=5, arrivals=[9])["fair"] == [0.0]
