@@ -233,6 +233,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2403.02310"),
     ("Agrawal et al., 'SARATHI: Efficient LLM Inference by Piggybacking Decodes with Chunked "
      "Prefills' (2023)", "https://arxiv.org/abs/2308.16369"),
+    ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (one token budget per "
+     "step, chunked prefill on by default)",
+     "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
     ("vLLM documentation, 'Optimization and Tuning': chunked prefill, max_num_batched_tokens, "
      "decodes scheduled before prefills",
      "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
