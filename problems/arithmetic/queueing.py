@@ -215,7 +215,7 @@ def tenant_fairness(
     retry_after = size / bucket_rate
     capped_refused = max(0.0, lam_h - share)
     fcfs_text = (seconds_format(fcfs_wait) if fcfs_stable else
-                 f"unbounded: +{seconds_format(growth)} per second of overload")
+                 f"+{seconds_format(growth)}/s")
     return Result(
         values={
             "service_rate": mu,
@@ -246,7 +246,8 @@ def tenant_fairness(
                  rate_format(lam, "requests/s")),
             Step("Utilisation ρ", f"{number_format(lam)} ÷ {number_format(mu)}", rho, "",
                  percent_format(rho)),
-            Step("FCFS: every tenant's mean wait" + (" (M/M/1)" if fcfs_stable else ""),
+            Step("FCFS: every tenant's mean wait" + (" (M/M/1)" if fcfs_stable else
+                                                      ", growing per second of overload"),
                  f"{number_format(rho)} ÷ ({number_format(mu)} − {number_format(lam)})/s"
                  if fcfs_stable else
                  f"({number_format(lam)} − {number_format(mu)}) ÷ {number_format(mu)}: the "

@@ -45,14 +45,15 @@ def waits_plot(*, inputs: dict, result) -> Plot:
                     else r["fcfs_wait_after_overload_seconds"] * MS)
         fair_light.append(r["light_wait_seconds"] * MS)
         fair_heavy.append(r["heavy_wait_seconds"] * MS)
-    return Plot(title="Mean wait in queue as the heavy tenant sends more",
+    return Plot(title="Mean wait in queue as the heavy tenant sends more (FCFS past capacity: "
+                      "after the overload period; fair light: an upper bound)",
                 x_title="Heavy tenant's rate (requests/s)", y_title="Mean wait (ms)",
                 y_log=True,
-                series=(Series("FCFS: every tenant (past capacity: after the overload period)",
+                series=(Series("FCFS: everyone",
                                tuple(xs), tuple(fcfs)),
-                        Series("fair: a light tenant (at most)", tuple(xs), tuple(fair_light),
+                        Series("fair: light", tuple(xs), tuple(fair_light),
                                dash=True),
-                        Series("fair: the heavy tenant (bounded queue)", tuple(xs),
+                        Series("fair: heavy", tuple(xs),
                                tuple(fair_heavy))),
                 marks=(Mark(inputs["heavy_rate"], "your heavy tenant"),
                        Mark(mu - light, "capacity left by the light tenants")))
@@ -68,11 +69,12 @@ def refused_plot(*, inputs: dict, result) -> Plot:
         r = _at(**{**inputs, "heavy_rate": x})
         bound.append(r["heavy_refused_share"])
         bucket.append(r["capped_refused_rate"] / x)
-    return Plot(title="The heavy tenant's refusals: a queue bound against a rate limit",
+    return Plot(title="The heavy tenant's refusals: fair sharing with a queue bound against a "
+                      "token bucket at its share",
                 x_title="Heavy tenant's rate (requests/s)", y_title="Share refused (429)",
-                series=(Series("fair sharing + queue bound (refuses only what cannot be served)",
+                series=(Series("queue bound",
                                tuple(xs), tuple(bound)),
-                        Series("token bucket at its fair share (refuses even when others idle)",
+                        Series("token bucket",
                                tuple(xs), tuple(bucket), dash=True)),
                 marks=(Mark(inputs["heavy_rate"], "your heavy tenant"),))
 

@@ -20,7 +20,7 @@ DEMOS = (
     ("chunked-prefill", {"streams": "1", "long_prompt_tokens": "64", "token_budget": "33",
                          "stream_prompt_tokens": "4"}, 2),
     ("fairness", {"heavy_requests": "4", "light_tenants": "1", "light_requests": "1",
-                  "seats": "2", "output_tokens": "4", "queue_bound": "2"}, 3),
+                  "seats": "2", "output_tokens": "4", "queue_bound": "2"}, 4),
 )
 
 

@@ -85,7 +85,7 @@ def test_fairness_serves_the_light_tenants_first_under_the_fair_policy(own, reco
     order = [d["tenant"] for t, _, d in recorder.events if t == "request"]
     fcfs_order, fair_order = order[:10], order[10:]
     assert fair_order.index("light-1") < fcfs_order.index("light-1")
-    assert len(summary["plots"]) == 3
+    assert len(summary["plots"]) == 4
 
 
 def test_fairness_queue_bound_refuses_the_heavy_burst(own, recorder) -> None:
