@@ -60,6 +60,9 @@ def runner_queue(demo: str) -> str:
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
     attention_kernels,
+    batching,
+    chunked_prefill,
+    fairness,
     kv_bytes,
     lifecycle,
     paged_blocks,

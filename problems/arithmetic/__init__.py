@@ -10,8 +10,8 @@ Formulas (keyword-only, each returns a `Result`):
 - decode: `decode`
 - roofline: `roofline`, `roofline_decode`, `roofline_batches`
 - speculative: `speculative`
-- queueing: `queue`
-- batching: `chunked_prefill`
+- queueing: `queue`, `tenant_fairness`, `seat_waits_steps`
+- batching: `chunked_prefill`, `static_vs_continuous`, `long_prompt`
 - caching: `prefix_cache`
 - disagg: `kv_transfer`
 - quant: `quantization`

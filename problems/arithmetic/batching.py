@@ -15,15 +15,19 @@ from problems.arithmetic.compute import (
     attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_flops_get,
+    prefill_flops_model,
     time_label,
 )
 from problems.arithmetic.decode import decode_flops_per_sequence
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
+    TP_MAX,
     context_check,
     embedding_dtype_resolve,
+    kv_heads_per_gpu,
     memory_fit,
     params_count_model,
     weight_bytes_model,
@@ -33,8 +37,10 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
+    count_format,
     flops_format,
     number_format,
+    percent_format,
     rate_of_format,
     seconds_format,
 )
@@ -54,9 +60,13 @@ def chunked_prefill(
     decode_context_tokens: int = 1_000,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
+    tp: int = 1,
 ) -> Result:
     """The chunks of a prompt and the stall each adds to `decode_batch` running decoders
     (seconds).
+
+    With `tp` GPUs in tensor parallel, FLOPs and bytes split evenly over them (the all-reduces
+    between them are not counted, so the times are floors) and the fit is per GPU.
 
     Every step time is max(memory time, compute time) at `bandwidth_efficiency` and `mfu`.
     The stall of a chunk is its step's time minus the decode-only step's. Later chunks attend
@@ -77,10 +87,12 @@ def chunked_prefill(
     context_check(model=m, tokens=decode_context_tokens, field="decode_context_tokens")
     mfu = fraction_check(mfu, field="mfu")
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
-    rate = peak_flops_get(gpu=g, dtype=d) * mfu
+    tp = count_check(tp, field="tp", maximum=TP_MAX)
+    kv_heads_gpu, _ = kv_heads_per_gpu(model=m, tp=tp)
+    rate = peak_flops_get(gpu=g, dtype=d) * mfu * tp
     # INT8 tensor cores are rated in integer operations per second (OPS), not FLOP/s.
     unit = "OP" if d.compute == "int8" else "FLOP"
-    bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
+    bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency * tp
     parts = params_count_model(m)
     pair = attention_flops_per_token_pair(m)
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
@@ -115,15 +127,21 @@ def chunked_prefill(
         candidates.append(step(max(0, last_start - chunk_tokens), last_start))
     largest = max(candidates, key=lambda s: s["time"])
     # The newcomer's prefill spans every chunk's step; sum them (attention grows per chunk).
-    prefill_seconds = sum(
+    chunk_seconds = [
         step(i * chunk_tokens, min((i + 1) * chunk_tokens, prompt_tokens))["time"]
         for i in range(chunks)
-    ) if chunks <= 4096 else chunks * (first["time"] + last["time"]) / 2
+    ] if chunks <= 4096 else []
+    prefill_seconds = sum(chunk_seconds) if chunk_seconds else (
+        chunks * (first["time"] + last["time"]) / 2)
     weights_all = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
+    kv_share = kv_heads_gpu / m.kv_heads if m.attention != "MLA" else 1.0
     fit, fit_steps = memory_fit(
-        gpu=g, weights_bytes=weights_all, kv_bytes=decoders_kv + prompt_tokens * kv_per_token,
+        gpu=g, weights_bytes=weights_all / tp,
+        kv_bytes=(decoders_kv + prompt_tokens * kv_per_token) * kv_share,
         reserve_gb=reserve_gb, memory_fraction=memory_fraction,
+        per_gpu="per GPU" if tp > 1 else "",
     )
+    over = f" × {tp} GPUs" if tp > 1 else ""
 
     def bound(s: dict[str, float]) -> str:
         return "compute" if s["compute"] >= s["memory"] else "memory"
@@ -149,6 +167,8 @@ def chunked_prefill(
             "unchunked_step_seconds": whole["time"],
             "prefill_seconds": prefill_seconds,
             "chunk_compute_seconds": largest["chunk_flops"] / rate,
+            "chunk_seconds": chunk_seconds,
+            "tp": tp,
             **fit,
         },
         steps=(
@@ -161,7 +181,7 @@ def chunked_prefill(
             ),
             Step(
                 "Compute rate",
-                f"{rate_of_format(rate / mfu, unit=unit)} × {number_format(mfu)} MFU",
+                f"{rate_of_format(rate / mfu / tp, unit=unit)} × {number_format(mfu)} MFU{over}",
                 rate,
                 f"{unit}/s",
                 rate_of_format(rate, unit=unit),
@@ -169,7 +189,7 @@ def chunked_prefill(
             Step(
                 "Usable bandwidth",
                 f"{bandwidth_format(g.bandwidth_bytes_per_second)} × "
-                f"{number_format(bandwidth_efficiency)} of peak",
+                f"{number_format(bandwidth_efficiency)} of peak{over}",
                 bandwidth,
                 "B/s",
                 bandwidth_format(bandwidth),
@@ -225,3 +245,297 @@ def chunked_prefill(
             *fit_steps,
         ),
     )
+
+
+# Static vs continuous batching (problem 6) -----------------------------------------------------
+
+DISTRIBUTIONS = ("uniform", "exponential")
+BATCH_SLOTS_MAX = 100_000
+_QUADRATURE_POINTS = 4_000
+
+
+def _harmonic(n: int) -> float:
+    return sum(1.0 / k for k in range(1, n + 1))
+
+
+def output_lengths_moments(
+    *, distribution: str, output_min: float, output_max: float, output_mean: float, batch: int
+) -> dict[str, float]:
+    """Mean output length, the expected longest of `batch` independent draws, and E[L²]
+    (tokens, tokens²) for the two length distributions.
+
+    "uniform": L uniform on [min, max]; E[max of B] = min + (max − min) · B ÷ (B + 1).
+    "exponential": L = min + an exponential tail of mean (mean − min), cut at `output_max`
+    (max_tokens): E[max of B] = min + ∫ 1 − (1 − e^(−t/θ))^B dt over [0, max − min], which is
+    min + θ · H_B (the B-th harmonic number) without the cut.
+    """
+    a, c = float(output_min), float(output_max)
+    if distribution == "uniform":
+        mean = (a + c) / 2
+        longest = a + (c - a) * batch / (batch + 1)
+        second = (a * a + a * c + c * c) / 3
+        return {"mean": mean, "longest": longest, "second_moment": second}
+    theta = output_mean - a
+    span = c - a
+    if theta <= 0 or span <= 0:
+        return {"mean": a, "longest": a, "second_moment": a * a}
+    # Simpson's rule on [0, span] for E[max − min] and for the tail moments.
+    n = _QUADRATURE_POINTS
+    # Past θ·(ln B + 35) the integrand is below e^−35: stop there, so the grid stays fine.
+    top = min(span, theta * (math.log(batch) + 35))
+    h = top / n
+    total_max = 0.0
+    for i in range(n + 1):
+        t = i * h
+        weight = 1 if i in (0, n) else (4 if i % 2 else 2)
+        total_max += weight * (1 - (1 - math.exp(-t / theta)) ** batch)
+    tail_max = total_max * h / 3
+    cut = math.exp(-span / theta)
+    tail_mean = theta * (1 - cut)  # E[min(X, span)], X ~ Exp(θ)
+    # E[min(X, span)²] = 2θ² (1 − e^(−s/θ)(1 + s/θ))
+    tail_second = 2 * theta * theta * (1 - cut * (1 + span / theta))
+    return {"mean": a + tail_mean, "longest": a + tail_max,
+            "second_moment": a * a + 2 * a * tail_mean + tail_second}
+
+
+def static_vs_continuous(
+    *,
+    batch: int = 32,
+    distribution: str = "uniform",
+    output_min: int = 16,
+    output_max: int = 1_024,
+    output_mean: int = 256,
+) -> Result:
+    """The decode slots a static batch wastes and continuous batching's gain over it.
+
+    A static batch of `batch` sequences runs until its longest member ends, so it spends
+    `batch` × E[longest] slot-steps for `batch` × mean useful tokens. Continuous batching
+    refills a freed slot at the next step (a queue is assumed to be waiting), so every slot
+    yields a token every step. With the step time the same in both (a memory-bound decode step
+    costs about the same with or without its padded rows), the throughput ratio is
+    E[longest] ÷ mean. `output_mean` is read for "exponential" only.
+    """
+    batch = count_check(batch, field="batch", maximum=BATCH_SLOTS_MAX)
+    if distribution not in DISTRIBUTIONS:
+        raise ArithmeticInputError(field="distribution",
+                                   message="must be 'uniform' or 'exponential'")
+    output_min = count_check(output_min, field="output_min", maximum=TOKENS_MAX)
+    output_max = count_check(output_max, field="output_max", maximum=TOKENS_MAX)
+    if output_max < output_min:
+        raise ArithmeticInputError(field="output_max",
+                                   message="must be at least the shortest output")
+    output_mean = count_check(output_mean, field="output_mean", maximum=TOKENS_MAX)
+    if distribution == "exponential" and not output_min <= output_mean <= output_max:
+        raise ArithmeticInputError(
+            field="output_mean", message="must lie between the shortest and longest output")
+    mo = output_lengths_moments(distribution=distribution, output_min=output_min,
+                                output_max=output_max, output_mean=output_mean, batch=batch)
+    mean, longest = mo["mean"], mo["longest"]
+    useful = mean / longest
+    wasted = 1 - useful
+    ratio = longest / mean
+    # Seat-weighted context of a decoding sequence: a sequence of length L holds a seat for L
+    # steps at outputs 1..L, so the average output held is E[L²] ÷ (2 E[L]).
+    held = mo["second_moment"] / (2 * mean)
+    if distribution == "uniform":
+        lengths_text = f"output lengths uniform on [{output_min:,}, {output_max:,}] tokens"
+        mean_expr = f"({output_min:,} + {output_max:,}) ÷ 2"
+        longest_expr = (f"{output_min:,} + ({output_max:,} − {output_min:,}) × {batch:,} ÷ "
+                        f"({batch:,} + 1)")
+    else:
+        lengths_text = (f"output lengths {output_min:,} + an exponential tail, mean "
+                        f"{output_mean:,} before the cut at {output_max:,} tokens")
+        mean_expr = (f"{output_min:,} + {output_mean - output_min:,} × (1 − e^(−"
+                     f"{output_max - output_min:,} ÷ {output_mean - output_min:,}))")
+        longest_expr = (f"{output_min:,} + ∫ 1 − (1 − e^(−t ÷ {output_mean - output_min:,}))^"
+                        f"{batch:,} dt up to {output_max - output_min:,} (≈ θ·H_B = "
+                        f"{number_format((output_mean - output_min) * _harmonic(batch))} "
+                        "without the cut)")
+    return Result(
+        values={
+            "mean_output_tokens": mean,
+            "expected_longest_tokens": longest,
+            "static_useful_share": useful,
+            "static_wasted_share": wasted,
+            "continuous_occupancy": 1.0,
+            "throughput_ratio": ratio,
+            "static_steps_per_batch": longest,
+            "useful_tokens_per_batch": batch * mean,
+            "mean_output_held_tokens": held,
+        },
+        steps=(
+            Step("Mean output", f"{lengths_text}: {mean_expr}", mean, "tokens",
+                 count_format(mean, "token")),
+            Step(f"Expected longest of {batch:,}", longest_expr, longest, "tokens",
+                 count_format(longest, "token")),
+            Step("Decode steps a static batch runs", "until its longest member ends", longest,
+                 "steps", count_format(longest, "step")),
+            Step("Static: share of slot-steps doing useful work",
+                 f"{number_format(mean)} ÷ {number_format(longest)} (mean ÷ longest)", useful,
+                 "", percent_format(useful)),
+            Step("Static: share wasted on finished members",
+                 f"1 − {percent_format(useful)}", wasted, "", percent_format(wasted)),
+            Step("Continuous: occupancy",
+                 "a freed slot is refilled at the next step while requests wait", 1.0, "",
+                 percent_format(1.0)),
+            Step("Throughput ratio, continuous ÷ static",
+                 f"{number_format(longest)} ÷ {number_format(mean)} at the same step time "
+                 "(a memory-bound step)", ratio, "×", f"{number_format(ratio)}×"),
+            Step("Output held by a running sequence, on average",
+                 "E[L²] ÷ (2 E[L]): long outputs hold their seats longer", held, "tokens",
+                 count_format(held, "token")),
+        ),
+    )
+
+
+# A 100K-token prompt under a per-step token budget (problem 7) ----------------------------------
+
+
+def long_prompt(
+    *,
+    model: str = "llama-3.1-8b",
+    gpu: str = "h100-sxm",
+    tp: int = 1,
+    prompt_tokens: int = 100_000,
+    token_budget: int = 2_048,
+    decode_batch: int = 32,
+    decode_context_tokens: int = 2_000,
+    dtype: str = "bf16",
+    mfu: float = 0.5,
+    kv_dtype: str | None = None,
+    bandwidth_efficiency: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+) -> Result:
+    """One long prompt arriving while `decode_batch` streams decode, with and without a
+    per-step token budget.
+
+    The budget counts every token a step computes: the decoders' one each, the rest goes to
+    the prompt's chunk (vLLM's max_num_batched_tokens works the same way). Returns the
+    prompt's FLOPs (linear, attention, and attention's share), its prefill alone, its KV
+    bytes and the fit, the chunks and the stall each adds to every stream's next token, and
+    the prompt's own time to first token chunked and in one pass (seconds). Every step time is
+    a roofline bound; with `tp` > 1 the split is ideal (no all-reduce), so times are floors.
+    """
+    m = model_get(model)
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    token_budget = count_check(token_budget, field="token_budget", maximum=TOKENS_MAX)
+    decode_batch = count_check(decode_batch, field="decode_batch", minimum=0, maximum=USERS_MAX)
+    if token_budget <= decode_batch:
+        raise ArithmeticInputError(
+            field="token_budget",
+            message=f"must exceed the {decode_batch:,} decode tokens every step carries, or no "
+                    "prompt token ever fits")
+    chunk = token_budget - decode_batch
+    common = dict(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu,
+                  kv_dtype=kv_dtype, bandwidth_efficiency=bandwidth_efficiency,
+                  decode_batch=decode_batch, decode_context_tokens=decode_context_tokens,
+                  memory_fraction=memory_fraction, reserve_gb=reserve_gb, tp=tp)
+    chunked = chunked_prefill(**common, chunk_tokens=chunk)
+    alone = chunked_prefill(**{**common, "decode_batch": 0}, chunk_tokens=prompt_tokens)
+    flops = prefill_flops_model(m, prompt_tokens)
+    attention_share = flops["attention"] / flops["total"]
+    kv_per_token = kv_bytes_per_token_model(m, kv_dtype_get(kv_dtype, model=m))
+    kv_bytes = prompt_tokens * kv_per_token
+    times = chunked["chunk_seconds"]
+    stall_first = times[0] - chunked["decode_step_seconds"] if times else 0.0
+    ttft_chunked = chunked["prefill_seconds"]
+    ttft_whole = chunked["unchunked_step_seconds"]
+    gpus = f" on {tp} GPUs" if tp > 1 else ""
+    return Result(
+        values={
+            "prefill_flops": flops["total"],
+            "linear_flops": flops["linear"] + flops["head"],
+            "attention_flops": flops["attention"],
+            "attention_share": attention_share,
+            "prefill_alone_seconds": alone["unchunked_step_seconds"],
+            "prefill_alone_bound": alone["largest_step_bound"],
+            "kv_bytes": kv_bytes,
+            "kv_bytes_per_token": kv_per_token,
+            "chunk_tokens": chunk,
+            "chunks": chunked["chunks"],
+            "chunk_seconds": times,
+            "first_chunk_step_seconds": times[0] if times else 0.0,
+            "largest_chunk_step_seconds": chunked["largest_step_seconds"],
+            "first_chunk_stall_seconds": stall_first,
+            "max_chunk_stall_seconds": chunked["max_chunk_stall_seconds"],
+            "decode_step_seconds": chunked["decode_step_seconds"],
+            "decode_step_bound": chunked["decode_step_bound"],
+            "largest_step_bound": chunked["largest_step_bound"],
+            "unchunked_stall_seconds": chunked["unchunked_stall_seconds"],
+            "ttft_chunked_seconds": ttft_chunked,
+            "ttft_unchunked_seconds": ttft_whole,
+            "ttft_cost_of_chunking": ttft_chunked / ttft_whole if ttft_whole else 1.0,
+            **{k: chunked[k] for k in ("fits", "memory_needed_bytes", "memory_usable_bytes",
+                                       "memory_total_bytes", "reserve_bytes", "tp")},
+        },
+        steps=(
+            Step("Prefill FLOPs, linear layers and head",
+                 f"2 × {number_format(flops['params'])} non-embedding parameters × "
+                 f"{prompt_tokens:,} tokens + the head once",
+                 flops["linear"] + flops["head"], "FLOP",
+                 flops_format(flops["linear"] + flops["head"])),
+            Step("Prefill FLOPs, attention",
+                 f"{attention_flops_per_token_pair(m):,} FLOP per (query, key) pair × "
+                 f"{prompt_tokens:,} × {prompt_tokens + 1:,} ÷ 2 causal pairs",
+                 flops["attention"], "FLOP", flops_format(flops["attention"])),
+            Step("Attention's share of the prefill",
+                 f"{flops_format(flops['attention'])} ÷ {flops_format(flops['total'])}",
+                 attention_share, "", percent_format(attention_share)),
+            Step(f"The prompt's prefill alone{gpus} ({alone['largest_step_bound']}-bound)",
+                 f"max(memory, compute) of one pass over {prompt_tokens:,} tokens",
+                 alone["unchunked_step_seconds"], "s",
+                 seconds_format(alone["unchunked_step_seconds"])),
+            Step("KV cache the prompt holds",
+                 f"{prompt_tokens:,} tokens × {bytes_short(kv_per_token)} per token",
+                 kv_bytes, "B", bytes_short(kv_bytes)),
+            Step("Prompt tokens per step under the budget",
+                 f"{token_budget:,} budget − {decode_batch:,} decode tokens", chunk, "tokens",
+                 count_format(chunk, "token")),
+            *chunked.steps,
+            Step("The long prompt's TTFT, chunked (a floor: no queue)",
+                 f"the sum of its {chunked['chunks']:,} steps", ttft_chunked, "s",
+                 seconds_format(ttft_chunked)),
+            Step("The long prompt's TTFT, one pass (a floor: no queue)",
+                 "one step with the whole prompt and the decoders", ttft_whole, "s",
+                 seconds_format(ttft_whole)),
+        ),
+    )
+
+
+# Published gains of iteration-level scheduling, quoted on problem 6 with their sources.
+PUBLISHED_BATCHING_GAINS = {
+    # Yu et al., Orca (OSDI 2022), abstract: throughput at the same latency vs FasterTransformer,
+    # GPT-3 175B.
+    "orca_vs_fastertransformer": 36.9,
+    # Anyscale blog (2023-06-22): up to 8x from continuous batching alone over naive static
+    # batching, up to 23x with vLLM's paged memory on top.
+    "anyscale_continuous": 8.0,
+    "anyscale_vllm": 23.0,
+    # Kwon et al., PagedAttention (SOSP 2023), abstract: 2-4x the throughput of Orca and
+    # FasterTransformer at the same latency.
+    "vllm_low": 2.0,
+    "vllm_high": 4.0,
+    # PagedAttention, Fig. 2 and its text: only 20.4%-38.2% of the KV memory of earlier systems
+    # (Orca variants) held actual token states.
+    "token_states_low": 0.204,
+    "token_states_high": 0.382,
+}
+
+
+def occupancy_curve(*, distribution: str, output_min: int, output_max: int, output_mean: int,
+                    points: int = 48) -> tuple[list[float], list[float]]:
+    """Expected share of a static batch's slots still running at each decode step, P(L > t)
+    (steps, fraction): 1 until the shortest output, then falling to 0 at the longest."""
+    a, c = float(output_min), float(output_max)
+    xs = [a * i / 4 for i in range(4)] + [a + (c - a) * i / (points - 1) for i in range(points)]
+    ys = []
+    for t in xs:
+        if t < a:
+            ys.append(1.0)
+        elif distribution == "uniform":
+            ys.append(1.0 if c == a else max(0.0, (c - t) / (c - a)))
+        else:
+            theta = output_mean - a
+            ys.append(0.0 if t >= c else (math.exp(-(t - a) / theta) if theta > 0 else 0.0))
+    return xs, ys

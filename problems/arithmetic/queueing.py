@@ -7,7 +7,13 @@ import math
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import count_check, fraction_check, number_check
 from problems.arithmetic.steps import Result, Step
-from problems.arithmetic.units import number_format, percent_format, rate_format, seconds_format
+from problems.arithmetic.units import (
+    count_format,
+    number_format,
+    percent_format,
+    rate_format,
+    seconds_format,
+)
 
 SERVERS_MAX = 100_000
 RATE_MAX = 1e9
@@ -137,3 +143,172 @@ def queue(
             ),
         ),
     )
+
+
+# Many tenants on one replica (problem 21) -------------------------------------------------------
+
+TENANTS_MAX = 10_000
+
+
+def mm1_wait(*, arrival_rate: float, service_rate: float) -> float:
+    """Mean wait in queue of an M/M/1 queue, ρ ÷ (μ − λ) (seconds); infinite when λ ≥ μ."""
+    if arrival_rate >= service_rate:
+        return math.inf
+    return (arrival_rate / service_rate) / (service_rate - arrival_rate)
+
+
+def tenant_fairness(
+    *,
+    capacity_tokens_per_s: float = 20_000.0,
+    tokens_per_request: float = 500.0,
+    heavy_rate: float = 36.0,
+    light_rate: float = 2.0,
+    light_tenants: int = 3,
+    queue_bound: int = 64,
+    burst_seconds: float = 2.0,
+    overload_seconds: float = 60.0,
+) -> Result:
+    """Each tenant's wait under first come first served and under equal-weight fair sharing,
+    what a queue bound refuses, and the token bucket that caps the heavy tenant at its share.
+
+    The replica is one server that finishes μ = capacity ÷ tokens per request requests/s (its
+    saturated throughput), fed by Poisson arrivals: one heavy tenant at `heavy_rate` and
+    `light_tenants` light ones at `light_rate` each (requests/s). FCFS: every tenant sees the
+    same M/M/1 wait ρ ÷ (μ − λ), and above capacity everyone's wait grows without bound. Fair
+    sharing (each of k tenants guaranteed μ ÷ k while it has work, unused share handed to the
+    others): a light tenant under its share waits at most as in an M/M/1 queue of its own at
+    μ ÷ k; the heavy tenant gets what the light ones leave, and what it sends beyond that fills
+    its queue, which a bound of `queue_bound` requests turns into refusals (429).
+    """
+    capacity = number_check(capacity_tokens_per_s, field="capacity_tokens_per_s",
+                            maximum=RATE_MAX)
+    size = number_check(tokens_per_request, field="tokens_per_request", maximum=RATE_MAX)
+    lam_h = number_check(heavy_rate, field="heavy_rate", maximum=RATE_MAX)
+    lam_l = number_check(light_rate, field="light_rate", maximum=RATE_MAX)
+    n = count_check(light_tenants, field="light_tenants", maximum=TENANTS_MAX)
+    bound = count_check(queue_bound, field="queue_bound", maximum=10**9)
+    burst = number_check(burst_seconds, field="burst_seconds", maximum=86_400.0)
+    overload = number_check(overload_seconds, field="overload_seconds", maximum=86_400.0)
+    mu = capacity / size
+    k = n + 1
+    share = mu / k
+    if lam_l >= share:
+        raise ArithmeticInputError(
+            field="light_rate",
+            message=f"must stay under a light tenant's fair share, {number_format(share)} "
+                    f"requests/s (μ {number_format(mu)}/s ÷ {k} tenants)")
+    lam = lam_h + n * lam_l
+    rho = lam / mu
+    fcfs_stable = rho < 1
+    fcfs_wait = mm1_wait(arrival_rate=lam, service_rate=mu)
+    growth = max(0.0, (lam - mu) / mu)  # seconds of wait added per second of overload
+    fcfs_wait_after = fcfs_wait if fcfs_stable else growth * overload
+    light_wait = mm1_wait(arrival_rate=lam_l, service_rate=share)
+    heavy_capacity = mu - n * lam_l
+    heavy_stable = lam_h < heavy_capacity
+    heavy_wait = mm1_wait(arrival_rate=lam_h, service_rate=heavy_capacity)
+    excess = max(0.0, lam_h - heavy_capacity)
+    heavy_wait_bounded = heavy_wait if heavy_stable else bound / heavy_capacity
+    refused_share = excess / lam_h
+    bucket_rate = share * size
+    bucket_depth = bucket_rate * burst
+    retry_after = size / bucket_rate
+    capped_refused = max(0.0, lam_h - share)
+    fcfs_text = (seconds_format(fcfs_wait) if fcfs_stable else
+                 f"+{seconds_format(growth)}/s")
+    return Result(
+        values={
+            "service_rate": mu,
+            "total_rate": lam,
+            "utilization": rho,
+            "fcfs_stable": fcfs_stable,
+            "fcfs_wait_seconds": fcfs_wait if fcfs_stable else None,
+            "fcfs_wait_growth": growth,
+            "fcfs_wait_after_overload_seconds": fcfs_wait_after,
+            "fair_share_rate": share,
+            "light_wait_seconds": light_wait,
+            "heavy_capacity_rate": heavy_capacity,
+            "heavy_stable": heavy_stable,
+            "heavy_wait_seconds": heavy_wait_bounded,
+            "heavy_excess_rate": excess,
+            "heavy_refused_share": refused_share,
+            "bucket_rate_tokens": bucket_rate,
+            "bucket_depth_tokens": bucket_depth,
+            "retry_after_seconds": retry_after,
+            "capped_refused_rate": capped_refused,
+        },
+        steps=(
+            Step("Service rate μ", f"{number_format(capacity)} tokens/s ÷ "
+                 f"{number_format(size)} tokens per request", mu, "requests/s",
+                 rate_format(mu, "requests/s")),
+            Step("Offered load λ", f"{number_format(lam_h)} heavy + {n} × "
+                 f"{number_format(lam_l)} light", lam, "requests/s",
+                 rate_format(lam, "requests/s")),
+            Step("Utilisation ρ", f"{number_format(lam)} ÷ {number_format(mu)}", rho, "",
+                 percent_format(rho)),
+            Step("FCFS: every tenant's mean wait" + (" (M/M/1)" if fcfs_stable else
+                                                      ", growing per second of overload"),
+                 f"{number_format(rho)} ÷ ({number_format(mu)} − {number_format(lam)})/s"
+                 if fcfs_stable else
+                 f"({number_format(lam)} − {number_format(mu)}) ÷ {number_format(mu)}: the "
+                 "backlog grows, and so does every tenant's wait",
+                 fcfs_wait if fcfs_stable else growth, "s" if fcfs_stable else "s/s", fcfs_text),
+            *(() if fcfs_stable else (
+                Step(f"FCFS: wait after {seconds_format(overload)} of overload",
+                     f"{number_format(growth)} × {number_format(overload)} s",
+                     fcfs_wait_after, "s", seconds_format(fcfs_wait_after)),)),
+            Step("Fair share per tenant", f"{number_format(mu)} ÷ {k} tenants", share,
+                 "requests/s", rate_format(share, "requests/s")),
+            Step("Fair: a light tenant's mean wait, at most",
+                 f"M/M/1 at its share: ({number_format(lam_l)} ÷ {number_format(share)}) ÷ "
+                 f"({number_format(share)} − {number_format(lam_l)})/s", light_wait, "s",
+                 seconds_format(light_wait)),
+            Step("Fair: what the heavy tenant can be served",
+                 f"{number_format(mu)} − {n} × {number_format(lam_l)} (the light tenants' "
+                 "unused share is handed on)", heavy_capacity, "requests/s",
+                 rate_format(heavy_capacity, "requests/s")),
+            Step("Fair: the heavy tenant's excess",
+                 f"max(0, {number_format(lam_h)} − {number_format(heavy_capacity)})", excess,
+                 "requests/s", rate_format(excess, "requests/s")),
+            Step("Fair: the heavy tenant's mean wait",
+                 (f"M/M/1 at {number_format(heavy_capacity)}/s" if heavy_stable else
+                  f"its queue stays full at the bound: {bound:,} ÷ "
+                  f"{number_format(heavy_capacity)}/s (Little's law)"),
+                 heavy_wait_bounded, "s", seconds_format(heavy_wait_bounded)),
+            Step("Share of the heavy tenant's requests refused (429)",
+                 f"{number_format(excess)} ÷ {number_format(lam_h)}", refused_share, "",
+                 percent_format(refused_share)),
+            Step("Token bucket rate for the heavy tenant's share",
+                 f"{number_format(share)} requests/s × {number_format(size)} tokens",
+                 bucket_rate, "tokens/s", rate_format(bucket_rate, "tokens/s")),
+            Step("Bucket depth (burst)", f"{number_format(bucket_rate)} tokens/s × "
+                 f"{number_format(burst)} s", bucket_depth, "tokens",
+                 count_format(bucket_depth, "token")),
+            Step("Retry-After for one request on an empty bucket",
+                 f"{number_format(size)} tokens ÷ {number_format(bucket_rate)} tokens/s",
+                 retry_after, "s", seconds_format(retry_after)),
+        ),
+    )
+
+
+def seat_waits_steps(*, heavy: int, seats: int, service_steps: int,
+                     arrivals: list[int]) -> dict[str, list[float]]:
+    """Engine steps each late request waits for a seat, behind a burst of `heavy` requests
+    queued at step 0, all holding a seat for `service_steps` (the fairness demo's workload).
+
+    The burst runs in waves of `seats`: wave k holds the seats over steps [k·L, (k+1)·L).
+    FCFS: a request arriving at step a behind p earlier requests starts with wave ⌊p ÷ seats⌋,
+    so it waits max(0, ⌊p ÷ seats⌋·L − a). Fair share (a tenant with no running request goes
+    first): it takes the next seat to free, at the next multiple of L: ⌈a ÷ L⌉·L − a. Requests
+    are numbered in arrival order; every earlier late request counts in p as well.
+    """
+    heavy = count_check(heavy, field="heavy", minimum=0)
+    seats = count_check(seats, field="seats")
+    length = count_check(service_steps, field="service_steps")
+    fcfs, fair = [], []
+    for i, a in enumerate(sorted(arrivals)):
+        position = heavy + i
+        fcfs.append(float(max(0, (position // seats) * length - a)))
+        fair.append(float(-(-a // length) * length - a) if a < math.ceil(heavy / seats) * length
+                    else 0.0)
+    return {"fcfs": fcfs, "fair": fair}

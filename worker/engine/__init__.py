@@ -6,5 +6,6 @@ No Django here: the Celery worker imports this lazily, and tests use it with bar
 from worker.engine.engine import Engine
 from worker.engine.outputs import RequestOutput
 from worker.engine.sampling_params import SamplingParams
+from worker.engine.scheduler import QueueFullError
 
-__all__ = ["Engine", "RequestOutput", "SamplingParams"]
+__all__ = ["Engine", "QueueFullError", "RequestOutput", "SamplingParams"]

@@ -27,7 +27,7 @@ from worker.engine.model_runner import BatchEntry, ModelRunner
 from worker.engine.outputs import RequestOutput
 from worker.engine.profiling import phase
 from worker.engine.sampling_params import SamplingParams
-from worker.engine.scheduler import Scheduler, SchedulerOutput
+from worker.engine.scheduler import QueueFullError, Scheduler, SchedulerOutput
 from worker.engine.sequence import Sequence, SequenceStatus
 from worker.engine.speculative import SpeculativeDecoder
 from worker.engine.stopping import finish_reason_check, text_emit
@@ -88,6 +88,8 @@ class Engine:
         num_speculative_tokens: int = 4,
         policy: str = "fcfs",
         kv_cache_dtype: str | torch.dtype | None = None,
+        max_queued: int | None = None,
+        max_queued_per_tenant: int | None = None,
     ) -> "Engine":
         """Load a local Hugging Face directory (llama, qwen2 or mistral) and size the KV pool.
 
@@ -95,7 +97,8 @@ class Engine:
         CPU, half the free memory on CUDA). Without `max_model_len`, it is the model's context
         capped at what the pool holds. `kv_cache_dtype` ('auto', 'float32', 'bfloat16',
         'float16', 'float8_e4m3fn' or 'fp8') stores K/V in a format of its own, converted back
-        on read (layers/kv_dtype.py); the pool's bytes per block follow it.
+        on read (layers/kv_dtype.py); the pool's bytes per block follow it. `max_queued` / `max_queued_per_tenant` bound the
+        waiting queue (admission control: `add_request` raises `QueueFullError` past them).
         """
         parts = engine_parts_load(
             path, device=device, dtype=dtype, block_size=block_size, num_kv_blocks=num_kv_blocks,
@@ -103,7 +106,8 @@ class Engine:
             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching, scheduling=scheduling,
             speculative_model=speculative_model, num_speculative_tokens=num_speculative_tokens,
-            policy=policy, kv_cache_dtype=kv_cache_dtype,
+            policy=policy, kv_cache_dtype=kv_cache_dtype, max_queued=max_queued,
+            max_queued_per_tenant=max_queued_per_tenant,
         )
         return cls(**parts)
 
@@ -185,6 +189,13 @@ class Engine:
             raise ValueError("pace_s must be >= 0")
         if params.n > 1 and (self.speculative is not None or export_kv or kv is not None):
             raise ValueError("n > 1 does not combine with speculative decoding or KV transfer")
+        full = self.scheduler.queue_full(tenant)
+        if full is not None:
+            # Admission control: refused before it queues, reported as a `refused` event.
+            self.scheduler.num_refused += 1
+            self._pending_events.append({"type": "refused", "request_id": request_id,
+                                         "tenant": tenant, **full})
+            raise QueueFullError(tenant=tenant, **full)
         seq = Sequence(request_id, token_ids, params, tenant=tenant, cache_salt=cache_salt,
                        pace_s=pace_s)
         seq.kv_import, seq.export_kv = kv, export_kv
@@ -501,6 +512,7 @@ class Engine:
             "num_requests_running": len(sched.running),
             "num_requests_waiting": len(sched.waiting),
             "num_preemptions": sched.num_preemptions,
+            "num_refused": sched.num_refused,
             "spec_decode_num_draft_tokens": spec.num_draft_tokens if spec else 0,
             "spec_decode_num_accepted_tokens": spec.num_accepted_tokens if spec else 0,
             "max_model_len": self.max_model_len,

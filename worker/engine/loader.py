@@ -69,6 +69,8 @@ def engine_parts_load(
     num_speculative_tokens: int,
     policy: str,
     kv_cache_dtype: str | torch.dtype | None = None,
+    max_queued: int | None = None,
+    max_queued_per_tenant: int | None = None,
 ) -> dict:
     """Everything `Engine.__init__` takes, built from a local Hugging Face directory."""
     _engine_args_check(
@@ -76,6 +78,7 @@ def engine_parts_load(
         max_num_batched_tokens=max_num_batched_tokens, scheduling=scheduling, policy=policy,
         num_speculative_tokens=num_speculative_tokens, num_kv_blocks=num_kv_blocks,
         kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=max_model_len,
+        max_queued=max_queued, max_queued_per_tenant=max_queued_per_tenant,
     )
     path = Path(path)
     if not path.is_dir():
@@ -132,6 +135,7 @@ def engine_parts_load(
         max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len,
         scheduling=scheduling, policy=policy,
         num_lookahead_tokens=num_speculative_tokens if speculative else 0,
+        max_queued=max_queued, max_queued_per_tenant=max_queued_per_tenant,
     )
     tokenizer = None
     if any((path / name).is_file() for name in _TOKENIZER_FILES):
@@ -162,3 +166,6 @@ def _engine_args_check(**kw) -> None:  # noqa: ANN003
         raise ValueError("kv_cache_memory_bytes must be >= 1")
     if kw["max_model_len"] is not None and kw["max_model_len"] < 2:
         raise ValueError("max_model_len must be >= 2")
+    for name in ("max_queued", "max_queued_per_tenant"):
+        if kw[name] is not None and kw[name] < 1:
+            raise ValueError(f"{name} must be >= 1 (or None for no bound)")

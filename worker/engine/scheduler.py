@@ -4,9 +4,16 @@ Continuous batching: every step, running sequences go first (decodes before pref
 a long prompt cannot stall the decoders' next token), then waiting ones are admitted while the
 token budget, `max_num_seqs` and free blocks allow. A prompt larger than what is left of the
 budget is cut into chunks (chunked prefill) that ride along with the decodes. When a sequence
-needs a block and none is free, the newest running sequence is preempted: its blocks are freed
-and it goes back to the front of the queue, to be recomputed later (its prefix may still be
-cached).
+needs a block and none is free, a running sequence is preempted: its blocks are freed and it
+goes back to the front of the queue, to be recomputed later (its prefix may still be cached).
+Under `policy="fcfs"` the victim is the newest running sequence; under `"fair"` it is the
+newest of the tenant holding the most running sequences (then the most tokens served), so a
+heavy tenant's requests give way before a light tenant's.
+
+Admission control: with `max_queued` (all tenants) or `max_queued_per_tenant` set, a new
+request is refused while the queue it would join is full (`queue_full`); the engine reports
+the refusal and never queues the request. Preempted requests going back to the queue are
+never refused.
 
 Static batching, for comparison: a batch is formed only when nothing runs, with room reserved
 for every member's full length, and it runs until its last member finishes.
@@ -17,6 +24,16 @@ from dataclasses import dataclass, field
 
 from worker.engine.block_manager import BlockManager
 from worker.engine.sequence import Sequence, SequenceStatus
+
+
+class QueueFullError(RuntimeError):
+    """A new request refused by admission control: its queue is at its bound. An API answers
+    it with 429 Too Many Requests."""
+
+    def __init__(self, *, tenant: str | None, scope: str, queued: int, limit: int) -> None:
+        self.tenant, self.scope, self.queued, self.limit = tenant, scope, queued, limit
+        where = "the queue" if scope == "global" else f"tenant {tenant!r}'s queue"
+        super().__init__(f"{where} is full: {queued} waiting, bound {limit}")
 
 
 @dataclass
@@ -37,6 +54,8 @@ class Scheduler:
         scheduling: str = "continuous",
         policy: str = "fcfs",
         num_lookahead_tokens: int = 0,
+        max_queued: int | None = None,
+        max_queued_per_tenant: int | None = None,
     ) -> None:
         self.block_manager = block_manager
         self.max_num_seqs = max_num_seqs
@@ -49,6 +68,20 @@ class Scheduler:
         self.running: list[Sequence] = []
         self.num_preemptions = 0
         self.tenant_tokens: dict[str | None, int] = {}  # tokens computed per tenant (fair policy)
+        self.max_queued = max_queued
+        self.max_queued_per_tenant = max_queued_per_tenant
+        self.num_refused = 0
+
+    def queue_full(self, tenant: str | None) -> dict | None:
+        """None when a new request of `tenant` may queue; else which bound refuses it:
+        {"scope": "global" or "tenant", "queued": waiting now, "limit": the bound}."""
+        if self.max_queued is not None and len(self.waiting) >= self.max_queued:
+            return {"scope": "global", "queued": len(self.waiting), "limit": self.max_queued}
+        if self.max_queued_per_tenant is not None:
+            queued = sum(1 for s in self.waiting if s.tenant == tenant)
+            if queued >= self.max_queued_per_tenant:
+                return {"scope": "tenant", "queued": queued, "limit": self.max_queued_per_tenant}
+        return None
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
@@ -97,7 +130,7 @@ class Scheduler:
                 self.max_model_len - seq.num_tokens,
             ))
         while not self.block_manager.can_append(seq, num_new + lookahead):
-            victim = self._preempt_newest(out)
+            victim = self._preempt(out)
             if victim is seq:
                 return 0
         self.block_manager.append_slots(seq, num_new + lookahead)
@@ -106,8 +139,21 @@ class Scheduler:
         out.scheduled.append(seq)
         return num_new + lookahead
 
-    def _preempt_newest(self, out: SchedulerOutput) -> Sequence:
-        victim = self.running.pop()
+    def _victim(self) -> Sequence:
+        """The running sequence to preempt: the newest (fcfs), or under the fair policy the
+        newest of the tenant with the most running sequences, then the most tokens served."""
+        if self.policy == "fcfs":
+            return self.running[-1]
+        running_per_tenant: dict[str | None, int] = {}
+        for s in self.running:
+            running_per_tenant[s.tenant] = running_per_tenant.get(s.tenant, 0) + 1
+        newest = {id(s): i for i, s in enumerate(self.running)}
+        return max(self.running, key=lambda s: (
+            running_per_tenant[s.tenant], self.tenant_tokens.get(s.tenant, 0), newest[id(s)]))
+
+    def _preempt(self, out: SchedulerOutput) -> Sequence:
+        victim = self._victim()
+        self.running.remove(victim)
         if victim in out.scheduled:
             out.scheduled.remove(victim)
         self.block_manager.free_sequence(victim)

@@ -1,0 +1,191 @@
+"""Problem 21, multi-tenant fairness and admission control: the calculator for one heavy tenant
+and several light ones on one replica (each tenant's wait under first come first served and
+under fair sharing, what a queue bound refuses, the token bucket that caps a tenant at its
+share), the sweep of waits against the heavy tenant's rate, and every figure the prose quotes.
+"""
+
+import functools
+
+from django.http import HttpRequest
+
+from problems.arithmetic.queueing import TENANTS_MAX, tenant_fairness
+from problems.arithmetic.units import (
+    count_format,
+    number_format,
+    percent_format,
+    rate_format,
+    seconds_format,
+)
+from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.forms import inputs_normalise, real_input, whole_input
+from problems.plots import Mark, Plot, Series, sweep_points
+
+SLUG = "tenant-fairness"
+PREFIX = "p21-tenants"
+SWEEP_SLUG = "tenant-waits"
+SWEEP_PREFIX = "p21-sweep"
+MS = 1e3
+RATE_FIELD_MAX = 1e6
+
+
+@functools.cache
+def _at(**inputs):
+    return tenant_fairness(**inputs)
+
+
+def waits_plot(*, inputs: dict, result) -> Plot:
+    """Each tenant's mean wait as the heavy tenant sends more, under FCFS and fair sharing."""
+    mu = result["service_rate"]
+    light = inputs["light_tenants"] * inputs["light_rate"]
+    xs = sweep_points(0.05 * mu, 1.3 * mu, count=40)
+    fcfs, fair_light, fair_heavy = [], [], []
+    for x in xs:
+        r = _at(**{**inputs, "heavy_rate": x})
+        fcfs.append(r["fcfs_wait_seconds"] * MS if r["fcfs_stable"]
+                    else r["fcfs_wait_after_overload_seconds"] * MS)
+        fair_light.append(r["light_wait_seconds"] * MS)
+        fair_heavy.append(r["heavy_wait_seconds"] * MS)
+    return Plot(title="Mean wait in queue as the heavy tenant sends more (FCFS past capacity: "
+                      "after the overload period; fair light: an upper bound)",
+                x_title="Heavy tenant's rate (requests/s)", y_title="Mean wait (ms)",
+                y_log=True,
+                series=(Series("FCFS: everyone",
+                               tuple(xs), tuple(fcfs)),
+                        Series("fair: light", tuple(xs), tuple(fair_light),
+                               dash=True),
+                        Series("fair: heavy", tuple(xs),
+                               tuple(fair_heavy))),
+                marks=(Mark(inputs["heavy_rate"], "your heavy tenant"),
+                       Mark(mu - light, "capacity left by the light tenants")))
+
+
+def refused_plot(*, inputs: dict, result) -> Plot:
+    """Share of the heavy tenant's requests refused, fair queue bound against a token bucket at
+    its share."""
+    mu = result["service_rate"]
+    xs = sweep_points(0.05 * mu, 1.5 * mu, count=40)
+    bound, bucket = [], []
+    for x in xs:
+        r = _at(**{**inputs, "heavy_rate": x})
+        bound.append(r["heavy_refused_share"])
+        bucket.append(r["capped_refused_rate"] / x)
+    return Plot(title="The heavy tenant's refusals: fair sharing with a queue bound against a "
+                      "token bucket at its share",
+                x_title="Heavy tenant's rate (requests/s)", y_title="Share refused (429)",
+                series=(Series("queue bound",
+                               tuple(xs), tuple(bound)),
+                        Series("token bucket",
+                               tuple(xs), tuple(bucket), dash=True)),
+                marks=(Mark(inputs["heavy_rate"], "your heavy tenant"),))
+
+
+INPUTS = (
+    real_input("capacity_tokens_per_s", "Replica capacity", unit="tokens/s", initial=20_000.0,
+               api=20_000.0, maximum=1e9,
+               help="Tokens per second the replica serves when saturated (problem 6's batch at "
+                    "its step time)."),
+    real_input("tokens_per_request", "Tokens per request", unit="tokens", initial=500.0,
+               api=500.0, maximum=1e7, help="Prompt and output tokens a request costs."),
+    real_input("heavy_rate", "Heavy tenant's rate", unit="requests/s", initial=36.0, api=36.0,
+               maximum=RATE_FIELD_MAX),
+    real_input("light_rate", "Each light tenant's rate", unit="requests/s", initial=2.0,
+               api=2.0, maximum=RATE_FIELD_MAX),
+    whole_input("light_tenants", "Light tenants", unit="tenants", initial=3, api=3,
+                maximum=TENANTS_MAX),
+    whole_input("queue_bound", "Queue bound per tenant", unit="requests", initial=64, api=64,
+                maximum=10**9, help="Past it, a tenant's new requests get 429."),
+    real_input("burst_seconds", "Token bucket burst", unit="seconds of its rate", initial=2.0,
+               api=2.0, maximum=86_400.0),
+    real_input("overload_seconds", "Length of the overload", unit="s", initial=60.0, api=60.0,
+               maximum=86_400.0, help="How long FCFS's backlog grows before you look."),
+)
+
+CALCULATOR = calculator_register(Calculator(
+    slug=SLUG,
+    title="One heavy tenant and several light ones",
+    explanation=("Poisson arrivals into one replica that serves μ requests/s. Under first come "
+                 "first served all tenants share one queue and one wait; under fair sharing "
+                 "each tenant is guaranteed μ ÷ k while it has work, and what one leaves unused "
+                 "goes to the others. A queue bound turns the heavy tenant's excess into 429s; "
+                 "a token bucket caps its rate at its share."),
+    inputs=INPUTS,
+    compute=lambda **k: tenant_fairness(**k),
+    plots=lambda *, inputs, result: (waits_plot(inputs=inputs, result=result),
+                                     refused_plot(inputs=inputs, result=result)),
+    order=140,
+    api_path="/tenant-fairness",
+    api_summary="Tenants under FCFS and fair sharing: waits, refusals, token bucket",
+))
+
+
+def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    if state.result is not None:
+        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
+                state.result, True)
+    inputs = CALCULATOR.defaults()
+    return inputs, CALCULATOR.compute(**inputs), False
+
+
+def _rate(value: float) -> str:
+    return rate_format(value, "requests/s")
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 21's prose quotes, from the same inputs as its calculator."""
+    inputs, r, valid = _evaluated(request)
+    n = inputs["light_tenants"]
+    return {
+        "calculator_prefix": PREFIX,
+        "inputs_valid": valid,
+        "capacity_text": rate_format(inputs["capacity_tokens_per_s"], "tokens/s"),
+        "size_text": count_format(inputs["tokens_per_request"], "token"),
+        "heavy_rate_text": _rate(inputs["heavy_rate"]),
+        "light_rate_text": _rate(inputs["light_rate"]),
+        "light_tenants_text": count_format(n, "light tenant"),
+        "tenants": f"{n + 1:,}",
+        "bound_text": count_format(inputs["queue_bound"], "request"),
+        "burst_text": seconds_format(inputs["burst_seconds"]),
+        "overload_text": seconds_format(inputs["overload_seconds"]),
+        "mu_text": _rate(r["service_rate"]),
+        "lambda_text": _rate(r["total_rate"]),
+        "utilization_text": percent_format(r["utilization"]),
+        "heavy_load_share_text": percent_format(inputs["heavy_rate"] / r["total_rate"]),
+        "fcfs_stable": r["fcfs_stable"],
+        "fcfs_wait_text": seconds_format(r["fcfs_wait_seconds"]) if r["fcfs_stable"] else "",
+        "growth_text": number_format(r["fcfs_wait_growth"]),
+        "fcfs_after_text": seconds_format(r["fcfs_wait_after_overload_seconds"]),
+        "share_text": _rate(r["fair_share_rate"]),
+        "light_wait_text": seconds_format(r["light_wait_seconds"]),
+        "heavy_capacity_text": _rate(r["heavy_capacity_rate"]),
+        "heavy_stable": r["heavy_stable"],
+        "heavy_wait_text": seconds_format(r["heavy_wait_seconds"]),
+        "excess_text": _rate(r["heavy_excess_rate"]),
+        "refused_text": percent_format(r["heavy_refused_share"]),
+        "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
+        "bucket_depth_text": count_format(r["bucket_depth_tokens"], "token"),
+        "retry_after_text": seconds_format(r["retry_after_seconds"]),
+        "capped_refused_text": _rate(r["capped_refused_rate"]),
+    }
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("Sheng et al., 'Fairness in Serving Large Language Models' (OSDI 2024: the Virtual Token "
+     "Counter, fairness measured in weighted tokens served, work-conserving)",
+     "https://www.usenix.org/conference/osdi24/presentation/sheng"),
+    ("Demers, Keshav and Shenker, 'Analysis and Simulation of a Fair Queueing Algorithm' "
+     "(SIGCOMM 1989)", "https://doi.org/10.1145/75247.75248"),
+    ("Parekh and Gallager, 'A Generalized Processor Sharing Approach to Flow Control in "
+     "Integrated Services Networks: The Single-Node Case' (IEEE/ACM ToN 1993: a session's "
+     "guaranteed rate bounds its delay)", "https://doi.org/10.1109/90.234856"),
+    ("Harchol-Balter, 'Performance Modeling and Design of Computer Systems' (2013), ch. 14: "
+     "M/M/1 mean wait ρ ÷ (μ − λ)", "https://doi.org/10.1017/CBO9781139226424"),
+    ("IETF RFC 6585, section 4: 429 Too Many Requests (may include Retry-After)",
+     "https://www.rfc-editor.org/rfc/rfc6585#section-4"),
+    ("IETF RFC 9110, section 10.2.3: Retry-After",
+     "https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3"),
+    ("OpenAI API documentation, rate limits (requests and tokens per minute per organisation)",
+     "https://platform.openai.com/docs/guides/rate-limits"),
+    ("vLLM source: the V1 scheduler (priority scheduling and preemption)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/sched/scheduler.py"),
+]

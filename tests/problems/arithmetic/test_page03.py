@@ -1,0 +1,139 @@
+"""Page 03's arithmetic against figures worked by hand: static vs continuous batching, a long
+prompt under a token budget, tenants under FCFS and fair sharing."""
+
+import math
+
+import pytest
+
+from problems.arithmetic.batching import _harmonic, long_prompt, static_vs_continuous
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.queueing import tenant_fairness
+
+
+def test_uniform_lengths_by_hand():
+    r = static_vs_continuous(batch=32, distribution="uniform", output_min=16, output_max=1024)
+    assert r["mean_output_tokens"] == 520  # (16 + 1024) / 2
+    assert r["expected_longest_tokens"] == pytest.approx(16 + 1008 * 32 / 33)
+    assert r["static_useful_share"] == pytest.approx(520 / (16 + 1008 * 32 / 33))
+    assert r["throughput_ratio"] == pytest.approx((16 + 1008 * 32 / 33) / 520)
+    assert r["static_wasted_share"] + r["static_useful_share"] == pytest.approx(1)
+    # E[L²] = (a² + ac + c²) / 3 for the uniform; held = E[L²] / (2 E[L]).
+    assert r["mean_output_held_tokens"] == pytest.approx(
+        (16**2 + 16 * 1024 + 1024**2) / 3 / (2 * 520))
+
+
+def test_uniform_gain_tends_to_two_and_equal_lengths_give_none():
+    wide = static_vs_continuous(batch=10_000, output_min=1, output_max=100_000)
+    assert wide["throughput_ratio"] == pytest.approx(2, rel=1e-3)
+    same = static_vs_continuous(batch=64, output_min=300, output_max=300)
+    assert same["throughput_ratio"] == 1
+    assert static_vs_continuous(batch=1)["throughput_ratio"] == 1
+
+
+def test_exponential_longest_is_theta_times_harmonic_without_the_cut():
+    for batch in (1, 8, 32):
+        r = static_vs_continuous(batch=batch, distribution="exponential", output_min=1,
+                                 output_max=10**7, output_mean=101)
+        assert r["mean_output_tokens"] == pytest.approx(101)
+        assert r["expected_longest_tokens"] == pytest.approx(1 + 100 * _harmonic(batch),
+                                                             rel=1e-6)
+    assert _harmonic(4) == pytest.approx(25 / 12)
+    # A cut at max_tokens can only shorten the longest member.
+    cut = static_vs_continuous(batch=32, distribution="exponential", output_min=1,
+                               output_max=300, output_mean=101)
+    assert cut["expected_longest_tokens"] < 300
+
+
+def test_batching_inputs_are_checked():
+    with pytest.raises(ArithmeticInputError) as e:
+        static_vs_continuous(output_min=100, output_max=10)
+    assert e.value.field == "output_max"
+    with pytest.raises(ArithmeticInputError) as e:
+        static_vs_continuous(distribution="exponential", output_min=10, output_max=100,
+                             output_mean=500)
+    assert e.value.field == "output_mean"
+    with pytest.raises(ArithmeticInputError) as e:
+        static_vs_continuous(distribution="zipf")
+    assert e.value.field == "distribution"
+
+
+def test_long_prompt_flops_by_hand():
+    r = long_prompt(model="llama-3.1-8b", gpu="h100-sxm", prompt_tokens=100_000,
+                    token_budget=2_048, decode_batch=32)
+    # 32 layers × 32 heads × 2 × (128 + 128) FLOP per pair × 100,000 × 100,001 / 2 pairs.
+    pair = 32 * 32 * 2 * 256
+    assert r["attention_flops"] == pytest.approx(pair * 100_000 * 100_001 / 2)
+    assert r["attention_share"] == pytest.approx(
+        r["attention_flops"] / (r["attention_flops"] + r["linear_flops"]))
+    assert 0.6 < r["attention_share"] < 0.7  # attention is most of a 100K prefill on 8B
+    # KV: 32 layers × 2 × 8 KV heads × 128 × 2 bytes = 128 KiB a token.
+    assert r["kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    assert r["kv_bytes"] == 100_000 * 131_072
+    assert r["chunk_tokens"] == 2_048 - 32
+    assert r["chunks"] == math.ceil(100_000 / 2_016)
+    assert len(r["chunk_seconds"]) == r["chunks"]
+    # Later full chunks attend to more of the prompt, so they take longer.
+    assert r["chunk_seconds"][-2] > r["chunk_seconds"][0]
+    assert r["ttft_chunked_seconds"] >= r["ttft_unchunked_seconds"]
+    assert r["unchunked_stall_seconds"] > 10 * r["max_chunk_stall_seconds"]
+    assert r["prefill_alone_bound"] == "compute"
+    assert r["fits"]
+
+
+def test_long_prompt_bigger_budget_fewer_longer_stalls_and_tp_splits_the_work():
+    small = long_prompt(token_budget=2_048)
+    large = long_prompt(token_budget=8_192)
+    assert large["chunks"] < small["chunks"]
+    assert large["first_chunk_stall_seconds"] > small["first_chunk_stall_seconds"]
+    one = long_prompt(model="llama-3.1-70b", tp=1, memory_fraction=1.0)
+    eight = long_prompt(model="llama-3.1-70b", tp=8)
+    assert not one["fits"] and eight["fits"]
+    assert eight["prefill_alone_seconds"] == pytest.approx(one["prefill_alone_seconds"] / 8)
+    with pytest.raises(ArithmeticInputError) as e:
+        long_prompt(token_budget=32, decode_batch=32)
+    assert e.value.field == "token_budget"
+
+
+def test_tenants_overloaded_by_hand():
+    r = tenant_fairness(capacity_tokens_per_s=20_000, tokens_per_request=500, heavy_rate=36,
+                        light_rate=2, light_tenants=3, queue_bound=64, burst_seconds=2,
+                        overload_seconds=60)
+    assert r["service_rate"] == 40
+    assert r["utilization"] == pytest.approx(42 / 40)
+    assert not r["fcfs_stable"] and r["fcfs_wait_seconds"] is None
+    assert r["fcfs_wait_growth"] == pytest.approx(2 / 40)
+    assert r["fcfs_wait_after_overload_seconds"] == pytest.approx(3.0)
+    assert r["fair_share_rate"] == 10
+    assert r["light_wait_seconds"] == pytest.approx(0.2 / 8)  # ρ / (μ − λ) at its share
+    assert r["heavy_capacity_rate"] == 34
+    assert r["heavy_excess_rate"] == 2
+    assert r["heavy_wait_seconds"] == pytest.approx(64 / 34)
+    assert r["heavy_refused_share"] == pytest.approx(2 / 36)
+    assert r["bucket_rate_tokens"] == 5_000
+    assert r["bucket_depth_tokens"] == 10_000
+    assert r["retry_after_seconds"] == pytest.approx(0.1)
+    assert r.to_dict()["fcfs_wait_seconds"] is None
+
+
+def test_tenants_under_capacity_by_hand():
+    r = tenant_fairness(heavy_rate=20)
+    assert r["fcfs_stable"]
+    assert r["fcfs_wait_seconds"] == pytest.approx(0.65 / 14)
+    assert r["heavy_stable"] and r["heavy_refused_share"] == 0
+    assert r["heavy_wait_seconds"] == pytest.approx((20 / 34) / 14)
+    with pytest.raises(ArithmeticInputError) as e:
+        tenant_fairness(light_rate=10)
+    assert e.value.field == "light_rate"
+
+
+def test_seat_waits_by_hand():
+    from problems.arithmetic.queueing import seat_waits_steps
+
+    # 8 heavy requests on 2 seats, 10 steps each: waves start at 0, 10, 20, 30; done at 40.
+    w = seat_waits_steps(heavy=8, seats=2, service_steps=10, arrivals=[3, 15])
+    # FCFS: the first late request is 9th in line (wave 4, step 40), the second 10th (wave 4).
+    assert w["fcfs"] == [37.0, 25.0]
+    # Fair: each takes the next seat to free: steps 10 and 20.
+    assert w["fair"] == [7.0, 5.0]
+    # After the burst is done nobody waits.
+    assert seat_waits_steps(heavy=2, seats=2, service_steps=5, arrivals=[9])["fair"] == [0.0]

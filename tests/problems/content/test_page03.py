@@ -1,0 +1,134 @@
+"""Page 03 (problems 6, 7 and 21) through Django's test client: every section written, the
+figures equal to the JSON API's, inputs that move them, bad input beside its field, hints hidden,
+no typed figures."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import count_format, percent_format, seconds_format
+from problems.content import p06, p07, p21
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/03/"
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def section_text(client, number: int, slug: str, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), number), number, slug))
+
+
+def api(client, path: str, **params) -> dict:
+    response = client.get(f"/api/calc/{path}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+@pytest.mark.parametrize("number", [6, 7, 21])
+def test_all_nine_sections_are_written(client, number) -> None:
+    problem = problem_html(page_get(client), number)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, number, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, (number, slug)
+
+
+@pytest.mark.parametrize("number", [6, 7, 21])
+def test_hints_hidden_lists_of_four_and_an_accessible_diagram(client, number) -> None:
+    problem = problem_html(page_get(client), number)
+    followups = section_html(problem, number, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+    assert section_html(problem, number, "mistakes").count("<li>") >= 4
+    assert section_html(problem, number, "listens").count("<li>") >= 4
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", section_html(problem, number, "concepts"), re.S)
+    assert svg and 'role="img"' in svg.group(0) and "<desc" in svg.group(0)
+
+
+@pytest.mark.parametrize("module", [p06, p07, p21])
+def test_the_templates_type_no_figures(module) -> None:
+    assert typed_figures(Path(module.__file__).with_suffix(".html").read_text()) == []
+
+
+def test_p06_worked_figures_equal_the_api(client) -> None:
+    """32 sequences, lengths uniform on [16, 1,024]: mean 520, expected longest 993, 47.7%
+    wasted, 1.91x."""
+    worked = section_text(client, 6, "worked")
+    r = api(client, "static-vs-continuous")
+    assert r["mean_output_tokens"] == 520
+    assert count_format(r["expected_longest_tokens"], "token") in worked
+    assert percent_format(r["static_wasted_share"]) in worked
+    assert "longest ÷ mean = 1.91×" in worked and "47.7% of the slot-steps" in worked
+    answer = section_text(client, 6, "answer")
+    assert "that is about 1.9;" in answer
+
+
+def test_p06_a_heavy_tail_moves_the_figures(client) -> None:
+    query = ("?p06-batching-distribution=exponential&p06-batching-batch=32&p06-batching-"
+             "output_min=16&p06-batching-output_max=1024&p06-batching-output_mean=256")
+    worked = section_text(client, 6, "worked", query)
+    r = api(client, "static-vs-continuous", distribution="exponential", output_mean=256)
+    ratio = f"longest ÷ mean = {r['throughput_ratio']:.3g}×"
+    assert ratio in worked and r["throughput_ratio"] > 3
+
+
+def test_p07_worked_figures_equal_the_api(client) -> None:
+    worked = section_text(client, 7, "worked")
+    r = api(client, "long-prompt")
+    assert percent_format(r["attention_share"]) in worked
+    assert seconds_format(r["max_chunk_stall_seconds"]) in worked
+    assert seconds_format(r["unchunked_stall_seconds"]) in worked
+    assert seconds_format(r["ttft_chunked_seconds"]) in worked
+    assert f"{r['chunks']:,} chunks" in worked
+    # The table's 70B row on eight GPUs equals the API's answer for it.
+    seventy = api(client, "long-prompt", model="llama-3.1-70b", tp=8)
+    assert "Llama 3.1 70B 8 × H100 SXM 2,048" in worked
+    assert seconds_format(seventy["ttft_chunked_seconds"]) in worked
+
+
+def test_p07_a_model_that_does_not_fit_says_so(client) -> None:
+    worked = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=1")
+    assert "it does not fit" in worked
+
+
+def test_p07_bad_input_is_a_field_error_and_the_api_names_the_field(client) -> None:
+    content = page_get(client, "?p07-long-token_budget=16&p07-long-decode_batch=32")
+    worked = section_html(problem_html(content, 7), 7, "worked")
+    error = re.search(r'id="id_p07-long-token_budget_error"[^>]*>(.*?)<', worked, re.S)
+    assert error and "decode tokens" in error.group(1)
+    response = client.get("/api/calc/long-prompt", {"token_budget": 16, "decode_batch": 32})
+    assert response.status_code == 400 and response.json()["field"] == "token_budget"
+
+
+def test_p21_worked_figures_equal_the_api(client) -> None:
+    worked = section_text(client, 21, "worked")
+    r = api(client, "tenant-fairness")
+    assert r["fcfs_wait_seconds"] is None and not r["fcfs_stable"]
+    assert seconds_format(r["fcfs_wait_after_overload_seconds"]) in worked
+    assert f"one request's service): {seconds_format(r['light_wait_seconds'])}" in worked
+    assert percent_format(r["heavy_refused_share"]) in worked
+    assert "5,000 tokens/s, 10,000 tokens deep" in worked
+
+
+def test_p21_under_capacity_fcfs_has_a_finite_wait(client) -> None:
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=20")
+    r = api(client, "tenant-fairness", heavy_rate=20)
+    assert r["fcfs_stable"]
+    assert "every tenant's mean wait is" in worked and "light tenants included." in worked
+    assert seconds_format(r["fcfs_wait_seconds"]) in worked
+    assert "nothing is refused" in worked
+
+
+def test_p21_a_light_tenant_over_its_share_is_refused_beside_the_field(client) -> None:
+    response = client.get("/api/calc/tenant-fairness", {"light_rate": 15})
+    assert response.status_code == 400 and response.json()["field"] == "light_rate"
