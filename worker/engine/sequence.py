@@ -12,8 +12,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
-import torch
-
+from worker.engine.layers.sampler import noise_key
 from worker.engine.sampling_params import SamplingParams
 
 
@@ -97,9 +96,6 @@ class Sequence:
         self.kv_import = None  # a kv_transfer.KVHandoff
         self.export_kv = False
 
-        self.generator: torch.Generator | None = None
-        if params.seed is not None:
-            self.generator = torch.Generator().manual_seed(params.seed)
         self.metrics = RequestMetrics(arrival_time=time.perf_counter())
         self.num_preemptions = 0
 
@@ -124,6 +120,11 @@ class Sequence:
     @property
     def prompt_token_ids(self) -> list[int]:
         return self.token_ids[: self.num_prompt_tokens]
+
+    def noise_key(self, position: int) -> int | None:
+        """The random key of the token at `position` (None when unseeded): a seeded request's
+        randomness is tied to positions, not to the order of draws."""
+        return noise_key(self.params.seed, position)
 
     @property
     def is_decoding(self) -> bool:
