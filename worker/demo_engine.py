@@ -104,8 +104,8 @@ def engine_build(model_path: str, *, device: str = "cpu", **overrides):  # noqa:
     """A fresh engine with the demos' pool (experiments pass their own settings)."""
     from worker.engine import Engine
 
-    settings = dict(device=device, block_size=BLOCK_SIZE, num_kv_blocks=KV_BLOCKS,
-                    max_num_seqs=MAX_NUM_SEQS, **overrides)
+    settings = {**dict(device=device, block_size=BLOCK_SIZE, num_kv_blocks=KV_BLOCKS,
+                       max_num_seqs=MAX_NUM_SEQS), **overrides}
     return Engine.from_pretrained(model_path, **settings)
 
 

@@ -59,10 +59,13 @@ def runner_queue(demo: str) -> str:
 
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
+    itl,
     lifecycle,
     profile,
     quantization,
+    speculative,
     streaming,
+    tail_latency,
     triton_rmsnorm,
     utilization,
 )
