@@ -228,13 +228,15 @@ def _tick(tracker: _Tracker, *, elapsed: float, arrived: int, total: int) -> dic
 
     e2e = [r["e2e_s"] for r in tracker.done]
     ttft = [r["ttft_s"] for r in tracker.done]
-    labels, counts = _histogram(e2e)
     plots = []
-    if labels:
-        bar = BarPlot(title="End-to-end latency so far", categories=tuple(labels),
-                      value_title="requests", category_title="seconds",
-                      series=(BarSeries("finished requests", tuple(counts)),))
-        plots.append({"figure": plot_figure(bar), "table": plot_table(bar)})
+    for values, title in ((ttft, "Time to first token so far"),
+                          (e2e, "End-to-end latency so far")):
+        labels, counts = _histogram(values)
+        if labels:
+            bar = BarPlot(title=title, categories=tuple(labels), value_title="requests",
+                          category_title="seconds",
+                          series=(BarSeries("finished requests", tuple(counts)),))
+            plots.append({"figure": plot_figure(bar), "table": plot_table(bar)})
     return {"elapsed_s": elapsed, "arrived": arrived, "total": total,
             "finished": len(tracker.done), "running": len(tracker.open),
             "e2e": _percentiles(e2e), "ttft": _percentiles(ttft), "plots": plots}

@@ -209,6 +209,8 @@ def context(*, request: HttpRequest) -> dict:
         "tp": int(inputs["tp"]), "tp_double": 2 * int(inputs["tp"]),
         "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
         "mfu_percent": percent_format(inputs["mfu"]),
+        "bw_percent": percent_format(inputs["bandwidth_efficiency"]),
+        "bw_at_floor": inputs["bandwidth_efficiency"] >= 1,
         "bytes_text": bytes_short(r["weights_bytes"] + r["kv_bytes"]),
         "weights_text": bytes_short(r["weights_bytes"]),
         "kv_text": bytes_short(r["kv_bytes"]),
