@@ -187,6 +187,8 @@ def context(*, request: HttpRequest) -> dict:
         "slower_text": count_format(r["slower_batch"], "sequence") if r["slower_batch"]
         else "never",
         "big_batch": f"{big:,}" if big else "",
+        "slower_fits": bool(speculative(**{**inputs, "batch": r["slower_batch"]})["fits"])
+        if r["slower_batch"] else True,
         "big_speedup_text": f"{number_format(at_big['speedup'])}×" if at_big else "",
         "big_verify_text": number_format(at_big["verify_ratio"]) if at_big else "",
         "fits": r["fits"],

@@ -95,7 +95,7 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2401.09670"),
     ("vLLM documentation: metrics (vllm:time_to_first_token_seconds, "
      "vllm:request_queue_time_seconds, vllm:num_preemptions_total)",
-     "https://docs.vllm.ai/en/latest/usage/metrics.html"),
+     "https://docs.vllm.ai/en/latest/usage/metrics/"),
     ("Little, 'A Proof for the Queuing Formula: L = λW' (Operations Research, 1961)",
      "https://doi.org/10.1287/opre.9.3.383"),
 ]
