@@ -41,7 +41,7 @@ PARAMS = ParamSchema(
         ParamSpec("drafter", "Drafter", "choice", "model", choices=DRAFTERS),
         ParamSpec("draft_tokens", "Drafted tokens per step γ (largest measured)", "whole", 4,
                   minimum=1, maximum=4, unit="tokens"),
-        ParamSpec("output_tokens", "Tokens generated per answer", "whole", 24, minimum=4,
+        ParamSpec("output_tokens", "Tokens generated per answer", "whole", 16, minimum=4,
                   maximum=32, unit="tokens"),
         ParamSpec("large_batch", "Large batch", "whole", 8, minimum=2, maximum=8,
                   unit="sequences", help="The second batch size the speedup is measured at."),
