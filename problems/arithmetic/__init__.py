@@ -9,8 +9,10 @@ Formulas (keyword-only, each returns a `Result`):
 - compute: `prefill`
 - decode: `decode`
 - roofline: `roofline`, `roofline_decode`, `roofline_batches`
-- speculative: `speculative`
-- queueing: `queue`, `tenant_fairness`, `seat_waits_steps`
+- speculative: `speculative`, `speculative_plan` (best γ, where verification stops being free)
+- queueing: `queue`, `tenant_fairness`, `seat_waits_steps`, `tail_latency` (M/M/1 and M/M/c
+  percentiles, the output-length tail)
+- itl: `itl_levers` (TPOT against tokens/s per GPU, each latency lever, problem 9)
 - batching: `chunked_prefill`, `static_vs_continuous`, `long_prompt`
 - caching: `prefix_cache`
 - disagg: `kv_transfer`

@@ -33,7 +33,7 @@ from problems.arithmetic.memory import (
     weights_read_model,
 )
 from problems.arithmetic.steps import Result, Step
-from problems.arithmetic.units import count_format, number_format, seconds_format
+from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
 
 DRAFT_TOKENS_MAX = 64
 
@@ -178,3 +178,107 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
              f"{seconds_format(verify)} ÷ {seconds_format(plain)}", ratio, "target steps",
              count_format(ratio, "target step")),
     )}
+
+
+def speedup_memory_bound(*, acceptance: float, draft_tokens: int, draft_cost: float) -> float:
+    """Leviathan et al.'s Theorem 3.8 (×): (1 − α^(γ+1)) / ((1 − α)(γ·c + 1)), the walltime
+    gain while verifying costs one plain step. α 0.8, γ 4, c 0.05: 3.3616 / 1.2 = 2.8013."""
+    alpha, gamma = acceptance, draft_tokens
+    expected = gamma + 1.0 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+    return expected / (gamma * draft_cost + 1)
+
+
+def speedup_by_gamma(*, acceptance: float, draft_cost: float,
+                     gamma_max: int = 16) -> list[tuple[int, float]]:
+    """(γ, memory-bound speedup) for γ = 1 … `gamma_max`."""
+    return [(g, speedup_memory_bound(acceptance=acceptance, draft_tokens=g,
+                                     draft_cost=draft_cost)) for g in range(1, gamma_max + 1)]
+
+
+def acceptance_by_position(*, acceptance: float, draft_tokens: int) -> list[float]:
+    """Chance the j-th guess of a step is kept (j = 1 … γ): α^j, every guess before it having
+    been kept too, when each is accepted independently with probability α."""
+    return [acceptance ** j for j in range(1, draft_tokens + 1)]
+
+
+def batch_where(*, predicate, high: int = USERS_MAX) -> int | None:
+    """The smallest batch in 1 … `high` where `predicate(batch)` holds (it must stay true
+    beyond), or None."""
+    if not predicate(high):
+        return None
+    low = 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        if predicate(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+NEARLY_FREE = 1.1  # verification "nearly free": at most 10% dearer than a plain step
+
+
+def speculative_plan(
+    *,
+    acceptance: float,
+    draft_tokens: int,
+    draft_cost: float,
+    model: str,
+    gpu: str,
+    batch: int = 1,
+    context_tokens: int = 1_000,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    mfu: float = 0.5,
+    bandwidth_efficiency: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+) -> Result:
+    """Speculative decoding for one model on one GPU (×, sequences): the speedup at `batch`
+    from the roofline, the best γ at batch 1 under the paper's memory-bound assumption, the
+    chance each guess is kept, the batch from which verifying γ + 1 tokens costs more than
+    `NEARLY_FREE` plain steps, and the batch from which speculation is a slowdown."""
+    at = dict(acceptance=acceptance, draft_tokens=draft_tokens, draft_cost=draft_cost,
+              model=model, gpu=gpu, context_tokens=context_tokens, dtype=dtype,
+              kv_dtype=kv_dtype, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency,
+              memory_fraction=memory_fraction, reserve_gb=reserve_gb)
+    here = speculative(**at, batch=batch)
+    by_gamma = speedup_by_gamma(acceptance=acceptance, draft_cost=draft_cost,
+                                gamma_max=DRAFT_TOKENS_MAX // 4)
+    best_gamma, best = max(by_gamma, key=lambda p: p[1])
+    positions = acceptance_by_position(acceptance=acceptance, draft_tokens=draft_tokens)
+    costly = batch_where(predicate=lambda b: speculative(**at, batch=b)["verify_ratio"]
+                         > NEARLY_FREE)
+    slower = batch_where(predicate=lambda b: speculative(**at, batch=b)["speedup"] < 1)
+    paper = speedup_memory_bound(acceptance=acceptance, draft_tokens=draft_tokens,
+                                 draft_cost=draft_cost)
+    floor = (1 + acceptance) / (1 + draft_cost)
+    steps = (
+        *here.steps,
+        Step("Memory-bound speedup (the paper's Theorem 3.8)",
+             f"{number_format(here['expected_tokens_per_step'])} ÷ ({draft_tokens} × "
+             f"{number_format(draft_cost)} + 1)", paper, "×", f"{number_format(paper)}×"),
+        Step("Best γ while verification is free",
+             f"the γ from 1 to {DRAFT_TOKENS_MAX // 4} with the largest "
+             "(1 − α^(γ+1)) ÷ ((1 − α)(γc + 1))", best_gamma, "tokens",
+             f"γ = {best_gamma} ({number_format(best)}×)"),
+        Step("Chance the last guess is kept", f"α^γ = {number_format(acceptance)}^"
+             f"{draft_tokens}", positions[-1], "", percent_format(positions[-1])),
+        Step(f"Verification no longer nearly free (over {number_format(NEARLY_FREE)} plain "
+             "steps) from", f"the smallest batch where γ + 1 tokens per sequence cost more "
+             f"than {number_format(NEARLY_FREE)} plain steps, at "
+             f"{count_format(context_tokens, 'token')} of context",
+             costly or 0, "sequences",
+             count_format(costly, "sequence") if costly else "never"),
+        Step("Speculation slower than plain decoding from",
+             "the smallest batch where the speedup falls below 1", slower or 0, "sequences",
+             count_format(slower, "sequence") if slower else "never"),
+    )
+    return Result(values={**here.values, "memory_bound_speedup": paper,
+                          "paper_floor_speedup": floor,
+                          "best_gamma": best_gamma, "best_gamma_speedup": best,
+                          "speedup_by_gamma": [s for _, s in by_gamma],
+                          "acceptance_by_position": positions,
+                          "costly_batch": costly or 0, "slower_batch": slower or 0},
+                  steps=steps)

@@ -90,6 +90,7 @@ class Engine:
         kv_cache_dtype: str | torch.dtype | None = None,
         max_queued: int | None = None,
         max_queued_per_tenant: int | None = None,
+        speculative_method: str | None = None,
     ) -> "Engine":
         """Load a local Hugging Face directory (llama, qwen2 or mistral) and size the KV pool.
 
@@ -97,8 +98,11 @@ class Engine:
         CPU, half the free memory on CUDA). Without `max_model_len`, it is the model's context
         capped at what the pool holds. `kv_cache_dtype` ('auto', 'float32', 'bfloat16',
         'float16', 'float8_e4m3fn' or 'fp8') stores K/V in a format of its own, converted back
-        on read (layers/kv_dtype.py); the pool's bytes per block follow it. `max_queued` / `max_queued_per_tenant` bound the
-        waiting queue (admission control: `add_request` raises `QueueFullError` past them).
+        on read (layers/kv_dtype.py); the pool's bytes per block follow it. `max_queued` /
+        `max_queued_per_tenant` bound the waiting queue (admission control: `add_request`
+        raises `QueueFullError` past them). Speculative decoding: `speculative_model` (a draft
+        model sharing the tokenizer), or `speculative_method="ngram"` (prompt lookup, no
+        model), with `num_speculative_tokens` guesses per step.
         """
         parts = engine_parts_load(
             path, device=device, dtype=dtype, block_size=block_size, num_kv_blocks=num_kv_blocks,
@@ -107,7 +111,7 @@ class Engine:
             enable_prefix_caching=enable_prefix_caching, scheduling=scheduling,
             speculative_model=speculative_model, num_speculative_tokens=num_speculative_tokens,
             policy=policy, kv_cache_dtype=kv_cache_dtype, max_queued=max_queued,
-            max_queued_per_tenant=max_queued_per_tenant,
+            max_queued_per_tenant=max_queued_per_tenant, speculative_method=speculative_method,
         )
         return cls(**parts)
 
@@ -296,8 +300,9 @@ class Engine:
         """Schedule, compute and sample once; returns the events of this step."""
         t0 = time.perf_counter()
         self.runner.seconds = 0.0
-        if self.speculative is not None:
-            self.speculative.draft_runner.seconds = 0.0
+        draft = self._draft_runner()
+        if draft is not None:
+            draft.seconds = 0.0
         events, self._pending_events = self._pending_events, []
         with phase("schedule"):
             plan = self.scheduler.schedule()
@@ -340,8 +345,7 @@ class Engine:
             "blocks_total": self.block_manager.num_blocks,
             "seconds": time.perf_counter() - t0,
             # Forward passes only; the rest of `seconds` is host work (scheduling, sampling).
-            "model_seconds": self.runner.seconds + (
-                self.speculative.draft_runner.seconds if self.speculative else 0.0),
+            "model_seconds": self.runner.seconds + (draft.seconds if draft else 0.0),
         })
         return events
 
@@ -357,6 +361,8 @@ class Engine:
         self._forked = []
         if self.speculative is not None:
             new_tokens = self.speculative.step(scheduled, target=self.runner)
+            for request_id, spec in self.speculative.last_step.items():
+                events.append({"type": "speculation", "request_id": request_id, **spec})
         else:
             new_tokens = self._forward_and_sample(scheduled)
         for child in self._forked:
@@ -367,7 +373,8 @@ class Engine:
             # become findable by later requests.
             ready = seq.num_computed_tokens
             if self.speculative is not None:
-                ready = min(ready, seq.draft_num_computed_tokens)
+                # Accepted drafts are not appended yet: hash only the tokens already there.
+                ready = min(ready, seq.draft_num_computed_tokens, seq.num_tokens)
             self.block_manager.register_full_blocks(seq, ready)
         now = time.perf_counter()
         for seq in scheduled:
@@ -400,7 +407,7 @@ class Engine:
             logits = logits[torch.tensor(rows, device=logits.device)]
         with phase("sample"):
             tokens = tokens_sample(logits, [s.params for s in sampling],
-                                   [s.generator for s in sampling])
+                                   [s.noise_key(s.num_tokens) for s in sampling])
         return {seq: [tok] for seq, tok in zip(sampling, tokens, strict=True)}
 
     def _fork(self, seq: Sequence) -> list[Sequence]:
@@ -444,6 +451,12 @@ class Engine:
             events.append({"type": "token", "request_id": seq.request_id, "token_id": token,
                            "text": piece, "index": seq.num_output_tokens - 1})
             if reason:
+                # A stop partway through accepted drafts: the K/V computed for the drafts
+                # after the stop belongs to no kept token, so the cursors fall back to the
+                # kept tokens (all but the newest have K/V), and an export matches them.
+                kept = seq.num_tokens - 1
+                seq.num_computed_tokens = min(seq.num_computed_tokens, kept)
+                seq.draft_num_computed_tokens = min(seq.draft_num_computed_tokens, kept)
                 self._finish(seq, reason, now, events)
                 return
         if seq.pace_s:
@@ -491,8 +504,12 @@ class Engine:
         ids = [s.request_id for s in seqs]
         if ids:
             self.runner.sequences_forget(ids)
-            if self.speculative is not None:
-                self.speculative.draft_runner.sequences_forget(ids)
+            draft = self._draft_runner()
+            if draft is not None:
+                draft.sequences_forget(ids)
+
+    def _draft_runner(self) -> ModelRunner | None:
+        return self.speculative.draft_runner if self.speculative is not None else None
 
     # Metrics ------------------------------------------------------------------------------------
 
@@ -515,6 +532,10 @@ class Engine:
             "num_refused": sched.num_refused,
             "spec_decode_num_draft_tokens": spec.num_draft_tokens if spec else 0,
             "spec_decode_num_accepted_tokens": spec.num_accepted_tokens if spec else 0,
+            # vLLM's per-position acceptance counter, as a list (index 0: the first guess).
+            "spec_decode_num_drafts_by_position": list(spec.drafted_by_position) if spec else [],
+            "spec_decode_num_accepted_tokens_per_pos": (list(spec.accepted_by_position)
+                                                        if spec else []),
             "max_model_len": self.max_model_len,
         }
 

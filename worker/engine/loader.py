@@ -71,6 +71,7 @@ def engine_parts_load(
     kv_cache_dtype: str | torch.dtype | None = None,
     max_queued: int | None = None,
     max_queued_per_tenant: int | None = None,
+    speculative_method: str | None = None,
 ) -> dict:
     """Everything `Engine.__init__` takes, built from a local Hugging Face directory."""
     _engine_args_check(
@@ -80,6 +81,12 @@ def engine_parts_load(
         kv_cache_memory_bytes=kv_cache_memory_bytes, max_model_len=max_model_len,
         max_queued=max_queued, max_queued_per_tenant=max_queued_per_tenant,
     )
+    method = speculative_method or ("draft" if speculative_model else None)
+    if method not in (None, "draft", "ngram"):
+        raise ValueError("speculative_method must be 'draft' or 'ngram'")
+    if (method == "draft") != bool(speculative_model):
+        raise ValueError("speculative_method 'draft' needs speculative_model, and 'ngram' "
+                         "takes none")
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"model directory {path} does not exist")
@@ -127,6 +134,9 @@ def engine_parts_load(
                                    block_size=block_size, device=device, dtype=dtype,
                                    kv_cache_dtype=kv_dtype)
         speculative = SpeculativeDecoder(draft_runner=draft_runner,
+                                         num_speculative_tokens=num_speculative_tokens)
+    elif method == "ngram":
+        speculative = SpeculativeDecoder(draft_runner=None, method="ngram",
                                          num_speculative_tokens=num_speculative_tokens)
     block_manager = BlockManager(num_blocks=num_kv_blocks, block_size=block_size,
                                  enable_prefix_caching=enable_prefix_caching)

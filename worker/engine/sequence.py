@@ -12,8 +12,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
-import torch
-
+from worker.engine.layers.sampler import noise_key
 from worker.engine.sampling_params import SamplingParams
 
 
@@ -97,15 +96,13 @@ class Sequence:
         self.kv_import = None  # a kv_transfer.KVHandoff
         self.export_kv = False
 
-        self.generator: torch.Generator | None = None
-        if params.seed is not None:
-            self.generator = torch.Generator().manual_seed(params.seed)
         self.metrics = RequestMetrics(arrival_time=time.perf_counter())
         self.num_preemptions = 0
         # SamplingParams.n > 1: set once the prompt's first token is sampled and the other
         # samples have forked off this sequence (see `fork`).
         self.forked = params.n == 1
         self.parent_id: str | None = None
+        self.sample_index = 0  # sample i of n draws its randomness as if seeded with seed + i
 
         # Text: the detokenizer's state lives here so a sequence owns all it needs.
         self.text = ""
@@ -114,13 +111,12 @@ class Sequence:
         self.detok_read_offset = 0
 
     def fork(self, request_id: str, index: int) -> "Sequence":
-        """Sample `index` of this request: the same prompt, tenant and salt, its own generator
-        (seed + index) and text state. The block manager shares the blocks."""
+        """Sample `index` of this request: the same prompt, tenant and salt, its own random
+        stream (seed + index) and text state. The block manager shares the blocks."""
         params = self.params
         child = Sequence(request_id, self.prompt_token_ids, params, tenant=self.tenant,
                          cache_salt=self.cache_salt, pace_s=self.pace_s)
-        if params.seed is not None:
-            child.generator = torch.Generator().manual_seed(params.seed + index)
+        child.sample_index = index
         child.forked = True
         child.parent_id = self.request_id
         child.status = SequenceStatus.RUNNING
@@ -143,6 +139,12 @@ class Sequence:
     @property
     def prompt_token_ids(self) -> list[int]:
         return self.token_ids[: self.num_prompt_tokens]
+
+    def noise_key(self, position: int) -> int | None:
+        """The random key of the token at `position` (None when unseeded): a seeded request's
+        randomness is tied to positions, not to the order of draws."""
+        seed = self.params.seed
+        return noise_key(None if seed is None else seed + self.sample_index, position)
 
     @property
     def is_decoding(self) -> bool:

@@ -41,3 +41,42 @@ def test_percentiles_are_ordered() -> None:
     result = queue(arrival_rate=30, service_rate=10, servers=4)
     assert result["p50_response_seconds"] < result["mean_response_seconds"]
     assert result["mean_response_seconds"] < result["p99_response_seconds"]
+
+
+def test_wait_percentiles_by_hand() -> None:
+    import math
+
+    from problems.arithmetic.queueing import queue_percentiles, wait_percentile
+
+    # M/M/1, ρ 0.9, μ 10/s: P(W > t) = 0.9 e^(−t); p99 = ln(0.9 / 0.01) = 4.4998 s.
+    assert wait_percentile(q=0.99, waiting=0.9, drain_rate=1.0) == pytest.approx(
+        math.log(90))
+    # Half the arrivals never wait at ρ 0.5: the median wait is zero.
+    assert wait_percentile(q=0.5, waiting=0.5, drain_rate=5.0) == 0
+    rows = queue_percentiles(service_rate=10.0, servers=1, utilizations=(0.5, 0.9))
+    for row in rows:
+        # Response ~ Exp(μ − λ): p50 = ln 2 / (μ − λ), p99 = ln 100 / (μ − λ).
+        drain = 10.0 * (1 - row["utilization"])
+        assert row["p50_response_seconds"] == pytest.approx(math.log(2) / drain, rel=1e-6)
+        assert row["p99_response_seconds"] == pytest.approx(math.log(100) / drain, rel=1e-6)
+        assert row["response_ratio"] == pytest.approx(math.log(100) / math.log(2), rel=1e-6)
+
+
+def test_length_tail_by_hand() -> None:
+    from problems.arithmetic.queueing import length_tail
+
+    r = length_tail(ttft_seconds=0.2, tpot_seconds=0.02, p50_output_tokens=200,
+                    p99_output_tokens=2000)
+    assert (r["p50_seconds"], r["p99_seconds"]) == (pytest.approx(4.18), pytest.approx(40.18))
+    assert r["ratio"] == pytest.approx(40.18 / 4.18)
+
+
+def test_tail_latency_many_seats_keep_the_median_low() -> None:
+    from problems.arithmetic.queueing import tail_latency
+
+    r = tail_latency(mean_service_seconds=4.0, servers=16, utilization=0.9)
+    assert r["mine_mmc"]["p50_response_seconds"] < r["mine_mm1"]["p50_response_seconds"]
+    assert r["mine_mmc"]["wait_probability"] < 0.9
+    with pytest.raises(ArithmeticInputError) as e:
+        tail_latency(p50_output_tokens=500, p99_output_tokens=100)
+    assert e.value.field == "p99_output_tokens"

@@ -67,3 +67,36 @@ def test_model_and_gpu_come_together() -> None:
     with pytest.raises(ArithmeticInputError) as error:
         speculative(acceptance=0.7, draft_tokens=4, model="llama-3-8b")
     assert error.value.field == "gpu"
+
+
+def test_memory_bound_speedup_by_hand() -> None:
+    from problems.arithmetic.speculative import (
+        acceptance_by_position,
+        speedup_by_gamma,
+        speedup_memory_bound,
+    )
+
+    # Leviathan et al. Theorem 3.8: α 0.8, γ 4, c 0.05 → 3.3616 / 1.2 = 2.8013.
+    assert speedup_memory_bound(acceptance=0.8, draft_tokens=4, draft_cost=0.05) == (
+        pytest.approx(2.80133, rel=1e-5))
+    # At γ = 1 it is (1 + α) / (1 + c), the paper's Corollary 3.9 bound.
+    assert speedup_memory_bound(acceptance=0.6, draft_tokens=1, draft_cost=0.1) == (
+        pytest.approx(1.6 / 1.1))
+    assert acceptance_by_position(acceptance=0.5, draft_tokens=3) == [0.5, 0.25, 0.125]
+    # The best γ for α 0.7, c 0.05 is 6 (2.35×): γ 5 and 7 both give less.
+    table = dict(speedup_by_gamma(acceptance=0.7, draft_cost=0.05, gamma_max=16))
+    assert max(table, key=table.get) == 6
+
+
+def test_plan_finds_where_verification_stops_being_free() -> None:
+    from problems.arithmetic.speculative import speculative, speculative_plan
+
+    inputs = dict(acceptance=0.7, draft_tokens=4, draft_cost=0.05, model="llama-3-8b",
+                  gpu="h100-sxm", context_tokens=1000, mfu=0.5)
+    r = speculative_plan(**inputs)
+    costly, slower = r["costly_batch"], r["slower_batch"]
+    assert 1 < costly < slower
+    assert speculative(**inputs, batch=costly)["verify_ratio"] > 1.1
+    assert speculative(**inputs, batch=costly - 1)["verify_ratio"] <= 1.1
+    assert speculative(**inputs, batch=slower)["speedup"] < 1
+    assert speculative(**inputs, batch=slower - 1)["speedup"] >= 1

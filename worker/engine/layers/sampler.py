@@ -1,8 +1,10 @@
 """From logits to token ids: greedy, temperature, top-k, top-p, and seeded randomness.
 
 Sampling uses the exponential race: argmax(p / E) with E ~ Exp(1) picks token i with
-probability p_i. A seeded request draws its E from its own torch.Generator, so its tokens do
-not depend on which other requests share the batch.
+probability p_i. A seeded request draws the E for the token at position t from a generator
+seeded by (seed, t) alone (`noise_key`), so its tokens depend neither on which other requests
+share the batch nor on how many tokens a step produces for it: with speculative decoding on,
+the target's token at t is computed from the same E as without it (see speculative.py).
 """
 
 import torch
@@ -48,13 +50,30 @@ def _top_k_top_p(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Te
     return torch.full_like(logits, float("-inf")).scatter(1, order, sorted_logits)
 
 
+_MASK64 = 2**64 - 1
+
+
+def noise_key(seed: int | None, position: int) -> int | None:
+    """The generator seed for the token at `position` of a request seeded with `seed` (None
+    when unseeded): a SplitMix64 mix of the two, so neighbouring positions and seeds get
+    unrelated streams."""
+    if seed is None:
+        return None
+    z = (seed * 0x9E3779B97F4A7C15 + position + 1) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
 def exponential_noise(
-    shape: tuple[int, int], generators: list[torch.Generator | None], device: torch.device
+    shape: tuple[int, int], keys: list[int | None], device: torch.device
 ) -> torch.Tensor:
-    """Exp(1) noise [N, vocab]; rows with a generator draw from it (on CPU, for portability)."""
+    """Exp(1) noise [N, vocab]; a row with a key (from `noise_key`) draws from a generator
+    seeded with it (on CPU, for portability), the others from the global generator."""
     noise = torch.empty(shape, device=device).exponential_()
-    for i, generator in enumerate(generators):
-        if generator is not None:
+    for i, key in enumerate(keys):
+        if key is not None:
+            generator = torch.Generator().manual_seed(key)
             noise[i] = torch.empty(shape[1]).exponential_(generator=generator).to(device)
     return noise
 
@@ -62,11 +81,11 @@ def exponential_noise(
 def tokens_sample(
     logits: torch.Tensor,
     params: list[SamplingParams],
-    generators: list[torch.Generator | None],
+    keys: list[int | None],
 ) -> list[int]:
-    """One token id per row of `logits` [N, vocab]."""
+    """One token id per row of `logits` [N, vocab]; `keys` from `noise_key` (None: unseeded)."""
     if all(p.temperature == 0 for p in params):
         return logits.argmax(dim=-1).tolist()
     probs = probs_from_logits(logits, params)
-    noise = exponential_noise(tuple(probs.shape), generators, probs.device)
+    noise = exponential_noise(tuple(probs.shape), keys, probs.device)
     return (probs / noise).argmax(dim=-1).tolist()

@@ -1,0 +1,182 @@
+"""Demo `itl` (problem 9): time per output token and throughput at batch sizes 1 to 32 on an
+engine of the run's own, the measured TPOT–throughput curve beside the arithmetic's for this
+machine (the forward pass's roofline floor at the worker's measured matmul rate and copy
+bandwidth), then the same sweep with one lever on, to show the points move.
+
+Levers: `speculation` (the course's draft model, γ = 2: more tokens per step) or `ngram`
+(prompt lookup, γ = 2, no draft model). Prompts are random token ids, greedy, EOS ignored;
+TPOT is the time from every sequence's first token to the last step, over the tokens each
+produced in it (prefill is not measured).
+
+Events, in order: started; batch (one per batch size, plain); lever_batch (one per batch size,
+with the lever on); then the task publishes finished with the summary (plots included), or
+cancelled.
+"""
+
+import time
+from pathlib import Path
+
+from demos.runners.base import RunCancelled, RunContext, RunOutcome
+from demos.runners.utilization import _abort_all, _prompts
+from demos.schema import ParamSchema, ParamSpec
+
+BATCHES = (1, 2, 4, 8, 16, 32)
+LEVERS = (("speculation", "speculative decoding with the draft model, γ = 2"),
+          ("ngram", "speculative decoding with prompt lookup, γ = 2"))
+GAMMA = 2
+
+PARAMS = ParamSchema(
+    specs=(
+        ParamSpec("lever", "Lever", "choice", "speculation", choices=LEVERS),
+        ParamSpec("prompt_tokens", "Prompt per sequence", "whole", 32, minimum=8, maximum=40,
+                  unit="tokens", help="Random token ids; prefill is not measured."),
+        ParamSpec("output_tokens", "Tokens timed per sequence", "whole", 12, minimum=4,
+                  maximum=16, unit="tokens"),
+    ),
+    # Prompt and generated tokens of every sequence, plain and with the lever.
+    work=lambda v: 2 * sum(BATCHES) * (v["prompt_tokens"] + v["output_tokens"] + 1),
+)
+
+
+def _check(ctx: RunContext) -> None:
+    if "all" in ctx.cancels():
+        raise RunCancelled(ctx.cancels()["all"])
+    ctx.check_time()
+
+
+def _measure(engine, *, prompts: list[list[int]], tokens: int, ctx: RunContext) -> dict:  # noqa: ANN001
+    """Decode `tokens` tokens per sequence after each has its first: seconds per token and
+    tokens/s over that stretch, and the steps it took."""
+    from worker.engine import SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=tokens + 1, ignore_eos=True)
+    ids = [engine.add_request(p, params) for p in prompts]
+    first: set[str] = set()
+    done: set[str] = set()
+    try:
+        while len(first) < len(ids):
+            _check(ctx)
+            for e in engine.step():
+                if e["type"] == "token":
+                    first.add(e["request_id"])
+                elif e["type"] == "finished":
+                    done.add(e["request_id"])
+        started, steps = time.perf_counter(), 0
+        while len(done) < len(ids):
+            _check(ctx)
+            for e in engine.step():
+                if e["type"] == "finished":
+                    done.add(e["request_id"])
+                elif e["type"] == "step":
+                    steps += 1
+        seconds = time.perf_counter() - started
+    except RunCancelled:
+        _abort_all(engine, ids)
+        raise
+    engine.step()
+    produced = len(ids) * tokens
+    return {"tpot_s": seconds / tokens, "tokens_per_s": produced / seconds, "steps": steps}
+
+
+def itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
+    """The plain sweep, the sweep with the lever, and the arithmetic's floor for each batch."""
+    import torch
+
+    from demos.estimate import utilization_estimate
+    from worker.demo_engine import engine_build, engine_warm_up
+
+    torch.set_num_threads(1)
+    lever, prompt_len, tokens = (str(params["lever"]), int(params["prompt_tokens"]),
+                                 int(params["output_tokens"]))
+    draft = Path(machine["model_path"]).parent / "course-lm-draft"
+    if lever == "speculation" and not (draft / "config.json").is_file():
+        lever = "ngram"
+    device = str(machine.get("device", "cpu"))
+    ctx.publish("started", {"lever": lever, "batches": list(BATCHES), "device": device,
+                            "prompt_tokens": prompt_len, "output_tokens": tokens})
+    spec_kw = ({"speculative_model": str(draft)} if lever == "speculation"
+               else {"speculative_method": "ngram"})
+    levered = engine_build(machine["model_path"], device=device, num_speculative_tokens=GAMMA,
+                           **spec_kw)
+    engine_warm_up(engine)
+    engine_warm_up(levered)
+    vocab = int(engine.runner.config.vocab_size)
+    plain_rows, lever_rows = [], []
+    for name, eng, rows in (("batch", engine, plain_rows), ("lever_batch", levered, lever_rows)):
+        for batch in BATCHES:
+            prompts = _prompts(count=batch, length=prompt_len, vocab=vocab, seed=batch)
+            m = _measure(eng, prompts=prompts, tokens=tokens, ctx=ctx)
+            context = prompt_len + 1 + (tokens - 1) / 2
+            floor = utilization_estimate(machine=machine, batch=batch,
+                                         context_tokens=context)["floor_seconds"]
+            row = {"batch": batch, "tpot_ms": m["tpot_s"] * 1e3,
+                   "tokens_per_s": m["tokens_per_s"], "steps": m["steps"],
+                   "tokens_per_step": batch * tokens / m["steps"] if m["steps"] else 0.0,
+                   "floor_ms": floor * 1e3, "floor_tokens_per_s": batch / floor}
+            rows.append(row)
+            ctx.publish(name, row)
+    stats = levered.stats()
+    drafted = stats["spec_decode_num_draft_tokens"]
+    alpha = stats["spec_decode_num_accepted_tokens"] / drafted if drafted else 0.0
+    return RunOutcome(state="finished", summary={
+        "lever": lever, "plain": plain_rows, "levered": lever_rows, "acceptance": alpha,
+        "plots": _plots(plain_rows, lever_rows, lever=lever),
+        "note": _note(plain_rows, lever_rows, lever=lever, alpha=alpha),
+        "stats": {k: engine.stats()[k] for k in ("kv_blocks_free", "kv_blocks_total")},
+    })
+
+
+def _plots(plain: list[dict], levered: list[dict], *, lever: str) -> list[dict]:
+    from problems.plots import Plot, Series, plot_figure, plot_table
+
+    name = "draft model" if lever == "speculation" else "prompt lookup"
+    curve = Plot(
+        title="Throughput against time per output token, batch 1 to 32 along each line",
+        x_title="Time per output token (ms)", y_title="Output tokens/s",
+        series=(Series("measured, plain", tuple(r["tpot_ms"] for r in plain),
+                       tuple(r["tokens_per_s"] for r in plain), markers=True,
+                       labels=tuple(f"B={r['batch']}" for r in plain)),
+                Series(f"measured, speculation ({name})", tuple(r["tpot_ms"] for r in levered),
+                       tuple(r["tokens_per_s"] for r in levered), markers=True),
+                Series("arithmetic: forward floor, this machine's peaks",
+                       tuple(r["floor_ms"] for r in plain),
+                       tuple(r["floor_tokens_per_s"] for r in plain), dash=True,
+                       markers=True, hollow=True)),
+        x_log=True, y_log=True)
+    xs = tuple(float(r["batch"]) for r in plain)
+    tpot = Plot(
+        title="Time per output token against batch: measured and the floor",
+        x_title="Sequences in the step", y_title="ms per output token", x_log=True,
+        series=(Series("measured, plain", xs, tuple(r["tpot_ms"] for r in plain),
+                       markers=True),
+                Series("measured, with speculation", xs, tuple(r["tpot_ms"] for r in levered),
+                       markers=True),
+                Series("arithmetic floor (one step per token)", xs,
+                       tuple(r["floor_ms"] for r in plain), dash=True)))
+    return [{"figure": plot_figure(p), "table": plot_table(p)} for p in (curve, tpot)]
+
+
+def _note(plain: list[dict], levered: list[dict], *, lever: str, alpha: float) -> str:
+    first, last = plain[0], plain[-1]
+    gain = last["tokens_per_s"] / first["tokens_per_s"]
+    cost = last["tpot_ms"] / first["tpot_ms"]
+    moved = [r for r, p in zip(levered, plain, strict=True) if r["tpot_ms"] < p["tpot_ms"]]
+    text = (f"From batch 1 to {last['batch']} throughput rose {gain:.3g}× for {cost:.3g}× the "
+            f"time per token: the same curve, travelled along. The measured TPOT sat "
+            f"{first['tpot_ms'] / first['floor_ms']:.3g}× above the floor at batch 1 and "
+            f"{last['tpot_ms'] / last['floor_ms']:.3g}× at batch {last['batch']}: the floor "
+            "counts only the forward pass at one large matmul's rate and a plain copy's "
+            "bandwidth, while each step here also pays the host (scheduling, sampling, "
+            "Python) and a small model's many small operators. ")
+    text += (f"With speculation (γ = {GAMMA}) the target kept {alpha:.0%} of guesses; "
+             f"it lowered TPOT at {len(moved)} of {len(plain)} batch sizes. ")
+    text += ("On a GPU at small batches the verification pass rides on the weight reads and "
+             "the points move left; on this CPU a decode step is mostly arithmetic, so "
+             "checking more positions costs nearly its full compute and the gain is small or "
+             "negative, and it shrinks as the batch grows.")
+    return text
+
+
+from demos.runners import runner_register  # noqa: E402
+
+runner_register("itl", itl_run, engine="own", params=PARAMS)

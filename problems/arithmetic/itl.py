@@ -1,0 +1,318 @@
+"""Inter-token latency against throughput (problem 9): one decode step as a roofline bound at batch
+B gives a curve of time per output token (TPOT) against tokens/s; each lever either moves that
+curve (fewer bytes per step, more bandwidth, less host time, more tokens per step) or only moves
+the operating point along it (the batch size), or only cuts the spikes above it (chunked
+prefill, disaggregation, decode-first scheduling).
+
+TPOT at batch B = the GPU's step (the larger of bytes ÷ bandwidth and FLOPs ÷ peak, on each GPU
+of a tensor-parallel group, plus that group's all-reduces) + the host's time per step (not
+overlapped), or the larger of the two when the host's work is overlapped with the GPU's.
+Throughput is counted per GPU, so that a lever that adds GPUs is compared fairly.
+"""
+
+import math
+
+from problems.arithmetic.batching import chunked_prefill
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.errors import ArithmeticInputError
+from problems.arithmetic.gpus import tp_allreduce_bytes
+from problems.arithmetic.inputs import (
+    TOKENS_MAX,
+    USERS_MAX,
+    count_check,
+    fraction_check,
+    number_check,
+)
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    RESERVE_GB_MAX,
+    context_check,
+    embedding_dtype_resolve,
+    weight_bytes_model,
+)
+from problems.arithmetic.replica import decode_step_replica, kv_bytes_per_token_gpu
+from problems.arithmetic.speculative import DRAFT_TOKENS_MAX
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import (
+    GB,
+    bandwidth_format,
+    bytes_short,
+    count_format,
+    number_format,
+    rate_format,
+    seconds_format,
+)
+
+HOST_MS_MAX = 1_000.0
+ALLREDUCE_US_MAX = 10_000.0
+TP_CHOICES = (1, 2, 4)  # the baseline's; the lever doubles it
+BATCH_SEARCH_MAX = USERS_MAX
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Tokens per verification step, (1 − α^(γ+1)) / (1 − α) (Leviathan et al., eq. 1);
+    γ + 1 when every guess is accepted. α 0.8, γ 4: 3.3616."""
+    return gamma + 1.0 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def tp_allreduce_seconds(*, layers: int, hidden: int, tokens: int, tp: int,
+                         link_bytes_per_second: float, latency_seconds: float) -> float:
+    """Time of one step's tensor-parallel all-reduces (seconds): two per layer, each the ring's
+    bytes over the one-way link bandwidth plus a fixed latency. 1 GPU: 0."""
+    if tp == 1:
+        return 0.0
+    sent = tp_allreduce_bytes(layers=layers, hidden=hidden, tokens=tokens, group=tp)
+    return sent / link_bytes_per_second + 2 * layers * latency_seconds
+
+
+def itl_levers(**inputs: object) -> Result:
+    """TPOT and tokens/s per GPU at `batch`, and the largest batch within `tpot_target_ms`
+    (and memory), for the baseline and each lever (seconds, tokens/s, sequences).
+
+    The baseline runs on `tp` GPUs (tensor parallel); the tensor-parallel lever doubles them.
+    """
+    return _levers_result(_levers_build(**inputs))
+
+
+def tpot_curves(*, inputs: dict, batches: list[int]) -> dict[str, list[tuple[int, float, float]]]:
+    """Each lever's (batch, TPOT seconds, tokens/s per GPU) at the batches memory holds."""
+    built = _levers_build(**inputs)
+    curves = {}
+    for key, _name, cfg, _effect in built["levers"]:
+        curves[key] = [(b, t, b / t / cfg["group"])
+                       for b in batches if b <= cfg["b_mem"]
+                       for t in (cfg["tpot"](b)[0],)]
+    return curves
+
+
+def _levers_build(
+    *,
+    model: str,
+    gpu: str,
+    batch: int = 64,
+    context_tokens: int = 2_000,
+    tpot_target_ms: float = 30.0,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    host_ms: float = 2.0,
+    lever_dtype: str = "fp8",
+    lever_kv_dtype: str = "fp8",
+    tp: int = 1,
+    allreduce_latency_us: float = 10.0,
+    acceptance: float = 0.7,
+    draft_tokens: int = 4,
+    draft_cost: float = 0.05,
+    prompt_tokens: int = 8_000,
+    chunk_tokens: int = 512,
+    bandwidth_efficiency: float = 1.0,
+    mfu: float = 1.0,
+    memory_fraction: float = MEMORY_FRACTION_DEFAULT,
+    reserve_gb: float = RESERVE_GB_DEFAULT,
+) -> Result:
+    m, g = model_get(model), gpu_get(gpu)
+    w, lever_w = dtype_get(dtype), dtype_get(lever_dtype, field="lever_dtype")
+    kv = kv_dtype_get(kv_dtype, model=m)
+    lever_kv = kv_dtype_get(lever_kv_dtype, model=m, field="lever_kv_dtype")
+    batch = count_check(batch, field="batch", maximum=USERS_MAX)
+    context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
+    context_check(model=m, tokens=context_tokens, field="context_tokens")
+    target = number_check(tpot_target_ms, field="tpot_target_ms", maximum=1e5) / 1e3
+    host = number_check(host_ms, field="host_ms", minimum=0.0, maximum=HOST_MS_MAX,
+                        allow_minimum=True) / 1e3
+    if tp not in TP_CHOICES:
+        raise ArithmeticInputError(field="tp", message=f"tensor parallelism is one of "
+                                   f"{', '.join(map(str, TP_CHOICES))}")
+    latency = number_check(allreduce_latency_us, field="allreduce_latency_us", minimum=0.0,
+                           maximum=ALLREDUCE_US_MAX, allow_minimum=True) / 1e6
+    alpha = fraction_check(acceptance, field="acceptance", allow_zero=True)
+    gamma = count_check(draft_tokens, field="draft_tokens", maximum=DRAFT_TOKENS_MAX)
+    c = number_check(draft_cost, field="draft_cost", minimum=0.0, maximum=10.0,
+                     allow_minimum=True)
+    prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
+    chunk_tokens = count_check(chunk_tokens, field="chunk_tokens", maximum=TOKENS_MAX)
+    bw_eff = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    mfu = fraction_check(mfu, field="mfu")
+    fraction = fraction_check(memory_fraction, field="memory_fraction")
+    reserve = number_check(reserve_gb, field="reserve_gb", minimum=0.0, maximum=RESERVE_GB_MAX,
+                           allow_minimum=True) * GB
+    usable = g.memory_total_bytes * fraction - reserve
+
+    def config(*, weights=w, kv_d=kv, group=tp, overlap=False, spec=False) -> dict:
+        emb = embedding_dtype_resolve(model=m, dtype=weights)
+        weights_gpu = weight_bytes_model(model=m, dtype=weights, embedding=emb)["total"] / group
+        kv_token = kv_bytes_per_token_gpu(model=m, tp=group, kv=kv_d)
+        free = usable - weights_gpu
+        b_mem = max(0, math.floor(free / (kv_token * context_tokens))) if free > 0 else 0
+
+        def gpu_step(b: int, queries: int = 1) -> dict:
+            s = decode_step_replica(model=m, gpu=g, tp=group, w=weights, emb=emb,
+                                    kv_token_gpu=kv_token, batch=b, context=context_tokens,
+                                    queries=queries, bandwidth_efficiency=bw_eff, mfu=mfu)
+            comm = tp_allreduce_seconds(layers=m.layers, hidden=m.hidden, tokens=b * queries,
+                                        tp=group, link_bytes_per_second=g.
+                                        interconnect_one_way_bytes_per_second,
+                                        latency_seconds=latency)
+            return {**s, "allreduce": comm, "gpu": s["seconds"] + comm}
+
+        def tpot(b: int) -> tuple[float, float]:
+            """(time per output token, tokens per step per sequence) at batch b."""
+            if not spec:
+                s = gpu_step(b)["gpu"]
+                return (max(s, host) if overlap else s + host), 1.0
+            plain = gpu_step(b)["gpu"]
+            verify = gpu_step(b, gamma + 1)["gpu"]
+            step = verify + gamma * c * plain + host
+            tokens = expected_tokens(alpha, gamma)
+            return step / tokens, tokens
+
+        return {"gpu_step": gpu_step, "tpot": tpot, "b_mem": b_mem, "group": group,
+                "weights_gpu": weights_gpu, "kv_token": kv_token}
+
+    def at_target(cfg: dict) -> dict:
+        """The largest batch within the target and memory, and tokens/s per GPU there."""
+        b_mem = cfg["b_mem"]
+        if b_mem < 1 or cfg["tpot"](1)[0] > target:
+            return {"batch": 0, "per_gpu": 0.0, "limit": "memory" if b_mem < 1 else "target"}
+        low, high = 1, min(b_mem, BATCH_SEARCH_MAX)
+        if cfg["tpot"](high)[0] <= target:
+            low, limit = high, "memory"
+        else:
+            limit = "target"
+            while high - low > 1:
+                middle = (low + high) // 2
+                if cfg["tpot"](middle)[0] <= target:
+                    low = middle
+                else:
+                    high = middle
+        return {"batch": low, "per_gpu": low / cfg["tpot"](low)[0] / cfg["group"],
+                "limit": limit}
+
+    levers = [
+        ("baseline", "Baseline", config(), "the curve itself"),
+        ("weights", f"{lever_w.name} weights", config(weights=lever_w), "moves the curve"),
+        ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv), "moves the curve"),
+        ("tp", f"Tensor parallel × {2 * tp}", config(group=2 * tp), "moves the curve"),
+        ("overlap", "Host work hidden (CUDA graphs, overlap)", config(overlap=True),
+         "moves the curve"),
+        ("speculative", f"Speculative decoding, γ = {gamma}", config(spec=True),
+         "moves the curve at small batches"),
+    ]
+    return {"levers": levers, "at_target": at_target, "m": m, "g": g, "w": w, "kv": kv,
+            "batch": batch, "context_tokens": context_tokens, "target": target, "host": host,
+            "tp": tp, "alpha": alpha, "gamma": gamma, "bw_eff": bw_eff, "mfu": mfu,
+            "usable": usable, "reserve": reserve, "fraction": fraction,
+            "prompt_tokens": prompt_tokens, "chunk_tokens": chunk_tokens,
+            "model": model, "gpu": gpu, "dtype": dtype, "kv_dtype": kv_dtype}
+
+
+def _levers_result(b: dict) -> Result:
+    levers, at_target, m, g, w, kv = (b[k] for k in ("levers", "at_target", "m", "g", "w", "kv"))
+    batch, context_tokens, target, host, tp = (b[k] for k in (
+        "batch", "context_tokens", "target", "host", "tp"))
+    alpha, bw_eff, mfu, usable, reserve, fraction = (b[k] for k in (
+        "alpha", "bw_eff", "mfu", "usable", "reserve", "fraction"))
+    prompt_tokens, chunk_tokens = b["prompt_tokens"], b["chunk_tokens"]
+    rows = []
+    for key, name, cfg, effect in levers:
+        fits = cfg["b_mem"] >= batch
+        t, per_step = cfg["tpot"](batch)
+        best = at_target(cfg)
+        rows.append({
+            "id": key, "name": name, "effect": effect, "fits": fits,
+            "tpot_seconds": t, "tokens_per_second_per_gpu": batch / t / cfg["group"],
+            "tokens_per_step": per_step, "batch_max_memory": cfg["b_mem"],
+            "batch_at_target": best["batch"], "per_gpu_at_target": best["per_gpu"],
+            "limit_at_target": best["limit"], "gpus": cfg["group"],
+        })
+    base_cfg = levers[0][2]
+    base = rows[0]
+    step = base_cfg["gpu_step"](batch)
+    # Spikes: a prompt arriving while `batch` sequences decode, whole or in chunks.
+    chunk_inputs = dict(model=b["model"], gpu=b["gpu"], prompt_tokens=prompt_tokens,
+                        dtype=b["dtype"], kv_dtype=b["kv_dtype"], mfu=mfu,
+                        bandwidth_efficiency=bw_eff,
+                        decode_batch=batch, decode_context_tokens=context_tokens,
+                        memory_fraction=fraction, reserve_gb=reserve / GB)
+    context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
+    chunked = chunked_prefill(**chunk_inputs, chunk_tokens=min(chunk_tokens, prompt_tokens))
+    whole_spike = chunked["unchunked_step_seconds"] + host
+    chunk_spike = chunked["largest_step_seconds"] + host
+    n_chunks = math.ceil(prompt_tokens / min(chunk_tokens, prompt_tokens))
+    added_mean = chunked["unchunked_stall_seconds"]
+    by_id = {r["id"]: r for r in rows}
+    spec = by_id["speculative"]
+    values = {
+        "levers": rows,
+        "gpu_step_seconds": step["gpu"], "gpu_step_bound": step["bound"],
+        "memory_seconds": step["memory"], "compute_seconds": step["compute"],
+        "weights_bytes": step["weights"], "kv_bytes": step["kv"],
+        "tpot_seconds": base["tpot_seconds"],
+        "tokens_per_second": base["tokens_per_second_per_gpu"],
+        "batch_max_memory": base["batch_max_memory"],
+        "batch_at_target": base["batch_at_target"],
+        "per_gpu_at_target": base["per_gpu_at_target"],
+        "spike_unchunked_seconds": whole_spike, "spike_chunked_seconds": chunk_spike,
+        "chunks": n_chunks, "prefill_stall_total_seconds": added_mean,
+        "speculative_tokens_per_step": spec["tokens_per_step"],
+        "fits": base["fits"],
+    }
+    steps = [
+        Step("Bytes per step (batch " + f"{batch:,})",
+             f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch) + "
+             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
+             f"{bytes_short(base_cfg['kv_token'])} of KV ({kv.kv_label})",
+             step["bytes"], "B", bytes_short(step["bytes"])),
+        Step(f"GPU step ({step['bound']}-bound)",
+             f"max({seconds_format(step['memory'])} reading at "
+             f"{bandwidth_format(g.bandwidth_bytes_per_second * bw_eff)}, "
+             f"{seconds_format(step['compute'])} computing)",
+             step["gpu"], "s", seconds_format(step["gpu"])),
+        Step("TPOT: GPU step + host time",
+             f"{seconds_format(step['gpu'])}"
+             + (f" (all-reduces over {tp} GPUs included: {seconds_format(step['allreduce'])})"
+                if tp > 1 else "")
+             + f" + {seconds_format(host)} (not overlapped)",
+             base["tpot_seconds"], "s", seconds_format(base["tpot_seconds"])),
+        Step("Throughput per GPU at this batch",
+             f"{count_format(batch, 'token')} ÷ {seconds_format(base['tpot_seconds'])}"
+             + (f" ÷ {tp} GPUs" if tp > 1 else ""),
+             base["tokens_per_second_per_gpu"], "tokens/s",
+             rate_format(base["tokens_per_second_per_gpu"], "tokens/s")),
+        Step("Largest batch KV memory holds",
+             f"⌊({bytes_short(usable + reserve)} usable − {bytes_short(reserve)} reserve − "
+             f"{bytes_short(base_cfg['weights_gpu'])} weights{' per GPU' if tp > 1 else ''}) ÷ "
+             f"({bytes_short(base_cfg['kv_token'])} × "
+             f"{count_format(context_tokens, 'token')})⌋",
+             base["batch_max_memory"], "sequences",
+             count_format(base["batch_max_memory"], "sequence")),
+        Step(f"Largest batch within the {seconds_format(target)} TPOT target",
+             f"limited by {base['limit_at_target']}",
+             base["batch_at_target"], "sequences",
+             count_format(base["batch_at_target"], "sequence")),
+        Step("Throughput per GPU at that batch", "batch ÷ TPOT",
+             base["per_gpu_at_target"], "tokens/s",
+             rate_format(base["per_gpu_at_target"], "tokens/s")),
+    ]
+    for r in rows[1:]:
+        steps.append(Step(
+            f"{r['name']}: TPOT at batch {batch:,}",
+            (f"{count_format(r['batch_at_target'], 'sequence')} within the target "
+             f"({r['limit_at_target']}-limited), "
+             f"{rate_format(r['per_gpu_at_target'], 'tokens/s')} per GPU there"
+             + ("" if r["fits"] else f"; batch {batch:,} does not fit in memory")
+             + (f"; {number_format(r['tokens_per_step'])} tokens per step at α = "
+                f"{number_format(alpha)}" if r["id"] == "speculative" else "")
+             + (f"; all-reduces add {seconds_format(levers[3][2]['gpu_step'](batch)['allreduce'])}"
+                if r["id"] == "tp" else "")),
+            r["tpot_seconds"], "s", seconds_format(r["tpot_seconds"])))
+    steps += [
+        Step(f"Spike: a prompt of {prompt_tokens:,} tokens in one step",
+             f"the decoders' step with the whole prefill in it, + host "
+             f"({chunked['largest_step_bound']}-bound chunks)",
+             whole_spike, "s", seconds_format(whole_spike)),
+        Step(f"Spike with {chunk_tokens:,}-token chunks",
+             f"the largest chunk's step + host, repeated {count_format(n_chunks, 'time')}",
+             chunk_spike, "s", seconds_format(chunk_spike)),
+    ]
+    return Result(values=values, steps=tuple(steps))

@@ -1,0 +1,202 @@
+"""Problem 10, when speculative decoding helps or hurts: expected tokens per target step and the
+speedup against γ for an editable α and draft cost, the speedup against batch from the
+roofline, and every figure the prose quotes, computed at render time by problems/arithmetic.
+"""
+
+from django.http import HttpRequest
+
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
+from problems.arithmetic.speculative import (
+    DRAFT_TOKENS_MAX,
+    NEARLY_FREE,
+    speculative,
+    speedup_memory_bound,
+)
+from problems.arithmetic.steps import Result
+from problems.arithmetic.units import count_format, number_format, percent_format
+from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.forms import (
+    bandwidth_input,
+    dtype_input,
+    gpu_input,
+    inputs_normalise,
+    kv_dtype_input,
+    memory_inputs,
+    mfu_input,
+    model_input,
+    real_input,
+    whole_input,
+)
+from problems.plots import Mark, Plot, Series, sweep_whole
+
+SLUG = "speculative-plan"
+PREFIX = "p10-spec"
+GAMMA_PLOT_MAX = DRAFT_TOKENS_MAX // 4
+# Leviathan et al., Table 2 (T5-XXL on TPU-v4, batch 1): a few rows as (task, draft, temp,
+# γ, α, speed-up), and the bigram draft of section 4.
+PAPER_ROWS = (("EnDe", "T5-small", 0, 7, 0.75, 3.4), ("EnDe", "T5-large", 0, 7, 0.82, 1.7),
+              ("CNNDM", "T5-small", 1, 5, 0.53, 2.3))
+BIGRAM = {"alpha": 0.2, "gamma": 3, "speedup": 1.25}
+PAPER_DRAFT_COST_MAX = 0.05  # "c ... always less than 0.05" for T5-small drafts
+
+
+def gamma_plot(*, inputs: dict, result: Result) -> Plot:
+    """Speedup against γ while verification is free, for the learner's α and two around it."""
+    gammas = tuple(range(1, GAMMA_PLOT_MAX + 1))
+    alphas = sorted({inputs["acceptance"], max(0.0, inputs["acceptance"] - 0.2),
+                     min(0.95, inputs["acceptance"] + 0.2)})
+    series = [Series(f"α = {number_format(a)}", gammas,
+                     tuple(speedup_memory_bound(acceptance=a, draft_tokens=g,
+                                                draft_cost=inputs["draft_cost"])
+                           for g in gammas), markers=True, dash=a != inputs["acceptance"])
+              for a in alphas]
+    series.append(Series("No gain (1×)", (1, GAMMA_PLOT_MAX), (1.0, 1.0), dash=True))
+    return Plot(title=f"Speedup against drafted tokens γ, draft cost c = "
+                      f"{number_format(inputs['draft_cost'])}, verification free",
+                x_title="Drafted tokens per step γ", y_title="Speedup (×)",
+                series=tuple(series), marks=(Mark(inputs["draft_tokens"], "your γ"),))
+
+
+def batch_plot(*, inputs: dict, result: Result) -> Plot:
+    """Speedup against batch from the roofline at the learner's γ."""
+    xs = sorted({*sweep_whole(1, 1024, count=16), inputs["batch"]})
+    ys = []
+    for b in xs:
+        try:
+            ys.append(speculative(**{**inputs, "batch": b})["speedup"])
+        except (ArithmeticError, ValueError):
+            ys.append(float("nan"))
+    marks = [Mark(inputs["batch"], "your batch")]
+    if result["costly_batch"]:
+        marks.append(Mark(result["costly_batch"], "verification no longer free"))
+    return Plot(title=f"Speedup against batch at γ = {inputs['draft_tokens']}, "
+                      f"α = {number_format(inputs['acceptance'])}",
+                x_title="Batch (sequences)", y_title="Speedup over plain decoding (×)",
+                x_log=True,
+                series=(Series("Speedup", tuple(xs), tuple(ys), markers=True),
+                        Series("No gain (1×)", (xs[0], xs[-1]), (1.0, 1.0), dash=True)),
+                marks=tuple(marks))
+
+
+INPUTS = (
+    real_input("acceptance", "Acceptance rate α", unit="fraction", initial=0.7, api=0.7,
+               maximum=1.0, help="The chance the target keeps each drafted token."),
+    whole_input("draft_tokens", "Drafted tokens per step γ", unit="tokens", initial=4, api=4,
+                maximum=DRAFT_TOKENS_MAX),
+    real_input("draft_cost", "Draft step cost c", unit="× a plain target step", initial=0.05,
+               api=0.05, maximum=1e3,
+               help="One draft forward pass as a fraction of one plain target step: a few "
+                    "hundredths for a small draft model, about 0 for prompt lookup."),
+    model_input(initial="llama-3-8b", api="llama-3-8b"),
+    gpu_input(initial="h100-sxm", api="h100-sxm"),
+    whole_input("batch", "Batch", unit="sequences", initial=1, api=1, maximum=USERS_MAX),
+    whole_input("context_tokens", "Context per sequence", unit="tokens", initial=1_000,
+                api=1_000, maximum=TOKENS_MAX),
+    dtype_input(), kv_dtype_input(), mfu_input(initial=0.5, api=0.5), bandwidth_input(),
+    *memory_inputs(),
+)
+
+
+def plan_compute(**inputs) -> Result:
+    from problems.arithmetic.speculative import speculative_plan
+
+    return speculative_plan(**inputs)
+
+
+CALCULATOR = calculator_register(Calculator(
+    slug=SLUG,
+    title="Speculative decoding: when it pays",
+    explanation=("Expected tokens per target step (1 − α^(γ+1)) ÷ (1 − α), the cost of γ "
+                 "draft steps and one verification step, and the speedup: against γ while "
+                 "verification costs what a plain step does (the paper's assumption), and "
+                 "against the batch with the verification step costed as a roofline bound."),
+    inputs=INPUTS,
+    compute=plan_compute,
+    plots=lambda *, inputs, result: (gamma_plot(inputs=inputs, result=result),
+                                     batch_plot(inputs=inputs, result=result)),
+    order=71,
+    api_path="/speculative-plan",
+    api_summary="Speculative decoding: best γ, speedup at a batch, where it stops paying",
+))
+
+SOURCES: list[tuple[str, str]] = [
+    ("Leviathan, Kalman and Matias, 'Fast Inference from Transformers via Speculative "
+     "Decoding' (ICML 2023: eq. 1, Theorem 3.8, Corollary 3.9, Table 2)",
+     "https://arxiv.org/abs/2211.17192"),
+    ("Chen et al., 'Accelerating Large Language Model Decoding with Speculative Sampling' "
+     "(DeepMind, the same acceptance rule, Chinchilla 70B)", "https://arxiv.org/abs/2302.01318"),
+    ("Li et al., 'EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty' "
+     "(draft head on the target's features; 2.7×–3.5× on LLaMA2-Chat 70B)",
+     "https://arxiv.org/abs/2401.15077"),
+    ("Cai et al., 'Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding "
+     "Heads' (extra heads, tree attention)", "https://arxiv.org/abs/2401.10774"),
+    ("Saxena, 'Prompt Lookup Decoding' (n-gram drafts from the prompt, no draft model)",
+     "https://github.com/apoorvumang/prompt-lookup-decoding"),
+    ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (a multi-token prediction module, reused for "
+     "speculative decoding)", "https://arxiv.org/abs/2412.19437"),
+    ("vLLM documentation: speculative decoding (draft models, n-gram, EAGLE, MTP; acceptance "
+     "metrics)", "https://docs.vllm.ai/en/latest/features/spec_decode.html"),
+    ("Meta Llama 3 8B config.json (model dimensions)",
+     "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
+    ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 bandwidth, dense BF16 rate)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+]
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 10's prose quotes, from the same inputs as its calculator."""
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    followed = state.result is not None
+    if followed:
+        inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
+        r = state.result
+    else:
+        inputs = CALCULATOR.defaults()
+        r = plan_compute(**inputs)
+    m, g, d = model_get(inputs["model"]), gpu_get(inputs["gpu"]), dtype_get(inputs["dtype"])
+    alpha, gamma, cost = inputs["acceptance"], inputs["draft_tokens"], inputs["draft_cost"]
+    # A batch well past the break-even one, to show the loss (memory permitting or not: the
+    # figures are floors for the work).
+    big = 2 * r["slower_batch"] if r["slower_batch"] else 0
+    at_big = speculative(**{**inputs, "batch": big}) if big else None
+    positions = [{"j": j + 1, "p_text": percent_format(p)}
+                 for j, p in enumerate(r["acceptance_by_position"])]
+    return {
+        "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_followed": followed,
+        "model_name": m.name, "gpu_name": g.name, "dtype_name": d.name,
+        "alpha_text": number_format(alpha), "gamma": gamma,
+        "cost_text": number_format(cost),
+        "batch": f"{inputs['batch']:,}", "context_tokens": f"{inputs['context_tokens']:,}",
+        "expected_text": number_format(r["expected_tokens_per_step"]),
+        "step_cost_text": number_format(r["step_cost"]),
+        "speedup_text": f"{number_format(r['speedup'])}×",
+        "slowdown": r["speedup"] < 1,
+        "paper_text": f"{number_format(r['memory_bound_speedup'])}×",
+        "floor_text": f"{number_format(r['paper_floor_speedup'])}×",
+        "alpha_above_cost": alpha > cost,
+        "verify_ratio_text": number_format(r["verify_ratio"]),
+        "verify_bound": r["verify_bound"],
+        "best_gamma": r["best_gamma"],
+        "best_text": f"{number_format(r['best_gamma_speedup'])}×",
+        "positions": positions,
+        "last_kept_text": positions[-1]["p_text"],
+        "nearly_free_text": number_format(NEARLY_FREE),
+        "costly_text": count_format(r["costly_batch"], "sequence") if r["costly_batch"]
+        else "never",
+        "slower_text": count_format(r["slower_batch"], "sequence") if r["slower_batch"]
+        else "never",
+        "big_batch": f"{big:,}" if big else "",
+        "slower_fits": bool(speculative(**{**inputs, "batch": r["slower_batch"]})["fits"])
+        if r["slower_batch"] else True,
+        "big_speedup_text": f"{number_format(at_big['speedup'])}×" if at_big else "",
+        "big_verify_text": number_format(at_big["verify_ratio"]) if at_big else "",
+        "fits": r["fits"],
+        "paper_rows": [{"task": t, "draft": dr, "temp": te, "gamma": ga,
+                        "alpha_text": number_format(a), "speedup_text": f"{number_format(s)}×"}
+                       for t, dr, te, ga, a, s in PAPER_ROWS],
+        "bigram_alpha_text": number_format(BIGRAM["alpha"]),
+        "bigram_gamma": BIGRAM["gamma"],
+        "bigram_text": f"{number_format(BIGRAM['speedup'])}×",
+        "paper_cost_text": number_format(PAPER_DRAFT_COST_MAX),
+    }

@@ -1,0 +1,52 @@
+"""Page 05's live demos end to end: a real worker process, real Redis, uvicorn's SSE relay; tiny
+workloads, each run to finished with its events in order."""
+
+import pytest
+
+from tests.demos.test_runs_page07 import run_events
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow]
+
+
+def test_speculative_runs_to_finished_step_by_step(site, celery_worker_process):
+    _, seen = run_events(site, "speculative", {"draft_tokens": 2, "output_tokens": 4,
+                                               "large_batch": 2})
+    assert [e.type for e in seen] == ["started", "trace", "acceptance", "speed", "speed",
+                                      "compare", "finished"]
+    assert [e.data["k"] for e in seen[3:5]] == [1, 2]
+    trace = seen[1].data["steps"]
+    assert trace and all(0 <= s["accepted"] <= len(s["drafts"]) for s in trace)
+    assert len(seen[2].data["measured"]) == 2
+    finished = seen[-1].data
+    assert len(finished["plots"]) == 2 and finished["note"]
+    assert {r["drafter"] for r in finished["compare"]} == {"model", "ngram"}
+    assert finished["stats"]["kv_blocks_free"] == finished["stats"]["kv_blocks_total"]
+
+
+def test_a_bad_parameter_is_refused_naming_it(site):
+    status, body = site.request("POST", "/demos/speculative/runs", {"draft_tokens": 9})
+    assert status == 422 and "draft_tokens" in str(body)
+
+
+def test_itl_runs_to_finished_batch_by_batch(site, celery_worker_process):
+    _, seen = run_events(site, "itl", {"prompt_tokens": 8, "output_tokens": 4,
+                                       "lever": "ngram"})
+    assert [e.type for e in seen] == (["started"] + ["batch"] * 6 + ["lever_batch"] * 6
+                                      + ["finished"])
+    assert [e.data["batch"] for e in seen[1:7]] == [1, 2, 4, 8, 16, 32]
+    finished = seen[-1].data
+    assert finished["lever"] == "ngram" and len(finished["plots"]) == 2 and finished["note"]
+    assert finished["stats"]["kv_blocks_free"] == finished["stats"]["kv_blocks_total"]
+
+
+def test_tail_latency_runs_to_finished_with_a_breakdown(site, celery_worker_process):
+    _, seen = run_events(site, "tail-latency", {"utilization": 0.5, "duration_s": 2})
+    types = [e.type for e in seen]
+    assert types[:2] == ["started", "capacity"] and types[-1] == "finished"
+    assert set(types[2:-1]) <= {"tick"}
+    finished = seen[-1].data
+    assert finished["requests"] >= 1 and finished["slowest"]
+    assert 0 < finished["e2e"]["p50"] <= finished["e2e"]["p99"]
+    assert finished["predicted"]["p50"] < finished["predicted"]["p99"]
+    assert len(finished["plots"]) == 4 and finished["note"]
+    assert finished["stats"]["kv_blocks_free"] == finished["stats"]["kv_blocks_total"]

@@ -1,0 +1,64 @@
+"""Problem 9 on page 05, through Django's test client: every section written, the worked
+figures equal to the JSON API's, inputs that move them, no typed figures, sources."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import count_format, rate_format, seconds_format
+from problems.content import p09
+from tests.problems.content.helpers import typed_figures
+from tests.problems.content.page05 import (
+    api_get,
+    calculator_query,
+    page_checks,
+    section_text,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p09.__file__).with_suffix(".html")
+
+
+def test_all_sections_hints_svg_and_lists(client) -> None:
+    page_checks(client, 9, TEMPLATE.read_text())
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    worked = section_text(client, 9, "worked")
+    r = api_get(client, "itl-levers")
+    assert f"TPOT is {seconds_format(r['tpot_seconds'])}" in worked
+    assert f"throughput {rate_format(r['tokens_per_second'], 'tokens/s')} per GPU" in worked
+    assert (f"the largest batch within {seconds_format(0.015)} is "
+            f"{count_format(r['batch_at_target'], 'sequence')}") in worked
+    for lever in r["levers"][1:]:
+        assert lever["name"] in worked
+        assert seconds_format(lever["tpot_seconds"]) in worked
+    assert seconds_format(r["spike_unchunked_seconds"]) in worked
+    assert seconds_format(r["spike_chunked_seconds"]) in worked
+
+
+def test_changing_the_inputs_moves_the_figures(client) -> None:
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b", dtype="fp8",
+                             tp="4", batch=32)
+    worked = section_text(client, 9, "worked", query)
+    r = api_get(client, "itl-levers", model="llama-3-70b", dtype="fp8", tp="4", batch=32)
+    assert "Llama 3 70B decoding on 4 ×" in worked
+    assert f"TPOT is {seconds_format(r['tpot_seconds'])}" in worked
+    assert "Tensor parallel × 8" in worked
+
+
+def test_bad_input_is_refused_naming_the_field(client) -> None:
+    response = client.get("/api/calc/itl-levers", {"tp": "3"})
+    assert response.status_code in (400, 422)
+    assert "tp" in response.content.decode()
+    worked = section_text(client, 9, "worked",
+                          calculator_query(p09.CALCULATOR, p09.PREFIX, context_tokens=10**6))
+    assert "Take Llama 3 8B" in worked  # the prose keeps the defaults
+
+
+def test_no_typed_figures_and_sources() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+    assert len(p09.SOURCES) >= 6
+    for title, url in p09.SOURCES:
+        assert title and url.startswith("https://")

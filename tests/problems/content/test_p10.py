@@ -1,0 +1,53 @@
+"""Problem 10 on page 05: every section written, the worked figures equal to the JSON API's,
+inputs that move them, no typed figures, sources."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import count_format, number_format, percent_format
+from problems.content import p10
+from tests.problems.content.helpers import typed_figures
+from tests.problems.content.page05 import (
+    api_get,
+    calculator_query,
+    page_checks,
+    section_text,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p10.__file__).with_suffix(".html")
+
+
+def test_all_sections_hints_svg_and_lists(client) -> None:
+    page_checks(client, 10, TEMPLATE.read_text())
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    worked = section_text(client, 10, "worked")
+    r = api_get(client, "speculative-plan")
+    assert f"(1 − α γ+1 ) ÷ (1 − α) = {number_format(r['expected_tokens_per_step'])}" in worked
+    assert f"= {number_format(r['speedup'])}×" in worked
+    assert f"the best is γ = {r['best_gamma']}" in worked
+    assert f"guess 4: {percent_format(r['acceptance_by_position'][3])}" in worked
+    assert f"at {count_format(r['costly_batch'], 'sequence')}" in worked
+    assert f"plain decoding from {count_format(r['slower_batch'], 'sequence')}" in worked
+    # Hand-worked: α 0.7, γ 4: (1 − 0.7^5)/0.3 = 2.7731; c 0.05 → 2.7731 / 1.2 = 2.311.
+    assert (number_format(r["expected_tokens_per_step"]), number_format(r["speedup"])) == (
+        "2.77", "2.31")
+
+
+def test_a_low_acceptance_changes_the_answer(client) -> None:
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.1, draft_cost=0.5)
+    worked = section_text(client, 10, "worked", query)
+    r = api_get(client, "speculative-plan", acceptance=0.1, draft_cost=0.5)
+    assert r["speedup"] < 1
+    assert f"= {number_format(r['speedup'])}×: a slowdown" in worked
+
+
+def test_no_typed_figures_and_sources() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+    assert len(p10.SOURCES) >= 6
+    for title, url in p10.SOURCES:
+        assert title and url.startswith("https://")

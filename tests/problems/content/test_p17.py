@@ -1,0 +1,53 @@
+"""Problem 17 on page 05: every section written, the worked table equal to the JSON API's,
+inputs that move it, no typed figures, sources."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import number_format, seconds_format
+from problems.content import p17
+from tests.problems.content.helpers import typed_figures
+from tests.problems.content.page05 import (
+    api_get,
+    calculator_query,
+    page_checks,
+    section_text,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p17.__file__).with_suffix(".html")
+
+
+def test_all_sections_hints_svg_and_lists(client) -> None:
+    page_checks(client, 17, TEMPLATE.read_text())
+
+
+def test_the_worked_table_equals_the_api(client) -> None:
+    worked = section_text(client, 17, "worked")
+    r = api_get(client, "tail-latency")
+    for row in r["mm1"] + r["mmc"]:
+        assert seconds_format(row["p99_response_seconds"]) in worked
+        assert seconds_format(row["p50_response_seconds"]) in worked
+    assert f"{number_format(r['length_ratio'])}× the median" in worked
+    assert f"The ratio stays {number_format(r['mm1_ratio'])}× at any load" in worked
+
+
+def test_a_longer_tail_reaches_the_question_ratio(client) -> None:
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=4000)
+    worked = section_text(client, 17, "worked", query)
+    assert "the question's ratio with no queueing at all" in worked
+
+
+def test_bad_input_is_refused_naming_the_field(client) -> None:
+    response = client.get("/api/calc/tail-latency", {"p99_output_tokens": 10})
+    assert response.status_code in (400, 422)
+    assert "p99_output_tokens" in response.content.decode()
+
+
+def test_no_typed_figures_and_sources() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+    assert len(p17.SOURCES) >= 6
+    for title, url in p17.SOURCES:
+        assert title and url.startswith("https://")
