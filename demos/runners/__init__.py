@@ -59,6 +59,7 @@ def runner_queue(demo: str) -> str:
 
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
+    benchmark,
     lifecycle,
     metrics,
     profile,

@@ -123,3 +123,17 @@ def benchmark_summary(requests: Sequence[dict], *, duration_s: float,
 
 
 
+
+
+def expected_output_throughput(*, mode: str, level: float, output_tokens: int,
+                               mean_e2e_s: float | None = None) -> float | None:
+    """Output tokens/s a load point should show if the server keeps up. At a request rate λ:
+    λ × output tokens (None for "all at once", which has no rate). At a fixed concurrency C,
+    Little's law gives the request rate C ÷ mean E2E, so C × output tokens ÷ mean E2E."""
+    if mode == "rate":
+        return None if math.isinf(level) else level * output_tokens
+    if mode == "concurrency":
+        if not mean_e2e_s:
+            return None
+        return level * output_tokens / mean_e2e_s
+    raise ValueError("mode must be 'rate' or 'concurrency'")

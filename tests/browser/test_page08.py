@@ -17,6 +17,8 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.vi
 DEMOS = (
     ("metrics", {"rate": "5", "duration_s": "1", "prompt_tokens": "24", "output_tokens": "3",
                  "prefix_tokens": "16"}, 4),
+    ("benchmark", {"requests": "4", "input_tokens": "8", "output_tokens": "3",
+                   "static_batch": "2"}, 3),
 )
 
 
@@ -32,6 +34,9 @@ def test_each_demo_on_page_08_runs_and_draws_its_plots(page, asgi_server,  # noq
         demo = page.locator(f"#demo-{slug}")
         for name, value in fields.items():
             demo.locator(f"[name={name}]").fill(value)
+        if slug == "benchmark":  # one load point: all at once
+            for rate in ("2", "8"):
+                demo.locator(f'input[name=rates][value="{rate}"]').uncheck()
         demo.get_by_role("button", name="Run", exact=True).click()
         page.wait_for_function(
             "slug => document.querySelector(`#demo-${slug}`).dataset.runState === 'finished'",
@@ -44,6 +49,9 @@ def test_each_demo_on_page_08_runs_and_draws_its_plots(page, asgi_server,  # noq
     metrics = page.locator("#demo-metrics")
     assert metrics.locator(".metrics-live-plot svg.main-svg").count() >= 1
     assert metrics.locator('[data-tile="ttft"]').inner_text() != "–"
+    bench = page.locator("#demo-benchmark")
+    assert bench.locator(".bench-points tbody tr").count() == 2
+    assert bench.locator(".bench-method tbody tr").count() >= 10
     assert page.evaluate("window.__csp") == []
 
 

@@ -49,3 +49,17 @@ def test_metrics_runs_to_finished_and_moves_the_metrics_endpoint(site, celery_wo
         time.sleep(0.3)
     assert (after["vllm:time_to_first_token_seconds_count"]
             - before["vllm:time_to_first_token_seconds_count"]) >= summary["finished"]
+
+
+def test_benchmark_runs_to_finished_point_by_point(site, celery_worker_process):
+    _, seen = run_events(site, "benchmark", {"requests": 4, "input_tokens": 8,
+                                             "output_tokens": 3, "static_batch": 2,
+                                             "rates": ["8", "inf"]})
+    assert [e.type for e in seen] == ["started", "warmup", "warmup"] + ["point"] * 4 + [
+        "finished"]
+    # Levels in order, the backends taking turns at going first.
+    assert [(e.data["label"], e.data["backend"]) for e in seen[3:7]] == [
+        ("8 req/s", "engine"), ("8 req/s", "hf-static"),
+        ("all at once", "hf-static"), ("all at once", "engine")]
+    assert all(e.data["completed"] == 4 for e in seen[3:7])
+    assert len(seen[-1].data["plots"]) == 3

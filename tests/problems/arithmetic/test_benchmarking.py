@@ -48,3 +48,14 @@ def test_benchmark_summary_of_a_load_point() -> None:
     assert s["mean_itl"] == pytest.approx(0.02)
     assert (s["good"], s["goodput"]) == (1, 0.5)
     assert s["good_share"] == pytest.approx(1 / 3)
+
+
+def test_expected_output_throughput() -> None:
+    from problems.arithmetic.benchmarking import expected_output_throughput
+
+    # 4 requests/s × 16 tokens = 64 tokens/s; 8 in flight at 0.5 s each = 16 requests/s,
+    # × 16 tokens = 256 tokens/s; "all at once" has no rate to predict from.
+    assert expected_output_throughput(mode="rate", level=4, output_tokens=16) == 64
+    assert expected_output_throughput(mode="concurrency", level=8, output_tokens=16,
+                                      mean_e2e_s=0.5) == 256
+    assert expected_output_throughput(mode="rate", level=float("inf"), output_tokens=16) is None
