@@ -28,7 +28,6 @@ from problems.arithmetic.catalog.prices import price_example_get
 
 TICK_S = 0.5
 WINDOW_S = 2.0
-SAMPLE_S = 0.1  # how often the engine's gauges are read for their time average
 VOCAB_LOW, VOCAB_HIGH = 3, 1000  # ordinary token ids of the shipped model's vocabulary
 H100_PRICE = price_example_get("h100-sxm")
 
@@ -122,8 +121,8 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
     finished: list[dict] = []
     token_times: list[float] = []  # seconds from the start, every output token of this run
     ticks: list[dict] = []
-    gauge_samples: list[tuple[int, int]] = []  # (running, waiting) every SAMPLE_S
-    next_tick, next_sample = TICK_S, 0.0
+    gauge_samples: list[tuple[int, int]] = []  # (running, waiting) at every tick
+    next_tick = TICK_S
     last_prefix = (stats0["prefix_cache_queries"], stats0["prefix_cache_hits"])
     try:
         while sent < len(arrivals) or requests:
@@ -157,13 +156,12 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
                         int(event.get("num_output_tokens", 0)),
                     })
             now = time.perf_counter() - start
-            if now >= next_sample:
+            if now >= next_tick:
+                # One read of the engine's state per tick, as a Prometheus scrape samples
+                # gauges: each read waits for the engine's lock, between two steps.
                 stats = client.stats()
                 gauge_samples.append((int(stats["num_requests_running"]),
                                       int(stats["num_requests_waiting"])))
-                next_sample = now + SAMPLE_S
-            if now >= next_tick:
-                stats = client.stats()
                 tick = _tick(now=now, stats=stats, last_prefix=last_prefix, finished=finished,
                              token_times=token_times, sent=sent, price=price)
                 last_prefix = (stats["prefix_cache_queries"], stats["prefix_cache_hits"])
@@ -323,6 +321,10 @@ def _note(*, predicted: dict, measured: dict, block: int, prefix_len: int, durat
             f"first requests' tokens only start after their TTFT, and each request's last "
             f"tokens fall after the {duration:g} s window, which the prediction ignores "
             f"(about {mean_e2e:.2g} s of edge on each side of a {duration:g} s run). ")
+    if tp_ratio < 0.7:
+        text += ("That is well below: this worker could not keep up with the rate, so a queue "
+                 "grew (see the waiting requests) and latency rose with it, which no "
+                 "steady-state prediction allows for. ")
     if prefix_len < block:
         text += (f"The common prefix ({prefix_len} tokens) is shorter than one cache block "
                  f"({block} tokens), so nothing can hit: only whole blocks are cached. ")
@@ -334,7 +336,7 @@ def _note(*, predicted: dict, measured: dict, block: int, prefix_len: int, durat
                  "cold, a shared request admitted before the first one's prefill finished "
                  "finds nothing yet, and the draw of which requests share is random. ")
     text += ("The requests in the engine are sampled from its gauges every "
-             f"{SAMPLE_S:g} s, include other visitors' requests and the drain after the "
+             f"{TICK_S:g} s, include other visitors' requests and the drain after the "
              "arrivals stop, while Little's law holds exactly only for averages over a long "
              "steady run.")
     return text

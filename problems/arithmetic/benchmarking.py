@@ -35,9 +35,9 @@ def percentile_rank_interval(*, requests: float, q: float) -> tuple[float, float
 
 
 def requests_for_bounded_percentile(q: float) -> float:
-    """The fewest requests for which the 95% interval of the q-quantile stays inside the
-    sample (its upper end below the slowest request): n·(1 − q) ≥ z·√(n·q·(1 − q)), so
-    n ≥ z²·q ÷ (1 − q)."""
+    """The fewest requests for which the 95% interval of the count beyond the q-quantile keeps
+    its low end above zero (so a run is unlikely to hold no request at all beyond it):
+    n·(1 − q) ≥ z·√(n·q·(1 − q)), so n ≥ z²·q ÷ (1 − q)."""
     return Z_95**2 * q / (1 - q)
 
 
@@ -73,8 +73,9 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
         Step("95% range of that count", f"{number_format(beyond)} ± {Z_95:.2f} × √("
              f"{number_format(n)} × {number_format(q)} × {number_format(1 - q)})", high - low,
              "requests", f"{number_format(max(low, 0))} to {number_format(high)} requests"),
-        Step(f"Fewest requests that bound the {label}", f"{Z_95:.2f}² × {number_format(q)} ÷ "
-             f"{number_format(1 - q)}", needed, "requests", f"{number_format(needed)} requests"),
+        Step("Fewest requests for which that range clears zero",
+             f"{Z_95:.2f}² × {number_format(q)} ÷ {number_format(1 - q)}", needed, "requests",
+             f"{number_format(needed)} requests"),
         Step("Requests in flight the client must hold (Little's law)",
              f"{rate_format(rate, 'requests/s')} × {seconds_format(e2e)}", in_flight,
              "requests", f"{number_format(in_flight)} requests"),

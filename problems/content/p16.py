@@ -20,6 +20,7 @@ from problems.arithmetic.serving_metrics import (
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
+    count_format,
     money_format,
     number_format,
     percent_format,
@@ -183,7 +184,7 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_prefix": PREFIX,
         "inputs_followed": followed,
         "price_text": money_format(inputs["price_per_hour"]) + "/h",
-        "gpus": number_format(inputs["gpus"]),
+        "gpus_text": count_format(inputs["gpus"], "GPU"),
         "replica_price_text": money_format(r["replica_price_per_hour"]) + "/h",
         "prompt_tokens": number_format(inputs["prompt_tokens"]),
         "output_tokens": number_format(inputs["output_tokens"]),

@@ -50,7 +50,7 @@ def plan_plot(*, inputs: dict, result: Result) -> Plot:
                 Series("95% range, low", tuple(xs), tuple(low), dash=True),
                 Series("95% range, high", tuple(xs), tuple(high), dash=True)),
         marks=(Mark(result["requests"], "your load point"),
-               Mark(requests_for_bounded_percentile(q), "bounded from here")))
+               Mark(requests_for_bounded_percentile(q), "range clears zero")))
 
 
 CALCULATOR = calculator_register(Calculator(
@@ -58,7 +58,7 @@ CALCULATOR = calculator_register(Calculator(
     title="One load point of a benchmark: enough requests, enough concurrency",
     explanation=("How many requests a load point sends, how many of them are expected to lie "
                  "beyond the true percentile (and its 95% range, from the binomial count), the "
-                 "fewest requests for which that range stays inside the sample, the requests "
+                 "fewest requests for which that range's low end stays above zero, the requests "
                  "in flight the client must hold (Little's law) and the rate a client capped "
                  "below that really offers."),
     inputs=(
