@@ -64,8 +64,8 @@ CALCULATOR = calculator_register(Calculator(
     inputs=(
         real_input("request_rate", "Request rate", unit="requests/s", initial=4.0, api=4.0,
                    maximum=RATE_MAX),
-        real_input("duration_s", "Duration of the load point", unit="s", initial=120.0,
-                   api=120.0, maximum=DURATION_MAX),
+        real_input("duration_s", "Duration of the load point", unit="s", initial=300.0,
+                   api=300.0, maximum=DURATION_MAX),
         real_input("percentile_q", "Percentile", unit="fraction", initial=0.99, api=0.99,
                    minimum=0.01, maximum=0.9999, help="0.99 for p99."),
         real_input("e2e_latency_s", "Mean end-to-end latency at this rate", unit="s",
