@@ -20,6 +20,7 @@ sending to the end of the stream.
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import math
 import random
@@ -168,6 +169,17 @@ async def warm_up(*, base_url: str, model: str, api_key: str, prompts: list[str]
                      output_tokens=output_tokens, api_key=api_key)
 
 
+def run_sync(coroutine):  # noqa: ANN001, ANN201
+    """Run a coroutine to its end from synchronous code: in this thread, or in a thread of its
+    own when this one already runs an event loop (asyncio.run refuses to nest)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def model_first(base_url: str, api_key: str) -> str:
     """The first model the server lists (GET /models)."""
     from openai import OpenAI
@@ -259,12 +271,12 @@ def main(argv: list[str] | None = None) -> int:
                            tokenizer_path=args.tokenizer)
     warm = prompts[:args.warmup]
     if warm:
-        asyncio.run(warm_up(base_url=args.base_url, model=model, api_key=args.api_key,
+        run_sync(warm_up(base_url=args.base_url, model=model, api_key=args.api_key,
                             prompts=warm, output_tokens=args.output_tokens))
     points = []
     for i, rate in enumerate(args.request_rate):
         measured = prompts[args.warmup + i * n:args.warmup + (i + 1) * n]
-        summary = asyncio.run(load_point(
+        summary = run_sync(load_point(
             base_url=args.base_url, model=model, prompts=measured,
             output_tokens=args.output_tokens, request_rate=rate,
             max_concurrency=args.max_concurrency, api_key=args.api_key, seed=args.seed,

@@ -15,7 +15,6 @@ per load point, levels in order, backends alternating which goes first); the tas
 publishes finished with the summary (plots, methodology, note), or cancelled.
 """
 
-import asyncio
 import math
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def methodology(*, params: dict, machine: dict, client_label: str) -> list[list[
 
 def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Warm both backends up, then measure every load point on each, taking turns."""
-    from demos.benchmark_client import load_point, prompts_make
+    from demos.benchmark_client import load_point, prompts_make, run_sync
     from worker.bench_backends import CompletionServer, EngineBackend, HFStaticBackend
 
     model_path = str(machine["model_path"])
@@ -103,20 +102,24 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     mode, levels = params["mode"], _levels(params)
     n, out = int(params["requests"]), int(params["output_tokens"])
     slo_ttft, slo_tpot = params["slo_ttft_ms"] / 1e3, params["slo_tpot_ms"] / 1e3
+    from tokenizers import Tokenizer
+
     engine_backend = EngineBackend(engine)
     tokenizer_client = engine_backend.loop.client(owner="bench-tokenizer")
 
     def tokenize(text: str) -> list[int]:
         return tokenizer_client.encode_prompt(text, chat=False)
 
-    from tokenizers import Tokenizer
-
     # A tokenizer of its own for the HF backend's text: never shared across threads.
     decoder = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
     config = getattr(getattr(engine, "runner", None), "config", None)
-    hf_backend = HFStaticBackend(
-        model_path, batch_size=int(params["static_batch"]), decode=decoder.decode,
-        eos_token_id=getattr(config, "eos_token_id", None))
+    try:
+        hf_backend = HFStaticBackend(
+            model_path, batch_size=int(params["static_batch"]), decode=decoder.decode,
+            eos_token_id=getattr(config, "eos_token_id", None))
+    except BaseException:
+        engine_backend.stop()
+        raise
     servers = [CompletionServer(engine_backend, tokenize=tokenize, model_id=model_id).start(),
                CompletionServer(hf_backend, tokenize=tokenize, model_id=model_id).start()]
     rows = methodology(params=params, machine=machine,
@@ -131,7 +134,7 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     try:
         for server in servers:
             _check(ctx)
-            warm = asyncio.run(load_point(base_url=server.base_url, model=model_id,
+            warm = run_sync(load_point(base_url=server.base_url, model=model_id,
                                           prompts=prompts[:WARMUP_REQUESTS], output_tokens=out))
             ctx.publish("warmup", {"backend": server.backend.name,
                                    "seconds": warm["duration_s"], "failed": warm["failed"]})
@@ -140,7 +143,7 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
             order = servers if i % 2 == 0 else servers[::-1]
             for server in order:
                 _check(ctx)
-                summary = asyncio.run(load_point(
+                summary = run_sync(load_point(
                     base_url=server.base_url, model=model_id, prompts=batch,
                     output_tokens=out, request_rate=level if mode == "rate" else math.inf,
                     max_concurrency=int(level) if mode == "concurrency" else None,

@@ -176,6 +176,7 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
     final = _tick(now=end, stats=stats, last_prefix=last_prefix, finished=finished,
                   token_times=token_times, sent=sent, price=price)
     ticks.append(final)
+    ctx.publish("tick", final)  # the dashboard's last sample, even for a run under a tick
     return RunOutcome(state="finished", summary=_summary(
         params=params, arrivals=arrivals, finished=finished, token_times=token_times,
         ticks=ticks, gauge_samples=gauge_samples, duration=duration, end=end, block=block,

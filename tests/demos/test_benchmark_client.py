@@ -56,3 +56,18 @@ def test_the_command_line_against_the_course_endpoint(asgi_server, celery_worker
         assert p["completed"] == 3 and p["failed"] == 0
         assert p["output_tokens"] == 3 * 4  # the server's usage: ignore_eos honoured
         assert 0 < p["p50_ttft"] <= p["p99_e2e"] and p["good"] == 3
+
+
+def test_run_sync_works_where_an_event_loop_already_runs() -> None:
+    """Playwright's sync API (the browser tests) and notebooks leave a loop running in the
+    thread: the client then runs its own loop in a thread of its own."""
+    import asyncio
+
+    from demos.benchmark_client import run_sync
+
+    async def outer() -> int:
+        return run_sync(asyncio.sleep(0, result=7))
+
+    # From plain code (or from under the browser tests' loop), then from inside a running loop.
+    assert run_sync(asyncio.sleep(0, result=8)) == 8
+    assert run_sync(outer()) == 7
