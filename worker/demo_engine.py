@@ -166,3 +166,9 @@ def serving_get(model_path: str, *, device: str = "cpu", timeout: float = 300.0)
     if _serving is None:
         raise RuntimeError(f"the shared engine failed to load: {_load_error}")
     return _serving
+
+
+def serving_metrics_text() -> bytes | None:
+    """This process's /metrics registry text (Prometheus format), or None before the shared
+    engine is loaded: what the worker publishes for the web's /metrics."""
+    return _serving.metrics.text() if _serving is not None else None

@@ -61,11 +61,13 @@ def runner_queue(demo: str) -> str:
 from demos.runners import (  # noqa: E402,F401
     attention_kernels,
     batching,
+    benchmark,
     chunked_prefill,
     fairness,
     itl,
     kv_bytes,
     lifecycle,
+    metrics,
     paged_blocks,
     profile,
     quantization,

@@ -25,6 +25,11 @@ Formulas (keyword-only, each returns a `Result`):
 - utilization: `decode_step_breakdown` (a decode step by kernel group), `gpu_utilization`
   (nvidia-smi's busy share against MFU and MBU, problems 13 and 14)
 - fusion: `rmsnorm_fusion` (eager against fused RMSNorm traffic, problem 15)
+- serving_metrics: `request_latencies`, `percentile`, `histogram_quantile` (Prometheus's),
+  `goodput`, `request_cost` (cost per request and a hit-rate drop, problem 16)
+- benchmarking: `benchmark_plan` (a load point's percentile range and Little's law for the
+  client), `benchmark_summary` (what a benchmark client prints), `expected_output_throughput`
+  (problem 18)
 
 Formatting for people lives in `units`.
 """

@@ -1,0 +1,140 @@
+"""Benchmarking serving engines fairly (problem 18): how many requests a percentile needs
+before it means anything, what a client's concurrency cap does to the offered rate (Little's
+law), and the summary a benchmark client prints for one load point.
+
+The summary is what `vllm bench serve` reports, measured at the client: request and output
+token throughput over the run's wall time, TTFT, TPOT, ITL and end-to-end percentiles, and
+goodput (requests per second that met every SLO given).
+"""
+
+import math
+from collections.abc import Sequence
+
+from problems.arithmetic.inputs import fraction_check, number_check
+from problems.arithmetic.serving_metrics import goodput, percentile
+from problems.arithmetic.steps import Result, Step
+from problems.arithmetic.units import number_format, rate_format, seconds_format
+
+# The two-sided 95% point of the normal distribution.
+CONFIDENCE = 0.95
+Z_95 = 1.959964
+RATE_MAX = 1e6
+DURATION_MAX = 86_400.0
+LATENCY_MAX = 3_600.0
+CONCURRENCY_MAX = 1_000_000
+PERCENTILES = (0.5, 0.9, 0.99)
+
+
+def percentile_rank_interval(*, requests: float, q: float) -> tuple[float, float, float]:
+    """How many of `requests` samples are expected beyond the true q-quantile, with a 95%
+    interval (normal approximation to the binomial count n·(1 − q) ± z·√(n·q·(1 − q)))."""
+    n = requests
+    beyond = n * (1 - q)
+    spread = Z_95 * math.sqrt(n * q * (1 - q))
+    return beyond, beyond - spread, beyond + spread
+
+
+def requests_for_bounded_percentile(q: float) -> float:
+    """The fewest requests for which the 95% interval of the count beyond the q-quantile keeps
+    its low end above zero (so a run is unlikely to hold no request at all beyond it):
+    n·(1 − q) ≥ z·√(n·q·(1 − q)), so n ≥ z²·q ÷ (1 − q)."""
+    return Z_95**2 * q / (1 - q)
+
+
+def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: float,
+                   e2e_latency_s: float, client_concurrency: int, output_tokens: int) -> Result:
+    """One load point of a benchmark: requests sent, how well they pin down the percentile,
+    the concurrency the client needs to hold the rate (Little's law: in flight = rate × E2E),
+    the rate a capped client really offers, and the output throughput expected if the server
+    keeps up."""
+    rate = number_check(request_rate, field="request_rate", maximum=RATE_MAX)
+    duration = number_check(duration_s, field="duration_s", maximum=DURATION_MAX)
+    q = fraction_check(percentile_q, field="percentile_q", allow_one=False)
+    e2e = number_check(e2e_latency_s, field="e2e_latency_s", maximum=LATENCY_MAX)
+    cap = int(number_check(client_concurrency, field="client_concurrency",
+                           maximum=CONCURRENCY_MAX, minimum=1, allow_minimum=True,
+                           integer=True))
+    output = int(number_check(output_tokens, field="output_tokens", maximum=1e9, minimum=1,
+                              allow_minimum=True, integer=True))
+    n = rate * duration
+    beyond, low, high = percentile_rank_interval(requests=n, q=q)
+    needed = requests_for_bounded_percentile(q)
+    in_flight = rate * e2e
+    offered = min(rate, cap / e2e)
+    capped = cap < in_flight
+    tokens_per_s = offered * output
+    label = f"p{number_format(q * 100)}"
+    steps = (
+        Step("Requests in this load point", f"{rate_format(rate, 'requests/s')} × "
+             f"{seconds_format(duration)}", n, "requests", f"{number_format(n)} requests"),
+        Step(f"Requests expected beyond the true {label}",
+             f"{number_format(n)} × (1 − {number_format(q)})", beyond, "requests",
+             f"{number_format(beyond)} requests"),
+        Step("95% range of that count", f"{number_format(beyond)} ± {Z_95:.2f} × √("
+             f"{number_format(n)} × {number_format(q)} × {number_format(1 - q)})", high - low,
+             "requests", f"{number_format(max(low, 0))} to {number_format(high)} requests"),
+        Step("Fewest requests for which that range clears zero",
+             f"{Z_95:.2f}² × {number_format(q)} ÷ {number_format(1 - q)}", needed, "requests",
+             f"{number_format(needed)} requests"),
+        Step("Requests in flight the client must hold (Little's law)",
+             f"{rate_format(rate, 'requests/s')} × {seconds_format(e2e)}", in_flight,
+             "requests", f"{number_format(in_flight)} requests"),
+        Step("Rate the client really offers", f"min({rate_format(rate, 'requests/s')}, "
+             f"{cap:,} ÷ {seconds_format(e2e)})", offered, "requests/s",
+             rate_format(offered, "requests/s")),
+        Step("Output throughput if the server keeps up",
+             f"{rate_format(offered, 'requests/s')} × {number_format(output)} tokens",
+             tokens_per_s, "tokens/s", rate_format(tokens_per_s, "tokens/s")),
+    )
+    return Result(values={
+        "requests": n, "beyond": beyond, "beyond_low": max(low, 0.0), "beyond_high": high,
+        "bounded": low > 0, "requests_needed": needed, "in_flight": in_flight,
+        "offered_rate": offered, "capped": capped, "output_tokens_per_second": tokens_per_s,
+        "percentile_label": label,
+    }, steps=steps)
+
+
+def benchmark_summary(requests: Sequence[dict], *, duration_s: float,
+                      ttft_slo_s: float | None = None, tpot_slo_s: float | None = None,
+                      e2e_slo_s: float | None = None) -> dict:
+    """A load point's summary from its requests as the client saw them: each a dict with
+    `ok`, `ttft`, `tpot`, `itl` (list), `e2e` (seconds), `prompt_tokens`, `output_tokens`.
+    Failed requests count in `failed` and nowhere else. Percentiles at 50, 90 and 99."""
+    done = [r for r in requests if r.get("ok")]
+    failed = len(requests) - len(done)
+    out: dict = {"completed": len(done), "failed": failed, "duration_s": duration_s,
+                 "request_throughput": len(done) / duration_s if duration_s > 0 else 0.0,
+                 "output_tokens": sum(r["output_tokens"] for r in done),
+                 "prompt_tokens": sum(r.get("prompt_tokens") or 0 for r in done)}
+    out["output_throughput"] = out["output_tokens"] / duration_s if duration_s > 0 else 0.0
+    series = {"ttft": [r["ttft"] for r in done],
+              "tpot": [r["tpot"] for r in done if r.get("tpot") is not None],
+              "itl": [gap for r in done for gap in r.get("itl", [])],
+              "e2e": [r["e2e"] for r in done]}
+    for name, values in series.items():
+        out[f"mean_{name}"] = sum(values) / len(values) if values else None
+        for q in PERCENTILES:
+            key = f"p{round(q * 100)}_{name}"
+            out[key] = percentile(values, q) if values else None
+    g = goodput(done, duration_s=duration_s if duration_s > 0 else 1.0, ttft_slo_s=ttft_slo_s,
+                tpot_slo_s=tpot_slo_s, e2e_slo_s=e2e_slo_s)
+    out.update(good=g["good"], goodput=g["goodput"],
+               good_share=g["good"] / len(requests) if requests else 0.0)
+    return out
+
+
+
+
+
+def expected_output_throughput(*, mode: str, level: float, output_tokens: int,
+                               mean_e2e_s: float | None = None) -> float | None:
+    """Output tokens/s a load point should show if the server keeps up. At a request rate λ:
+    λ × output tokens (None for "all at once", which has no rate). At a fixed concurrency C,
+    Little's law gives the request rate C ÷ mean E2E, so C × output tokens ÷ mean E2E."""
+    if mode == "rate":
+        return None if math.isinf(level) else level * output_tokens
+    if mode == "concurrency":
+        if not mean_e2e_s:
+            return None
+        return level * output_tokens / mean_e2e_s
+    raise ValueError("mode must be 'rate' or 'concurrency'")

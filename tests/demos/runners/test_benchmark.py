@@ -1,0 +1,64 @@
+"""The benchmark runner on an engine of its own: both backends behind the same interface, the
+same prompts token for token, every load point measured at the client, the plots and the
+methodology in the summary."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from demos.runners.benchmark import PARAMS, benchmark_run
+from demos.schema import ParamError
+
+MODEL = Path(__file__).resolve().parents[3] / "worker" / "models" / "course-lm"
+TINY = {**PARAMS.defaults(), "requests": 4, "input_tokens": 8, "output_tokens": 3,
+        "static_batch": 2, "rates": ["inf"]}
+
+
+@pytest.fixture
+def own():
+    from worker.demo_engine import engine_build, model_facts
+
+    engine = engine_build(str(MODEL))
+    machine = {**model_facts(engine), "model_path": str(MODEL), "device": "cpu"}
+    return engine, machine
+
+
+def test_the_schema_refuses_an_unknown_rate_naming_the_field() -> None:
+    with pytest.raises(ParamError) as error:
+        PARAMS.parse({"rates": ["3"]})
+    assert error.value.field == "rates"
+
+
+def test_a_rate_point_on_both_backends(own, recorder) -> None:
+    engine, machine = own
+    outcome = benchmark_run(engine=engine, machine=machine, params=TINY,
+                            ctx=recorder.context())
+    assert recorder.types() == ["started", "warmup", "warmup", "point", "point"]
+    s = outcome.summary
+    points = {p["backend"]: p for p in s["points"]}
+    assert set(points) == {"engine", "hf-static"}
+    for p in points.values():
+        assert p["completed"] == 4 and p["failed"] == 0
+        assert p["output_tokens"] == 4 * 3  # ignore_eos: exactly max_tokens each
+        assert 0 < p["p50_ttft"] <= p["p99_e2e"]
+        assert p["predicted_output_throughput"] is None  # "all at once" has no rate
+    # The same prompts, token for token, on both backends.
+    assert points["engine"]["prompt_tokens"] == points["hf-static"]["prompt_tokens"] > 4 * 8
+    assert max(s["hf_batches"]) <= 2
+    assert len(s["plots"]) == 3 and s["note"]
+    assert any(row[0] == "batching" for row in s["methodology"])
+    json.dumps(s, allow_nan=False)
+    stats = engine.stats()
+    assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
+
+
+def test_fixed_concurrency_predicts_with_littles_law(own, recorder) -> None:
+    engine, machine = own
+    params = {**TINY, "mode": "concurrency", "concurrencies": ["2"]}
+    outcome = benchmark_run(engine=engine, machine=machine, params=params,
+                            ctx=recorder.context())
+    engine_point = next(p for p in outcome.summary["points"] if p["backend"] == "engine")
+    assert engine_point["label"] == "2 in flight"
+    assert engine_point["predicted_output_throughput"] == pytest.approx(
+        2 * 3 / engine_point["mean_e2e"])

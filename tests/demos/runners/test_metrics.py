@@ -1,0 +1,76 @@
+"""The metrics runner: a Poisson load on the shared engine, a dashboard tick by tick, a summary
+whose measured figures and predictions are the run's own, and the engine left empty."""
+
+import pytest
+
+from demos.runners import RunCancelled
+from demos.runners.metrics import (
+    PARAMS,
+    arrivals_draw,
+    metrics_prediction,
+    metrics_run,
+    prompts_build,
+)
+from demos.schema import ParamError
+from tests.demos.runners.conftest import engine_idle
+
+SMALL = {**PARAMS.defaults(), "rate": 6.0, "duration_s": 1.0, "prompt_tokens": 40,
+         "output_tokens": 4, "prefix_share": 1.0, "prefix_tokens": 32}
+
+
+def test_arrivals_are_poisson_and_seeded() -> None:
+    times = arrivals_draw(rate=50.0, duration_s=20.0, seed=3)
+    assert times == arrivals_draw(rate=50.0, duration_s=20.0, seed=3)
+    assert all(0 <= a < b < 20 for a, b in zip(times, times[1:], strict=False))
+    # About rate × duration = 1,000 arrivals (σ ≈ 32): well inside ± 15%.
+    assert 850 < len(times) < 1150
+
+
+def test_prompts_share_one_prefix_at_most_the_prompt_less_one() -> None:
+    prompts, shared = prompts_build(count=40, prompt_tokens=10, prefix_tokens=30, share=0.5,
+                                    seed=1)
+    assert all(len(p) == 10 for p in prompts) and 0 < sum(shared) < 40
+    heads = {tuple(p[:9]) for p, s in zip(prompts, shared, strict=True) if s}
+    assert len(heads) == 1  # the prefix was cut to 9 tokens, and every shared prompt has it
+
+
+def test_prediction_worked_by_hand() -> None:
+    # 6 requests/s × 24 tokens = 144 tokens/s; 6 × 0.5 s = 3 in the engine; half share a
+    # 40-token prefix, of which two 16-token blocks are cacheable: 0.5 × 32 ÷ 48 = 1/3.
+    p = metrics_prediction(rate=6, output_tokens=24, prompt_tokens=48, prefix_share=0.5,
+                           prefix_tokens=40, block_size=16, mean_e2e_s=0.5)
+    assert p == pytest.approx({"tokens_per_s": 144, "in_system": 3, "hit_rate": 1 / 3})
+
+
+def test_the_schema_refuses_bad_values_naming_the_field() -> None:
+    with pytest.raises(ParamError) as error:
+        PARAMS.parse({"rate": 500})
+    assert error.value.field == "rate"
+
+
+def test_a_small_load_runs_to_its_summary(serving, client, recorder) -> None:
+    outcome = metrics_run(client=client, machine=serving.machine, params=SMALL,
+                          ctx=recorder.context())
+    types = recorder.types()
+    assert types[0] == "started" and set(types[1:]) <= {"tick"}
+    s = outcome.summary
+    assert outcome.state == "finished"
+    assert s["finished"] == s["requests"] == recorder.events[0][2]["requests"] > 0
+    assert s["latency"]["ttft"]["p50"] <= s["latency"]["e2e"]["p99"]
+    # Every prompt starts with the same 32 tokens, two whole blocks: every request after the
+    # first can find them, none can find more.
+    assert 0 <= s["measured"]["hit_rate"] <= s["predicted"]["hit_rate"] == pytest.approx(0.8)
+    assert s["predicted"]["tokens_per_s"] == pytest.approx(s["offered_rate"] * 4)
+    assert len(s["plots"]) == 4 and s["note"]
+    assert "vllm:generation_tokens_total" in s["metrics_text"]
+    assert s["kv_blocks_free"] == s["kv_blocks_total"]
+    assert engine_idle(serving)
+
+
+def test_a_cancel_stops_the_load_and_frees_the_engine(serving, client, recorder) -> None:
+    recorder.cancel_after = ("tick", None, "all", "cancelled by the visitor")
+    with pytest.raises(RunCancelled):
+        metrics_run(client=client, machine=serving.machine,
+                    params={**SMALL, "duration_s": 3.0}, ctx=recorder.context())
+    client.close()
+    assert engine_idle(serving)

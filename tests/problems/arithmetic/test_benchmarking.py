@@ -1,0 +1,61 @@
+"""Problem 18's arithmetic against figures worked by hand."""
+
+import pytest
+
+from problems.arithmetic.benchmarking import (
+    benchmark_plan,
+    benchmark_summary,
+    requests_for_bounded_percentile,
+)
+
+
+def test_a_p99_needs_about_380_requests_before_it_is_bounded() -> None:
+    # n ≥ 1.96² × 0.99 ÷ 0.01 = 380.3; for the median only 1.96² × 0.5 ÷ 0.5 = 3.84.
+    assert requests_for_bounded_percentile(0.99) == pytest.approx(380.3, abs=0.1)
+    assert requests_for_bounded_percentile(0.5) == pytest.approx(3.84, abs=0.01)
+
+
+def test_benchmark_plan_worked_by_hand() -> None:
+    """4 requests/s for 120 s = 480 requests; 4.8 expected beyond the p99, 95% range
+    4.8 ± 1.96 × √(480 × 0.99 × 0.01) = 4.8 ± 4.27; in flight 4 × 8 s = 32, so a client capped
+    at 16 offers only 16 ÷ 8 = 2 requests/s, 512 output tokens/s at 256 tokens each."""
+    r = benchmark_plan(request_rate=4, duration_s=120, percentile_q=0.99, e2e_latency_s=8,
+                       client_concurrency=16, output_tokens=256)
+    assert r["requests"] == pytest.approx(480)
+    assert r["beyond"] == pytest.approx(4.8)
+    assert r["beyond_high"] - r["beyond"] == pytest.approx(4.27, abs=0.01)
+    assert r["in_flight"] == pytest.approx(32)
+    assert r["capped"] is True and r["offered_rate"] == pytest.approx(2)
+    assert r["output_tokens_per_second"] == pytest.approx(512)
+    assert r["bounded"] is True
+    short = benchmark_plan(request_rate=1, duration_s=60, percentile_q=0.99, e2e_latency_s=8,
+                           client_concurrency=64, output_tokens=256)
+    assert short["bounded"] is False and short["capped"] is False
+
+
+def test_benchmark_summary_of_a_load_point() -> None:
+    requests = [
+        {"ok": True, "ttft": 0.1, "tpot": 0.01, "itl": [0.01, 0.01], "e2e": 0.12,
+         "prompt_tokens": 10, "output_tokens": 3},
+        {"ok": True, "ttft": 0.3, "tpot": 0.03, "itl": [0.03, 0.03], "e2e": 0.36,
+         "prompt_tokens": 10, "output_tokens": 3},
+        {"ok": False},
+    ]
+    s = benchmark_summary(requests, duration_s=2.0, ttft_slo_s=0.2)
+    assert (s["completed"], s["failed"], s["output_tokens"]) == (2, 1, 6)
+    assert s["output_throughput"] == pytest.approx(3.0)
+    assert s["p50_ttft"] == pytest.approx(0.2)
+    assert s["mean_itl"] == pytest.approx(0.02)
+    assert (s["good"], s["goodput"]) == (1, 0.5)
+    assert s["good_share"] == pytest.approx(1 / 3)
+
+
+def test_expected_output_throughput() -> None:
+    from problems.arithmetic.benchmarking import expected_output_throughput
+
+    # 4 requests/s × 16 tokens = 64 tokens/s; 8 in flight at 0.5 s each = 16 requests/s,
+    # × 16 tokens = 256 tokens/s; "all at once" has no rate to predict from.
+    assert expected_output_throughput(mode="rate", level=4, output_tokens=16) == 64
+    assert expected_output_throughput(mode="concurrency", level=8, output_tokens=16,
+                                      mean_e2e_s=0.5) == 256
+    assert expected_output_throughput(mode="rate", level=float("inf"), output_tokens=16) is None

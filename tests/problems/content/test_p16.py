@@ -1,0 +1,81 @@
+"""Problem 16 on page 08, through Django's test client: every section written, the figures equal
+to the JSON API's, inputs that move them, hints hidden, an accessible SVG, the examples the
+concepts quote."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import money_format, percent_format
+from problems.content import p16
+from tests.problems.content.helpers import typed_figures
+from tests.problems.content.page08 import (
+    api_get,
+    calculator_query,
+    hints_hidden,
+    mistakes_at_least_four,
+    section_text,
+    sections_written,
+    svg_accessible,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p16.__file__).with_suffix(".html")
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    sections_written(client, 16)
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    """The defaults: $3.95/h, 2,000 + 300 tokens half cached, 20,000 and 3,000 tokens/s, 60%
+    utilisation: $0.274 per thousand requests, 13.3% more after a 20-point drop."""
+    worked = section_text(client, 16, "worked")
+    r = api_get(client, "request-cost")
+    assert money_format(r["dollars_per_request"] * 1000, significant=3) in worked
+    assert f"{percent_format(r['cost_increase'])} more" in worked
+    assert money_format(r["extra_dollars_per_month"]) in worked
+    assert (money_format(r["dollars_per_request"] * 1000, significant=3),
+            percent_format(r["cost_increase"])) == ("$0.274", "13.3%")
+
+
+def test_changing_the_inputs_moves_the_prose(client) -> None:
+    query = calculator_query(p16.CALCULATOR, p16.PREFIX, cache_hit_rate=0.8, hit_rate_drop=0.5)
+    worked = section_text(client, 16, "worked", query)
+    r = api_get(client, "request-cost", cache_hit_rate=0.8, hit_rate_drop=0.5)
+    assert "from 80% to 30%" in worked
+    assert f"{percent_format(r['cost_increase'])} more" in worked
+
+
+def test_a_drop_past_the_hit_rate_is_an_error_beside_the_field(client) -> None:
+    query = calculator_query(p16.CALCULATOR, p16.PREFIX, cache_hit_rate=0.1, hit_rate_drop=0.5)
+    response = client.get("/pages/08/" + query)
+    assert response.status_code == 200
+    assert "Cannot be more than the hit rate" in response.content.decode()
+    api = client.get("/api/calc/request-cost", {"cache_hit_rate": 0.1, "hit_rate_drop": 0.5})
+    assert api.status_code in (400, 422) and "hit_rate_drop" in api.content.decode()
+
+
+def test_the_concepts_quote_computed_examples(client) -> None:
+    concepts = section_text(client, 16, "concepts")
+    # 98 requests at 200 ms and 2 at 20 s: mean 596 ms, median 200 ms, p99 20 s; the
+    # histogram's p99 rank 990 falls between 1 s and 2.5 s: 1 + 1.5 × (990 − 985)/13.
+    assert "The mean is 596 ms" in concepts
+    assert "the p99 is 20 s" in concepts
+    assert "Prometheus reports 1.58 s" in concepts
+    assert "vllm:num_requests_waiting" in concepts
+
+
+def test_hints_svg_mistakes_and_no_typed_figures(client) -> None:
+    hints_hidden(client, 16)
+    svg_accessible(client, 16)
+    source = TEMPLATE.read_text()
+    mistakes_at_least_four(source)
+    assert typed_figures(source) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p16.SOURCES) >= 6
+    for title, url in p16.SOURCES:
+        assert title and url.startswith("https://")

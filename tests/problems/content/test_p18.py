@@ -1,0 +1,63 @@
+"""Problem 18 on page 08, through Django's test client: every section written, the figures equal
+to the JSON API's, the words following the inputs (a capped client, an unbounded p99), hints
+hidden, an accessible SVG."""
+
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import number_format, rate_format
+from problems.content import p18
+from tests.problems.content.helpers import typed_figures
+from tests.problems.content.page08 import (
+    api_get,
+    calculator_query,
+    hints_hidden,
+    mistakes_at_least_four,
+    section_text,
+    sections_written,
+    svg_accessible,
+)
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p18.__file__).with_suffix(".html")
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    sections_written(client, 18)
+
+
+def test_the_worked_answer_equals_the_api(client) -> None:
+    """4 requests/s for 5 min: 1,200 requests, 12 beyond the p99, 32 in flight, a client
+    capped at 16 offering 2 requests/s."""
+    worked = section_text(client, 18, "worked")
+    r = api_get(client, "benchmark-plan")
+    assert f"= {number_format(r['requests'])} requests" in worked
+    assert f"{number_format(r['beyond'])} of these" in worked
+    assert f"= {number_format(r['in_flight'])}." in worked
+    assert f"= {rate_format(r['offered_rate'], 'requests/s')}: the test is closed loop" in worked
+    assert (number_format(r["requests"]), number_format(r["beyond"]),
+            number_format(r["in_flight"])) == ("1,200", "12", "32")
+
+
+def test_a_wide_cap_and_a_short_point_change_the_words(client) -> None:
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, client_concurrency=100,
+                             duration_s=30)
+    worked = section_text(client, 18, "worked", query)
+    assert "the client offers the full" in worked
+    assert "This point has too few" in worked
+
+
+def test_hints_svg_mistakes_and_no_typed_figures(client) -> None:
+    hints_hidden(client, 18)
+    svg_accessible(client, 18)
+    source = TEMPLATE.read_text()
+    mistakes_at_least_four(source)
+    assert typed_figures(source) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p18.SOURCES) >= 6
+    for title, url in p18.SOURCES:
+        assert title and url.startswith("https://")
