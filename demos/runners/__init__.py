@@ -62,6 +62,7 @@ from demos.runners import (  # noqa: E402,F401
     lifecycle,
     profile,
     quantization,
+    rollout,
     streaming,
     triton_rmsnorm,
     utilization,
