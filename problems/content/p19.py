@@ -128,6 +128,9 @@ SOURCES: list[tuple[str, str]] = [
      "1983 (the rule of three)", "https://doi.org/10.1001/jama.1983.03330370053031"),
     ("Argo Rollouts, 'Analysis & Progressive Delivery' (automated canary analysis and "
      "rollback)", "https://argo-rollouts.readthedocs.io/en/stable/features/analysis/"),
+    ("Wald, 'Sequential Tests of Statistical Hypotheses', Annals of Mathematical Statistics "
+     "16(2), 1945 (a test built for looking again as data arrive)",
+     "https://doi.org/10.1214/aoms/1177731118"),
     ("Kullback and Leibler, 'On Information and Sufficiency', Annals of Mathematical "
      "Statistics 22(1), 1951", "https://doi.org/10.1214/aoms/1177729694"),
     ("vLLM documentation, 'Automatic Prefix Caching' (cache keyed by the tokens and the model "

@@ -458,6 +458,7 @@ def figures(inputs: dict) -> dict:
         "headroom_warm_text": percent_format(r["headroom_warm"]),
         "extra_warm": r["extra_replicas_warm"], "pool": r["warm_pool"],
         "standby_text": number_format(k["standby_cost"]),
+        "standby_full": k["standby_cost"] >= 1.0,
         "cost_warm_text": money_format(r["cost_warm_pool"]),
         "cost_warm_shared_text": money_format(shared["cost_warm"]),
         "fast_weights_text": seconds_format(r["fast_weights_seconds"]),
