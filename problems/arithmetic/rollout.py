@@ -153,25 +153,27 @@ def canary(**inputs: object) -> Result:
     f, p0, p1 = k["canary_share"], k["error_rate"], k["error_rate_regressed"]
     conf, power = percent_format(k["confidence"]), percent_format(k["power"])
     k_text = number_format(c["k"])
+    za = number_format(c["z_confidence"], digits=4)
+    zb = number_format(c["z_power"], digits=4)
+    z99 = number_format(z_of(P99), digits=4)
     steps = (
         Step("Canary traffic", f"{rate_format(k['request_rate'], 'requests/s')} × "
              f"{percent_format(f)}; the baseline arm is {k_text}× larger",
              c["canary_rate"], "requests/s", rate_format(c["canary_rate"], "requests/s")),
-        Step("z values", f"one-sided {conf} confidence: z = {number_format(c['z_confidence'])}; "
-             f"{power} power: z = {number_format(c['z_power'])}", c["z_confidence"], "",
-             number_format(c["z_confidence"])),
+        Step("z values", f"one-sided {conf} confidence: z = {za}; {power} power: z = {zb}",
+             c["z_confidence"], "", za),
         Step("Requests to see errors rise from "
              f"{percent_format(p0)} to {percent_format(p1)}",
-             f"[{number_format(c['z_confidence'])} √({number_format(p0)} × "
-             f"{number_format(1 - p0)} × (1 + 1/{k_text})) + {number_format(c['z_power'])} "
+             f"[{za} √({number_format(p0)} × "
+             f"{number_format(1 - p0)} × (1 + 1/{k_text})) + {zb} "
              f"√({number_format(p1)} × {number_format(1 - p1)} + {number_format(p0)} × "
              f"{number_format(1 - p0)}/{k_text})]² ÷ {number_format(p1 - p0)}²",
              c["n_errors"], "requests", count_format(math.ceil(c["n_errors"]), "request")),
         Step("Latency spread (lognormal)", f"σ = ln({number_format(k['p99_ms'])} ms ÷ "
-             f"{number_format(k['p50_ms'])} ms) ÷ {number_format(z_of(P99))}", c["sigma"], "",
+             f"{number_format(k['p50_ms'])} ms) ÷ {z99}", c["sigma"], "",
              number_format(c["sigma"])),
         Step(f"Share of requests above today's p99 if {number_format(k['p99_regression'])}× "
-             "slower", f"1 − Φ({number_format(z_of(P99))} − ln "
+             "slower", f"1 − Φ({z99} − ln "
              f"{number_format(k['p99_regression'])} ÷ {number_format(c['sigma'])}): p99 "
              f"{number_format(k['p99_ms'])} → {number_format(c['p99_regressed_ms'])} ms",
              c["above_p99"], "fraction", percent_format(c["above_p99"])),

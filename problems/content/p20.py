@@ -381,22 +381,20 @@ def engine_load_measured() -> dict | None:
         return None
 
 
-def engine_load_figures(measured: dict | None, *, weight_bytes: float) -> dict:
-    """The worker's measured load in words, and the rate it implies scaled to `weight_bytes`."""
+def engine_load_figures(measured: dict | None, *, load_bandwidth: float) -> dict:
+    """The worker's measured load in words, and how long its weight bytes alone would take at
+    `load_bandwidth` (B/s): the part of the load that grows with the model's size."""
     if not measured:
         return {"load_measured": False}
-    seconds = float(measured["load_seconds"])
     file_bytes = float(measured["file_bytes"])
-    rate = file_bytes / seconds if seconds > 0 else 0.0
     return {
         "load_measured": True,
         "load_model": measured.get("model", "the shipped model"),
         "load_file_text": bytes_in(file_bytes, "MB"),
-        "load_seconds_text": seconds_format(seconds),
+        "load_seconds_text": seconds_format(float(measured["load_seconds"])),
         "load_warmup_text": seconds_format(float(measured["warmup_seconds"])),
-        "load_rate_text": bandwidth_format(rate),
         "load_device": measured.get("device", "cpu"),
-        "load_scaled_text": seconds_format(weight_bytes / rate) if rate > 0 else "",
+        "load_bytes_time_text": seconds_format(file_bytes / load_bandwidth),
     }
 
 
@@ -467,7 +465,7 @@ def figures(inputs: dict) -> dict:
         "extra_fast": r["extra_replicas_fast"],
         "cost_fast_text": money_format(r["cost_fast_load"]),
         "node_share_text": percent_format(r["node_seconds"] / r["cold_start_seconds"]),
-        **engine_load_figures(engine_load_measured(), weight_bytes=r["weight_bytes"]),
+        **engine_load_figures(engine_load_measured(), load_bandwidth=k["load_bandwidth"]),
     }
 
 

@@ -86,13 +86,24 @@ def test_the_demo_draws_five_plots_with_a_note(client) -> None:
     assert "The reactive policy's worst queue was" in text_of(demo)
 
 
-def test_the_load_measurement_is_scaled_when_present() -> None:
+def test_the_load_measurement_is_set_beside_the_bytes() -> None:
     figures = p20.engine_load_figures({"model": "course-lm", "device": "cpu",
                                        "file_bytes": 20e6, "load_seconds": 0.5,
-                                       "warmup_seconds": 0.2}, weight_bytes=141e9)
-    assert figures["load_rate_text"] == "40 MB/s"
-    assert figures["load_scaled_text"] == "58.8 min"
-    assert p20.engine_load_figures(None, weight_bytes=1.0) == {"load_measured": False}
+                                       "warmup_seconds": 0.2}, load_bandwidth=1e9)
+    assert figures["load_bytes_time_text"] == "20 ms"
+    assert figures["load_seconds_text"] == "500 ms"
+    assert p20.engine_load_figures(None, load_bandwidth=1.0) == {"load_measured": False}
+
+
+def test_the_page_shows_the_workers_load_when_one_was_stored(client) -> None:
+    from unittest import mock
+
+    measured = {"model": "course-lm", "device": "cpu", "file_bytes": 21_613_472,
+                "load_seconds": 2.5, "warmup_seconds": 1.25}
+    with mock.patch.object(p20, "engine_load_measured", return_value=measured):
+        demo = text_of(section_html(problem_html(page_get(client), 20), 20, "demo"))
+    assert "loaded its shipped model (course-lm, 21.6 MB of safetensors, on cpu) in 2.5 s" in demo
+    assert "warmed it up in 1.25 s" in demo
 
 
 def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
