@@ -29,13 +29,18 @@ from problems.arithmetic.units import (
     money_format,
     number_format,
     percent_format,
-    rate_format,
     seconds_format,
 )
 
 NORMAL = NormalDist()
 P99 = 0.99
 CANARY_SHARE_MIN = 0.001
+
+
+def requests_rate_text(rate: float) -> str:
+    """A request rate for people: "1 request/s", "2.5 requests/s"."""
+    text = number_format(rate)
+    return f"{text} request/s" if text == "1" else f"{text} requests/s"
 
 
 def z_of(probability: float) -> float:
@@ -157,9 +162,9 @@ def canary(**inputs: object) -> Result:
     zb = number_format(c["z_power"], digits=4)
     z99 = number_format(z_of(P99), digits=4)
     steps = (
-        Step("Canary traffic", f"{rate_format(k['request_rate'], 'requests/s')} × "
+        Step("Canary traffic", f"{requests_rate_text(k['request_rate'])} × "
              f"{percent_format(f)}; the baseline arm is {k_text}× larger",
-             c["canary_rate"], "requests/s", rate_format(c["canary_rate"], "requests/s")),
+             c["canary_rate"], "requests/s", requests_rate_text(c["canary_rate"])),
         Step("z values", f"one-sided {conf} confidence: z = {za}; {power} power: z = {zb}",
              c["z_confidence"], "", za),
         Step("Requests to see errors rise from "
@@ -186,12 +191,12 @@ def canary(**inputs: object) -> Result:
              f"{number_format(math.ceil(c['n_latency']))})", math.ceil(c["n"]), "requests",
              count_format(math.ceil(c["n"]), "request")),
         Step("Canary duration", f"{number_format(math.ceil(c['n']))} requests ÷ "
-             f"{rate_format(c['canary_rate'], 'requests/s')}", c["seconds"], "s",
+             f"{requests_rate_text(c['canary_rate'])}", c["seconds"], "s",
              seconds_format(c["seconds"])),
         Step("Extra failed requests if it is a bad release",
              f"{number_format(math.ceil(c['n']))} × ({percent_format(p1)} − "
              f"{percent_format(p0)})", c["extra_errors"], "requests",
-             number_format(c["extra_errors"])),
+             number_format(c["extra_errors"], digits=2)),
         Step("Canary replicas", f"⌈{percent_format(f)} × {k['replicas']:,} replicas⌉ (at least "
              f"one): a whole replica takes {percent_format(c['replica_share'])} of traffic "
              "unless the router weights it", c["canary_replicas"], "replicas",
@@ -217,5 +222,5 @@ def canary(**inputs: object) -> Result:
     return Result(values=values, steps=steps)
 
 
-__all__ = ["canary", "canary_checked", "canary_model", "canary_requests",
+__all__ = ["canary", "canary_checked", "canary_model", "canary_requests", "requests_rate_text",
            "errors_rule_of_three", "lognormal_sigma", "share_above_p99", "z_of"]

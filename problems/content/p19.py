@@ -15,6 +15,7 @@ from problems.arithmetic.rollout import (
     canary_checked,
     canary_model,
     errors_rule_of_three,
+    requests_rate_text,
     z_of,
 )
 from problems.arithmetic.units import (
@@ -22,7 +23,6 @@ from problems.arithmetic.units import (
     money_format,
     number_format,
     percent_format,
-    rate_format,
     seconds_format,
 )
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
@@ -179,9 +179,9 @@ def figures(inputs: dict) -> dict:
         "gates_many": gates, "confidence_plain": number_format(k["confidence"], digits=4),
         "gates_false_text": percent_format(1 - k["confidence"] ** gates),
         **_two_versions(),
-        "rate_text": rate_format(k["request_rate"], "requests/s"),
+        "rate_text": requests_rate_text(k["request_rate"]),
         "share_text": percent_format(k["canary_share"]),
-        "canary_rate_text": rate_format(c["canary_rate"], "requests/s"),
+        "canary_rate_text": requests_rate_text(c["canary_rate"]),
         "p0_text": percent_format(p0), "p1_text": percent_format(p1),
         "p50_text": f"{number_format(k['p50_ms'])} ms",
         "p99_text": f"{number_format(k['p99_ms'])} ms",
@@ -200,7 +200,7 @@ def figures(inputs: dict) -> dict:
         "duration_text": seconds_format(r["seconds"]),
         "small_share_text": percent_format(0.01),
         "small_duration_text": seconds_format(small["seconds"]),
-        "extra_errors_text": number_format(r["extra_errors"]),
+        "extra_errors_text": number_format(r["extra_errors"], digits=2),
         "canary_replicas": r["canary_replicas"], "replicas": k["replicas"],
         "replica_share_text": percent_format(r["replica_share"]),
         "blue_green_gpus": f"{r['blue_green_gpus']:,}",

@@ -455,7 +455,7 @@ def figures(inputs: dict) -> dict:
         "warm_start_text": seconds_format(k["warm_start_seconds"]),
         "headroom_warm_text": percent_format(r["headroom_warm"]),
         "extra_warm": r["extra_replicas_warm"], "pool": r["warm_pool"],
-        "standby_text": number_format(k["standby_cost"]),
+        "standby_text": percent_format(k["standby_cost"]),
         "standby_full": k["standby_cost"] >= 1.0,
         "cost_warm_text": money_format(r["cost_warm_pool"]),
         "cost_warm_shared_text": money_format(shared["cost_warm"]),
@@ -465,6 +465,8 @@ def figures(inputs: dict) -> dict:
         "extra_fast": r["extra_replicas_fast"],
         "cost_fast_text": money_format(r["cost_fast_load"]),
         "node_share_text": percent_format(r["node_seconds"] / r["cold_start_seconds"]),
+        "node_largest_fast": r["node_seconds"] >= max(
+            r["image_seconds"], r["fast_weights_seconds"], r["warmup_seconds"]),
         **engine_load_figures(engine_load_measured(), load_bandwidth=k["load_bandwidth"]),
     }
 

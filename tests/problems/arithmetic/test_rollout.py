@@ -85,3 +85,10 @@ def test_bad_inputs_name_their_field(field, value):
     with pytest.raises(ArithmeticInputError) as caught:
         canary(**{**DEFAULTS, field: value})
     assert caught.value.field == field
+
+
+def test_request_rates_read_as_words():
+    from problems.arithmetic.rollout import requests_rate_text
+
+    assert requests_rate_text(1.0) == "1 request/s"
+    assert requests_rate_text(2.5) == "2.5 requests/s"
