@@ -1,3 +1,5 @@
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -42,3 +44,72 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+def _one_owner(name: str) -> models.CheckConstraint:
+    # An account, or an anonymous visitor's id from the session: exactly one of the two.
+    return models.CheckConstraint(
+        condition=(models.Q(user__isnull=False, visitor="")
+                   | models.Q(user__isnull=True) & ~models.Q(visitor="")),
+        name=name)
+
+
+class PracticeAttempt(models.Model):
+    """One mock interview: the answer typed against the clock, and which of the problem's
+    "listens for" points the learner ticked as made. Owned by an account or, before login, by
+    the visitor id in the session (moved to the account on login)."""
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True,
+                             blank=True, related_name="practice_attempts")
+    visitor = models.CharField(max_length=32, blank=True, db_index=True)
+    problem = models.PositiveSmallIntegerField()
+    answer = models.TextField(blank=True)
+    seconds_limit = models.PositiveIntegerField()
+    seconds_used = models.PositiveIntegerField()
+    # [{"text": the point in plain text, "heard": bool}], in the page's order, as it was asked.
+    points = models.JSONField(default=list)
+    followup = models.PositiveSmallIntegerField(null=True, blank=True)  # index of the one drawn
+    created_at = models.DateTimeField(auto_now_add=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [_one_owner("practice_attempt_one_owner")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"attempt on problem {self.problem} ({self.heard_count}/{len(self.points)})"
+
+    @property
+    def heard_count(self) -> int:
+        return sum(1 for p in self.points if p.get("heard"))
+
+    @property
+    def share_heard(self) -> float:
+        return self.heard_count / len(self.points) if self.points else 0.0
+
+
+class PageReview(models.Model):
+    """When a page done is next due for review, and on which rung of the interval ladder."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True,
+                             blank=True, related_name="page_reviews")
+    visitor = models.CharField(max_length=32, blank=True, db_index=True)
+    page = models.PositiveSmallIntegerField()
+    step = models.PositiveSmallIntegerField(default=0)
+    due_on = models.DateField()
+    last_reviewed_on = models.DateField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            _one_owner("page_review_one_owner"),
+            models.UniqueConstraint(fields=["user", "page"], condition=models.Q(visitor=""),
+                                    name="unique_page_review_per_user"),
+            models.UniqueConstraint(fields=["visitor", "page"],
+                                    condition=models.Q(user__isnull=True),
+                                    name="unique_page_review_per_visitor"),
+        ]
+        ordering = ["due_on", "page"]
+
+    def __str__(self) -> str:
+        return f"review of page {self.page:02d} due {self.due_on}"

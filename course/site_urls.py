@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from course import account, views
+from course import account, practice_views, views
 from course.forms import LoginForm
 
 app_name = "course"
@@ -20,4 +20,14 @@ urlpatterns = [
     path("account/", account.account, name="account"),
     path("account/keys/<int:key_id>/revoke", account.account_key_revoke,
          name="account_key_revoke"),
+    path("practice/", practice_views.practice_index, name="practice"),
+    path("practice/random/", practice_views.practice_random, name="practice_random"),
+    path("practice/review/<int:page>/", practice_views.practice_review, name="practice_review"),
+    path("practice/<int:number>/", practice_views.practice_interview,
+         name="practice_interview"),
+    path("practice/<int:number>/history/", practice_views.practice_history,
+         name="practice_history"),
+    path("practice/attempts/<uuid:uid>/", practice_views.practice_attempt,
+         name="practice_attempt"),
+    path("numbers/", views.numbers, name="numbers"),
 ]

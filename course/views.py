@@ -11,7 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from course.forms import ReactionForm, SignupForm
 from course.glossary import TERMS
 from course.plan import PLAN
+from course.practice import review_on_page_marked, reviews_due
 from course.progress import progress_mark, progress_summary
+from problems.arithmetic.numbers import numbers_sheet
 from problems.arithmetic.reaction import reaction_texts
 from problems.registry import PAGES, PROBLEMS, SECTIONS, Page, page_get, problem_get
 
@@ -38,7 +40,8 @@ def home(request: HttpRequest) -> HttpResponse:
                "reaction_texts": reaction_texts(reaction) if reaction else None}
     if request.htmx:
         return _vary_on_htmx(render(request, "course/_reaction_output.html", context))
-    context.update(pages=PAGES, problem_count=len(PROBLEMS), terms=TERMS, plan=PLAN)
+    context.update(pages=PAGES, problem_count=len(PROBLEMS), terms=TERMS, plan=PLAN,
+                   reviews_due=reviews_due(request=request))
     return _vary_on_htmx(render(request, "course/home.html", context))
 
 
@@ -71,6 +74,7 @@ def progress_update(request: HttpRequest, number: str) -> HttpResponse:
     if done not in ("0", "1"):
         return HttpResponse("done must be 0 or 1", status=400, content_type="text/plain")
     progress_mark(request=request, page=page.number, done=done == "1")
+    review_on_page_marked(request=request, page=page.number, done=done == "1")
     if request.htmx:
         # The panel swaps in place; the summary at the top of the page follows out of band.
         return _vary_on_htmx(render(request, "course/_progress_panel.html",
@@ -98,3 +102,20 @@ def login_locked_out(request: HttpRequest, credentials: dict | None = None,
     that says so and for how long, with 429 Too Many Requests."""
     minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
     return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
+
+
+@require_GET
+def numbers(request: HttpRequest) -> HttpResponse:
+    """The numbers to know, computed from the catalogs, each section citing its sources."""
+    sections = []
+    for section in numbers_sheet():
+        sources: list[str] = []
+        rows = []
+        for row in section.rows:
+            if row.source not in sources:
+                sources.append(row.source)
+            rows.append({"cells": row.cells, "ref": sources.index(row.source) + 1})
+        problem = problem_get(number=section.problem)
+        sections.append({"section": section, "rows": rows, "sources": sources,
+                         "problem": problem})
+    return render(request, "course/numbers.html", {"sections": sections})

@@ -126,7 +126,8 @@ def simulate(*, experts: int, k: int, gpus: int, tokens: int, skew: float, redun
 
     `bandwidth` and `link_bandwidth` are the achieved bytes/s of HBM and of the link the
     all-to-all crosses; `peak_flops` × `mfu` the achieved rate of the experts' matmuls.
-    Returns, per skew: mean over steps of the busiest GPU's load over the mean (`ratio_plain`,
+    Returns, per skew: mean over steps of the hottest expert's load over the mean expert's
+    (`ratio_expert`), of the busiest GPU's load over the mean (`ratio_plain`,
     `ratio_balanced`) and of the busiest GPU's MoE-layer time (`time_plain`,
     `time_balanced`); the prediction at uniform means (`predicted_time`); and the first step's
     per-GPU loads at `skew` (`loads_plain`, `loads_balanced`).
@@ -156,13 +157,16 @@ def simulate(*, experts: int, k: int, gpus: int, tokens: int, skew: float, redun
         return np.maximum(compute, memory) + comm
 
     sums = {s: {"ratio_plain": 0.0, "ratio_balanced": 0.0, "time_plain": 0.0,
-                "time_balanced": 0.0} for s in sweep}
+                "time_balanced": 0.0, "ratio_expert": 0.0} for s in sweep}
     first_loads = {}
     mean_load = tokens * k / gpus
+    mean_expert = tokens * k / experts
     for step in range(steps):
         race = rng.standard_exponential((tokens, experts), dtype=np.float32)
         for s in sweep:
             choices = route(race=race, weights=orders[s], k=k)
+            per_expert = np.bincount(choices.ravel(), minlength=experts)
+            sums[s]["ratio_expert"] += per_expert.max() / mean_expert
             for name, (slot_gpu, slot_expert, _) in (("plain", plain), ("balanced", balanced[s])):
                 counts = gpu_counts(choices=choices, slot_gpu=slot_gpu, slot_expert=slot_expert,
                                     gpus=gpus, rng=rng)
@@ -180,8 +184,9 @@ def simulate(*, experts: int, k: int, gpus: int, tokens: int, skew: float, redun
     return {
         "skews": sweep,
         **{key: tuple(sums[s][key] / steps for s in sweep)
-           for key in ("ratio_plain", "ratio_balanced", "time_plain", "time_balanced")},
-        "predicted_time": predicted, "mean_load": mean_load,
+           for key in ("ratio_plain", "ratio_balanced", "time_plain", "time_balanced",
+                       "ratio_expert")},
+        "predicted_time": predicted, "mean_load": mean_load, "mean_expert_load": mean_expert,
         "loads_plain": first_loads["plain"], "loads_balanced": first_loads["balanced"],
         "copies": balanced[float(skew)][2],
     }

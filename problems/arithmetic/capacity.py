@@ -17,7 +17,7 @@ from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, number_check
 from problems.arithmetic.memory import context_check
 from problems.arithmetic.replica import (
-    prefill_flops_per_uncached_token,
+    prefill_pass_replica,
     replica_decode,
     replica_inputs_check,
 )
@@ -172,7 +172,9 @@ def fleet_plan_model(k: dict) -> dict:
     Decode replicas: the larger of peak output tokens/s ÷ (a replica's tokens/s × utilisation)
     and peak concurrency (Little's law over the whole request, first token included) ÷ (the
     sequences its KV memory holds × utilisation). Prefill: peak computed prompt tokens/s × GPU
-    seconds per token ÷ utilisation, in replicas of `tp` GPUs (each must hold the weights).
+    seconds per token (the roofline of a typical prompt's pass, `prefill_pass_replica`) ÷
+    utilisation, in replicas of `tp` GPUs (each holds the weights, and the decode replica's
+    fit check already makes room for a whole prompt's KV beside them).
     Regions: each carries the peak ÷ (R − 1) when the fleet must survive losing one.
     """
     d = chat_demand_model(**k["demand"])
@@ -189,14 +191,19 @@ def fleet_plan_model(k: dict) -> dict:
     by_throughput = d["peak_output"] / (dec["tokens_per_second"] * util)
     by_kv = concurrency / (dec["b_mem"] * util)
     decode_replicas = max(by_throughput, by_kv)
-    peak = peak_flops_get(gpu=g, dtype=w)
-    flops = prefill_flops_per_uncached_token(model=m, prompt_tokens=d["prompt"],
-                                             uncached_tokens=d["uncached"])
-    gpu_seconds = flops / (peak * k["mfu_prefill"])
+    prefill = prefill_pass_replica(model=m, gpu=g, tp=tp, w=w, emb=dec["emb"], kv=k["kv"],
+                                   prompt_tokens=d["prompt"], uncached_tokens=d["uncached"],
+                                   bandwidth_efficiency=k["bandwidth_efficiency"],
+                                   mfu=k["mfu_prefill"])
+    flops = prefill["flops_per_token"]
+    gpu_seconds = prefill["gpu_seconds_per_token"]
     prefill_gpus = d["peak_prefill"] * gpu_seconds / util
-    prefill_time = d["uncached"] * flops / (tp * peak * k["mfu_prefill"])
+    prefill_time = prefill["seconds"]
     kv_token = kv_bytes_per_token_model(m, k["kv"])
-    kv_transfer = d["prompt"] * kv_token / (tp * k["link_bytes_per_second"] * KV_LINK_EFFICIENCY)
+    # Each GPU sends its own share of the prompt's KV over its own link (the whole latent, for
+    # MLA, which every GPU of the replica holds).
+    kv_transfer = d["prompt"] * dec["kv_token"] / (k["link_bytes_per_second"]
+                                                   * KV_LINK_EFFICIENCY)
     regions = k["regions"]
     share = regions - 1 if (k["survive_region"] and regions > 1) else regions
     dec_region = math.ceil(decode_replicas / share)
@@ -213,7 +220,7 @@ def fleet_plan_model(k: dict) -> dict:
         "demand": d, "decode": dec, "context": context, "t_req": t_req,
         "concurrency": concurrency, "by_throughput": by_throughput, "by_kv": by_kv,
         "kv_binds": by_kv >= by_throughput, "decode_replicas": decode_replicas,
-        "prefill_flops": flops, "prefill_gpu_seconds": gpu_seconds,
+        "prefill_flops": flops, "prefill_gpu_seconds": gpu_seconds, "prefill": prefill,
         "prefill_gpus": prefill_gpus, "prefill_time": prefill_time, "kv_token": kv_token,
         "kv_transfer": kv_transfer,
         "prefill_fits_ttft": prefill_time + kv_transfer < k["ttft_target_seconds"],
@@ -227,7 +234,9 @@ def fleet_plan_model(k: dict) -> dict:
         "open_conversations": open_conversations,
         "kv_open": open_conversations * context * kv_token,
         "decode_pool_replicas": decode_pool,
-        "kv_room": decode_pool * tp * dec["free"],
+        # Tokens the decode pool's KV room holds, in whole-token bytes (an MLA latent sits
+        # whole on every GPU of a replica, so its room does not grow with tp).
+        "kv_room": decode_pool * dec["free"] / dec["kv_token"] * kv_token,
     }
 
 
@@ -238,6 +247,7 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
     dem = k["demand"]
     util = percent_format(k["utilisation"])
     at = dec["step"]
+    pf = p["prefill"]
     regions_text = (f"{k['regions']} regions, each carrying the peak ÷ {p['share']} so the rest "
                     "survive losing one" if p["share"] != k["regions"] else
                     f"{k['regions']} region{'s' if k['regions'] > 1 else ''}, no spare")
@@ -280,16 +290,24 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"2 × non-embedding parameters + attention over "
              f"{number_format(d['prompt'] - d['uncached'] / 2 + 0.5)} positions on average",
              p["prefill_flops"], "FLOP", flops_format(p["prefill_flops"])),
+        Step(f"A typical prompt's prefill ({pf['bound']}-bound)",
+             f"max({number_format(pf['computed'])} tokens × {flops_format(p['prefill_flops'])} "
+             f"÷ {tp} GPUs ÷ ({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
+             f"{number_format(k['mfu_prefill'])} MFU), {bytes_short(pf['bytes'])} of weights "
+             f"and KV per GPU ÷ {number_format(k['bandwidth_efficiency'])} of the bandwidth)",
+             pf["seconds"], "s", seconds_format(pf["seconds"])),
         Step("Prefill GPUs at the peak",
-             f"{number_format(d['peak_prefill'])} tokens/s × {flops_format(p['prefill_flops'])} "
-             f"÷ ({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
-             f"{number_format(k['mfu_prefill'])} MFU) ÷ {util}", p["prefill_gpus"], "GPUs",
-             number_format(p["prefill_gpus"])),
+             f"{number_format(d['peak_prefill'])} tokens/s × "
+             f"{seconds_format(p['prefill_gpu_seconds'])} GPU-time per computed token ({tp} × "
+             f"{seconds_format(pf['seconds'])} ÷ {number_format(pf['computed'])}) ÷ {util}",
+             p["prefill_gpus"], "GPUs", number_format(p["prefill_gpus"])),
         Step("A typical prompt: prefill and KV transfer",
              f"{number_format(d['uncached'])} tokens on {tp} GPUs "
-             f"({seconds_format(p['prefill_time'])}) + {number_format(d['prompt'])} tokens' KV "
-             f"over {tp} × {number_format(k['link_bytes_per_second'] / 1e9)} GB/s at 80% "
-             f"({seconds_format(p['kv_transfer'])})", p["prefill_time"] + p["kv_transfer"], "s",
+             f"({seconds_format(p['prefill_time'])}) + {number_format(d['prompt'])} tokens × "
+             f"{bytes_short(dec['kv_token'])} of KV per GPU over each GPU's "
+             f"{number_format(k['link_bytes_per_second'] / 1e9)} GB/s at "
+             f"{percent_format(KV_LINK_EFFICIENCY)} ({seconds_format(p['kv_transfer'])})",
+             p["prefill_time"] + p["kv_transfer"], "s",
              seconds_format(p["prefill_time"] + p["kv_transfer"])),
         Step("GPUs per region", f"{regions_text}: ⌈{number_format(p['decode_replicas'])} ÷ "
              f"{p['share']}⌉ = {p['dec_region']} decode replicas + ⌈"
@@ -333,6 +351,7 @@ def capstone(**inputs: object) -> Result:
         "peak_rps": d["peak_rps"], "mean_prompt": d["prompt"], "uncached": d["uncached"],
         "peak_output_tokens_per_second": d["peak_output"],
         "peak_prefill_tokens_per_second": d["peak_prefill"],
+        "prefill_seconds": p["prefill_time"], "prefill_bound": p["prefill"]["bound"],
         "batch_memory": dec["b_mem"], "batch_target": dec["b_slo"], "batch": dec["batch"],
         "batch_limit": dec["limit"], "step_seconds": dec["step_seconds"],
         "step_bound": dec["bound"], "replica_tokens_per_second": dec["tokens_per_second"],

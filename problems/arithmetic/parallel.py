@@ -120,10 +120,13 @@ def layout_check(*, model: Model, layout: Layout) -> None:
         raise ArithmeticInputError(field="model", message=f"{model.name} has no experts")
     if layout.moe not in MOE_SPLITS:
         raise ArithmeticInputError(field="moe", message="choose ep or tp")
-    if layout.pp > model.layers or n % layout.pp:
+    if layout.pp > model.layers:
         raise ArithmeticInputError(
-            field="pp", message=f"{layout.pp} stages must divide the {n} GPUs and be at most "
-            f"{model.layers} ({model.name}'s layers)")
+            field="pp", message=f"{layout.pp} stages is more than {model.name}'s "
+            f"{model.layers} layers")
+    if n % layout.pp:
+        raise ArithmeticInputError(
+            field="pp", message=f"{layout.pp} stages do not divide the {n} GPUs evenly")
     g = layout.per_stage
     if (g > gpn and g % gpn) or (g < gpn and gpn % g):
         raise ArithmeticInputError(
@@ -469,8 +472,9 @@ def moe_layout(
     Per GPU: weights (the non-routed part split by attention TP, the routed experts by the
     stage's GPUs), KV room and the sequences it holds, the roofline of attention and of the
     FFN with their bounds named, bytes sent over NVLink and InfiniBand and their time
-    (`collective_us` fixed cost each, links at `link_efficiency`), and the step: at least the
-    larger of GPU work and communication (perfect overlap), at most their sum. A batch the KV
+    (`collective_us` fixed cost each, links at `link_efficiency`), and the step's floor at those
+    efficiencies: the larger of GPU work and communication with perfect overlap, their sum with
+    none (imbalance, launch gaps and stragglers only add to either). A batch the KV
     cache cannot hold is cut to what it holds, and the steps say so.
     """
     k = _checked(model=model, gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node, pp=pp,
@@ -610,14 +614,14 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
             top["pp_time"], "s", seconds_format(top["pp_time"])))
     rounds = (f"{r['rounds']} stage-steps × " if r["rounds"] > 1 else "")
     steps.extend([
-        Step("Time per output token, overlapped (at least)",
+        Step("Time per output token, floor with perfect overlap",
              f"{rounds}max({seconds_format(top['gpu_time'])} GPU work (attention + FFN), "
              f"{seconds_format(top['comm'])} communication)",
              r["tpot_low"], "s", seconds_format(r["tpot_low"])),
-        Step("Time per output token, serial (at most)",
+        Step("Time per output token, floor with no overlap",
              f"{rounds}({seconds_format(top['gpu_time'])} + {seconds_format(top['comm'])})",
              r["tpot_high"], "s", seconds_format(r["tpot_high"])),
-        Step("Output tokens/s for the deployment",
+        Step("Output tokens/s for the deployment (ceilings, from the two floors)",
              f"{r['batch']:,} sequences ÷ {seconds_format(r['tpot_high'])} to "
              f"÷ {seconds_format(r['tpot_low'])}",
              r["tps_high"], "tokens/s",

@@ -37,6 +37,7 @@ from problems.arithmetic.parallel import (
     NODES_MAX,
     Layout,
     allreduce_bytes,
+    layout_row,
     moe_layout,
     moe_layouts_compare,
 )
@@ -72,6 +73,11 @@ FLASHMLA_TFLOPS = 660  # FlashMLA README: dense MLA decoding on H800, compute-bo
 DEEPSEEK_KV_LENGTH = 4_989  # Day 6 overview: average KV length per output token
 MTP_ACCEPTANCE = "85–90%"  # DeepSeek-V3 report §5.4.3, the second token's acceptance rate
 MTP_SPEEDUP = 1.8  # the same section: tokens per second with MTP, ×
+# DeepSeek-V3's node-limited routing: the router keeps the best `topk_group` of `n_group` expert
+# groups (config.json: 4 of 8; report §2.1.2: at most 4 nodes per token in training), and the
+# bandwidths its report measured on H800 nodes (§3.2.2).
+EXPERT_GROUPS, GROUPS_PER_TOKEN = 8, 4
+H800_NVLINK_GBPS, H800_IB_GBPS = 160, 50
 MS = 1e3
 US = 1e6
 
@@ -189,7 +195,7 @@ def layouts_comm_plot(rows: list[dict]) -> BarPlot:
                 BarSeries("Over InfiniBand", tuple(r["comm_ib"] / 1e6 for r in valid),
                           labels=tuple(seconds_format(r["comm_time"]) for r in valid))),
         columns=(("Communication time", tuple(seconds_format(r["comm_time"]) for r in valid)),
-                 ("Time per token, overlapped to serial",
+                 ("Time per token floor, overlapped to serial",
                   tuple(f"{seconds_format(r['tpot_low'])} to {seconds_format(r['tpot_high'])}"
                         for r in valid)),
                  ("Sequences evaluated", tuple(f"{r['batch']:,}" for r in valid))))
@@ -205,8 +211,9 @@ CALCULATOR = calculator_register(Calculator(
     title="MoE layouts: memory, communication and step time",
     explanation=("Pick a cluster and how attention, experts and layers are split. The working "
                  "shows the weights and KV each GPU holds, the bytes each GPU sends per decode "
-                 "step over NVLink and InfiniBand, and the bounds on the step: at least the "
-                 "larger of GPU work and communication (perfect overlap), at most their sum. "
+                 "step over NVLink and InfiniBand, and the floor on the step at the stated "
+                 "efficiencies: the larger of GPU work and communication with perfect overlap, "
+                 "their sum with none. "
                  "The plots compare the standard layouts of your cluster and of 2 × 8 H100s."),
     inputs=MOE_LAYOUT_INPUTS, compute=moe_layout, plots=moe_layout_plots, listed=False,
     api_path="/moe-layout",
@@ -229,8 +236,10 @@ ROUTING_INPUTS: tuple[Input, ...] = (
                 maximum=8_192, help="A prefill step carries thousands; a decode step one per "
                 "sequence (try 256)."),
     real_input("skew", "Popularity skew", initial=1.0, api=1.0, minimum=0.0, maximum=3.0,
-               help="Zipf exponent over the experts: 0 is uniform; 1 makes the hottest expert "
-                    "a few times as popular as the median."),
+               help="Zipf exponent over the experts: 0 is uniform; at 1 the r-th most "
+                    "popular expert gets 1/r of the top one's weight, a stress case far more "
+                    "skewed than a model trained for balance (the working shows the hottest "
+                    "expert's load against the mean)."),
     whole_input("redundant", "Redundant expert slots", unit="slots", initial=32, api=32,
                 minimum=0, maximum=256,
                 help="Extra copies of the hottest experts (DeepSeek uses 32); experts plus "
@@ -317,6 +326,9 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
         g.bandwidth_bytes_per_second * bandwidth_efficiency)
     values = {
         "skews": list(run["skews"]), "ratio_plain": [float(x) for x in run["ratio_plain"]],
+        "ratio_expert": [float(x) for x in run["ratio_expert"]],
+        "ratio_expert_at_skew": float(run["ratio_expert"][chosen]),
+        "mean_expert_load": float(run["mean_expert_load"]),
         "ratio_balanced": [float(x) for x in run["ratio_balanced"]],
         "time_plain": [float(x) for x in run["time_plain"]],
         "time_balanced": [float(x) for x in run["time_balanced"]],
@@ -341,6 +353,11 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
              f"experts touched) + dispatch and combine over "
              f"{'InfiniBand' if over_ib else 'NVLink'}", predicted, "s",
              seconds_format(predicted)),
+        Step(f"Hottest expert at skew {number_format(skew)}",
+             f"its (token, expert) pairs over the mean expert's "
+             f"{number_format(run['mean_expert_load'])}, averaged over {steps} steps",
+             values["ratio_expert_at_skew"], "× the mean",
+             f"{number_format(values['ratio_expert_at_skew'])}× the mean expert"),
         Step(f"Busiest GPU at skew {number_format(skew)}, experts in order",
              f"load {number_format(ratio_plain)}× the mean, averaged over {steps} steps",
              t_plain, "s", seconds_format(t_plain)),
@@ -369,10 +386,13 @@ def moe_routing_plots(*, inputs: dict, result: Result) -> tuple:
         lines=(Line(r["mean_load"], "mean"),))
     skews = tuple(r["skews"])
     ratio = Plot(
-        title="Busiest GPU's load over the mean, against skew", x_title="Popularity skew",
-        y_title="Busiest ÷ mean load",
-        series=(Series("Experts in order", skews, tuple(r["ratio_plain"]), markers=True),
-                Series(f"{inputs['redundant']} redundant slots", skews,
+        title="Hottest expert and busiest GPU against the mean, by skew",
+        x_title="Popularity skew", y_title="Load ÷ mean load", y_log=True,
+        series=(Series("Hottest expert (÷ mean expert)", skews, tuple(r["ratio_expert"]),
+                       markers=True),
+                Series("Busiest GPU, experts in order", skews, tuple(r["ratio_plain"]),
+                       markers=True),
+                Series(f"Busiest GPU, {inputs['redundant']} redundant slots", skews,
                        tuple(r["ratio_balanced"]), markers=True),
                 Series("Uniform (the calculator)", (skews[0], skews[-1]), (1.0, 1.0),
                        dash=True)),
@@ -403,7 +423,9 @@ def moe_routing_note(*, inputs: dict, result: Result) -> str:
     else:
         why += ("Here the experts' matmuls are compute-bound, so the busiest GPU's extra "
                 "tokens become extra time.")
-    return (f"At skew {number_format(r['skew'])} the busiest GPU carries "
+    return (f"At skew {number_format(r['skew'])} the hottest expert gets "
+            f"{number_format(r['ratio_expert_at_skew'])}× the mean expert's tokens and the "
+            f"busiest GPU carries "
             f"{number_format(r['ratio_plain_at_skew'])}× the mean load "
             f"({number_format(r['ratio_balanced_at_skew'])}× with {inputs['redundant']} "
             f"redundant slots), and the MoE part of each layer takes "
@@ -432,15 +454,17 @@ ROUTING = calculator_register(Calculator(
 # The prose's figures.
 
 SOURCES: list[tuple[str, str]] = [
-    ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (§2.1.2 auxiliary-loss-free balancing and no "
-     "token dropping; §3.2.2 NVLink 160 GB/s and InfiniBand 50 GB/s; §3.4 the prefill and decode "
+    ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (§2.1.2 auxiliary-loss-free balancing, "
+     "node-limited routing to at most 4 nodes, and no token dropping; §3.2.2 NVLink 160 GB/s "
+     "and InfiniBand 50 GB/s measured on H800 nodes; §3.4 the prefill and decode "
      "deployments; §5.4.3 multi-token prediction)", "https://arxiv.org/abs/2412.19437"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (EP32 prefill, "
      "EP144 decode, 32 redundant experts, FP8 dispatch and BF16 combine, average KV length "
      "4,989 tokens)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
-    ("DeepSeek-V3 config.json (61 layers, 256 routed experts, top-8, MLA ranks)",
+    ("DeepSeek-V3 config.json (61 layers, 256 routed experts, top-8, 4 of 8 expert groups per "
+     "token, MLA ranks)",
      "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),
     ("DeepSeek FlashMLA (dense MLA decoding, up to 660 TFLOPS on H800 when compute-bound)",
      "https://github.com/deepseek-ai/FlashMLA"),
@@ -551,16 +575,27 @@ def figures(inputs: dict) -> dict:
     b_q = expert_gpu_hit_probability(experts=m.experts_routed, per_gpu=m.experts_routed // bn,
                                      k=m.experts_per_token)
     rows = layouts_rows(inputs)
-    h100 = gpu_get(CLUSTER_B[0])
-    h100_node = 8 * (h100.memory_total_bytes * inputs["memory_fraction"]
-                     - inputs["reserve_gb"] * GB)
+    # One node of the H100s of cluster B, DP attention + EP over its GPUs: the fit counts the
+    # weights, the KV of the sequences and the reserve, as every layout does.
+    h100_gpn = CLUSTER_B[2]
+    h100_row = layout_row(model=inputs["model"], gpu=CLUSTER_B[0],
+                          layout=Layout(1, h100_gpn, 1, 1, "ep"), **_shared(inputs))
+    h100_usable = (gpu_get(CLUSTER_B[0]).memory_total_bytes * inputs["memory_fraction"]
+                   - inputs["reserve_gb"] * GB)
     return {
         "flashmla_tflops": f"{FLASHMLA_TFLOPS:,}",
         "deepseek_kv_length": f"{DEEPSEEK_KV_LENGTH:,}",
         "mtp_acceptance_text": MTP_ACCEPTANCE, "mtp_speedup_text": f"{MTP_SPEEDUP}×",
+        "expert_groups": EXPERT_GROUPS, "groups_per_token": GROUPS_PER_TOKEN,
+        "h800_nvlink_text": f"{H800_NVLINK_GBPS} GB/s", "h800_ib_text": f"{H800_IB_GBPS} GB/s",
+        "h800_ratio_text": number_format(H800_NVLINK_GBPS / H800_IB_GBPS, digits=2),
         "params_card_text": f"{number_format((m.params_published or 0) / 1e9)}B",
         "active_card_text": f"{number_format((m.active_params_published or 0) / 1e9)}B",
-        "h100_node_usable_text": _gb(h100_node), "h100_node_fits": total_bytes < h100_node,
+        "h100_node_gpus": h100_gpn, "h100_node_usable_text": _gb(h100_gpn * h100_usable),
+        "h100_gpu_usable_text": _gb(h100_usable), "h100_node_fits": h100_row["valid"],
+        "h100_node_w_gpu_text": _gb(h100_row.get("weights", total_bytes / h100_gpn)),
+        "h100_node_max_seq": f"{h100_row.get('max_seq', 0):,}",
+        "h100_node_short": h100_row["valid"] and h100_row["max_seq"] < batch,
         "model_name": m.name, "layers": m.layers, "dense_layers": m.dense_layers,
         "moe_layers": parts["moe_layers"], "hidden": f"{m.hidden:,}", "heads": m.heads,
         "experts_routed": m.experts_routed, "experts_shared": m.experts_shared,

@@ -8,7 +8,11 @@ import math
 from django.http import HttpRequest
 
 from demos.simulators import replica as replica_sim
-from problems.arithmetic.compute import attention_flops_per_token_pair, peak_flops_get
+from problems.arithmetic.compute import (
+    attention_flops_per_token_pair,
+    kv_bytes_per_token_model,
+    peak_flops_get,
+)
 from problems.arithmetic.cost import (
     LEVERS,
     PRICE_MAX,
@@ -493,6 +497,25 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
+def _kv_expression(m, kv) -> str:
+    """How one token's KV adds up, for the model's own attention (MLA caches a latent)."""
+    if m.attention == "MLA":
+        return (f"{m.layers} layers × ({m.kv_lora_rank} latent + {m.qk_rope_head_dim} RoPE key) "
+                f"× {number_format(kv.bytes)} B")
+    return (f"{m.layers} layers × 2 (K, V) × {m.kv_heads} KV heads × {m.head_dim} × "
+            f"{number_format(kv.bytes)} B")
+
+
+def _kv_share(m, tp: int, per_gpu: float) -> str:
+    """What each GPU of a `tp`-way replica keeps of a token's KV (`per_gpu` bytes)."""
+    if tp == 1:
+        return "held whole on its one GPU"
+    if m.attention == "MLA":
+        return (f"and each of the {tp} GPUs keeps all of it, since tensor parallelism cannot "
+                "split MLA's shared latent")
+    return f"of which each of the {tp} GPUs keeps {bytes_in(per_gpu, 'kB')}"
+
+
 def _delta(fraction: float) -> str:
     sign = "−" if fraction < 0 else "+"
     return f"{sign}{percent_format(abs(fraction))} of the baseline"
@@ -506,7 +529,7 @@ def figures(inputs: dict) -> dict:
     state = base["state"]
     m, g, w, kv = state["model"], state["gpu"], state["w"], state["kv"]
     at = big["step"]
-    kv_whole = m.layers * 2 * m.kv_heads * m.head_dim * kv.bytes
+    kv_whole = kv_bytes_per_token_model(m, kv)
     lv: dict[str, dict] = {}
     previous = base
     for row in rows[1:]:
@@ -527,8 +550,8 @@ def figures(inputs: dict) -> dict:
         if lever == "fp8":
             entry.update(dtype_name=s["w"].name,
                          weights_gpu_text=bytes_in(b["weights"], "GB"),
-                         kv_per_token_text=bytes_in(
-                             m.layers * 2 * m.kv_heads * m.head_dim * s["kv"].bytes, "kB"))
+                         kv_per_token_text=bytes_in(kv_bytes_per_token_model(m, s["kv"]),
+                                                    "kB"))
         elif lever == "prefix":
             entry.update(hit_text=percent_format(s["prefix_hit"]))
         elif lever == "gpu":
@@ -555,7 +578,10 @@ def figures(inputs: dict) -> dict:
         elif lever == "cap_output":
             entry.update(output_before=f"{previous['state']['output_tokens']:,}",
                          output_after=f"{s['output_tokens']:,}",
+                         request_before_text=_money(previous["per_1000"]),
                          request_text=_money(row["per_1000"]),
+                         request_lever_cut_text=percent_format(1 - row["per_1000"]
+                                                               / previous["per_1000"]),
                          request_cut_text=percent_format(1 - row["per_1000"]
                                                          / base["per_1000"]))
         elif lever == "disagg":
@@ -596,8 +622,8 @@ def figures(inputs: dict) -> dict:
         "base_usable_text": bytes_in(big["free"] + big["weights"], "GB"),
         "base_free_text": bytes_in(big["free"], "GB"),
         "base_kv_per_token_text": bytes_in(kv_whole, "kB"),
-        "base_kv_expression": f"{m.layers} layers × 2 (K, V) × {m.kv_heads} KV heads × "
-                              f"{m.head_dim} × {number_format(kv.bytes)} B",
+        "base_kv_expression": _kv_expression(m, kv),
+        "base_kv_share_text": _kv_share(m, state["tp"], big["kv_token"]),
         "base_context": f"{number_format(big['context'])}",
         "base_b_mem": f"{big['b_mem']:,}", "base_b_slo": f"{big['b_slo']:,}",
         "base_batch": f"{big['batch']:,}", "base_limit": big["limit"],
@@ -612,6 +638,9 @@ def figures(inputs: dict) -> dict:
         "base_in_flops_text": scientific_format(big["prefill_flops_per_token"], digits=4,
                                                 unit="FLOP"),
         "base_in_gs_text": seconds_format(big["prefill_gpu_seconds_per_token"]),
+        "base_in_compute_text": seconds_format(big["prefill"]["compute"]),
+        "base_in_memory_text": seconds_format(big["prefill"]["memory"]),
+        "base_in_bound": big["prefill"]["bound"],
         "base_blended_text": _money(base["blended"]),
         "base_request_text": _money(base["per_1000"]),
         "target_cut_text": percent_format(target),

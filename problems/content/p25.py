@@ -291,7 +291,8 @@ def day_simulated(**given: object) -> Result:
         "policy": policy_kind, "headroom": headroom,
     }
     steps = (
-        Step("The fleet the calculator sizes", f"{regions} regions × {p['per_region']} GPUs, "
+        Step("The fleet the calculator sizes",
+             f"{count_format(regions, 'region')} × {p['per_region']} GPUs, "
              f"{money_format(p['monthly_peak'])} a month peak-sized, "
              f"{money_format(p['monthly_follow'])} if it followed the load exactly",
              p["total_gpus"], "GPUs", count_format(p["total_gpus"], "GPU")),
@@ -447,6 +448,8 @@ def figures(inputs: dict) -> dict:
         "usable_text": bytes_in(dec["usable"], "GB"), "free_text": bytes_in(dec["free"], "GB"),
         "memory_total_text": bytes_in(k["gpu"].memory_total_bytes, "GB"),
         "kv_per_token_text": bytes_in(p["kv_token"], "kB"),
+        "kv_gpu_text": bytes_in(dec["kv_token"], "kB"),
+        "kv_copied": k["tp"] > 1 and dec["kv_token"] >= p["kv_token"],
         "context": number_format(p["context"]), "b_mem": f"{dec['b_mem']:,}",
         "b_slo": f"{dec['b_slo']:,}", "batch": f"{dec['batch']:,}",
         "batch_limit": dec["limit"], "step_text": seconds_format(dec["step_seconds"]),
@@ -462,6 +465,9 @@ def figures(inputs: dict) -> dict:
         "pre_need_text": number_format(p["prefill_gpus"]),
         "prefill_exceeds_decode": p["prefill_exceeds_decode"],
         "prefill_time_text": seconds_format(p["prefill_time"]),
+        "prefill_compute_text": seconds_format(p["prefill"]["compute"]),
+        "prefill_memory_text": seconds_format(p["prefill"]["memory"]),
+        "prefill_bound": p["prefill"]["bound"],
         "kv_transfer_text": seconds_format(p["kv_transfer"]),
         "prefill_fits_ttft": p["prefill_fits_ttft"],
         "regions": k["regions"], "regions_minus_one": p["share"],

@@ -105,3 +105,18 @@ def test_the_same_seed_gives_the_same_run():
                    **H200)
     assert one["time_plain"] == two["time_plain"]
     assert list(one["loads_balanced"]) == list(two["loads_balanced"])
+
+
+def test_the_hottest_expert_runs_further_above_its_mean_than_the_busiest_gpu():
+    """Uniform routing: 2,048 tokens × 8 over 256 experts is 64 pairs per expert, each about
+    binomial (σ ≈ 7.9), so the hottest of 256 sits near 64 + 3σ (about 1.4× the mean). Skewed
+    routing piles onto the most popular expert far faster than onto any GPU, which also holds
+    31 cooler experts."""
+    run = simulate(experts=256, k=8, gpus=8, tokens=2_048, skew=1.0, redundant=0, steps=2,
+                   seed=0, **H200)
+    experts = dict(zip(run["skews"], run["ratio_expert"], strict=True))
+    gpus = dict(zip(run["skews"], run["ratio_plain"], strict=True))
+    assert run["mean_expert_load"] == 64
+    assert 1.2 < experts[0.0] < 1 + 5 * math.sqrt(2_048 * 8 / 256 * (1 - 8 / 256)) / 64
+    assert experts[1.0] > 5 * gpus[1.0] > 5
+    assert experts[2.0] > experts[1.0] > experts[0.5] > experts[0.0]

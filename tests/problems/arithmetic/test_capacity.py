@@ -104,3 +104,32 @@ def test_bad_inputs_name_their_field(changes, field):
     with pytest.raises(ArithmeticInputError) as error:
         capstone(**{**DEFAULTS, **changes})
     assert error.value.field == field
+
+
+def test_the_kv_room_for_idle_conversations_counts_an_mla_latent_once_per_replica():
+    """DeepSeek-V3 in FP8 with an FP8 KV cache on 8 × H200 per replica: each GPU keeps
+    130,679,338,086.4 − 84,109,970,304 = 46,569,367,782.4 B free and, since tensor parallelism
+    copies MLA's latent on every GPU, a replica holds 46,569,367,782.4 ÷ 35,136 B of tokens, not
+    eight times that. With 18 decode replicas the pool holds 18 × 46,569,367,782.4 B of KV; the
+    Llama default (GQA, each GPU a quarter of every token) keeps 4 × free per replica: weights
+    (68,452,360,192 + 2 × 1,050,673,152 × 2) ÷ 4 = 18,163,763,200 B per GPU, 15 replicas."""
+    mla = capstone(**{**DEFAULTS, "model": "deepseek-v3", "gpu": "h200", "tp": 8})
+    replicas = 3 * mla["decode_replicas_per_region"]
+    assert replicas == 18
+    assert mla["kv_room_bytes"] == pytest.approx(18 * 46_569_367_782.4, rel=1e-9)
+    gqa = capstone(**DEFAULTS)
+    assert gqa["kv_room_bytes"] == pytest.approx(15 * 4 * (71_968_728_985.6 - 18_163_763_200),
+                                                 rel=1e-6)
+
+
+def test_the_kv_transfer_moves_each_gpus_own_share():
+    """Llama at the defaults: 1,750 tokens × 163,840 B ÷ 4 GPUs = 71,680,000 B per GPU over
+    50 GB/s × 0.8 = 1.792 ms. DeepSeek-V3 on 8 × H200: each GPU holds the whole FP8 latent,
+    1,750 × 35,136 B = 61,488,000 B over its own link, 1.537 ms (not an eighth of it)."""
+    from problems.arithmetic.capacity import capstone_checked, fleet_plan_model
+
+    gqa = fleet_plan_model(capstone_checked(**DEFAULTS))
+    assert gqa["kv_transfer"] == pytest.approx(71_680_000 / 40e9)
+    mla = fleet_plan_model(capstone_checked(**{**DEFAULTS, "model": "deepseek-v3",
+                                               "gpu": "h200", "tp": 8}))
+    assert mla["kv_transfer"] == pytest.approx(61_488_000 / 40e9)

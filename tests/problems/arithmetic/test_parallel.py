@@ -159,3 +159,11 @@ def test_one_copy_per_expert_sends_more_than_one_per_gpu():
     assert per_expert["comm_nvlink_bytes"] == pytest.approx(
         per_gpu["comm_nvlink_bytes"] * 7 / 4.63282, rel=1e-5)
     assert math.isfinite(per_expert["tokens_per_second_high"])
+
+
+def test_a_stage_count_that_does_not_divide_the_gpus_says_so():
+    with pytest.raises(ArithmeticInputError) as error:
+        moe_layout(model="deepseek-v3", gpu="h200", nodes=64, gpus_per_node=8, pp=61, attn_tp=8,
+                   **SHARED)
+    assert error.value.field == "pp"
+    assert error.value.message == "61 stages do not divide the 512 GPUs evenly"

@@ -20,6 +20,7 @@ from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.replica import (
     decode_batch_for_target,
     prefill_flops_per_uncached_token,
+    prefill_pass_replica,
     replica_cost,
     speculative_gain_at_batch,
 )
@@ -96,3 +97,29 @@ def test_a_replica_that_cannot_serve_names_the_input(changes, field):
     with pytest.raises(ArithmeticInputError) as error:
         replica_cost(**{**BASE, **changes})
     assert error.value.field == field
+
+
+def test_a_prompts_prefill_is_a_roofline_bound_with_its_bound_named():
+    """Llama 3.1 70B in BF16 on 4 × H100 SXM, MFU 0.5, 80% of 3.35 TB/s. A 2,000-token prompt,
+    all computed: 2,000 × 139,527,471,104 ÷ 4 = 69,763,735,552,000 FLOP per GPU ÷ 494.75 TFLOP/s
+    = 0.141008 s, against (34,751,516,672 B of weights + 2,000 × 81,920 B of KV) ÷ 2.68 TB/s
+    = 13.028 ms of reads: compute-bound, and 4 × 0.141008 ÷ 2,000 = 282.0 µs of GPU-time per
+    token, the same as FLOPs ÷ (peak × MFU). The same prompt fully cached computes only its last
+    token: (136,904,720,384 + 2,621,440 × 2,000.5) ÷ 4 ÷ 494.75e12 = 71.8 µs of compute against
+    the same 13.028 ms of reads, so memory-bound at 4 × 13.028 ms = 52.1 ms per computed token."""
+    from problems.arithmetic.catalog import dtype_get, gpu_get
+
+    m, g, bf16 = model_get("llama-3.1-70b"), gpu_get("h100-sxm"), dtype_get("bf16")
+    common = dict(model=m, gpu=g, tp=4, w=bf16, emb=bf16, kv=bf16, prompt_tokens=2000,
+                  bandwidth_efficiency=0.8, mfu=0.5)
+    full = prefill_pass_replica(uncached_tokens=2000, **common)
+    assert full["bound"] == "compute"
+    assert full["compute"] == pytest.approx(0.141008, rel=1e-5)
+    assert full["memory"] == pytest.approx((34_751_516_672 + 2000 * 81_920) / 2.68e12)
+    assert full["seconds"] == full["compute"]
+    assert full["gpu_seconds_per_token"] == pytest.approx(139_527_471_104 / 494.75e12)
+    cached = prefill_pass_replica(uncached_tokens=0, **common)
+    assert cached["bound"] == "memory" and cached["computed"] == 1
+    assert cached["compute"] == pytest.approx((136_904_720_384 + 2_621_440 * 2000.5) / 4
+                                              / 494.75e12)
+    assert cached["gpu_seconds_per_token"] == pytest.approx(4 * full["memory"])

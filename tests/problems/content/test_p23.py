@@ -40,9 +40,11 @@ def test_figures_equal_the_api(client) -> None:
     assert f": {bytes_in(dp['weights_per_gpu_bytes'], 'GB')}. That leaves" in worked
     assert f"{dp['max_sequences']:,} sequences of 5,000 tokens" in worked
     assert (f"a step takes at least {seconds_format(dp['tpot_low_seconds'])}; with no overlap, "
-            f"at most {seconds_format(dp['tpot_high_seconds'])}") in worked
-    assert (f"That is {number_format(round(dp['tokens_per_second_low']))} to "
-            f"{number_format(round(dp['tokens_per_second_high']))} output tokens") in worked
+            f"at least {seconds_format(dp['tpot_high_seconds'])}. Both are floors") in worked
+    assert (f"That is at most {number_format(round(dp['tokens_per_second_high']))} output "
+            f"tokens per second for the node with perfect overlap, and "
+            f"{number_format(round(dp['tokens_per_second_low']))} with none") in worked
+    assert "at most 30.7 ms" not in worked
     assert f"{tp['max_sequences']:,} sequences. TP cannot run the batch of 256" in worked
     assert (dp["max_sequences"], tp["max_sequences"]) == (680, 132)
 
@@ -119,3 +121,30 @@ def test_sources_are_titled_links() -> None:
     assert len(p23.SOURCES) >= 8
     for title, url in p23.SOURCES:
         assert title and url.startswith("https://")
+
+
+def followups_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 23), 23, "followups"))
+
+
+def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) -> None:
+    """DP8 attention + EP8 on one node of 8 H100s at the same share and reserve: in FP8 each GPU
+    would hold 18,970,991,616 + 653,908,770,816 ÷ 8 = 100.7 GB of weights against 72 GB usable,
+    so it fails before any KV. With INT4 expert weights the layout arithmetic (weights, the KV of
+    5,000-token sequences and the reserve) says how many sequences the node holds."""
+    text = followups_text(client)
+    assert "so it does not fit before any KV cache" in text
+    assert "each GPU would hold 101 GB of weights alone" in text
+    int4 = api_get(client, "moe-layout", model="deepseek-v3", gpu="h100-sxm", dtype="int4")
+    text = followups_text(client, calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4"))
+    assert (f"the KV room left holds {int4['max_sequences']:,} sequences of 5,000 tokens"
+            in text)
+    assert f"weights take {bytes_in(int4['weights_per_gpu_bytes'], 'GB')} per GPU" in text
+    assert "does not fit" not in text
+
+
+def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:
+    concepts = text_of(section_html(problem_html(page_get(client), 23), 23, "concepts"))
+    assert "it first keeps the best 4 of 8 groups of experts" in concepts
+    assert "about 160 GB/s over the H800's NVLink against 50 GB/s over InfiniBand, 3.2 times" \
+        in concepts

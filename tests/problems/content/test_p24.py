@@ -110,3 +110,41 @@ def test_sources_are_titled_links() -> None:
     assert len(p24.SOURCES) >= 6
     for title, url in p24.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_input_cost_is_a_named_roofline_at_the_prefill_mfu(client) -> None:
+    """The baseline's 2,000-token prompt on 4 × H100 in BF16: 0.141 s of compute at the prefill
+    MFU against 13 ms of reads, compute-bound (test_replica.py works it). At a prefill MFU of
+    0.25 the compute doubles and the prose quotes the prefill MFU, not the decode one."""
+    text = worked_text(client)
+    assert ("A whole 2,000-token prompt takes the replica 141 ms of compute at 50% of the dense "
+            "BF16 peak, against 13 ms to read the weights and the prompt's KV, so prefill is "
+            "compute-bound") in text
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, mfu_prefill=0.25)
+    text = worked_text(client, query)
+    assert "282 ms of compute at 25% of the dense BF16 peak" in text
+    assert "MFU 50% in decode and 25% in prefill" in text
+
+
+def test_an_mla_models_kv_is_counted_as_its_latent_and_not_split(client) -> None:
+    """DeepSeek-V3 on 8 × H200 in FP8: a token's KV is 61 × (512 + 64) × 2 B = 70,272 B in BF16
+    (35,136 B in FP8 after the lever), and tensor parallelism keeps all of it on every GPU; the
+    GQA formula would have given 61 × 2 × 128 × 192 × 2 B = 6 MB."""
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, model="deepseek-v3", gpu="h200", tp=8,
+                             dtype="fp8", right_gpu="off")
+    text = worked_text(client, query)
+    assert ("A token's KV is 70.3 kB (61 layers × (512 latent + 64 RoPE key) × 2 B), and each "
+            "of the 8 GPUs keeps all of it") in text
+    assert "each token's KV to 35.1 kB" in text
+    assert "KV heads" not in text
+
+
+def test_the_output_cap_names_its_own_cut_per_request(client) -> None:
+    body = api_get(client, "cost-waterfall")
+    rows = {row["lever"]: row for row in body["rows"]}
+    before, after = rows["route"]["per_1000"], rows["cap_output"]["per_1000"]
+    text = worked_text(client)
+    assert (f"cost per thousand requests falls from {money_format(before, significant=3)} to "
+            f"{money_format(after, significant=3)}, this lever's own "
+            f"{percent_format(1 - after / before)}") in text
+    assert 0.03 < 1 - after / before < 0.125  # less than the 12.5% fewer output tokens

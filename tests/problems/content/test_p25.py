@@ -101,3 +101,27 @@ def test_sources_are_titled_links() -> None:
     assert len(p25.SOURCES) >= 6
     for title, url in p25.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_a_prompts_prefill_is_a_roofline_with_its_bound_named(client) -> None:
+    """950 computed tokens of a 1,750-token prompt on 4 × H100 in FP8: 950 × 140,248,367,104 ÷ 4
+    ÷ (1,979 TFLOP/s × 0.5) = 33.7 ms of compute against about 17.7 GB ÷ 2.68 TB/s = 6.61 ms of
+    reads, so compute-bound; the API says the same."""
+    text = worked_text(client)
+    body = api_get(client, "capstone")
+    assert body["prefill_bound"] == "compute"
+    assert body["prefill_seconds"] == pytest.approx(950 * 140_248_367_104 / 4 / 989.5e12)
+    assert ("A typical prompt's 950 new tokens take 33.7 ms of compute on 4 GPUs at 50% of the "
+            "dense peak, against 6.61 ms") in text
+    assert "so a prefill is compute-bound at 33.7 ms" in text
+
+
+def test_the_kv_per_token_is_split_per_gpu_where_it_can_be(client) -> None:
+    """163,840 B per token in FP8, a quarter of it (40,960 B) on each of 4 GPUs: 53.8 GB ÷
+    (40,960 B × 1,950) = 673 sequences. DeepSeek-V3's latent stays whole on every GPU."""
+    text = worked_text(client)
+    assert "A token's KV is 164 kB, of which each GPU keeps 41 kB. A running" in text
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, model="deepseek-v3", gpu="h200", tp=8)
+    text = worked_text(client, query)
+    assert ("A token's KV is 35.1 kB, of which each GPU keeps 35.1 kB (all of it: tensor "
+            "parallelism cannot split MLA's latent)") in text

@@ -1,0 +1,187 @@
+"""Views of practice: the list, a mock interview, its grading, the history, reviews."""
+
+import time
+import uuid
+
+from django.core import signing
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from course import practice
+from course.practice import (
+    ANSWER_MAX_CHARS,
+    MINUTES_DEFAULT,
+    MINUTES_MAX,
+    MINUTES_MIN,
+    PracticeSheet,
+)
+from problems.calculators.registry import Drawn
+from problems.plots import Plot, Series, plot_figure, plot_table
+from problems.registry import PAGES, Problem, page_get, problem_get
+
+# A started interview's token is good for a day: long enough for any answer, short enough that
+# an old page left open starts a fresh clock.
+STARTED_MAX_AGE_SECONDS = 24 * 3600
+_SIGNER_SALT = "course.practice.started"
+
+
+def _sheet_or_404(request: HttpRequest, number: int) -> tuple[Problem, PracticeSheet]:
+    problem = problem_get(number=number)
+    sheet = practice.practice_sheet(problem=problem, request=request) if problem else None
+    if sheet is None:
+        raise Http404("No such problem to practise yet")
+    return problem, sheet
+
+
+def _minutes_parse(raw: str | None) -> tuple[int, str | None]:
+    """Minutes on the clock from the query, or the default and an error to show by the field."""
+    if raw in (None, ""):
+        return MINUTES_DEFAULT, None
+    try:
+        minutes = int(raw)
+    except ValueError:
+        return MINUTES_DEFAULT, "Enter a whole number of minutes."
+    if not MINUTES_MIN <= minutes <= MINUTES_MAX:
+        return MINUTES_DEFAULT, f"Enter between {MINUTES_MIN} and {MINUTES_MAX} minutes."
+    return minutes, None
+
+
+def _started_token(problem: Problem, seconds_limit: int) -> str:
+    return signing.dumps({"p": problem.number, "s": seconds_limit, "t": time.time()},
+                         salt=_SIGNER_SALT)
+
+
+@require_GET
+def practice_index(request: HttpRequest) -> HttpResponse:
+    written = {p.number for p in practice.practice_problems()}
+    attempts = practice.attempts_for(request=request)
+    counts: dict[int, int] = {}
+    for attempt in attempts:
+        counts[attempt.problem] = counts.get(attempt.problem, 0) + 1
+    return render(request, "course/practice.html", {
+        "rows": [(page, [(p, p.number in written, counts.get(p.number, 0))
+                         for p in page.problems]) for page in PAGES],
+        "missed": practice.points_missed(attempts=attempts),
+        "due": practice.reviews_due(request=request),
+        "reviews": practice.reviews_all(request=request),
+        "intervals": practice.REVIEW_INTERVALS_DAYS, "minutes_default": MINUTES_DEFAULT,
+    })
+
+
+@require_GET
+def practice_random(request: HttpRequest) -> HttpResponse:
+    problem = practice.practice_random_problem(request=request)
+    if problem is None:
+        return redirect("course:practice")
+    return redirect("course:practice_interview", number=problem.number)
+
+
+@require_GET
+def practice_review(request: HttpRequest, page: int) -> HttpResponse:
+    if page_get(number=page) is None:
+        raise Http404("No such page")
+    problem = practice.review_problem_pick(request=request, page=page)
+    if problem is None:
+        raise Http404("No problem of this page can be practised yet")
+    return redirect(reverse("course:practice_interview", args=[problem.number]) + "?review=1")
+
+
+@require_http_methods(["GET", "POST"])
+def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
+    problem, sheet = _sheet_or_404(request, number)
+    errors: dict[str, str] = {}
+    answer = ""
+    if request.method == "POST":
+        answer = request.POST.get("answer", "")
+        started = None
+        try:
+            started = signing.loads(request.POST.get("started", ""), salt=_SIGNER_SALT,
+                                    max_age=STARTED_MAX_AGE_SECONDS)
+            if started.get("p") != problem.number:
+                raise signing.BadSignature("another problem's clock")
+        except signing.BadSignature:  # SignatureExpired is one too
+            errors["started"] = ("This interview's clock was lost or is over a day old; your "
+                                 "answer is kept below: submit it again to save it.")
+        if len(answer) > ANSWER_MAX_CHARS:
+            errors["answer"] = (f"Answers are limited to {ANSWER_MAX_CHARS:,} characters; this "
+                                f"one has {len(answer):,}. Shorten it and submit again.")
+        if not errors:
+            seconds_used = max(0, round(time.time() - started["t"]))
+            attempt = practice.attempt_start(request=request, problem=problem, sheet=sheet,
+                                             answer=answer, seconds_limit=int(started["s"]),
+                                             seconds_used=seconds_used)
+            return redirect("course:practice_attempt", uid=attempt.uid)
+        minutes = max(1, int(started["s"]) // 60) if started and "answer" in errors else None
+        minutes = minutes or MINUTES_DEFAULT
+        status = 400
+    else:
+        minutes, minutes_error = _minutes_parse(request.GET.get("minutes"))
+        if minutes_error:
+            errors["minutes"] = minutes_error
+        status = 200
+    seconds_limit = minutes * 60
+    return render(request, "course/practice_interview.html", {
+        "problem": problem, "sheet": sheet, "minutes": minutes, "seconds_limit": seconds_limit,
+        "started": _started_token(problem, seconds_limit), "answer": answer, "errors": errors,
+        "review": request.GET.get("review") == "1", "answer_max": ANSWER_MAX_CHARS,
+        "minutes_min": MINUTES_MIN, "minutes_max": MINUTES_MAX,
+    }, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def practice_attempt(request: HttpRequest, uid: uuid.UUID) -> HttpResponse:
+    attempt = practice.attempt_get(request=request, uid=uid)
+    if attempt is None:
+        raise Http404("No such attempt")
+    problem, sheet = _sheet_or_404(request, attempt.problem)
+    error = None
+    if request.method == "POST":
+        raw = request.POST.getlist("heard")
+        try:
+            heard = {int(v) for v in raw}
+        except ValueError:
+            heard = None
+        if heard is None or not heard <= set(range(len(attempt.points))):
+            error = "Tick only the points listed."
+        else:
+            practice.attempt_grade(request=request, attempt=attempt, heard=heard)
+            return redirect(reverse("course:practice_history", args=[problem.number])
+                            + f"#attempt-{attempt.uid}")
+    html_of = {p.text: p.html for p in sheet.points}  # the page's wording, where it still has it
+    points = [{"index": i, "html": html_of.get(p["text"], p["text"]), "heard": p["heard"]}
+              for i, p in enumerate(attempt.points)]
+    followup = (sheet.followups[attempt.followup]
+                if attempt.followup is not None and attempt.followup < len(sheet.followups)
+                else None)
+    return render(request, "course/practice_attempt.html", {
+        "problem": problem, "sheet": sheet, "attempt": attempt, "points": points,
+        "followup": followup, "error": error,
+    }, status=400 if error else 200)
+
+
+def _history_plot(attempts: list) -> Drawn | None:  # noqa: ANN001
+    graded = [a for a in reversed(attempts) if a.graded_at is not None]
+    if not graded:
+        return None
+    xs = tuple(float(i + 1) for i in range(len(graded)))
+    plot = Plot(
+        title="Points heard in each attempt",
+        x_title="attempt (oldest first)",
+        y_title="points heard (%)",
+        series=(Series("points heard", xs, tuple(100 * a.share_heard for a in graded),
+                       markers=True),),
+    )
+    return Drawn(plot_figure(plot), plot_table(plot))
+
+
+@require_GET
+def practice_history(request: HttpRequest, number: int) -> HttpResponse:
+    problem, sheet = _sheet_or_404(request, number)
+    attempts = practice.attempts_for(request=request, problem=problem.number)
+    return render(request, "course/practice_history.html", {
+        "problem": problem, "sheet": sheet, "attempts": attempts,
+        "missed": practice.points_missed(attempts=attempts),
+        "drawn": _history_plot(attempts),
+    })
