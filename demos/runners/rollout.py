@@ -81,9 +81,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def error_threshold(*, baseline_errors: int, baseline_n: int, canary_n: int,
                     confidence: float = CONFIDENCE) -> float:
-    """The candidate error rate above which the one-sided two-proportion z-test fires, given
-    the baseline's (pooled variance taken at the baseline's rate, at least one error in
-    (n + 1) so a clean baseline still has a margin)."""
+    """The candidate error rate above which the one-sided two-proportion z-test fires: the
+    baseline's rate plus z × √(p(1 − p)(1/n_canary + 1/n_baseline)), with p the baseline's rate
+    but at least one error in n + 1, so a clean baseline still leaves a margin."""
     if canary_n == 0 or baseline_n == 0:
         return 1.0
     p = max(baseline_errors, 1) / (baseline_n + 1)
