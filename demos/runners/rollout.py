@@ -54,7 +54,7 @@ PARAMS = ParamSchema(
         ParamSpec("candidate", "Candidate version", "choice", "int8", choices=CANDIDATES),
         ParamSpec("canary_percent", "Canary share of traffic", "whole", 25, minimum=5,
                   maximum=50, unit="%"),
-        ParamSpec("requests", "Requests to send", "whole", 48, minimum=16, maximum=96,
+        ParamSpec("requests", "Requests to send", "whole", 48, minimum=16, maximum=64,
                   help="Each a short completion of a held-out text."),
         ParamSpec("inject_error_rate", "Failure rate injected into the candidate", "real", 0.0,
                   minimum=0.0, maximum=0.5, unit="fraction",

@@ -133,8 +133,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://doi.org/10.1214/aoms/1177731118"),
     ("Kullback and Leibler, 'On Information and Sufficiency', Annals of Mathematical "
      "Statistics 22(1), 1951", "https://doi.org/10.1214/aoms/1177729694"),
-    ("vLLM documentation, 'Automatic Prefix Caching' (cache keyed by the tokens and the model "
-     "that made it)", "https://docs.vllm.ai/en/latest/design/prefix_caching.html"),
+    ("vLLM documentation, 'Automatic Prefix Caching' (blocks found by a hash of their tokens "
+     "and their prefix, in one engine serving one model)",
+     "https://docs.vllm.ai/en/latest/design/prefix_caching.html"),
     ("Meta Llama 3.1 8B config.json",
      "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet",
