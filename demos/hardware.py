@@ -46,3 +46,20 @@ def hardware_measure_request(client) -> int:  # noqa: ANN001
         client.delete(LOCK_KEY)  # not sent: let the next press try again
         raise
     return 0
+
+
+# The shared engine's last load (problem 20 sets it beside a large model's cold start): each
+# engine worker stores how long reading its model and warming it up took, when it loads.
+ENGINE_LOAD_KEY = "course:engine-load:latest"
+
+
+def engine_load_store(client, measurement: dict) -> None:  # noqa: ANN001
+    """Keep the shared engine's load `measurement` (model, device, file_bytes,
+    load_seconds, warmup_seconds, hostname) as the latest, for a day."""
+    client.set(ENGINE_LOAD_KEY, json.dumps(measurement), ex=TTL_S)
+
+
+def engine_load_latest(client) -> dict | None:  # noqa: ANN001
+    """The latest engine load a worker stored in the last day, or None."""
+    text = client.get(ENGINE_LOAD_KEY)
+    return json.loads(text) if text else None

@@ -13,6 +13,7 @@ thread once it has started (`worker_serving_setup` below), and says when it is r
 import logging
 import os
 import threading
+from pathlib import Path
 
 from celery import Celery
 from celery.signals import celeryd_after_setup, worker_shutdown
@@ -67,11 +68,22 @@ def worker_serving_setup(sender: str, instance, **kwargs) -> None:  # noqa: ANN0
         from worker.demo_engine import serving_start
 
         try:
-            serving_start(settings.ENGINE_MODEL, device=settings.ENGINE_DEVICE)
+            serving = serving_start(settings.ENGINE_MODEL, device=settings.ENGINE_DEVICE)
         except Exception:
             logger.exception("the shared engine failed to load: this worker stays not ready")
             return
         _beat.ready()
+        try:
+            from demos.hardware import engine_load_store
+
+            m = serving.machine
+            engine_load_store(redis_client(settings.REDIS_URL), {
+                "hostname": sender, "model": Path(settings.ENGINE_MODEL).name,
+                "device": m.get("device", "cpu"), "file_bytes": m.get("file_bytes", 0),
+                "load_seconds": m.get("load_seconds", 0.0),
+                "warmup_seconds": m.get("warmup_seconds", 0.0)})
+        except Exception:  # Redis briefly away: the page says no load was measured
+            logger.warning("could not store the engine's load time", exc_info=True)
 
     threading.Thread(target=load, daemon=True, name="engine-load").start()
 

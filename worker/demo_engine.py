@@ -134,10 +134,17 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
         machine: dict = {}
 
         def setup():  # noqa: ANN202 (runs in the loop thread: see EngineLoop)
+            started = time.perf_counter()
             engine = engine_build(model_path, device=device)
+            built = time.perf_counter()
             engine_warm_up(engine)
+            # The load's own timing (problem 20 sets it beside a large model's cold start).
             machine.update({**machine_measure(device=device), **model_facts(engine),
-                            "model_path": model_path, "device": device})
+                            "model_path": model_path, "device": device,
+                            "load_seconds": built - started,
+                            "warmup_seconds": time.perf_counter() - built,
+                            "file_bytes": sum(f.stat().st_size for f in
+                                              Path(model_path).glob("*.safetensors"))})
             return engine
 
         metrics = EngineMetrics(model_name=model_name_of(model_path))

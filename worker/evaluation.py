@@ -183,3 +183,28 @@ def quality_compare(*, reference: nn.Module, candidates: dict[str, nn.Module], c
         if on_document is not None:
             on_document(done, len(documents))
     return {name: tally.result() for name, tally in tallies.items()}
+
+
+def quality_versions(*, reference: nn.Module, reference_config, candidate: nn.Module,  # noqa: ANN001
+                     candidate_config, documents: list[Document], device: str = "cpu",
+                     batch_tokens: int = BATCH_TOKENS) -> dict[str, dict]:
+    """`quality_compare` for two model versions that may differ in shape (a quantized copy, or
+    another model sharing the tokenizer, such as the draft): each runs with its own config.
+    Returns {"reference": ..., "candidate": ...} with the same fields."""
+    batches = documents_batch(documents, tokens=batch_tokens)
+    tokens_max = max(sum(-(-len(d.token_ids) // BLOCK_SIZE) * BLOCK_SIZE for d in batch)
+                     for batch in batches)
+    ref = TeacherForced(reference, reference_config, tokens_max=tokens_max, device=device)
+    cand = TeacherForced(candidate, candidate_config, tokens_max=tokens_max, device=device)
+    tallies = {"reference": QualityTally(), "candidate": QualityTally()}
+    for batch in batches:
+        ids = [d.token_ids for d in batch]
+        ref_logits = ref.logits(ids)
+        cand_logits = cand.logits(ids)
+        for document, r, c in zip(batch, ref_logits, cand_logits, strict=True):
+            targets = torch.tensor(document.token_ids[1:], device=device)
+            tallies["reference"].add(reference=r[:-1], candidate=r[:-1], targets=targets,
+                                     text_bytes=document.text_bytes)
+            tallies["candidate"].add(reference=r[:-1], candidate=c[:-1], targets=targets,
+                                     text_bytes=document.text_bytes)
+    return {name: tally.result() for name, tally in tallies.items()}

@@ -71,6 +71,7 @@ from demos.runners import (  # noqa: E402,F401
     paged_blocks,
     profile,
     quantization,
+    rollout,
     speculative,
     streaming,
     tail_latency,

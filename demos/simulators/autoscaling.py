@@ -25,7 +25,8 @@ time to drain the queue ahead of them; their time to first token is `base_ttft` 
 Random queueing below capacity (problem 17) is left out: waits here come from capacity falling
 short of the load. GPU-hours count every replica paid for: ready, booting and on standby.
 
-Used by problem 20 (policies compared on a day with a spike) and problem 25 (a fleet's decode
+Used by problem 20 (every policy on the same day with a spike, the worst queue set against
+`problems.arithmetic.coldstart.spike_backlog`) and problem 25 (a fleet's decode
 and prefill pools over a day). Plain numpy; a day at one-minute steps takes a few milliseconds
 per policy.
 """
@@ -171,7 +172,8 @@ def simulate(*, demand: dict[str, np.ndarray], step_minutes: float, pool: Pool, 
     load in requests/s, `backlog` in requests, `ttft` in s) and the summary: `gpu_hours`,
     `peak_paid_gpus`, `minutes_short` (ready capacity below what the target utilisation and the
     reserve need, before headroom), `minutes_queued` (requests waiting), `p99_ttft` over all
-    requests, `slo_miss_share` (requests whose TTFT passed `ttft_slo_seconds`), `requests`.
+    requests, `slo_miss_share` (requests whose TTFT passed `ttft_slo_seconds`), `requests`,
+    `peak_backlog` (the longest queue at a step's end, requests).
     """
     rate = demand["rate"]
     smooth = demand["smooth"]
@@ -282,4 +284,5 @@ def simulate(*, demand: dict[str, np.ndarray], step_minutes: float, pool: Pool, 
         "minutes_short": float(short.sum() * step_minutes),
         "minutes_queued": float((backlog_end > 1e-9).sum() * step_minutes),
         "p99_ttft": p99, "slo_miss_share": miss, "requests": total,
+        "peak_backlog": float(backlog_end.max()) if steps else 0.0,
     }

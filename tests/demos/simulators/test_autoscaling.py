@@ -128,3 +128,16 @@ def test_an_autoscaled_day_costs_between_following_the_load_and_the_peak():
 def test_an_unknown_policy_is_refused():
     with pytest.raises(ValueError):
         Policy(kind="magic")
+
+
+def test_the_longest_queue_is_reported():
+    """The reactive pool of the step test above: 40 requests/s short for 11 minutes, so the
+    queue peaks at 40 × 60 × 11 = 26,400 requests (problems/arithmetic/coldstart.py's
+    spike_backlog predicts the same)."""
+    from problems.arithmetic.coldstart import spike_backlog
+
+    run = simulate(demand=flat_then_step(10, 50, 30), step_minutes=1, pool=POOL,
+                   policy=Policy(kind="reactive", cold_start_minutes=10))
+    assert run["peak_backlog"] == pytest.approx(26_400)
+    assert spike_backlog(demand_rps=50, capacity_rps=10, react_seconds=60,
+                         start_seconds=600) == pytest.approx(run["peak_backlog"])

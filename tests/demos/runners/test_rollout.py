@@ -1,0 +1,114 @@
+"""The rollout runner on private engines of the shipped model, in this process: events in order,
+the gates' rules (quality rolls back the heavy cut and the draft, injected failures roll back
+through the error gate, a faithful INT8 copy is promoted), and the threshold's arithmetic."""
+
+from pathlib import Path
+
+import pytest
+
+from demos.runners import RunCancelled, runner_get
+from demos.runners.rollout import PARAMS, error_threshold, gate_check, percentile, rollout_run
+from demos.schema import ParamError
+from tests.demos.runners.conftest import Recorder
+
+MODEL = Path(__file__).resolve().parents[3] / "worker" / "models" / "course-lm"
+MACHINE = {"device": "cpu", "model_path": str(MODEL)}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from demos.runners.quantization import _one_thread
+    from worker.demo_engine import engine_build
+
+    with _one_thread():
+        return engine_build(str(MODEL))
+
+
+def run(engine, **changes):
+    recorder = Recorder()
+    params = PARAMS.parse(changes).as_dict()
+    outcome = rollout_run(engine=engine, machine=MACHINE, params=params,
+                          ctx=recorder.context())
+    return recorder, outcome
+
+
+def test_a_faithful_copy_is_promoted_with_events_in_order(engine):
+    recorder, outcome = run(engine, candidate="int8", requests=16)
+    types = recorder.types()
+    assert types[:4] == ["started", "version_loaded", "version_loaded", "evaluated"]
+    assert set(types[4:-2]) == {"window"} and types[-2:] == ["gate", "plot"]
+    windows = [d for t, _, d in recorder.events if t == "window"]
+    assert windows[-1]["sent"] == 16
+    assert sum(v["n"] for v in windows[-1]["versions"].values()) == 16
+    summary = outcome.summary
+    assert outcome.state == "finished" and summary["decision"] == "promote", summary
+    assert summary["agreement"] > 0.9
+    plot = recorder.events[-1][2]
+    assert [f["figure"]["layout"]["title"]["text"] for f in plot["figures"]] == [
+        "Canary error rate against the gate's threshold",
+        "Time to first token by version (measured)"]
+    assert runner_get("rollout").engine == "own"
+
+
+@pytest.mark.parametrize("candidate", ["int4", "draft"])
+def test_a_worse_model_is_rolled_back_by_the_quality_gate(engine, candidate):
+    _, outcome = run(engine, candidate=candidate, requests=32, canary_percent=50)
+    assert outcome.summary["decision"] == "rollback"
+    assert outcome.summary["rule"] in ("quality", "mirrored answers")
+    assert outcome.summary["bpb"]["candidate"] > outcome.summary["bpb"]["current"]
+
+
+def test_injected_failures_roll_back_through_the_error_gate(engine):
+    recorder, outcome = run(engine, candidate="int8", inject_error_rate=0.5,
+                            canary_percent=50, requests=32)
+    summary = outcome.summary
+    assert summary["decision"] == "rollback" and summary["rule"] == "errors"
+    assert summary["errors"]["candidate"] >= 1 and summary["errors"]["current"] == 0
+    assert summary["predicted_requests"] >= 1
+    note = recorder.events[-1][2]["figures"][0]["note"]
+    assert "predicts about" in note and "the gate fired after" in note
+
+
+def test_the_error_threshold_narrows_as_requests_accumulate():
+    """A clean baseline of 40: p taken as 1/41; after 4 canary requests the gate allows
+    1.645 × √(0.0238 × 0.275) = 13.3%; after 40, 1.645 × √(0.0238 × 0.05) = 5.68%."""
+    assert error_threshold(baseline_errors=0, baseline_n=40, canary_n=4) == pytest.approx(
+        0.1331, abs=1e-3)
+    assert error_threshold(baseline_errors=0, baseline_n=40, canary_n=40) == pytest.approx(
+        0.0568, abs=1e-3)
+
+
+def test_gate_rules_in_order():
+    quality = {"reference": {"bpb": 1.8, "agreement": 1.0},
+               "candidate": {"bpb": 1.81, "agreement": 0.97}}
+    mirror = {"n": 0, "agreement": 1.0}
+    clean = {"current": {"n": 20, "errors": 0, "ttft": [0.01] * 20},
+             "candidate": {"n": 5, "errors": 0, "ttft": [0.011] * 5}}
+    assert gate_check(stats=clean, quality=quality, mirror=mirror) is None
+    failing = {**clean, "candidate": {**clean["candidate"], "errors": 2}}
+    assert gate_check(stats=failing, quality=quality, mirror=mirror)[0] == "errors"
+    slow = {**clean, "candidate": {**clean["candidate"], "ttft": [0.05] * 5}}
+    assert gate_check(stats=slow, quality=quality, mirror=mirror)[0] == "latency"
+    worse = {**quality, "candidate": {"bpb": 1.9, "agreement": 0.97}}
+    assert gate_check(stats=clean, quality=worse, mirror=mirror)[0] == "quality"
+
+
+def test_percentile_is_nearest_rank():
+    assert percentile([3, 1, 2, 4], 0.5) == 2 and percentile([3, 1, 2, 4], 0.99) == 4
+    assert percentile([], 0.5) == 0.0
+
+
+def test_bad_parameters_name_their_field():
+    with pytest.raises(ParamError) as caught:
+        PARAMS.parse({"canary_percent": 90})
+    assert caught.value.field == "canary_percent"
+    with pytest.raises(ParamError):
+        PARAMS.parse({"candidate": "fp2"})
+
+
+def test_a_cancel_stops_the_run(engine):
+    recorder = Recorder()
+    recorder.cancel_after = ("window", None, "all", "cancelled by the visitor")
+    with pytest.raises(RunCancelled):
+        rollout_run(engine=engine, machine=MACHINE, params=PARAMS.defaults(),
+                    ctx=recorder.context())

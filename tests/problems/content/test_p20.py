@@ -1,0 +1,123 @@
+"""Problem 20 on page 09, through Django's test client: every section written, the cold start's
+figures equal to the arithmetic's and the JSON API's, inputs that change them, the policies
+simulator with its measured-against-predicted plot, and no figure typed into the template."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.content import p20
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+from tests.problems.content.page09 import api_get, calculator_query, page_get
+
+pytestmark = pytest.mark.django_db
+
+TEMPLATE = Path(p20.__file__).with_suffix(".html")
+
+
+def worked_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 20), 20, "worked"))
+
+
+def test_all_nine_sections_are_written(client) -> None:
+    problem = problem_html(page_get(client), 20)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, 20, slug)
+        assert heading in section and "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+def test_figures_equal_the_api(client) -> None:
+    """141 GB, a 7.69 min cold start, 17.4% headroom, 5 replicas, $36,500 a month
+    (test_coldstart.py works them by hand)."""
+    worked = worked_text(client)
+    body = api_get(client, "cold-start")
+    assert body["extra_replicas"] == 5 and body["cost_headroom"] == 36_500
+    assert "In all 7.69 min" in worked
+    assert "= 17.4%" in worked
+    assert "5 more replicas (20 GPUs) running all the time, $36,500 a month" in worked
+
+
+def test_changing_inputs_changes_the_figures(client) -> None:
+    query = calculator_query(p20.CALCULATOR, p20.PREFIX, load_gbps=10.0, node_minutes=0.0)
+    worked = worked_text(client, query)
+    body = api_get(client, "cold-start", load_gbps=10.0, node_minutes=0.0)
+    assert body["cold_start_seconds"] == pytest.approx(20 + 14.1107412992 + 60)
+    assert "In all 94.1 s" in worked
+
+
+def test_a_bad_input_is_named_beside_its_field(client) -> None:
+    response = client.get("/api/calc/cold-start", {"utilisation": 0})
+    assert response.status_code in (400, 422)
+    assert "utilisation" in response.content.decode()
+
+
+def test_the_simulator_compares_every_policy(client) -> None:
+    body = api_get(client, "autoscaling-policies")
+    rows = {row["policy"]: row for row in body["rows"]}
+    assert set(rows) == {"static", "reactive", "queue", "predictive", "warm_pool"}
+    # Sized for the peak with its spike, the static fleet never queues and pays the most.
+    assert rows["static"]["peak_backlog"] == 0
+    assert rows["static"]["gpu_hours"] == max(r["gpu_hours"] for r in rows.values())
+    # The spike is a surprise to every autoscaler; a warm pool shortens the queue it causes.
+    assert rows["reactive"]["peak_backlog"] > 0
+    assert rows["warm_pool"]["peak_backlog"] < rows["reactive"]["peak_backlog"]
+    assert rows["warm_pool"]["p99_ttft"] < rows["reactive"]["p99_ttft"]
+
+
+def test_the_simulated_queue_is_near_the_arithmetic_without_noise(client) -> None:
+    body = api_get(client, "autoscaling-policies", noise=0.0)
+    reactive = next(r for r in body["rows"] if r["policy"] == "reactive")
+    assert reactive["peak_backlog"] == pytest.approx(reactive["predicted_backlog"], rel=0.35)
+
+
+def test_a_shorter_cold_start_shortens_the_queue(client) -> None:
+    slow = api_get(client, "autoscaling-policies", cold_start_minutes=20.0)
+    fast = api_get(client, "autoscaling-policies", cold_start_minutes=2.0)
+    assert fast["backlog_reactive"] < slow["backlog_reactive"]
+
+
+def test_the_demo_draws_five_plots_with_a_note(client) -> None:
+    demo = section_html(problem_html(page_get(client), 20), 20, "demo")
+    assert 'data-calculator="autoscaling-policies"' in demo and demo.count('class="plot"') == 5
+    assert "Worst queue in the spike: simulated against the arithmetic" in demo
+    assert "The reactive policy's worst queue was" in text_of(demo)
+
+
+def test_the_load_measurement_is_set_beside_the_bytes() -> None:
+    figures = p20.engine_load_figures({"model": "course-lm", "device": "cpu",
+                                       "file_bytes": 20e6, "load_seconds": 0.5,
+                                       "warmup_seconds": 0.2}, load_bandwidth=1e9)
+    assert figures["load_bytes_time_text"] == "20 ms"
+    assert figures["load_seconds_text"] == "500 ms"
+    assert p20.engine_load_figures(None, load_bandwidth=1.0) == {"load_measured": False}
+
+
+def test_the_page_shows_the_workers_load_when_one_was_stored(client) -> None:
+    from unittest import mock
+
+    measured = {"model": "course-lm", "device": "cpu", "file_bytes": 21_613_472,
+                "load_seconds": 2.5, "warmup_seconds": 1.25}
+    with mock.patch.object(p20, "engine_load_measured", return_value=measured):
+        demo = text_of(section_html(problem_html(page_get(client), 20), 20, "demo"))
+    assert "loaded its shipped model (course-lm, 21.6 MB of safetensors, on cpu) in 2.5 s" in demo
+    assert "warmed it up in 1.25 s" in demo
+
+
+def test_follow_up_hints_are_hidden_until_asked_for(client) -> None:
+    followups = section_html(problem_html(page_get(client), 20), 20, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+
+
+def test_the_template_types_no_figures() -> None:
+    assert typed_figures(TEMPLATE.read_text()) == []
+
+
+def test_sources_are_titled_links() -> None:
+    assert len(p20.SOURCES) >= 5
+    for title, url in p20.SOURCES:
+        assert title and url.startswith("https://")
