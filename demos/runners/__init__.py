@@ -60,6 +60,7 @@ def runner_queue(demo: str) -> str:
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
     lifecycle,
+    prefix_cache,  # noqa: E402,F401  (page 04)
     profile,
     quantization,
     streaming,
