@@ -59,8 +59,9 @@ def runner_queue(demo: str) -> str:
 
 # They register themselves.
 from demos.runners import (  # noqa: E402,F401
+    disagg,
     lifecycle,
-    prefix_cache,  # noqa: E402,F401  (page 04)
+    prefix_cache,
     profile,
     quantization,
     streaming,

@@ -215,3 +215,17 @@ def disagg_plan(
              prefill_replicas + decode_replicas, "replicas",
              f"{prefill_replicas} prefill + {decode_replicas} decode"),
     ))
+
+
+def kv_handoff_links(*, nbytes: float, gpu: str = "h100-sxm",
+                     link_efficiency: float = 1.0) -> list[dict]:
+    """Seconds to move `nbytes` of KV over `gpu`'s own interconnect (one direction), a 400 Gb/s
+    InfiniBand port and 100 GbE, at `link_efficiency` of each line rate: what the same handoff
+    would take between machines. 1 MB over 100 GbE at line rate: 1e6 ÷ 12.5e9 = 80 µs."""
+    g = gpu_get(gpu)
+    link_efficiency = fraction_check(link_efficiency, field="link_efficiency")
+    links = ((f"{g.interconnect} ({g.name})", g.interconnect_one_way_bytes_per_second),
+             (LINKS["ib-ndr"].name, LINKS["ib-ndr"].bytes_per_second),
+             (LINKS["eth-100g"].name, LINKS["eth-100g"].bytes_per_second))
+    return [{"name": name, "bytes_per_second": rate * link_efficiency,
+             "seconds": nbytes / (rate * link_efficiency)} for name, rate in links if rate > 0]

@@ -137,3 +137,10 @@ def test_reusable_tokens_are_whole_blocks_short_of_the_last_token() -> None:
     assert prefix_reusable_tokens(prefix_tokens=200, prompt_tokens=200, block_size=16) == 192
     assert prefix_reusable_tokens(prefix_tokens=100, prompt_tokens=120, block_size=16) == 96
     assert prefix_reusable_tokens(prefix_tokens=192, prompt_tokens=193, block_size=16) == 192
+
+
+def test_handoff_over_real_links_by_hand() -> None:
+    from problems.arithmetic.disagg import kv_handoff_links
+
+    links = kv_handoff_links(nbytes=1e6)
+    assert [x["seconds"] for x in links] == pytest.approx([1e6 / 450e9, 1e6 / 50e9, 80e-6])

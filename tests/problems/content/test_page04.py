@@ -122,3 +122,4 @@ def test_problem_22_inputs_change_the_figures(client) -> None:
 def test_the_live_demos_are_embedded(client) -> None:
     content = page_get(client)
     assert 'data-demo="prefix-cache"' in section_html(problem_html(content, 8), 8, "demo")
+    assert 'data-demo="disagg"' in section_html(problem_html(content, 22), 22, "demo")
