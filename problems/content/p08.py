@@ -29,7 +29,7 @@ DEEPSEEK_HIT = 0.563  # DeepSeek Day 6 overview: share of input tokens that hit 
 VLLM_BLOCK = 16  # vLLM's default KV block size, tokens
 VLLM_TIMING_FIXED = "0.9.0"  # CVE-2025-46570: TTFT timing from prefix hits, patched in 0.9.0
 # A small illustration of the block rule: a prefix that ends mid-block shares only full blocks.
-BLOCK_EXAMPLE_TOKENS = 2_000
+BLOCK_EXAMPLE_TOKENS = 2_050
 
 CALCULATOR = calculator_get(SLUG)
 
@@ -80,6 +80,7 @@ def figures(inputs: dict) -> dict:
         "block_example_tokens": f"{BLOCK_EXAMPLE_TOKENS:,}",
         "block_example_full": f"{full_blocks:,}",
         "block_example_cached": f"{full_blocks * VLLM_BLOCK:,}",
+        "block_example_rest": f"{BLOCK_EXAMPLE_TOKENS - full_blocks * VLLM_BLOCK:,}",
     }
 
 

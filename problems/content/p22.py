@@ -46,6 +46,9 @@ def figures(inputs: dict) -> dict:
         "eth_rate_text": bandwidth_format(LINKS["eth-100g"].bytes_per_second),
         "nvlink_both_text": bandwidth_format(g.interconnect_bytes_per_second),
         "nvlink_one_text": bandwidth_format(g.interconnect_one_way_bytes_per_second),
+        "heads": m.heads, "kv_heads": m.kv_heads,
+        "gqa_ratio": (number_format(m.heads / m.kv_heads)
+                      if m.attention != "MLA" and m.kv_heads and m.heads > m.kv_heads else ""),
         "model_name": m.name, "gpu_name": g.name, "tp": inputs["tp"], "layers": m.layers,
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "output_tokens": f"{inputs['output_tokens']:,}",
