@@ -25,8 +25,8 @@ from problems.arithmetic.units import number_format, percent_format
 from problems.plots import BarPlot, BarSeries, Plot, Series, plot_figure, plot_table
 
 BLOCK_SIZE = 16
-USER_TOKENS = 16  # each request's own question after the system prompt
-OUTPUT_TOKENS = 8
+USER_TOKENS = 8  # each request's own question after the system prompt
+OUTPUT_TOKENS = 4
 MAX_NUM_SEQS = 4
 POLICIES = (("round-robin", "Round-robin"), ("affine", "Prefix-affine"),
             ("affine-limit", "Prefix-affine with a load limit"))
@@ -36,23 +36,25 @@ VOCAB_LOW = 5  # token ids below this are special in the shipped tokenizer
 
 PARAMS = ParamSchema(
     specs=(
-        ParamSpec("system_tokens", "System prompt length", "whole", 192, minimum=32,
+        ParamSpec("system_tokens", "System prompt length", "whole", 64, minimum=32,
                   maximum=512, unit="tokens",
                   help="Shared by every request of one application."),
-        ParamSpec("requests", "Requests in part one", "whole", 6, minimum=2, maximum=16),
+        ParamSpec("requests", "Requests in part one", "whole", 4, minimum=2, maximum=16),
         ParamSpec("replicas", "Replicas in part two", "whole", 3, minimum=2, maximum=4),
         ParamSpec("applications", "Applications (system prompts)", "whole", 4, minimum=1,
                   maximum=12),
         ParamSpec("cached_prefixes", "Prefixes each replica's KV pool can keep", "whole", 2,
                   minimum=1, maximum=6),
-        ParamSpec("fleet_requests", "Requests in part two, per policy", "whole", 36,
+        ParamSpec("fleet_requests", "Requests in part two, per policy", "whole", 30,
                   minimum=8, maximum=96),
         ParamSpec("load_limit", "Load limit (requests in flight at the home replica)",
                   "whole", 2, minimum=1, maximum=8,
                   help="Above it, the request goes to the least-loaded replica instead."),
         ParamSpec("seed", "Random seed", "whole", 0, minimum=0, maximum=10**6),
     ),
-    work=lambda v: (v["requests"] * 2 + v["fleet_requests"] * 3) * (v["system_tokens"] + 24),
+    # Every request's prompt and answer, in both parts (each policy runs the whole workload).
+    work=lambda v: (v["requests"] * 2 + v["fleet_requests"] * len(POLICIES))
+    * (v["system_tokens"] + USER_TOKENS + OUTPUT_TOKENS),
 )
 
 

@@ -62,3 +62,13 @@ def test_disagg_runs_to_finished_with_each_handoff_the_predicted_bytes(
 def test_bad_parameters_are_a_422_naming_the_field(site, slug, params, field):
     status, body = site.request("POST", f"/demos/{slug}/runs", params)
     assert status == 422 and body["field"] == field
+
+
+@pytest.mark.parametrize("slug", ["prefix-cache", "disagg"])
+def test_a_run_at_the_defaults_fits_the_queues_token_limit(slug) -> None:
+    """The queue refuses a run whose work passes DEMO_MAX_QUEUED_TOKENS; the defaults must not."""
+    from demos.conf import demo_setting
+    from demos.runners import runner_get
+
+    params = runner_get(slug).params
+    assert 0 < params.work(params.defaults()) <= int(demo_setting("DEMO_MAX_QUEUED_TOKENS"))
