@@ -112,6 +112,8 @@ SOURCES: list[tuple[str, str]] = [
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
     ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
      "(chunked prefill, the colocated alternative)", "https://arxiv.org/abs/2403.02310"),
+    ("NVIDIA NIXL, the Inference Xfer Library (KV transfers between GPUs over NVLink and RDMA)",
+     "https://github.com/ai-dynamo/nixl"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 900 GB/s "
