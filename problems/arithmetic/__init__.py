@@ -14,8 +14,8 @@ Formulas (keyword-only, each returns a `Result`):
   percentiles, the output-length tail)
 - itl: `itl_levers` (TPOT against tokens/s per GPU, each latency lever, problem 9)
 - batching: `chunked_prefill`, `static_vs_continuous`, `long_prompt`
-- caching: `prefix_cache`
-- disagg: `kv_transfer`
+- caching: `prefix_cache`, `prefix_routing` (a cached system prompt on a fleet, problem 8)
+- disagg: `kv_transfer`, `disagg_plan` (KV handed between prefill and decode pools, problem 22)
 - quant: `quantization`
 - moe: `moe_memory`, `moe_all_to_all`
 - cost: `cost_per_million`, `capacity_plan`, `cost_waterfall` (problem 24's levers)
@@ -35,7 +35,7 @@ Formatting for people lives in `units`.
 """
 
 from problems.arithmetic.batching import chunked_prefill
-from problems.arithmetic.caching import prefix_cache
+from problems.arithmetic.caching import prefix_cache, prefix_routing
 from problems.arithmetic.catalog import (
     DTYPES,
     GPUS,
@@ -51,7 +51,7 @@ from problems.arithmetic.catalog import (
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.cost import capacity_plan, cost_per_million
 from problems.arithmetic.decode import decode
-from problems.arithmetic.disagg import kv_transfer
+from problems.arithmetic.disagg import disagg_plan, kv_transfer
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.memory import batch_max, kv_cache, params_count, weights_bytes
 from problems.arithmetic.moe import moe_all_to_all, moe_memory
@@ -86,9 +86,11 @@ __all__ = [
     "weights_bytes",
     "chunked_prefill",
     "prefix_cache",
+    "prefix_routing",
     "capacity_plan",
     "cost_per_million",
     "kv_transfer",
+    "disagg_plan",
     "moe_all_to_all",
     "moe_memory",
     "quantization",

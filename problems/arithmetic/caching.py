@@ -2,6 +2,8 @@
 earlier turn) skips its prefill; later tokens still attend to it. Times are roofline bounds, so
 a hit can never make prefill faster than reading the weights once."""
 
+import math
+
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import (
     attention_flops_per_token_pair,
@@ -10,10 +12,11 @@ from problems.arithmetic.compute import (
     prefill_flops_model,
 )
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import TOKENS_MAX, count_check, fraction_check
+from problems.arithmetic.inputs import TOKENS_MAX, count_check, fraction_check, number_check
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
+    TP_MAX,
     context_check,
     embedding_dtype_resolve,
     kv_cache,
@@ -22,8 +25,10 @@ from problems.arithmetic.memory import (
     weight_bytes_model,
     weights_read_model,
 )
+from problems.arithmetic.replica import prefill_pass_replica
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
+    GB,
     bytes_format,
     flops_format,
     number_format,
@@ -184,5 +189,168 @@ def prefix_cache(
                 bytes_format(prefix_kv),
             ),
             *fit_steps,
+        ),
+    )
+
+
+APPLICATIONS_MAX = 100_000
+REPLICAS_MAX = 10_000
+RATE_MAX = 1e9
+MINUTES_PER_DAY = 24 * 60
+
+
+def prefix_reusable_tokens(*, prefix_tokens: int, prompt_tokens: int, block_size: int) -> int:
+    """Tokens of a cached shared prefix a block-hashing engine reuses (tokens): only full
+    blocks hash, and the last prompt token is always recomputed for its logits.
+    A 2,000-token prefix in 16-token blocks: 125 full blocks, 2,000 tokens; a 200-token prefix
+    that is the whole prompt: 12 blocks, 192 tokens (the 13th would hold the last token)."""
+    return min(prefix_tokens // block_size, (prompt_tokens - 1) // block_size) * block_size
+
+
+def prefix_hit_rates(*, capacity: int, applications: int, replicas: int) -> dict[str, float]:
+    """Steady-state prefix-cache hit rates (fractions) for `applications` equally popular system
+    prompts on `replicas` replicas that each keep `capacity` prefixes.
+
+    Requests arrive independently and pick an application uniformly. Then a cache of C of the
+    K prefixes a replica sees is hit with probability C/K whatever it evicts (LRU or any other
+    rule that cannot see the future), since the next request is uniform over all K and
+    independent of what is held. Random (or round-robin) routing sends every application to
+    every replica: K = applications. Prefix-affine routing gives each application one home;
+    the busiest replica holds ceil(applications / replicas) of them, and the average replica
+    applications / replicas. Cold misses (each prefix's first visit) are left out.
+    40 applications, 15 cached per replica, 8 replicas: random 15/40 = 0.375; affine 1.0.
+    """
+    random_hit = min(1.0, capacity / applications)
+    busiest = math.ceil(applications / replicas)
+    affine_hit = min(1.0, capacity / busiest)
+    return {"random": random_hit, "affine": affine_hit, "apps_busiest": busiest,
+            "busiest_share": busiest / applications, "even_share": 1 / replicas,
+            "replicas_used": min(replicas, applications)}
+
+
+def prefix_routing(
+    *,
+    model: str,
+    gpu: str,
+    tp: int = 4,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    system_tokens: int,
+    user_tokens: int,
+    requests_per_minute: float,
+    replicas: int,
+    applications: int = 1,
+    cache_gb: float = 10.0,
+    mfu: float = 0.5,
+    bandwidth_efficiency: float = 0.8,
+) -> Result:
+    """What a cached system prompt saves on a fleet (FLOP, seconds, GPU-hours per day) and the
+    hit rate random and prefix-affine routing reach (fractions).
+
+    Each replica is `tp` GPUs; a prompt is `system_tokens` shared by every request of one
+    application followed by `user_tokens` of its own. A hit computes only the user tokens (they
+    still attend to the cached prefix); a miss computes all of them. Both prefills are roofline
+    bounds (`prefill_pass_replica`). Each replica keeps `cache_gb` GB of KV for cached prefixes
+    (all its GPUs together), which fixes how many prefixes it holds; the hit rates come from
+    `prefix_hit_rates`.
+    """
+    m = model_get(model)
+    g = gpu_get(gpu)
+    w = dtype_get(dtype)
+    peak_flops_get(gpu=g, dtype=w)
+    kv = kv_dtype_get(kv_dtype, model=m)
+    emb = embedding_dtype_resolve(model=m, dtype=w)
+    tp = count_check(tp, field="tp", maximum=TP_MAX)
+    system_tokens = count_check(system_tokens, field="system_tokens", maximum=TOKENS_MAX)
+    user_tokens = count_check(user_tokens, field="user_tokens", maximum=TOKENS_MAX)
+    prompt = system_tokens + user_tokens
+    context_check(model=m, tokens=prompt, field="user_tokens",
+                  what=f"the system prompt ({system_tokens:,}) plus the user's part "
+                       f"({user_tokens:,})")
+    rpm = number_check(requests_per_minute, field="requests_per_minute", maximum=RATE_MAX)
+    replicas = count_check(replicas, field="replicas", maximum=REPLICAS_MAX)
+    applications = count_check(applications, field="applications", maximum=APPLICATIONS_MAX)
+    cache_bytes = number_check(cache_gb, field="cache_gb", maximum=1e6) * GB
+    mfu = fraction_check(mfu, field="mfu")
+    bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+
+    def prefill(uncached: int) -> dict:
+        return prefill_pass_replica(model=m, gpu=g, tp=tp, w=w, emb=emb, kv=kv,
+                                    prompt_tokens=prompt, uncached_tokens=uncached,
+                                    bandwidth_efficiency=bandwidth_efficiency, mfu=mfu)
+
+    miss, hit = prefill(prompt), prefill(user_tokens)
+    flops_saved = (miss["flops"] - hit["flops"]) * tp
+    ttft_saved = miss["seconds"] - hit["seconds"]
+    gpu_seconds_saved = tp * ttft_saved
+    prefix_kv = system_tokens * kv_bytes_per_token_model(m, kv)
+    capacity = math.floor(cache_bytes / prefix_kv)
+    rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas)
+    per_day = rpm * MINUTES_PER_DAY
+    day = {policy: {"hits": per_day * rates[policy],
+                    "gpu_hours": per_day * rates[policy] * gpu_seconds_saved / 3600,
+                    "flops": per_day * rates[policy] * flops_saved}
+           for policy in ("random", "affine")}
+    return Result(
+        values={
+            "miss_flops": miss["flops"] * tp, "hit_flops": hit["flops"] * tp,
+            "flops_saved": flops_saved,
+            "miss_seconds": miss["seconds"], "hit_seconds": hit["seconds"],
+            "miss_bound": miss["bound"], "hit_bound": hit["bound"],
+            "ttft_saved": ttft_saved, "gpu_seconds_saved": gpu_seconds_saved,
+            "prefix_kv_bytes": prefix_kv, "capacity": capacity,
+            "hit_random": rates["random"], "hit_affine": rates["affine"],
+            "apps_busiest": rates["apps_busiest"], "busiest_share": rates["busiest_share"],
+            "even_share": rates["even_share"], "replicas_used": rates["replicas_used"],
+            "requests_per_day": per_day,
+            "gpu_hours_random": day["random"]["gpu_hours"],
+            "gpu_hours_affine": day["affine"]["gpu_hours"],
+            "flops_day_random": day["random"]["flops"], "flops_day_affine": day["affine"]["flops"],
+        },
+        steps=(
+            Step("Prefill on a miss",
+                 f"{prompt:,} tokens on {tp} × {g.name} at {percent_format(mfu)} MFU: "
+                 f"{flops_format(miss['flops'] * tp)}, {miss['bound']}-bound",
+                 miss["seconds"], "s", seconds_format(miss["seconds"])),
+            Step("Prefill on a hit",
+                 f"{user_tokens:,} user tokens attending to the cached {system_tokens:,}: "
+                 f"{flops_format(hit['flops'] * tp)}, {hit['bound']}-bound",
+                 hit["seconds"], "s", seconds_format(hit["seconds"])),
+            Step("FLOPs a hit saves", f"{flops_format(miss['flops'] * tp)} − "
+                 f"{flops_format(hit['flops'] * tp)}", flops_saved, "FLOP",
+                 flops_format(flops_saved)),
+            Step("TTFT a hit saves (prefill part, no queue)",
+                 f"{seconds_format(miss['seconds'])} − {seconds_format(hit['seconds'])}",
+                 ttft_saved, "s", seconds_format(ttft_saved)),
+            Step("GPU-seconds a hit saves", f"{tp} GPUs × {seconds_format(ttft_saved)}",
+                 gpu_seconds_saved, "GPU·s", f"{number_format(gpu_seconds_saved)} GPU·s"),
+            Step("KV of one cached prefix", f"{system_tokens:,} tokens × "
+                 f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
+                 prefix_kv, "B", bytes_format(prefix_kv)),
+            Step("Prefixes one replica keeps", f"⌊{bytes_format(cache_bytes)} ÷ "
+                 f"{bytes_format(prefix_kv)}⌋", capacity, "prefixes", f"{capacity:,}"),
+            Step("Hit rate, random or round-robin routing",
+                 f"every replica sees all {applications:,} prefixes: min(1, {capacity:,} ÷ "
+                 f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
+            Step("Hit rate, prefix-affine routing (the busiest replica's, the lowest)",
+                 f"the busiest replica is home to ⌈{applications:,} ÷ {replicas:,}⌉ = "
+                 f"{rates['apps_busiest']:,}: min(1, {capacity:,} ÷ {rates['apps_busiest']:,})",
+                 rates["affine"], "", percent_format(rates["affine"])),
+            Step("Busiest replica's share of traffic, prefix-affine",
+                 f"{rates['apps_busiest']:,} of {applications:,} applications (an even split "
+                 f"is {percent_format(rates['even_share'])})",
+                 rates["busiest_share"], "", percent_format(rates["busiest_share"])),
+            Step("Requests per day", f"{number_format(rpm)} a minute × {MINUTES_PER_DAY:,}",
+                 per_day, "requests", f"{number_format(per_day)}"),
+            Step("GPU-hours saved per day, random routing",
+                 f"{number_format(per_day)} × {percent_format(rates['random'])} × "
+                 f"{number_format(gpu_seconds_saved)} GPU·s ÷ 3,600",
+                 day["random"]["gpu_hours"], "GPU·h",
+                 f"{number_format(day['random']['gpu_hours'])} GPU·h"),
+            Step("GPU-hours saved per day, prefix-affine routing",
+                 f"{number_format(per_day)} × {percent_format(rates['affine'])} × "
+                 f"{number_format(gpu_seconds_saved)} GPU·s ÷ 3,600",
+                 day["affine"]["gpu_hours"], "GPU·h",
+                 f"{number_format(day['affine']['gpu_hours'])} GPU·h"),
         ),
     )

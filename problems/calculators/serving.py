@@ -226,3 +226,108 @@ calculator_register(Calculator(
     ),
     compute=a.kv_transfer, plot=kv_transfer_plot, order=110,
     api_path="/kv-transfer", api_summary="Disaggregation: KV bytes and transfer time"))
+
+
+def prefix_routing_plot(*, inputs: dict, result: Result) -> Plot:
+    top = max(16, inputs["replicas"] * 2)
+    xs = sweep_whole(1, top, count=min(top, 24))
+
+    def at(n: int) -> Result:
+        return a.prefix_routing(**{**inputs, "replicas": n})
+
+    return Plot(title="Prefix-cache hit rate vs replicas, by routing",
+                x_title="Replicas", y_title="Hit rate (%)",
+                series=(Series("Random or round-robin", tuple(xs), series_values(
+                            xs, lambda n: at(n)["hit_random"] * 100), markers=True),
+                        Series("Prefix-affine (busiest replica)", tuple(xs), series_values(
+                            xs, lambda n: at(n)["hit_affine"] * 100), markers=True),
+                        Series("Busiest replica's share of traffic, affine (%)", tuple(xs),
+                               series_values(xs, lambda n: at(n)["busiest_share"] * 100),
+                               dash=True)),
+                marks=(Mark(inputs["replicas"], "your fleet"),))
+
+
+def disagg_plan_plot(*, inputs: dict, result: Result) -> Plot:
+    context = a.model_get(inputs["model"]).context or TOKENS_MAX
+    top = max(inputs["prompt_tokens"], min(context - inputs["output_tokens"], TOKENS_MAX))
+    points = {}
+    for x in sweep_whole(min(256, inputs["prompt_tokens"]), top, count=16):
+        try:  # past some length a decode replica has no room for one sequence: stop there
+            points[x] = a.disagg_plan(**{**inputs, "prompt_tokens": x})
+        except a.ArithmeticInputError:
+            break
+    xs = tuple(points)
+    names = [link["name"] for link in result["links"]]
+    series = [Series("Prefill (roofline bound)", xs, tuple(
+        points[x]["prefill_seconds"] * MS for x in xs), markers=True)]
+    for i, name in enumerate(names):
+        series.append(Series(f"KV over {name}", xs, tuple(
+            points[x]["links"][i]["seconds"] * MS for x in xs), dash=True))
+    return Plot(title="Prefill time against KV transfer time, by prompt length",
+                x_title="Prompt (tokens)", y_title="Time (ms)", x_log=True, y_log=True,
+                series=tuple(series), marks=(Mark(inputs["prompt_tokens"], "your prompt"),))
+
+
+calculator_register(Calculator(
+    slug="prefix-routing", title="Prefix caching on a fleet: savings and routing",
+    explanation="A system prompt shared by many requests is prefilled once per replica that "
+                "keeps it. What a hit saves is the prefix's prefill (FLOPs, GPU-seconds, "
+                "TTFT); how often it hits depends on how many prefixes each replica must keep, "
+                "which routing decides: random routing sends every prefix everywhere, "
+                "prefix-affine routing gives each prefix one home.",
+    inputs=(
+        model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
+        gpu_input(initial="h100-sxm", api="h100-sxm"),
+        whole_input("tp", "GPUs per replica", unit="GPUs", initial=4, api=4, maximum=1024,
+                    help="Tensor parallel."),
+        dtype_input(initial="bf16", api="bf16"), kv_dtype_input(),
+        whole_input("system_tokens", "Shared system prompt", unit="tokens", initial=2_000,
+                    maximum=TOKENS_MAX),
+        whole_input("user_tokens", "Each request's own part", unit="tokens", initial=200,
+                    maximum=TOKENS_MAX),
+        real_input("requests_per_minute", "Requests", unit="per minute", initial=1_000.0,
+                   minimum=0.001, maximum=1e9),
+        whole_input("replicas", "Replicas", unit="replicas", initial=8, maximum=10_000),
+        whole_input("applications", "Applications (distinct system prompts, equally used)",
+                    unit="prompts", initial=40, api=1, maximum=100_000),
+        real_input("cache_gb", "KV kept for cached prefixes, per replica", unit="GB",
+                   initial=10.0, api=10.0, minimum=0.001, maximum=1e6,
+                   help="What the engine leaves to idle cached prefixes beside running "
+                        "requests (an assumption)."),
+        mfu_input(initial=0.5, api=0.5), bandwidth_input(initial=0.8, api=0.8),
+    ),
+    compute=a.prefix_routing, plot=prefix_routing_plot, order=105,
+    api_path="/prefix-routing",
+    api_summary="Prefix caching on a fleet: savings per hit and per day, hit rate by routing"))
+
+calculator_register(Calculator(
+    slug="disagg-plan", title="Disaggregated prefill and decode: transfer and pools",
+    explanation="Prefill on one replica, decode on another: the prompt's KV must cross a link. "
+                "Each GPU sends its own share over its own link; sent layer by layer while "
+                "prefill runs, only a sliver sticks out. The pools are sized by the "
+                "replica-time each request takes on each side.",
+    inputs=(
+        model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
+        gpu_input(initial="h100-sxm", api="h100-sxm"),
+        whole_input("tp", "GPUs per replica", unit="GPUs", initial=4, api=4, maximum=1024,
+                    help="The same for the prefill and the decode replicas."),
+        dtype_input(initial="bf16", api="bf16"), kv_dtype_input(),
+        whole_input("prompt_tokens", "Prompt", unit="tokens", initial=8_192, maximum=TOKENS_MAX),
+        whole_input("output_tokens", "Answer", unit="tokens", initial=512, maximum=TOKENS_MAX),
+        real_input("requests_per_second", "Load", unit="requests/s", initial=2.0, api=1.0,
+                   minimum=0.001, maximum=1e6),
+        real_input("link_efficiency", "Link efficiency", unit="fraction", initial=0.8,
+                   api=0.8, minimum=0.01, maximum=1.0,
+                   help="An assumption: the share of a link's line rate a transfer achieves."),
+        real_input("mfu_prefill", "Prefill MFU", unit="fraction", initial=0.5, api=0.5,
+                   minimum=0.01, maximum=1.0),
+        real_input("mfu_decode", "Decode MFU", unit="fraction", initial=0.5, api=0.5,
+                   minimum=0.01, maximum=1.0),
+        bandwidth_input(initial=0.8, api=0.8),
+        real_input("tpot_target_ms", "Time per output token target", unit="ms", initial=50.0,
+                   api=50.0, minimum=1.0, maximum=1_000.0),
+        *memory_inputs(),
+    ),
+    compute=a.disagg_plan, plot=disagg_plan_plot, order=115,
+    api_path="/disagg-plan",
+    api_summary="Disaggregation: KV per prompt over three links against prefill; pool ratio"))

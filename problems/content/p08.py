@@ -1,0 +1,125 @@
+"""Problem 8, prefix caching and cache-aware routing: the "prefix-routing" calculator (what a hit
+on a shared system prompt saves, per request and per day, and the hit rate random and
+prefix-affine routing reach on a fleet) and every figure the prose quotes, computed at render
+time by problems/arithmetic.
+"""
+
+from django.http import HttpRequest
+
+from problems import arithmetic as a
+from problems.arithmetic.catalog import kv_dtype_get, model_get
+from problems.arithmetic.compute import kv_bytes_per_token_model
+from problems.arithmetic.units import (
+    bytes_in,
+    flops_format,
+    number_format,
+    percent_format,
+    seconds_format,
+)
+from problems.calculators import calculator_evaluate, calculator_get
+from problems.forms import inputs_normalise
+
+SLUG = "prefix-routing"
+PREFIX = "p8-routing"
+DEMO_SLUG = "prefix-cache"
+# Published figures the prose quotes, each from an entry in SOURCES.
+SGLANG_HIT = (0.524, 0.741)  # SGLang paper: RadixAttention hit rate, LLaVA-Next-34B, Vicuna-33B
+SGLANG_TTFT = 1.7  # SGLang paper: TTFT 1.7× lower on Vicuna-33B with the radix cache
+DEEPSEEK_HIT = 0.563  # DeepSeek Day 6 overview: share of input tokens that hit the disk cache
+VLLM_BLOCK = 16  # vLLM's default KV block size, tokens
+VLLM_TIMING_FIXED = "0.9.0"  # CVE-2025-46570: TTFT timing from prefix hits, patched in 0.9.0
+# A small illustration of the block rule: a prefix that ends mid-block shares only full blocks.
+BLOCK_EXAMPLE_TOKENS = 2_050
+
+CALCULATOR = calculator_get(SLUG)
+
+
+def figures(inputs: dict) -> dict:
+    """Every figure problem 8's prose quotes, for the calculator's inputs."""
+    r = a.prefix_routing(**inputs)
+    m = model_get(inputs["model"])
+    kv = kv_dtype_get(inputs.get("kv_dtype"), model=m)
+    system, user = inputs["system_tokens"], inputs["user_tokens"]
+    full_blocks = BLOCK_EXAMPLE_TOKENS // VLLM_BLOCK
+    return {
+        "model_name": m.name, "tp": inputs["tp"], "replicas": inputs["replicas"],
+        "applications": inputs["applications"],
+        "system_tokens": f"{system:,}", "user_tokens": f"{user:,}",
+        "prompt_tokens": f"{system + user:,}",
+        "rpm": number_format(inputs["requests_per_minute"]),
+        "mfu_text": percent_format(inputs["mfu"]),
+        "cache_gb_text": bytes_in(inputs["cache_gb"] * 1e9, "GB"),
+        "miss_flops_text": flops_format(r["miss_flops"]),
+        "hit_flops_text": flops_format(r["hit_flops"]),
+        "flops_saved_text": flops_format(r["flops_saved"]),
+        "miss_text": seconds_format(r["miss_seconds"]), "miss_bound": r["miss_bound"],
+        "hit_text": seconds_format(r["hit_seconds"]), "hit_bound": r["hit_bound"],
+        "ttft_saved_text": seconds_format(r["ttft_saved"]),
+        "gpu_seconds_text": number_format(r["gpu_seconds_saved"]),
+        "saved_share_text": percent_format(r["ttft_saved"] / r["miss_seconds"]),
+        "kv_token_text": bytes_in(kv_bytes_per_token_model(m, kv), "kB"),
+        "prefix_kv_text": bytes_in(r["prefix_kv_bytes"], "MB"),
+        "capacity": f"{r['capacity']:,}",
+        "hit_random_text": percent_format(r["hit_random"]),
+        "hit_affine_text": percent_format(r["hit_affine"]),
+        "apps_busiest": f"{r['apps_busiest']:,}",
+        "busiest_share_text": percent_format(r["busiest_share"]),
+        "even_share_text": percent_format(r["even_share"]),
+        "unbalanced": r["busiest_share"] > r["even_share"] * (1 + 1e-9),
+        "requests_day_text": number_format(r["requests_per_day"]),
+        "gpu_hours_random_text": number_format(r["gpu_hours_random"]),
+        "gpu_hours_affine_text": number_format(r["gpu_hours_affine"]),
+        "gpu_hours_gap_text": number_format(r["gpu_hours_affine"] - r["gpu_hours_random"]),
+        "gpus_day_affine_text": number_format(r["gpu_hours_affine"] / 24),
+        "affine_better": r["hit_affine"] > r["hit_random"],
+        "sglang_llava_text": percent_format(SGLANG_HIT[0]),
+        "sglang_vicuna_text": percent_format(SGLANG_HIT[1]),
+        "sglang_ttft_text": f"{SGLANG_TTFT}×",
+        "deepseek_hit_text": percent_format(DEEPSEEK_HIT),
+        "vllm_block": VLLM_BLOCK, "vllm_timing_fixed": VLLM_TIMING_FIXED,
+        "block_example_tokens": f"{BLOCK_EXAMPLE_TOKENS:,}",
+        "block_example_full": f"{full_blocks:,}",
+        "block_example_cached": f"{full_blocks * VLLM_BLOCK:,}",
+        "block_example_rest": f"{BLOCK_EXAMPLE_TOKENS - full_blocks * VLLM_BLOCK:,}",
+    }
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 8's prose quotes, from the same inputs as its calculator."""
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    if state.result is not None:
+        inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
+    else:
+        inputs = CALCULATOR.defaults()  # bad input shows beside its field; prose keeps defaults
+    return {**figures(inputs), "calculator_slug": SLUG, "calculator_prefix": PREFIX,
+            "demo_slug": DEMO_SLUG, "inputs_valid": state.result is not None}
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("vLLM documentation, 'Automatic Prefix Caching' (design): each full block hashed with its "
+     "prefix's hash, reference counts, LRU eviction of unused blocks",
+     "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
+     "(RadixAttention; cache hit rates 52.4% and 74.1%, TTFT 1.7× lower on Vicuna-33B)",
+     "https://arxiv.org/abs/2312.07104"),
+    ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (56.3% of "
+     "input tokens hit the on-disk KV cache)",
+     "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
+     "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
+    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT",
+     "https://github.com/advisories/GHSA-4qjh-9fv9-r85r"),
+    ("Song et al., 'The Early Bird Catches the Leak: Unveiling Timing Side Channels in LLM "
+     "Serving Systems' (prefix-cache timing recovers other users' prompts)",
+     "https://arxiv.org/abs/2409.20002"),
+    ("SGLang repository (sgl-router: cache-aware load balancing)",
+     "https://github.com/sgl-project/sglang"),
+    ("NVIDIA Dynamo (KV-cache-aware routing)", "https://github.com/ai-dynamo/dynamo"),
+    ("llm-d (inference scheduler with prefix-cache-aware routing)",
+     "https://github.com/llm-d/llm-d"),
+    ("Qin et al., 'Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving' "
+     "(a KV cache pooled in CPU memory and SSD)", "https://arxiv.org/abs/2407.00079"),
+    ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
+     "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
+    ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+]

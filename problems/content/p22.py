@@ -1,0 +1,125 @@
+"""Problem 22, splitting prefill and decode and moving the KV cache: the "disagg-plan" calculator
+(the KV one prompt hands over, its transfer over NVLink, 400 Gb/s InfiniBand and 100 GbE against
+the prefill, and the prefill-to-decode replica ratio) and every figure the prose quotes, computed
+at render time by problems/arithmetic.
+"""
+
+from django.http import HttpRequest
+
+from problems import arithmetic as a
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.catalog.links import LINKS
+from problems.arithmetic.units import (
+    bandwidth_format,
+    bytes_in,
+    number_format,
+    percent_format,
+    seconds_format,
+)
+from problems.calculators import calculator_evaluate, calculator_get
+from problems.forms import inputs_normalise
+
+SLUG = "disagg-plan"
+PREFIX = "p22-disagg"
+DEMO_SLUG = "disagg"
+# Published results the prose quotes, each from an entry in SOURCES.
+DISTSERVE = (7.4, 12.6)  # DistServe: up to 7.4× more requests or 12.6× tighter SLO
+SPLITWISE = (1.4, 0.2, 2.35)  # Splitwise: 1.4× throughput at 20% lower cost; 2.35× same budget
+SHORT_PROMPT = 256  # a short prompt, to show where the transfer stops hiding behind prefill
+
+CALCULATOR = calculator_get(SLUG)
+
+
+def figures(inputs: dict) -> dict:
+    """Every figure problem 22's prose quotes, for the calculator's inputs."""
+    r = a.disagg_plan(**inputs)
+    m = model_get(inputs["model"])
+    g = gpu_get(inputs["gpu"])
+    nv, ib, eth = r["links"]
+    short = a.disagg_plan(**{**inputs, "prompt_tokens": SHORT_PROMPT})
+    short_eth = short["links"][2]
+    return {
+        "dtype_name": dtype_get(inputs["dtype"]).name,
+        "kv_name": kv_dtype_get(inputs.get("kv_dtype"), model=m).kv_label,
+        "interconnect": g.interconnect,
+        "ib_rate_text": bandwidth_format(LINKS["ib-ndr"].bytes_per_second),
+        "eth_rate_text": bandwidth_format(LINKS["eth-100g"].bytes_per_second),
+        "nvlink_both_text": bandwidth_format(g.interconnect_bytes_per_second),
+        "nvlink_one_text": bandwidth_format(g.interconnect_one_way_bytes_per_second),
+        "heads": m.heads, "kv_heads": m.kv_heads,
+        "gqa_ratio": (number_format(m.heads / m.kv_heads)
+                      if m.attention != "MLA" and m.kv_heads and m.heads > m.kv_heads else ""),
+        "model_name": m.name, "gpu_name": g.name, "tp": inputs["tp"], "layers": m.layers,
+        "prompt_tokens": f"{inputs['prompt_tokens']:,}",
+        "output_tokens": f"{inputs['output_tokens']:,}",
+        "rps": number_format(inputs["requests_per_second"]),
+        "link_eff_text": percent_format(inputs["link_efficiency"]),
+        "mfu_text": percent_format(inputs["mfu_prefill"]),
+        "kv_text": bytes_in(r["kv_bytes"], "GB"),
+        "kv_gpu_text": bytes_in(r["kv_bytes_per_gpu"], "MB"),
+        "prefill_text": seconds_format(r["prefill_seconds"]),
+        "prefill_bound": r["prefill_bound"],
+        "links": [{"name": x["name"], "seconds_text": seconds_format(x["seconds"]),
+                   "ratio_text": percent_format(x["ratio"]),
+                   "layered_text": seconds_format(x["exposed_layered"]),
+                   "rate_text": bandwidth_format(x["line_rate"])}
+                  for x in r["links"]],
+        "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
+        "eth_text": seconds_format(eth["seconds"]),
+        "eth_ratio_text": percent_format(eth["ratio"]),
+        "eth_layered_text": seconds_format(eth["exposed_layered"]),
+        "ib_ratio_text": percent_format(ib["ratio"]),
+        "step_text": seconds_format(r["step_seconds"]), "batch": f"{r['batch']:,}",
+        "batch_limit": r["batch_limit"],
+        "decode_busy_text": seconds_format(r["decode_busy"]),
+        "ratio_text": number_format(r["ratio"]),
+        "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
+        "short_tokens": f"{SHORT_PROMPT:,}",
+        "short_prefill_text": seconds_format(short["prefill_seconds"]),
+        "short_eth_text": seconds_format(short_eth["seconds"]),
+        "short_eth_ratio_text": percent_format(short_eth["ratio"]),
+        "short_ratio_text": number_format(short["ratio"]),
+        "distserve_rate_text": f"{DISTSERVE[0]}×", "distserve_slo_text": f"{DISTSERVE[1]}×",
+        "splitwise_tp_text": f"{SPLITWISE[0]}×",
+        "splitwise_cost_text": percent_format(SPLITWISE[1]),
+        "splitwise_budget_text": f"{SPLITWISE[2]}×",
+    }
+
+
+def context(*, request: HttpRequest) -> dict:
+    """The figures problem 22's prose quotes, from the same inputs as its calculator."""
+    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
+    if state.result is not None:
+        inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
+    else:
+        inputs = CALCULATOR.defaults()  # bad input shows beside its field; prose keeps defaults
+    return {**figures(inputs), "calculator_slug": SLUG, "calculator_prefix": PREFIX,
+            "demo_slug": DEMO_SLUG, "inputs_valid": state.result is not None}
+
+
+SOURCES: list[tuple[str, str]] = [
+    ("Zhong et al., 'DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large "
+     "Language Model Serving' (OSDI'24: up to 7.4× more requests or 12.6× tighter SLO)",
+     "https://arxiv.org/abs/2401.09670"),
+    ("Patel et al., 'Splitwise: Efficient Generative LLM Inference Using Phase Splitting' "
+     "(ISCA'24: up to 1.4× throughput at 20% lower cost; 2.35× under the same power and cost)",
+     "https://arxiv.org/abs/2311.18677"),
+    ("Qin et al., 'Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving'",
+     "https://arxiv.org/abs/2407.00079"),
+    ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (prefill and "
+     "decode disaggregated in production)",
+     "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
+     "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
+    ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
+     "(chunked prefill, the colocated alternative)", "https://arxiv.org/abs/2403.02310"),
+    ("NVIDIA NIXL, the Inference Xfer Library (KV transfers between GPUs over NVLink and RDMA)",
+     "https://github.com/ai-dynamo/nixl"),
+    ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
+     "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
+    ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 900 GB/s "
+     "both directions)",
+     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
+    ("NVIDIA ConnectX-7 / Quantum-2 InfiniBand datasheets (NDR, 400 Gb/s per port)",
+     "https://www.nvidia.com/en-us/networking/infiniband-adapters/"),
+    ("IEEE 802.3 Ethernet (100GBASE: 100 Gb/s)", "https://standards.ieee.org/ieee/802.3/"),
+]

@@ -1,0 +1,146 @@
+"""Problem 8 (a cached system prompt on a fleet, routing) and problem 22 (disaggregation's
+transfer and pools), against figures worked by hand."""
+
+import pytest
+
+from problems.arithmetic import ArithmeticInputError, disagg_plan, prefix_routing
+from problems.arithmetic.caching import prefix_hit_rates
+from problems.arithmetic.disagg import pipelined_seconds
+
+H100_BF16_DENSE = 989.4e12  # FLOP/s, NVIDIA H100 SXM datasheet (1,979 with sparsity ÷ 2)
+
+
+def _fleet(**over: object) -> object:
+    inputs = dict(model="llama-3.1-70b", gpu="h100-sxm", tp=4, system_tokens=2_000,
+                  user_tokens=200, requests_per_minute=1_000, replicas=8, applications=40,
+                  cache_gb=10.0, mfu=0.5, bandwidth_efficiency=0.8)
+    return prefix_routing(**{**inputs, **over})
+
+
+def test_hit_rates_by_hand() -> None:
+    """15 prefixes kept, 40 applications: random 15/40; 8 replicas hold 5 each: all hit;
+    3 replicas hold ⌈40/3⌉ = 14 ≤ 15: all hit; 2 replicas hold 20: 15/20."""
+    assert prefix_hit_rates(capacity=15, applications=40, replicas=8)["random"] == 0.375
+    assert prefix_hit_rates(capacity=15, applications=40, replicas=8)["affine"] == 1.0
+    assert prefix_hit_rates(capacity=15, applications=40, replicas=3)["affine"] == 1.0
+    assert prefix_hit_rates(capacity=15, applications=40, replicas=2)["affine"] == 0.75
+    one = prefix_hit_rates(capacity=15, applications=1, replicas=8)
+    assert one["random"] == one["affine"] == 1.0
+    assert one["busiest_share"] == 1.0 and one["replicas_used"] == 1
+
+
+def test_a_hit_saves_the_prefix_prefill_worked_by_hand() -> None:
+    """Llama 3.1 70B: 68,452,360,192 non-embedding parameters, 2,621,440 attention FLOPs per
+    token pair (80 layers × 64 heads × 128 × 4). A miss computes 2,200 tokens, each attending
+    to (2,200 + 1)/2 positions on average: 2,200 × (2 × 68,452,360,192 + 2,621,440 × 1,100.5)
+    = 3.0753×10¹⁴ FLOP, at 4 × 989.4 TFLOP/s × 0.5 = 155.4 ms. A hit computes 200 tokens at
+    2,200 − 100 + 0.5 = 2,100.5 positions: 200 × (136,904,720,384 + 2,621,440 × 2,100.5) =
+    2.8482×10¹³ FLOP, 14.4 ms."""
+    r = _fleet()
+    miss = 2_200 * (2 * 68_452_360_192 + 2_621_440 * 1_100.5)
+    hit = 200 * (2 * 68_452_360_192 + 2_621_440 * 2_100.5)
+    assert r["miss_flops"] == pytest.approx(miss)
+    assert r["hit_flops"] == pytest.approx(hit)
+    assert r["flops_saved"] == pytest.approx(miss - hit)
+    rate = 4 * H100_BF16_DENSE * 0.5
+    assert r["miss_seconds"] == pytest.approx(miss / rate, rel=1e-3)
+    assert r["ttft_saved"] == pytest.approx((miss - hit) / rate, rel=1e-3)
+    assert r["gpu_seconds_saved"] == pytest.approx(4 * (miss - hit) / rate, rel=1e-3)
+    assert r["miss_bound"] == r["hit_bound"] == "compute"
+
+
+def test_cached_prefixes_and_a_days_savings_by_hand() -> None:
+    """2,000 tokens × 327,680 B = 655.36 MB per prefix; 10 GB holds 15. 1,000 a minute is
+    1,440,000 a day; affine routing hits all, so GPU-hours = 1,440,000 × saved GPU-s ÷ 3,600."""
+    r = _fleet()
+    assert r["prefix_kv_bytes"] == 655_360_000
+    assert r["capacity"] == 15
+    assert r["requests_per_day"] == 1_440_000
+    assert r["hit_random"] == 0.375 and r["hit_affine"] == 1.0
+    assert r["gpu_hours_affine"] == pytest.approx(1_440_000 * r["gpu_seconds_saved"] / 3600)
+    assert r["gpu_hours_random"] == pytest.approx(0.375 * r["gpu_hours_affine"])
+
+
+def test_a_cache_too_small_for_one_prefix_never_hits() -> None:
+    r = _fleet(cache_gb=0.5)
+    assert r["capacity"] == 0 and r["hit_random"] == 0 and r["hit_affine"] == 0
+
+
+@pytest.mark.parametrize(("field", "value"), [("replicas", 0), ("applications", 0),
+                                              ("requests_per_minute", -1), ("cache_gb", -1),
+                                              ("user_tokens", 200_000)])
+def test_fleet_bad_input_names_its_field(field: str, value: object) -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        _fleet(**{field: value})
+    assert error.value.field == field
+
+
+def test_pipelining_by_hand() -> None:
+    assert pipelined_seconds(first=0.6, second=0.06, stages=80) == pytest.approx(0.60075)
+    assert pipelined_seconds(first=0.01, second=0.5, stages=10) == pytest.approx(0.501)
+
+
+def _plan(**over: object) -> object:
+    inputs = dict(model="llama-3.1-70b", gpu="h100-sxm", tp=4, prompt_tokens=8_192,
+                  output_tokens=512, requests_per_second=2.0, link_efficiency=0.8)
+    return disagg_plan(**{**inputs, **over})
+
+
+def test_kv_to_move_and_transfer_times_by_hand() -> None:
+    """8,192 × 327,680 B = 2,684,354,560 B; each of 4 GPUs holds 2 of the 8 KV heads: a
+    quarter, 671,088,640 B. At 80%: NVLink 4 450 GB/s one way → 1.864 ms; 400 Gb/s InfiniBand
+    50 GB/s → 16.78 ms; 100 GbE 12.5 GB/s → 67.11 ms."""
+    r = _plan()
+    assert r["kv_bytes"] == 2_684_354_560
+    assert r["kv_bytes_per_gpu"] == 671_088_640
+    seconds = [link["seconds"] for link in r["links"]]
+    assert seconds == pytest.approx([671_088_640 / 360e9, 671_088_640 / 40e9,
+                                     671_088_640 / 10e9])
+
+
+def test_prefill_of_8k_prompt_by_hand() -> None:
+    """8,192 × (2 × 68,452,360,192 + 2,621,440 × 4,096.5) = 1.2096×10¹⁵ FLOP over
+    4 × 989.4 TFLOP/s × 0.5 = 611 ms, compute-bound; so even 100 GbE's 67 ms is 11% of it, and
+    layer by layer only 67.1 ms / 80 = 0.84 ms sticks out."""
+    r = _plan()
+    flops = 8_192 * (2 * 68_452_360_192 + 2_621_440 * 4_096.5)
+    assert r["prefill_seconds"] == pytest.approx(flops / (4 * H100_BF16_DENSE * 0.5), rel=1e-3)
+    assert r["prefill_bound"] == "compute"
+    eth = r["links"][2]
+    assert eth["exposed_layered"] == pytest.approx(eth["seconds"] / 80)
+    assert eth["ratio"] == pytest.approx(eth["seconds"] / r["prefill_seconds"])
+
+
+def test_pool_ratio_is_replica_time_per_request() -> None:
+    r = _plan()
+    decode_busy = 512 * r["step_seconds"] / r["batch"]
+    assert r["decode_busy"] == pytest.approx(decode_busy)
+    assert r["ratio"] == pytest.approx(r["prefill_seconds"] / decode_busy)
+    assert r["prefill_replicas"] == 2  # ⌈2 × 0.611⌉
+    short = _plan(prompt_tokens=256, output_tokens=2_000)
+    assert short["ratio"] < r["ratio"] / 10  # short prompts, long answers: decode dominates
+
+
+def test_disagg_bad_input_names_its_field() -> None:
+    with pytest.raises(ArithmeticInputError) as error:
+        _plan(requests_per_second=0)
+    assert error.value.field == "requests_per_second"
+    with pytest.raises(ArithmeticInputError) as error:
+        _plan(tp=1)  # 141 GB of BF16 weights on one 80 GB GPU
+    assert error.value.field == "tp"
+
+
+def test_reusable_tokens_are_whole_blocks_short_of_the_last_token() -> None:
+    from problems.arithmetic.caching import prefix_reusable_tokens
+
+    assert prefix_reusable_tokens(prefix_tokens=2_000, prompt_tokens=2_200, block_size=16) == 2_000
+    assert prefix_reusable_tokens(prefix_tokens=200, prompt_tokens=200, block_size=16) == 192
+    assert prefix_reusable_tokens(prefix_tokens=100, prompt_tokens=120, block_size=16) == 96
+    assert prefix_reusable_tokens(prefix_tokens=192, prompt_tokens=193, block_size=16) == 192
+
+
+def test_handoff_over_real_links_by_hand() -> None:
+    from problems.arithmetic.disagg import kv_handoff_links
+
+    links = kv_handoff_links(nbytes=1e6)
+    assert [x["seconds"] for x in links] == pytest.approx([1e6 / 450e9, 1e6 / 50e9, 80e-6])

@@ -1,0 +1,125 @@
+"""Page 04 (problems 8 and 22) through Django's test client: every section written, the figures
+equal to the JSON API's for the same inputs, inputs that change them, hints hidden, titled SVGs,
+no figure typed into the templates, sources listed, the live demos embedded."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from problems.arithmetic.units import percent_format, seconds_format
+from problems.content import p08, p22
+from problems.registry import SECTIONS
+from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/04/"
+
+
+def page_get(client, query: str = "") -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def api_get(client, path: str, **params) -> dict:
+    response = client.get(f"/api/calc/{path}", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def section_text(content: str, number: int, slug: str) -> str:
+    return text_of(section_html(problem_html(content, number), number, slug))
+
+
+@pytest.mark.parametrize("number", [8, 22])
+def test_all_nine_sections_are_written(client, number: int) -> None:
+    problem = problem_html(page_get(client), number)
+    for slug, heading in SECTIONS:
+        section = section_html(problem, number, slug)
+        assert heading in section
+        assert "being-written" not in section
+        assert len(text_of(section)) > len(heading) + 200, slug
+
+
+@pytest.mark.parametrize("number", [8, 22])
+def test_four_follow_ups_with_hidden_hints_and_four_mistakes(client, number: int) -> None:
+    problem = problem_html(page_get(client), number)
+    followups = section_html(problem, number, "followups")
+    questions = re.findall(r"<dt>", followups)
+    hints = re.findall(r"<details><summary>Hint</summary>.*?</details>", followups, flags=re.S)
+    assert len(questions) >= 4 and len(hints) == len(questions)
+    assert len(re.findall(r"<li>", section_html(problem, number, "mistakes"))) >= 4
+
+
+@pytest.mark.parametrize("number", [8, 22])
+def test_the_diagram_is_an_accessible_svg(client, number: int) -> None:
+    concepts = section_html(problem_html(page_get(client), number), number, "concepts")
+    svg = re.search(r"<svg\b[^>]*>.*?</svg>", concepts, flags=re.S).group(0)
+    assert 'role="img"' in svg
+    assert re.search(r"<title[^>]*>[^<]+</title>", svg)
+    assert re.search(r"<desc[^>]*>[^<]+</desc>", svg)
+
+
+@pytest.mark.parametrize("module", [p08, p22])
+def test_the_templates_type_no_figures_and_sources_are_links(module) -> None:
+    assert typed_figures(Path(module.__file__).with_suffix(".html").read_text()) == []
+    assert len(module.SOURCES) >= 5
+    for title, url in module.SOURCES:
+        assert title and url.startswith("https://")
+
+
+def test_problem_8_figures_equal_the_api(client) -> None:
+    api = api_get(client, "prefix-routing", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  system_tokens=2000, user_tokens=200, requests_per_minute=1000, replicas=8,
+                  applications=40, cache_gb=10, mfu=0.5, bandwidth_efficiency=0.8)
+    worked = section_text(page_get(client), 8, "worked")
+    assert f"taking {seconds_format(api['miss_seconds'])}" in worked
+    assert f"{seconds_format(api['ttft_saved'])} of TTFT" in worked
+    assert f"a replica keeps {api['capacity']} prefixes" in worked  # ⌊10 GB ÷ 655.36 MB⌋ = 15
+    assert api["capacity"] == 15
+    assert f"hit rate {percent_format(api['hit_random'])}" in worked  # 15/40 = 37.5%
+    assert f"hit rate {percent_format(api['hit_affine'])}" in worked
+    assert "37.5%" in worked
+
+
+def test_problem_8_inputs_change_the_figures(client) -> None:
+    query = "&".join(f"p8-routing-{k}={'' if v is None else v}" for k, v in {
+        **p08.CALCULATOR.form_class().defaults(), "applications": 1}.items())
+    worked = section_text(page_get(client, "?" + query), 8, "worked")
+    assert "hit rate 100%" in worked and "37.5%" not in worked
+    assert "Here both hit rates are equal" in worked
+
+
+def test_problem_8_bad_input_is_a_field_error_and_the_prose_keeps_defaults(client) -> None:
+    content = page_get(client, "?p8-routing-replicas=0")
+    worked = section_html(problem_html(content, 8), 8, "worked")
+    assert 'id="id_p8-routing-replicas_error"' in worked
+    assert "37.5%" in text_of(worked)
+
+
+def test_problem_22_figures_equal_the_api(client) -> None:
+    api = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    worked = section_text(page_get(client), 22, "worked")
+    assert f"{seconds_format(api['prefill_seconds'])} (compute-bound)" in worked
+    for link in api["links"]:
+        assert f"{link['name']}" in worked and seconds_format(link["seconds"]) in worked
+    # 8,192 × 327,680 B = 2.68 GB; 2,684,354,560 ÷ 4 GPUs over 50 GB/s × 0.8 = 16.8 ms.
+    assert api["kv_bytes"] == 2_684_354_560
+    assert "2.68 GB for the prompt" in worked and "16.8 ms" in worked
+
+
+def test_problem_22_inputs_change_the_figures(client) -> None:
+    query = "&".join(f"p22-disagg-{k}={'' if v is None else v}" for k, v in {
+        **p22.CALCULATOR.form_class().defaults(), "prompt_tokens": 4096}.items())
+    worked = section_text(page_get(client, "?" + query), 22, "worked")
+    assert "1.34 GB for the prompt" in worked and "2.68 GB" not in worked
+
+
+def test_the_live_demos_are_embedded(client) -> None:
+    content = page_get(client)
+    assert 'data-demo="prefix-cache"' in section_html(problem_html(content, 8), 8, "demo")
+    assert 'data-demo="disagg"' in section_html(problem_html(content, 22), 22, "demo")
