@@ -124,3 +124,11 @@ def test_a_refused_answer_is_not_resent_by_an_expired_clock(live_server, page):
     expect(page.locator("#id_answer_error")).to_be_visible()
     expect(page.locator("[data-countdown-note]")).to_contain_text("Time is up")
     assert "/practice/2/" in page.url  # still here: not sent again in a loop
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+def test_the_numbers_sheet_prints_on_two_pages(live_server, page, paper):
+    page.goto(live_server.url + "/numbers/")
+    expect(page.locator("#numbers-links table")).to_be_visible()
+    pdf = page.pdf(format=paper, margin={side: "9mm" for side in ("top", "bottom", "left", "right")})
+    assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 2
