@@ -130,5 +130,6 @@ def test_a_refused_answer_is_not_resent_by_an_expired_clock(live_server, page):
 def test_the_numbers_sheet_prints_on_two_pages(live_server, page, paper):
     page.goto(live_server.url + "/numbers/")
     expect(page.locator("#numbers-links table")).to_be_visible()
-    pdf = page.pdf(format=paper, margin={side: "9mm" for side in ("top", "bottom", "left", "right")})
+    margin = {side: "9mm" for side in ("top", "bottom", "left", "right")}
+    pdf = page.pdf(format=paper, margin=margin)
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 2
