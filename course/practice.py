@@ -34,6 +34,10 @@ VISITOR_KEY = "practice_visitor"
 # The visitor id merged into the account at the last login: its drafts in the browser are the
 # account's now.
 MERGED_VISITOR_KEY = "practice_merged_visitor"
+# An anonymous visitor's session (and with it their attempts, reviews and pages done) lasts this
+# long after their last practice: longer than the ladder's last interval, so a review due in 60
+# days still finds them. Django's default (two weeks) would orphan it. Login sets it back.
+VISITOR_KEEP_SECONDS = 90 * 24 * 3600
 MINUTES_DEFAULT = 5
 MINUTES_MIN, MINUTES_MAX = 1, 60
 ANSWER_MAX_CHARS = 20_000
@@ -234,6 +238,7 @@ def answer_clean(answer: str) -> str:
 def _owner_fields(request: HttpRequest) -> dict:
     if request.user.is_authenticated:
         return {"user": request.user, "visitor": ""}
+    request.session.set_expiry(VISITOR_KEEP_SECONDS)  # kept while the visitor practises
     return {"user": None, "visitor": _visitor_id(request, create=True)}
 
 
@@ -417,6 +422,7 @@ def practice_merge_visitor(*, request: HttpRequest, user) -> None:  # noqa: ANN0
     visitor = _visitor_id(request, create=False)
     if visitor is None:
         return
+    request.session.set_expiry(None)  # the account's session follows the site's policy again
     PracticeAttempt.objects.filter(user=None, visitor=visitor).update(user=user, visitor="")
     for review in PageReview.objects.filter(user=None, visitor=visitor):
         mine = PageReview.objects.filter(user=user, page=review.page).first()

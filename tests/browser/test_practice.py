@@ -133,3 +133,20 @@ def test_the_numbers_sheet_prints_on_two_pages(live_server, page, paper):
     margin = {side: "9mm" for side in ("top", "bottom", "left", "right")}
     pdf = page.pdf(format=paper, margin=margin)
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 2
+
+
+def test_the_last_minute_is_announced_once(live_server, page):
+    page.goto(live_server.url + "/practice/1/")
+    timer = page.get_by_role("timer")
+    expect(timer).to_have_text(re.compile(r"left$"))
+    page.evaluate("""() => {
+        const key = Object.keys(localStorage).find((k) => k.endsWith(".1"));
+        const state = JSON.parse(localStorage.getItem(key));
+        state.startedAt -= 250000;  // 50 s left of 5 minutes
+        localStorage.setItem(key, JSON.stringify(state));
+    }""")
+    page.reload()
+    note = page.locator("[data-countdown-note]")
+    expect(note).to_have_text("One minute left.")
+    expect(note).to_have_attribute("aria-live", "polite")
+    expect(timer).to_have_class(re.compile(r"is-late"))

@@ -361,3 +361,18 @@ def test_drafts_are_kept_under_their_owners_tag(client):
     bob_html = client.get("/practice/1/").content.decode()
     assert _data(bob_html, "owner") not in (ada_tag, visitor_tag)
     assert _data(bob_html, "owner-merged") not in (ada_tag, visitor_tag)
+
+
+def test_an_anonymous_visitors_practice_outlives_the_default_session(client):
+    # Django's sessions last two weeks; the review ladder reaches 60 days. A visitor who
+    # practises keeps their session (attempts, reviews, pages done) for 90 days after.
+    _submit(client, 1)
+    assert client.session.get_expiry_age() == practice.VISITOR_KEEP_SECONDS
+    assert practice.VISITOR_KEEP_SECONDS > practice.REVIEW_INTERVALS_DAYS[-1] * 24 * 3600
+    client.post("/pages/01/progress", {"done": "1"})
+    assert client.session.get_expiry_age() == practice.VISITOR_KEEP_SECONDS
+    # Once logged in, the session follows the site's policy again.
+    get_user_model().objects.create_user("ada", password=PASSWORD)
+    client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
+    from django.conf import settings
+    assert client.session.get_expiry_age() == settings.SESSION_COOKIE_AGE
