@@ -70,6 +70,9 @@ class PracticeAttempt(models.Model):
     # [{"text": the point in plain text, "heard": bool}], in the page's order, as it was asked.
     points = models.JSONField(default=list)
     followup = models.PositiveSmallIntegerField(null=True, blank=True)  # index of the one drawn
+    # The interview's own id, from its signed clock: the browser drops its draft only when the
+    # attempt it sees is that interview's, and a second post of the same answer is not saved twice.
+    nonce = models.CharField(max_length=32, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     graded_at = models.DateTimeField(null=True, blank=True)
 

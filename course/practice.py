@@ -23,6 +23,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString, mark_safe
 
 from course.models import PageReview, PracticeAttempt
@@ -30,6 +31,13 @@ from course.progress import progress_pages_done
 from problems.registry import PAGES, PROBLEMS, Problem, page_get
 
 VISITOR_KEY = "practice_visitor"
+# The visitor id merged into the account at the last login: its drafts in the browser are the
+# account's now.
+MERGED_VISITOR_KEY = "practice_merged_visitor"
+# An anonymous visitor's session (and with it their attempts, reviews and pages done) lasts this
+# long after their last practice: longer than the ladder's last interval, so a review due in 60
+# days still finds them. Django's default (two weeks) would orphan it. Login sets it back.
+VISITOR_KEEP_SECONDS = 90 * 24 * 3600
 MINUTES_DEFAULT = 5
 MINUTES_MIN, MINUTES_MAX = 1, 60
 ANSWER_MAX_CHARS = 20_000
@@ -206,9 +214,31 @@ def _owner_filter(request: HttpRequest) -> Q | None:
     return Q(user=None, visitor=visitor) if visitor else None
 
 
+def _tag(owner: str) -> str:
+    return salted_hmac("course.practice.owner", owner).hexdigest()[:20]
+
+
+def practice_owner_tags(request: HttpRequest) -> tuple[str, str]:
+    """Who owns a draft kept in the browser, as an opaque tag (never the id itself), and the tag
+    of the visitor merged into this account at login ("" when none): drafts are stored under the
+    owner's tag, so a second person on the same browser never sees the first one's answer."""
+    if request.user.is_authenticated:
+        merged = request.session.get(MERGED_VISITOR_KEY)
+        return (_tag(f"user:{request.user.pk}"),
+                _tag(f"visitor:{merged}") if isinstance(merged, str) and merged else "")
+    return _tag(f"visitor:{_visitor_id(request, create=True)}"), ""
+
+
+def answer_clean(answer: str) -> str:
+    """The answer as stored: line ends as the browser counts them (one character each, as its
+    maxlength does) and no NUL characters, which PostgreSQL text cannot hold."""
+    return answer.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
 def _owner_fields(request: HttpRequest) -> dict:
     if request.user.is_authenticated:
         return {"user": request.user, "visitor": ""}
+    request.session.set_expiry(VISITOR_KEEP_SECONDS)  # kept while the visitor practises
     return {"user": None, "visitor": _visitor_id(request, create=True)}
 
 
@@ -216,10 +246,18 @@ def _owner_fields(request: HttpRequest) -> dict:
 
 
 def attempt_start(*, request: HttpRequest, problem: Problem, sheet: PracticeSheet, answer: str,
-                  seconds_limit: int, seconds_used: int) -> PracticeAttempt:
-    """Save a submitted answer, with a follow-up drawn for it; the points are graded next."""
+                  seconds_limit: int, seconds_used: int, nonce: str = "") -> PracticeAttempt:
+    """Save a submitted answer, with a follow-up drawn for it; the points are graded next. The
+    same interview posting the same answer again (a double click, the clock firing as the
+    button is pressed, a resubmission from the back button) gives the attempt already saved."""
+    owner = _owner_filter(request)
+    if nonce and owner is not None:
+        same = PracticeAttempt.objects.filter(owner, problem=problem.number, nonce=nonce,
+                                              answer=answer).first()
+        if same is not None:
+            return same
     return PracticeAttempt.objects.create(
-        **_owner_fields(request), problem=problem.number, answer=answer,
+        **_owner_fields(request), problem=problem.number, answer=answer, nonce=nonce,
         seconds_limit=seconds_limit, seconds_used=min(seconds_used,
                                                       seconds_limit + LATE_GRACE_SECONDS),
         points=[{"text": p.text, "heard": False} for p in sheet.points],
@@ -384,6 +422,7 @@ def practice_merge_visitor(*, request: HttpRequest, user) -> None:  # noqa: ANN0
     visitor = _visitor_id(request, create=False)
     if visitor is None:
         return
+    request.session.set_expiry(None)  # the account's session follows the site's policy again
     PracticeAttempt.objects.filter(user=None, visitor=visitor).update(user=user, visitor="")
     for review in PageReview.objects.filter(user=None, visitor=visitor):
         mine = PageReview.objects.filter(user=user, page=review.page).first()
@@ -396,3 +435,4 @@ def practice_merge_visitor(*, request: HttpRequest, user) -> None:  # noqa: ANN0
             mine.save(update_fields=["due_on", "step"])
         review.delete()
     request.session.pop(VISITOR_KEY, None)
+    request.session[MERGED_VISITOR_KEY] = visitor

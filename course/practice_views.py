@@ -48,9 +48,11 @@ def _minutes_parse(raw: str | None) -> tuple[int, str | None]:
     return minutes, None
 
 
-def _started_token(problem: Problem, seconds_limit: int) -> str:
-    return signing.dumps({"p": problem.number, "s": seconds_limit, "t": time.time()},
-                         salt=_SIGNER_SALT)
+def _started_token(problem: Problem, seconds_limit: int) -> tuple[str, str]:
+    """A signed clock for one interview, and the interview's id (its nonce)."""
+    nonce = uuid.uuid4().hex
+    return signing.dumps({"p": problem.number, "s": seconds_limit, "t": time.time(), "n": nonce},
+                         salt=_SIGNER_SALT), nonce
 
 
 @require_GET
@@ -94,7 +96,7 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
     errors: dict[str, str] = {}
     answer = ""
     if request.method == "POST":
-        answer = request.POST.get("answer", "")
+        answer = practice.answer_clean(request.POST.get("answer", ""))
         started = None
         try:
             started = signing.loads(request.POST.get("started", ""), salt=_SIGNER_SALT,
@@ -111,20 +113,28 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
             seconds_used = max(0, round(time.time() - started["t"]))
             attempt = practice.attempt_start(request=request, problem=problem, sheet=sheet,
                                              answer=answer, seconds_limit=int(started["s"]),
-                                             seconds_used=seconds_used)
+                                             seconds_used=seconds_used,
+                                             nonce=str(started.get("n", ""))[:32])
             return redirect("course:practice_attempt", uid=attempt.uid)
         minutes = max(1, int(started["s"]) // 60) if started and "answer" in errors else None
         minutes = minutes or MINUTES_DEFAULT
         status = 400
+        restart = False
     else:
         minutes, minutes_error = _minutes_parse(request.GET.get("minutes"))
+        # "Start again with this clock": a new clock even when the minutes are the same.
+        restart = request.GET.get("restart") == "1"
         if minutes_error:
             errors["minutes"] = minutes_error
         status = 200
     seconds_limit = minutes * 60
+    started_token, nonce = _started_token(problem, seconds_limit)
+    owner, owner_merged = practice.practice_owner_tags(request)
     return render(request, "course/practice_interview.html", {
         "problem": problem, "sheet": sheet, "minutes": minutes, "seconds_limit": seconds_limit,
-        "started": _started_token(problem, seconds_limit), "answer": answer, "errors": errors,
+        "started": started_token, "nonce": nonce, "answer": answer, "errors": errors,
+        "restart": restart, "failed": request.method == "POST",
+        "owner": owner, "owner_merged": owner_merged,
         "review": request.GET.get("review") == "1", "answer_max": ANSWER_MAX_CHARS,
         "minutes_min": MINUTES_MIN, "minutes_max": MINUTES_MAX,
     }, status=status)
@@ -156,6 +166,7 @@ def practice_attempt(request: HttpRequest, uid: uuid.UUID) -> HttpResponse:
                 if attempt.followup is not None and attempt.followup < len(sheet.followups)
                 else None)
     return render(request, "course/practice_attempt.html", {
+        "owner": practice.practice_owner_tags(request)[0],
         "problem": problem, "sheet": sheet, "attempt": attempt, "points": points,
         "followup": followup, "error": error,
     }, status=400 if error else 200)

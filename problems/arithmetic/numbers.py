@@ -61,19 +61,32 @@ def _rate(value: float | None, *, ops: bool = False) -> str:
     return ops_format(value) if ops else flops_rate_format(value)
 
 
+def _gpu_link_one_way(g) -> float:  # noqa: ANN001
+    """A GPU's link to its neighbour, one direction. A PCIe card talks over PCIe, whose rate the
+    links table derives (after 128b/130b encoding): the same figure in both tables."""
+    for link in LINKS.values():
+        if g.interconnect.startswith(link.name):
+            return link.bytes_per_second
+    return g.interconnect_one_way_bytes_per_second
+
+
+def _gpu_link_text(g) -> str:  # noqa: ANN001
+    return f"{g.interconnect}: {bandwidth_format(_gpu_link_one_way(g))} each way"
+
+
 def gpus_section() -> Section:
     rows = []
     for g in GPUS.values():
         ridge = g.bf16_flops / g.bandwidth_bytes_per_second
         rows.append(Row(
-            cells=(g.name, f"{number_format(g.memory_total_bytes / GB)} GB ({g.memory_kind})",
+            cells=(g.name, f"{g.memory_label} {g.memory_kind} "
+                   f"({number_format(g.memory_total_bytes / GB)} GB reported)",
                    bandwidth_format(g.bandwidth_bytes_per_second), _rate(g.bf16_flops),
                    _rate(g.fp8_flops), _rate(g.int8_ops, ops=True), _rate(g.fp4_flops),
-                   f"{number_format(ridge)} FLOP/B",
-                   f"{g.interconnect}: {bandwidth_format(g.interconnect_one_way_bytes_per_second)}"
-                   " each way"),
+                   f"{number_format(ridge)} FLOP/B", _gpu_link_text(g)),
             source=g.source,
             values={"memory_bytes": g.memory_total_bytes,
+                    "link_one_way_bytes_per_second": _gpu_link_one_way(g),
                     "bandwidth_bytes_per_second": g.bandwidth_bytes_per_second,
                     "bf16_flops": g.bf16_flops, "ridge_bf16": ridge},
         ))
@@ -81,7 +94,8 @@ def gpus_section() -> Section:
         slug="gpus", title="GPUs: memory, bandwidth, dense compute, ridge point", problem=12,
         note=("Dense tensor-core rates (datasheets print twice these, with 2:4 sparsity). The "
               "ridge point is BF16 peak ÷ bandwidth: a kernel doing fewer FLOPs per byte than "
-              "this is memory-bound. Memory is what the driver reports."),
+              "this is memory-bound. Memory: the datasheet's label, then the bytes the driver "
+              "reports (what the fit checks on this sheet count)."),
         headers=("GPU", "memory", "bandwidth", "BF16", "FP8", "INT8", "FP4", "BF16 ridge",
                  "GPU-to-GPU link"),
         rows=tuple(rows))
@@ -164,8 +178,9 @@ def floors_section() -> Section:
                f"{number_format(STANDARD_PROMPT_TOKENS)}-token prompt, batch 1"),
         problem=1,
         note=("Floors at 100% of peak compute and bandwidth. Prefill: the larger of FLOPs ÷ peak "
-              "and bytes ÷ bandwidth. A decode step reads every weight and the sequence's KV "
-              "once, so its floor is bytes ÷ bandwidth, and one stream's speed is at most its "
+              "and bytes ÷ bandwidth. A decode step reads every weight (of the embedding table, "
+              "only the token's row) and the sequence's KV once, so its floor is bytes ÷ "
+              "bandwidth, and one stream's speed is at most its "
               "inverse. Each model runs on the fewest GPUs whose memory holds its weights and "
               f"this prompt's KV beside a {number_format(RESERVE_GB_DEFAULT)} GB reserve, within "
               f"{number_format(100 * MEMORY_FRACTION_DEFAULT)}% of each GPU's memory; with "

@@ -50,7 +50,7 @@ def test_the_clock_submits_at_zero(live_server, page):
     page.get_by_label("Your answer, as you would say it").fill("Server-sent events.")
     # As if the minute had passed while the tab was closed.
     page.evaluate("""() => {
-        const key = "course.practice.2";
+        const key = Object.keys(localStorage).find((k) => k.endsWith(".2"));
         const state = JSON.parse(localStorage.getItem(key));
         state.startedAt -= 61000;
         localStorage.setItem(key, JSON.stringify(state));
@@ -58,3 +58,95 @@ def test_the_clock_submits_at_zero(live_server, page):
     page.reload()
     expect(page).to_have_url(re.compile(r"/practice/attempts/[0-9a-f-]+/$"))
     expect(page.locator(".your-answer")).to_contain_text("Server-sent events.")
+
+
+def _draft_keys(page) -> list[str]:
+    return page.evaluate("() => Object.keys(localStorage).filter((k) => k.startsWith('course.'))")
+
+
+def test_seeing_an_old_attempt_keeps_a_draft_being_written(live_server, page):
+    # One attempt saved; then a second interview on the same problem is left half-written.
+    page.goto(live_server.url + "/practice/1/")
+    page.get_by_label("Your answer, as you would say it").fill("First go.")
+    page.get_by_role("button", name="Submit answer").click()
+    expect(page).to_have_url(re.compile(r"/practice/attempts/"))
+    old_attempt = page.url
+    page.goto(live_server.url + "/practice/1/")
+    page.get_by_label("Your answer, as you would say it").fill("Second go, half written.")
+    # The learner looks back at the first attempt (as from the history), then returns.
+    page.goto(old_attempt)
+    expect(page.locator(".your-answer")).to_contain_text("First go.")
+    page.goto(live_server.url + "/practice/1/")
+    expect(page.get_by_label("Your answer, as you would say it")).to_have_value(
+        "Second go, half written.")
+
+
+def test_a_draft_follows_login_and_is_never_shown_to_the_next_person(live_server, page):
+    from django.contrib.auth import get_user_model
+    for name in ("ada", "bob"):
+        get_user_model().objects.create_user(name, password="a-long-Passphrase-42")
+
+    def login(name: str) -> None:
+        page.goto(live_server.url + "/accounts/login/")
+        page.get_by_label("Username").fill(name)
+        page.get_by_label("Password").fill("a-long-Passphrase-42")
+        page.locator("main form button[type=submit]").click()
+        expect(page).not_to_have_url(re.compile(r"/accounts/login/"))
+
+    answer = page.get_by_label("Your answer, as you would say it")
+    page.goto(live_server.url + "/practice/1/")
+    answer.fill("Ada's draft, typed before logging in.")
+    login("ada")
+    page.goto(live_server.url + "/practice/1/")
+    expect(answer).to_have_value("Ada's draft, typed before logging in.")
+    page.get_by_role("button", name="Log out").click()
+    login("bob")
+    page.goto(live_server.url + "/practice/1/")
+    expect(page.locator("[data-countdown]")).to_have_text(re.compile(r"left$"))
+    expect(answer).to_have_value("")
+    assert len(_draft_keys(page)) == 2  # Ada's, kept for her, and Bob's empty one
+
+
+def test_a_refused_answer_is_not_resent_by_an_expired_clock(live_server, page):
+    page.goto(live_server.url + "/practice/2/?minutes=1")
+    page.get_by_label("Your answer, as you would say it").fill("Kept through a refusal.")
+    # Post a forged answer too long for the server, as a script might, after the clock ran out.
+    page.evaluate("""() => {
+        const key = Object.keys(localStorage).find((k) => k.endsWith(".2"));
+        const state = JSON.parse(localStorage.getItem(key));
+        state.startedAt -= 61000;
+        localStorage.setItem(key, JSON.stringify(state));
+        const area = document.querySelector("[data-answer]");
+        area.removeAttribute("maxlength");
+        area.value = "x".repeat(20001);
+        document.querySelector("[data-answer-form]").submit();
+    }""")
+    expect(page.locator("#id_answer_error")).to_be_visible()
+    expect(page.locator("[data-countdown-note]")).to_contain_text("Time is up")
+    assert "/practice/2/" in page.url  # still here: not sent again in a loop
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+def test_the_numbers_sheet_prints_on_two_pages(live_server, page, paper):
+    page.goto(live_server.url + "/numbers/")
+    expect(page.locator("#numbers-links table")).to_be_visible()
+    margin = {side: "9mm" for side in ("top", "bottom", "left", "right")}
+    pdf = page.pdf(format=paper, margin=margin)
+    assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) == 2
+
+
+def test_the_last_minute_is_announced_once(live_server, page):
+    page.goto(live_server.url + "/practice/1/")
+    timer = page.get_by_role("timer")
+    expect(timer).to_have_text(re.compile(r"left$"))
+    page.evaluate("""() => {
+        const key = Object.keys(localStorage).find((k) => k.endsWith(".1"));
+        const state = JSON.parse(localStorage.getItem(key));
+        state.startedAt -= 250000;  // 50 s left of 5 minutes
+        localStorage.setItem(key, JSON.stringify(state));
+    }""")
+    page.reload()
+    note = page.locator("[data-countdown-note]")
+    expect(note).to_have_text("One minute left.")
+    expect(note).to_have_attribute("aria-live", "polite")
+    expect(timer).to_have_class(re.compile(r"is-late"))

@@ -279,3 +279,100 @@ def test_random_draws_from_the_pages_done(client):
 def test_each_written_problem_links_to_its_mock_interview(client):
     html = client.get("/pages/01/").content.decode()
     assert 'href="/practice/1/"' in html and 'href="/practice/2/"' in html
+
+
+# Review fixes ---------------------------------------------------------------------------------
+
+
+def _data(html: str, name: str) -> str | None:
+    m = re.search(rf'data-{name}="([^"]*)"', html)
+    return m.group(1) if m else None
+
+
+def test_the_same_interview_posted_twice_saves_one_attempt(client):
+    # A double click, or the clock firing as the button is pressed, posts the same interview.
+    started = _started(client, 1)
+    first = client.post("/practice/1/", {"answer": "Once.", "started": started})
+    second = client.post("/practice/1/", {"answer": "Once.", "started": started})
+    assert first.status_code == second.status_code == 302
+    assert first["Location"] == second["Location"]
+    assert PracticeAttempt.objects.count() == 1
+    # Edited after going back: that is a different answer, and it is kept too.
+    client.post("/practice/1/", {"answer": "Once, and more.", "started": started})
+    assert PracticeAttempt.objects.count() == 2
+
+
+def test_the_attempt_page_names_its_interview_so_only_that_draft_is_dropped(client):
+    html = client.get("/practice/1/").content.decode()
+    nonce = _data(html, "nonce")
+    started = re.search(r'name="started" value="([^"]+)"', html).group(1)
+    response = client.post("/practice/1/", {"answer": "A.", "started": started})
+    attempt_html = client.get(response["Location"]).content.decode()
+    assert nonce and re.fullmatch(r"[0-9a-f]{32}", nonce)
+    assert _data(attempt_html, "nonce") == nonce
+    assert _data(attempt_html, "owner") == _data(html, "owner")
+    assert PracticeAttempt.objects.get().nonce == nonce
+
+
+def test_crlf_counts_as_one_character_and_nul_is_dropped(client):
+    # The browser's maxlength counts a line end as one character, but posts it as two: an
+    # answer at the limit with line ends must not be refused (the clock would resubmit it).
+    text = ("x" * 99 + "\r\n") * (practice.ANSWER_MAX_CHARS // 100)
+    attempt = _submit(client, 1, answer=text)
+    assert len(attempt.answer) == practice.ANSWER_MAX_CHARS
+    assert "\r" not in attempt.answer
+    # PostgreSQL text cannot hold NUL: it is dropped rather than failing with a 500.
+    attempt = _submit(client, 1, answer="before\x00after")
+    assert attempt.answer == "beforeafter"
+
+
+def test_a_failed_submission_is_marked_so_the_clock_does_not_resend_it(client):
+    text = "a" * (practice.ANSWER_MAX_CHARS + 1)
+    html = client.post("/practice/1/", {"answer": text, "started": _started(client, 1)}
+                       ).content.decode()
+    assert "data-submit-failed" in html
+    assert "data-submit-failed" not in client.get("/practice/1/").content.decode()
+
+
+def test_start_again_restarts_the_clock_even_with_the_same_minutes(client):
+    html = client.get("/practice/1/").content.decode()
+    assert "data-clock-reset" not in html
+    assert 'name="restart" value="1"' in html  # the "Start again" form asks for a new clock
+    assert "data-clock-reset" in client.get("/practice/1/?minutes=5&restart=1").content.decode()
+
+
+def test_drafts_are_kept_under_their_owners_tag(client):
+    get_user_model().objects.create_user("ada", password=PASSWORD)
+    get_user_model().objects.create_user("bob", password=PASSWORD)
+    visitor_html = client.get("/practice/1/").content.decode()
+    visitor_tag = _data(visitor_html, "owner")
+    assert visitor_tag and _data(visitor_html, "owner-merged") is None
+    # Another browser is another visitor, with another tag; the tag is stable across pages.
+    assert _data(Client().get("/practice/1/").content.decode(), "owner") != visitor_tag
+    assert _data(client.get("/practice/2/").content.decode(), "owner") == visitor_tag
+    # After login the account has its own tag, and the visitor's drafts are the account's.
+    client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
+    ada_html = client.get("/practice/1/").content.decode()
+    ada_tag = _data(ada_html, "owner")
+    assert ada_tag != visitor_tag and _data(ada_html, "owner-merged") == visitor_tag
+    # Ada logs out and Bob logs in on the same browser: none of Ada's drafts is his.
+    client.post("/accounts/logout/")
+    client.post("/accounts/login/", {"username": "bob", "password": PASSWORD})
+    bob_html = client.get("/practice/1/").content.decode()
+    assert _data(bob_html, "owner") not in (ada_tag, visitor_tag)
+    assert _data(bob_html, "owner-merged") not in (ada_tag, visitor_tag)
+
+
+def test_an_anonymous_visitors_practice_outlives_the_default_session(client):
+    # Django's sessions last two weeks; the review ladder reaches 60 days. A visitor who
+    # practises keeps their session (attempts, reviews, pages done) for 90 days after.
+    _submit(client, 1)
+    assert client.session.get_expiry_age() == practice.VISITOR_KEEP_SECONDS
+    assert practice.VISITOR_KEEP_SECONDS > practice.REVIEW_INTERVALS_DAYS[-1] * 24 * 3600
+    client.post("/pages/01/progress", {"done": "1"})
+    assert client.session.get_expiry_age() == practice.VISITOR_KEEP_SECONDS
+    # Once logged in, the session follows the site's policy again.
+    get_user_model().objects.create_user("ada", password=PASSWORD)
+    client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
+    from django.conf import settings
+    assert client.session.get_expiry_age() == settings.SESSION_COOKIE_AGE

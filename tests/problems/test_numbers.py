@@ -88,3 +88,33 @@ def test_the_page_prints_every_section_with_sources(client):
             assert row.cells[1] in html
     assert html.count('class="numbers-sources"') == len(numbers_sheet())
     assert "numbers.css" in html  # the print stylesheet
+
+
+def test_memory_shows_the_datasheet_label_and_the_bytes_reported():
+    rows = dict(zip(GPUS, gpus_section().rows, strict=True))
+    # A learner knows the H100 as "80 GB"; the driver reports 81,559 MiB = 85.5 GB.
+    assert rows["h100-sxm"].cells[1] == "80 GB HBM3 (85.5 GB reported)"
+    assert rows["h200"].cells[1].startswith("141 GB HBM3e (")
+
+
+def test_a_pcie_card_link_is_the_same_figure_as_the_links_table():
+    gpu_rows = dict(zip(GPUS, gpus_section().rows, strict=True))
+    pcie4 = LINKS["pcie-gen4-x16"].bytes_per_second
+    assert pcie4 == pytest.approx(31.5e9, rel=1e-3)  # 16 GT/s × 16 × 128/130 ÷ 8
+    assert gpu_rows["l40s"].values["link_one_way_bytes_per_second"] == pcie4
+    assert gpu_rows["l40s"].cells[-1].endswith("31.5 GB/s each way")
+    assert gpu_rows["h100-sxm"].values["link_one_way_bytes_per_second"] == 450e9
+
+
+def test_the_fit_check_counts_weights_kv_and_the_reserve():
+    from problems.arithmetic.catalog import gpu_get
+    from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT
+    gpu = gpu_get(STANDARD_GPU)
+    budget = gpu.memory_total_bytes * MEMORY_FRACTION_DEFAULT - RESERVE_GB_DEFAULT * 1e9
+    for row in floors_section().rows:
+        tp = row.values["gpus"]
+        held = row.values["weights_bytes"] / tp
+        assert held <= budget  # it fits on tp GPUs
+        if tp > 1:
+            assert row.values["weights_bytes"] / (tp // 2) > budget  # and not on fewer
+    assert "floor" in floors_section().title.lower() and "reserve" in floors_section().note
