@@ -160,6 +160,7 @@ def chunked_prefill(
             "decode_step_seconds": alone["time"],
             "decode_step_bound": bound(alone),
             "first_chunk_stall_seconds": stall_first,
+            "first_step_bound": bound(first),
             "max_chunk_stall_seconds": stall_largest,
             "largest_step_seconds": largest["time"],
             "largest_step_bound": bound(largest),
@@ -458,6 +459,7 @@ def long_prompt(
             "first_chunk_step_seconds": times[0] if times else 0.0,
             "largest_chunk_step_seconds": chunked["largest_step_seconds"],
             "first_chunk_stall_seconds": stall_first,
+            "first_step_bound": chunked["first_step_bound"],
             "max_chunk_stall_seconds": chunked["max_chunk_stall_seconds"],
             "decode_step_seconds": chunked["decode_step_seconds"],
             "decode_step_bound": chunked["decode_step_bound"],
@@ -521,6 +523,17 @@ PUBLISHED_BATCHING_GAINS = {
     "token_states_low": 0.204,
     "token_states_high": 0.382,
 }
+
+
+# Agrawal et al., Sarathi-Serve (OSDI 2024), abstract: serving capacity (the highest load that
+# meets a P99 time-between-tokens target) against vLLM.
+PUBLISHED_CHUNKED_PREFILL_GAINS = {
+    "sarathi_mistral_7b_1xa100": 2.6,
+    "sarathi_yi_34b_2xa100_tp2": 3.7,
+    "sarathi_falcon_180b_pp": 5.6,
+}
+# The models those two gains were measured on, as the paper names them.
+SARATHI_MODELS = {"small": "Mistral-7B", "large": "Falcon-180B"}
 
 
 def occupancy_curve(*, distribution: str, output_min: int, output_max: int, output_mean: int,

@@ -213,6 +213,9 @@ def tenant_fairness(
     bucket_rate = share * size
     bucket_depth = bucket_rate * burst
     retry_after = size / bucket_rate
+    # HTTP's Retry-After carries whole seconds (RFC 9110, delay-seconds): round up, so a client
+    # that obeys it never returns before the bucket has refilled.
+    retry_after_header = math.ceil(retry_after)
     capped_refused = max(0.0, lam_h - share)
     fcfs_text = (seconds_format(fcfs_wait) if fcfs_stable else
                  f"+{seconds_format(growth)}/s")
@@ -235,6 +238,7 @@ def tenant_fairness(
             "bucket_rate_tokens": bucket_rate,
             "bucket_depth_tokens": bucket_depth,
             "retry_after_seconds": retry_after,
+            "retry_after_header_seconds": retry_after_header,
             "capped_refused_rate": capped_refused,
         },
         steps=(
@@ -287,6 +291,9 @@ def tenant_fairness(
             Step("Retry-After for one request on an empty bucket",
                  f"{number_format(size)} tokens ÷ {number_format(bucket_rate)} tokens/s",
                  retry_after, "s", seconds_format(retry_after)),
+            Step("Retry-After header (whole seconds)",
+                 f"⌈{number_format(retry_after)} s⌉: the header carries whole seconds",
+                 retry_after_header, "s", f"{retry_after_header:,} s"),
         ),
     )
 

@@ -165,6 +165,7 @@ def context(*, request: HttpRequest) -> dict:
         "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
         "bucket_depth_text": count_format(r["bucket_depth_tokens"], "token"),
         "retry_after_text": seconds_format(r["retry_after_seconds"]),
+        "retry_after_header_text": seconds_format(r["retry_after_header_seconds"]),
         "capped_refused_text": _rate(r["capped_refused_rate"]),
     }
 
@@ -182,7 +183,7 @@ SOURCES: list[tuple[str, str]] = [
      "M/M/1 mean wait ρ ÷ (μ − λ)", "https://doi.org/10.1017/CBO9781139226424"),
     ("IETF RFC 6585, section 4: 429 Too Many Requests (may include Retry-After)",
      "https://www.rfc-editor.org/rfc/rfc6585#section-4"),
-    ("IETF RFC 9110, section 10.2.3: Retry-After",
+    ("IETF RFC 9110, section 10.2.3: Retry-After (an HTTP-date or a whole number of seconds)",
      "https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3"),
     ("OpenAI API documentation, rate limits (requests and tokens per minute per organisation)",
      "https://platform.openai.com/docs/guides/rate-limits"),

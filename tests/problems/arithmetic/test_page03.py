@@ -112,6 +112,13 @@ def test_tenants_overloaded_by_hand():
     assert r["bucket_rate_tokens"] == 5_000
     assert r["bucket_depth_tokens"] == 10_000
     assert r["retry_after_seconds"] == pytest.approx(0.1)
+    # The header carries whole seconds (RFC 9110): 0.1 s is sent as 1, never as 0.
+    assert r["retry_after_header_seconds"] == 1
+    assert tenant_fairness(tokens_per_request=500, capacity_tokens_per_s=1_000,
+                           heavy_rate=0.3, light_rate=0.1, light_tenants=1)[
+        "retry_after_header_seconds"] == 1
+    assert tenant_fairness(capacity_tokens_per_s=400, tokens_per_request=500, heavy_rate=0.5,
+                           light_rate=0.1, light_tenants=1)["retry_after_header_seconds"] == 3
     assert r.to_dict()["fcfs_wait_seconds"] is None
 
 

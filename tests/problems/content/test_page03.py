@@ -132,3 +132,31 @@ def test_p21_under_capacity_fcfs_has_a_finite_wait(client) -> None:
 def test_p21_a_light_tenant_over_its_share_is_refused_beside_the_field(client) -> None:
     response = client.get("/api/calc/tenant-fairness", {"light_rate": 15})
     assert response.status_code == 400 and response.json()["field"] == "light_rate"
+
+
+def test_p21_retry_after_is_sent_in_whole_seconds(client) -> None:
+    worked = section_text(client, 21, "worked")
+    r = api(client, "tenant-fairness")
+    assert r["retry_after_header_seconds"] == 1
+    assert (f"{seconds_format(r['retry_after_seconds'])}, sent as "
+            f"{seconds_format(r['retry_after_header_seconds'])} because the header carries "
+            "whole seconds") in worked
+
+
+def test_p07_the_answer_says_when_the_first_chunk_is_already_compute_bound(client) -> None:
+    answer = section_text(client, 7, "answer")
+    r = api(client, "long-prompt")
+    assert r["first_step_bound"] == "compute"
+    step = seconds_format(r["first_chunk_step_seconds"])
+    assert f"even the first chunk does: its step takes {step}" in answer
+    # A budget only a little above the decoders keeps the step memory-bound: no such clause.
+    small = section_text(client, 7, "answer", "?p07-long-token_budget=64")
+    assert api(client, "long-prompt", token_budget=64)["first_step_bound"] == "memory"
+    assert "even the first chunk does" not in small
+
+
+def test_p07_quotes_sarathi_serve_gains_from_the_catalog(client) -> None:
+    from problems.arithmetic.batching import PUBLISHED_CHUNKED_PREFILL_GAINS as g
+    concepts = section_text(client, 7, "concepts")
+    assert f"Sarathi-Serve reported {g['sarathi_mistral_7b_1xa100']}× vLLM's serving" in concepts
+    assert f"up to {g['sarathi_falcon_180b_pp']}× for Falcon-180B" in concepts
