@@ -12,6 +12,8 @@ and nothing is counted twice). Services write (`attempt_start`, `attempt_grade`,
 """
 
 import datetime
+import functools
+import math
 import random
 import re
 import uuid
@@ -304,10 +306,74 @@ class MissedPoint:
     text: str
     missed: int
     asked: int
+    covers: "Covers | None" = None  # where the problem's page teaches this point
 
     @property
     def missed_share(self) -> float:
         return self.missed / self.asked
+
+
+@dataclass(frozen=True)
+class Covers:
+    """The part of a problem's page that teaches a point: a section, and its sub-heading."""
+
+    anchor: str  # the section's id on the course page, e.g. problem-1-concepts
+    label: str  # "Concepts: What gets quantized"
+
+
+# The sections that teach (the answer, listens and follow-ups only restate them).
+_TEACHING_SECTIONS = (("concepts", "Concepts"), ("worked", "Worked answer"),
+                      ("tradeoffs", "Trade-offs"), ("mistakes", "Common mistakes"))
+_STOPWORDS = frozenset(
+    "that this with from than then when what which where while each every into over under "
+    "about more most much many only also just they their them there these those have been "
+    "does done doing would could should must will your yours the and for are not but its".split())
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower())
+                     if len(w) >= 4 and w not in _STOPWORDS)
+
+
+@functools.cache
+def _teaching_parts(number: int) -> tuple[tuple[str, str, frozenset[str], int], ...]:
+    """Each teaching section of problem `number`, cut at its <h4> sub-headings: (anchor, label,
+    its words, its length in words). The prose is the same for every visitor, so it is read once
+    per process."""
+    from django.contrib.auth.models import AnonymousUser
+
+    problem = PROBLEMS[number]
+    if problem.template_name is None:
+        return ()
+    request = HttpRequest()
+    request.user, request.session = AnonymousUser(), {}
+    html = render_to_string(problem.template_name, {"problem": problem}, request=request)
+    parts = []
+    for slug, heading in _TEACHING_SECTIONS:
+        anchor = f"{problem.anchor}-{slug}"
+        chunks = re.split(r"<h4[^>]*>(.*?)</h4>", _section(html, anchor), flags=re.S)
+        # re.split alternates: text before the first h4, then (sub-heading, text) pairs.
+        pieces = [(heading, chunks[0])] + [
+            (f"{heading}: {_plain(chunks[k])}", chunks[k] + " " + chunks[k + 1])
+            for k in range(1, len(chunks) - 1, 2)]
+        for label, body in pieces:
+            plain = _plain(body)
+            if plain:
+                parts.append((anchor, label, _words(plain), len(plain.split())))
+    return tuple(parts)
+
+
+def point_covers(*, problem: int, text: str) -> Covers | None:
+    """The part of the problem's page that shares the most words with the point (each part's
+    count of shared words over the square root of its length, so a long section does not win
+    by size alone); None when nothing is shared."""
+    words = _words(text)
+    best, best_score = None, 0.0
+    for anchor, label, part_words, length in _teaching_parts(problem):
+        score = len(words & part_words) / math.sqrt(max(length, 1))
+        if score > best_score:
+            best, best_score = Covers(anchor, label), score
+    return best
 
 
 def points_missed(*, attempts: list[PracticeAttempt], limit: int = 10) -> list[MissedPoint]:
@@ -323,7 +389,8 @@ def points_missed(*, attempts: list[PracticeAttempt], limit: int = 10) -> list[M
             missed_asked[0] += not point["heard"]
     ranked = sorted(((k, v) for k, v in counts.items() if v[0]),
                     key=lambda kv: (-kv[1][0], -kv[1][0] / kv[1][1], kv[0]))
-    return [MissedPoint(PROBLEMS[problem], text, missed, asked)
+    return [MissedPoint(PROBLEMS[problem], text, missed, asked,
+                        point_covers(problem=problem, text=text))
             for (problem, text), (missed, asked) in ranked[:limit]]
 
 

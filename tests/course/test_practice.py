@@ -134,7 +134,24 @@ def test_grading_saves_the_points_and_the_history_shows_them(client):
     assert "Points heard in each attempt" in html  # the plot and its table
     # The most-missed list names a missed point and links to where the page covers it.
     assert attempt.points[1]["text"][:30] in html
-    assert "#problem-1-concepts" in html
+    covers = practice.point_covers(problem=1, text=attempt.points[1]["text"])
+    assert f'href="/pages/01/#{covers.anchor}"' in html
+    assert f"read {covers.label} again" in html
+
+
+def test_a_missed_point_links_to_the_part_of_the_page_that_teaches_it():
+    sheet = _sheet(11)
+    by_start = {p.text.split()[0]: p.text for p in sheet.points}
+    outliers = practice.point_covers(problem=11, text=by_start["Outliers"])
+    assert outliers.anchor == "problem-11-concepts"
+    assert outliers.label == "Concepts: Outliers, and why calibration exists"
+    hardware = practice.point_covers(problem=11, text=by_start["Hardware"])
+    assert hardware.label == "Concepts: Which hardware computes in which format"
+    preemption = practice.point_covers(
+        problem=1, text="Preemption re-does work by recomputation, and prefix caching makes "
+                        "that recompute cheap.")
+    assert preemption.label == "Concepts: When memory runs out: preemption"
+    assert practice.point_covers(problem=1, text="zzzz qqqq") is None
 
 
 @pytest.mark.parametrize("heard", [["x"], ["10"], ["-1"]])
