@@ -62,6 +62,8 @@ def figures(inputs: dict) -> dict:
         "capacity": f"{r['capacity']:,}",
         "hit_random_text": percent_format(r["hit_random"]),
         "hit_affine_text": percent_format(r["hit_affine"]),
+        "hit_affine_busiest_text": percent_format(r["hit_affine_busiest"]),
+        "affine_uneven": r["hit_affine_busiest"] < r["hit_affine"] - 1e-9,
         "apps_busiest": f"{r['apps_busiest']:,}",
         "busiest_share_text": percent_format(r["busiest_share"]),
         "even_share_text": percent_format(r["even_share"]),

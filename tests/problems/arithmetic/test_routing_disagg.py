@@ -29,6 +29,21 @@ def test_hit_rates_by_hand() -> None:
     assert one["busiest_share"] == 1.0 and one["replicas_used"] == 1
 
 
+def test_affine_hit_rate_is_the_fleets_when_homes_are_uneven() -> None:
+    """10 applications on 8 replicas, 1 prefix kept each: two replicas are home to 2 (hit 1/2,
+    2/10 of the traffic each), six to 1 (hit 1): fleet (2 × 1 + 6 × 1) ÷ 10 = 0.8, not the
+    busiest replica's 0.5. 7 on 3 keeping 2: homes of 3, 2, 2: (2 + 2 + 2) ÷ 7."""
+    r = prefix_hit_rates(capacity=1, applications=10, replicas=8)
+    assert r["affine"] == pytest.approx(0.8) and r["affine_busiest"] == 0.5
+    r = prefix_hit_rates(capacity=2, applications=7, replicas=3)
+    assert r["affine"] == pytest.approx(6 / 7) and r["affine_busiest"] == pytest.approx(2 / 3)
+    assert r["random"] == pytest.approx(2 / 7)
+    day = _fleet(applications=10, cache_gb=0.7)  # one 655 MB prefix per replica
+    assert day["capacity"] == 1 and day["hit_affine"] == pytest.approx(0.8)
+    assert day["gpu_hours_affine"] == pytest.approx(
+        0.8 * 1_440_000 * day["gpu_seconds_saved"] / 3600)
+
+
 def test_a_hit_saves_the_prefix_prefill_worked_by_hand() -> None:
     """Llama 3.1 70B: 68,452,360,192 non-embedding parameters, 2,621,440 attention FLOPs per
     token pair (80 layers × 64 heads × 128 × 4). A miss computes 2,200 tokens, each attending

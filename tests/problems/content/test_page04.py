@@ -92,6 +92,15 @@ def test_problem_8_inputs_change_the_figures(client) -> None:
     assert "Here both hit rates are equal" in worked
 
 
+def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) -> None:
+    """10 applications on 8 replicas keeping one prefix each: fleet 80%, busiest 50%."""
+    query = "&".join(f"p8-routing-{k}={'' if v is None else v}" for k, v in {
+        **p08.CALCULATOR.form_class().defaults(), "applications": 10, "cache_gb": 0.7}.items())
+    worked = section_text(page_get(client, "?" + query), 8, "worked")
+    assert "fleet-wide hit rate 80%" in worked
+    assert "home to 2, hits only 50%" in worked
+
+
 def test_problem_8_bad_input_is_a_field_error_and_the_prose_keeps_defaults(client) -> None:
     content = page_get(client, "?p8-routing-replicas=0")
     worked = section_html(problem_html(content, 8), 8, "worked")
@@ -110,6 +119,23 @@ def test_problem_22_figures_equal_the_api(client) -> None:
     # 8,192 × 327,680 B = 2.68 GB; 2,684,354,560 ÷ 4 GPUs over 50 GB/s × 0.8 = 16.8 ms.
     assert api["kv_bytes"] == 2_684_354_560
     assert "2.68 GB for the prompt" in worked and "16.8 ms" in worked
+
+
+def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> None:
+    """The transfer's share of the prefill is nearly independent of prompt length (bytes and
+    FLOPs both grow per token): 256 tokens give 2.1 ms over 100 GbE against a 17.8 ms prefill
+    (11.8%), 8,192 tokens 67.1 ms against 611 ms (11%). The prose must not call the short
+    prompt the hard case for the transfer."""
+    short = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                    prompt_tokens=256, output_tokens=512, requests_per_second=2,
+                    link_efficiency=0.8, mfu_prefill=0.5)
+    long = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                   prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                   link_efficiency=0.8, mfu_prefill=0.5)
+    assert short["links"][2]["ratio"] == pytest.approx(long["links"][2]["ratio"], rel=0.15)
+    worked = section_text(page_get(client), 22, "worked")
+    assert "hard case" not in worked
+    assert f"{percent_format(short['links'][2]['ratio'])} of its" in worked
 
 
 def test_problem_22_inputs_change_the_figures(client) -> None:
