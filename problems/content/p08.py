@@ -108,10 +108,12 @@ SOURCES: list[tuple[str, str]] = [
      "input tokens hit the on-disk KV cache)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
-    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT",
+    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT; "
+     "the per-request cache_salt keeps tenants' blocks apart",
      "https://github.com/advisories/GHSA-4qjh-9fv9-r85r"),
     ("Song et al., 'The Early Bird Catches the Leak: Unveiling Timing Side Channels in LLM "
-     "Serving Systems' (prefix-cache timing recovers other users' prompts)",
+     "Serving Systems' (timing classifies cache hits; a token-by-token search recovers shared "
+     "prefixes, system prompts and other users' prompts, in the authors' experiments)",
      "https://arxiv.org/abs/2409.20002"),
     ("SGLang repository (sgl-router: cache-aware load balancing)",
      "https://github.com/sgl-project/sglang"),

@@ -138,6 +138,21 @@ def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> N
     assert f"{percent_format(short['links'][2]['ratio'])} of its" in worked
 
 
+def test_problem_22_decode_fit_counts_weights_kv_and_the_reserve(client) -> None:
+    """Per GPU of the decode replica: usable = memory × fraction − reserve; weights 35.3 GB
+    (141 GB ÷ 4); what is left ÷ one sequence's KV (8,448 tokens × 81,920 B = 692 MB) is the
+    batch memory holds."""
+    api = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    assert api["decode_free_gpu"] == pytest.approx(
+        api["decode_usable_gpu"] - api["decode_weights_gpu"])
+    assert api["decode_kv_sequence_gpu"] == 8_448 * 81_920
+    assert api["batch"] <= api["decode_free_gpu"] // api["decode_kv_sequence_gpu"]
+    worked = section_text(page_get(client), 22, "worked")
+    assert "The fit check first" in worked and "692 MB of it per GPU" in worked
+
+
 def test_problem_22_inputs_change_the_figures(client) -> None:
     query = "&".join(f"p22-disagg-{k}={'' if v is None else v}" for k, v in {
         **p22.CALCULATOR.form_class().defaults(), "prompt_tokens": 4096}.items())
