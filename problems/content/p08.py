@@ -71,6 +71,8 @@ def figures(inputs: dict) -> dict:
         "requests_day_text": number_format(r["requests_per_day"]),
         "gpu_hours_random_text": number_format(r["gpu_hours_random"]),
         "gpu_hours_affine_text": number_format(r["gpu_hours_affine"]),
+        "flops_day_random_text": flops_format(r["flops_day_random"]),
+        "flops_day_affine_text": flops_format(r["flops_day_affine"]),
         "gpu_hours_gap_text": number_format(r["gpu_hours_affine"] - r["gpu_hours_random"]),
         "gpus_day_affine_text": number_format(r["gpu_hours_affine"] / 24),
         "affine_better": r["hit_affine"] > r["hit_random"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from problems.arithmetic.units import percent_format, seconds_format
+from problems.arithmetic.units import flops_format, percent_format, seconds_format
 from problems.content import p08, p22
 from problems.registry import SECTIONS
 from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
@@ -82,6 +82,9 @@ def test_problem_8_figures_equal_the_api(client) -> None:
     assert f"hit rate {percent_format(api['hit_random'])}" in worked  # 15/40 = 37.5%
     assert f"hit rate {percent_format(api['hit_affine'])}" in worked
     assert "37.5%" in worked
+    # 1,440,000 requests a day × 2.79×10¹⁴ FLOP saved per hit, all hitting: 4.0×10²⁰ FLOP.
+    assert api["flops_day_affine"] == pytest.approx(1_440_000 * api["flops_saved"])
+    assert f"({flops_format(api['flops_day_affine'])}), about" in worked
 
 
 def test_problem_8_inputs_change_the_figures(client) -> None:
