@@ -194,7 +194,10 @@ def disagg_plan(
         Step("KV the prompt leaves behind", f"{prompt_tokens:,} tokens × "
              f"{bytes_short(kv_bytes_per_token_model(m, kv))} per token ({m.name}, "
              f"{kv.kv_label})", total, "B", bytes_format(total)),
-        Step("Each GPU's share", f"{n} GPUs, each sending the KV heads it holds", per_gpu, "B",
+        Step("Each GPU's share",
+             (f"{n} GPUs, each holding and sending the whole latent (MLA's cache is not split "
+              "by heads)") if m.attention == "MLA" else
+             f"{n} GPUs, each sending the KV heads it holds", per_gpu, "B",
              bytes_format(per_gpu)),
         Step("Prefill of the prompt",
              f"{n} × {g.name} at {percent_format(k['mfu_prefill'])} MFU: "

@@ -159,3 +159,13 @@ def test_handoff_over_real_links_by_hand() -> None:
 
     links = kv_handoff_links(nbytes=1e6)
     assert [x["seconds"] for x in links] == pytest.approx([1e6 / 450e9, 1e6 / 50e9, 80e-6])
+
+
+def test_mla_latent_is_whole_on_every_gpu_and_said_so() -> None:
+    """DeepSeek-V3's latent, (512 + 64) × 61 layers × 2 B = 70,272 B per token, is not split by
+    heads under tensor parallelism: each of 8 GPUs holds and sends all of it."""
+    r = disagg_plan(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", prompt_tokens=8_192,
+                    output_tokens=512)
+    assert r["kv_bytes"] == 8_192 * 70_272 == r["kv_bytes_per_gpu"]
+    share = next(s for s in r.steps if s.label == "Each GPU's share")
+    assert "whole latent" in share.expression and "KV heads" not in share.expression
