@@ -67,6 +67,7 @@ def figures(inputs: dict) -> dict:
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),
+        "eth_shared_text": seconds_format(eth["seconds"] * inputs["tp"]),
         "eth_layered_text": seconds_format(eth["exposed_layered"]),
         "ib_ratio_text": percent_format(ib["ratio"]),
         "memory_fraction_text": percent_format(r["memory_fraction"]),

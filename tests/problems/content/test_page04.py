@@ -122,6 +122,8 @@ def test_problem_22_figures_equal_the_api(client) -> None:
     # 8,192 × 327,680 B = 2.68 GB; 2,684,354,560 ÷ 4 GPUs over 50 GB/s × 0.8 = 16.8 ms.
     assert api["kv_bytes"] == 2_684_354_560
     assert "2.68 GB for the prompt" in worked and "16.8 ms" in worked
+    # One 100 GbE port shared by the 4 GPUs: 2.68 GB ÷ 10 GB/s = 268 ms.
+    assert "4 times as long, 268 ms" in worked
 
 
 def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> None:
