@@ -215,15 +215,23 @@ def prefix_hit_rates(*, capacity: int, applications: int, replicas: int) -> dict
     K prefixes a replica sees is hit with probability C/K whatever it evicts (LRU or any other
     rule that cannot see the future), since the next request is uniform over all K and
     independent of what is held. Random (or round-robin) routing sends every application to
-    every replica: K = applications. Prefix-affine routing gives each application one home;
-    the busiest replica holds ceil(applications / replicas) of them, and the average replica
-    applications / replicas. Cold misses (each prefix's first visit) are left out.
+    every replica: K = applications. Prefix-affine routing gives each application one home,
+    spread as evenly as possible (application i on replica i mod replicas): q = applications
+    // replicas each, one more on applications mod replicas of them. A replica home to a
+    applications serves a/applications of the traffic and hits min(1, C/a), so the fleet's
+    rate ("affine") is the sum of min(a, C) over replicas ÷ applications; the busiest replica,
+    home to ceil(applications / replicas), has the lowest rate ("affine_busiest"). Cold misses
+    (each prefix's first visit) are left out.
     40 applications, 15 cached per replica, 8 replicas: random 15/40 = 0.375; affine 1.0.
+    10 applications, 1 cached, 8 replicas: two replicas home to 2 (hit 1/2), six to 1 (hit 1):
+    fleet (2×1 + 6×1) / 10 = 0.8, busiest 0.5.
     """
     random_hit = min(1.0, capacity / applications)
     busiest = math.ceil(applications / replicas)
-    affine_hit = min(1.0, capacity / busiest)
-    return {"random": random_hit, "affine": affine_hit, "apps_busiest": busiest,
+    low, extra = divmod(applications, replicas)
+    held = extra * min(low + 1, capacity) + (replicas - extra) * min(low, capacity)
+    return {"random": random_hit, "affine": held / applications,
+            "affine_busiest": min(1.0, capacity / busiest), "apps_busiest": busiest,
             "busiest_share": busiest / applications, "even_share": 1 / replicas,
             "replicas_used": min(replicas, applications)}
 
@@ -300,6 +308,7 @@ def prefix_routing(
             "ttft_saved": ttft_saved, "gpu_seconds_saved": gpu_seconds_saved,
             "prefix_kv_bytes": prefix_kv, "capacity": capacity,
             "hit_random": rates["random"], "hit_affine": rates["affine"],
+            "hit_affine_busiest": rates["affine_busiest"],
             "apps_busiest": rates["apps_busiest"], "busiest_share": rates["busiest_share"],
             "even_share": rates["even_share"], "replicas_used": rates["replicas_used"],
             "requests_per_day": per_day,
@@ -332,10 +341,15 @@ def prefix_routing(
             Step("Hit rate, random or round-robin routing",
                  f"every replica sees all {applications:,} prefixes: min(1, {capacity:,} ÷ "
                  f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
-            Step("Hit rate, prefix-affine routing (the busiest replica's, the lowest)",
-                 f"the busiest replica is home to ⌈{applications:,} ÷ {replicas:,}⌉ = "
-                 f"{rates['apps_busiest']:,}: min(1, {capacity:,} ÷ {rates['apps_busiest']:,})",
+            Step("Hit rate, prefix-affine routing (the fleet's)",
+                 f"{applications:,} homes spread over {replicas:,} replicas, each replica "
+                 f"hitting min(1, {capacity:,} ÷ the applications it is home to): Σ min(its "
+                 f"applications, {capacity:,}) ÷ {applications:,}",
                  rates["affine"], "", percent_format(rates["affine"])),
+            Step("Hit rate on the busiest replica, prefix-affine (the lowest)",
+                 f"home to ⌈{applications:,} ÷ {replicas:,}⌉ = {rates['apps_busiest']:,}: "
+                 f"min(1, {capacity:,} ÷ {rates['apps_busiest']:,})",
+                 rates["affine_busiest"], "", percent_format(rates["affine_busiest"])),
             Step("Busiest replica's share of traffic, prefix-affine",
                  f"{rates['apps_busiest']:,} of {applications:,} applications (an even split "
                  f"is {percent_format(rates['even_share'])})",

@@ -174,6 +174,10 @@ def disagg_plan(
         "kv_bytes": total, "kv_bytes_per_gpu": per_gpu,
         "prefill_seconds": pre["seconds"], "prefill_bound": pre["bound"],
         "step_seconds": dec["step_seconds"], "batch": dec["batch"], "batch_limit": dec["limit"],
+        "decode_usable_gpu": dec["usable"], "decode_weights_gpu": dec["weights"],
+        "decode_free_gpu": dec["free"], "memory_fraction": k["memory_fraction"],
+        "reserve_bytes": k["reserve_bytes"], "decode_kv_sequence_gpu": dec["kv_token"]
+        * (prompt_tokens + output_tokens / 2),
         "decode_busy": decode_busy, "ratio": ratio,
         "prefill_replicas": prefill_replicas, "decode_replicas": decode_replicas,
         "links": links,
@@ -190,7 +194,10 @@ def disagg_plan(
         Step("KV the prompt leaves behind", f"{prompt_tokens:,} tokens × "
              f"{bytes_short(kv_bytes_per_token_model(m, kv))} per token ({m.name}, "
              f"{kv.kv_label})", total, "B", bytes_format(total)),
-        Step("Each GPU's share", f"{n} GPUs, each sending the KV heads it holds", per_gpu, "B",
+        Step("Each GPU's share",
+             (f"{n} GPUs, each holding and sending the whole latent (MLA's cache is not split "
+              "by heads)") if m.attention == "MLA" else
+             f"{n} GPUs, each sending the KV heads it holds", per_gpu, "B",
              bytes_format(per_gpu)),
         Step("Prefill of the prompt",
              f"{n} × {g.name} at {percent_format(k['mfu_prefill'])} MFU: "
@@ -198,6 +205,13 @@ def disagg_plan(
              f"{seconds_format(pre['memory'])}, {pre['bound']}-bound",
              pre["seconds"], "s", seconds_format(pre["seconds"])),
         *link_steps,
+        Step("KV room per GPU on a decode replica",
+             f"{bytes_short(g.memory_total_bytes)} × {percent_format(k['memory_fraction'])} − "
+             f"{bytes_short(k['reserve_bytes'])} reserve − {bytes_short(dec['weights'])} of "
+             f"weights; one sequence at {number_format(prompt_tokens + output_tokens / 2)} "
+             f"tokens takes {bytes_short(dec['kv_token'] * (prompt_tokens + output_tokens / 2))}"
+             f" of it, so memory holds {dec['b_mem']:,}",
+             dec["free"], "B", bytes_format(dec["free"])),
         Step("Decode step on a decode replica",
              f"batch {dec['batch']:,} (set by the {dec['limit']}), context "
              f"{number_format(prompt_tokens + output_tokens / 2)} tokens, {dec['bound']}-bound",

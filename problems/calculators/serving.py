@@ -239,8 +239,10 @@ def prefix_routing_plot(*, inputs: dict, result: Result) -> Plot:
                 x_title="Replicas", y_title="Hit rate (%)",
                 series=(Series("Random or round-robin", tuple(xs), series_values(
                             xs, lambda n: at(n)["hit_random"] * 100), markers=True),
-                        Series("Prefix-affine (busiest replica)", tuple(xs), series_values(
+                        Series("Prefix-affine (fleet)", tuple(xs), series_values(
                             xs, lambda n: at(n)["hit_affine"] * 100), markers=True),
+                        Series("Prefix-affine (busiest replica)", tuple(xs), series_values(
+                            xs, lambda n: at(n)["hit_affine_busiest"] * 100), markers=True),
                         Series("Busiest replica's share of traffic, affine (%)", tuple(xs),
                                series_values(xs, lambda n: at(n)["busiest_share"] * 100),
                                dash=True)),

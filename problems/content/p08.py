@@ -62,6 +62,8 @@ def figures(inputs: dict) -> dict:
         "capacity": f"{r['capacity']:,}",
         "hit_random_text": percent_format(r["hit_random"]),
         "hit_affine_text": percent_format(r["hit_affine"]),
+        "hit_affine_busiest_text": percent_format(r["hit_affine_busiest"]),
+        "affine_uneven": r["hit_affine_busiest"] < r["hit_affine"] - 1e-9,
         "apps_busiest": f"{r['apps_busiest']:,}",
         "busiest_share_text": percent_format(r["busiest_share"]),
         "even_share_text": percent_format(r["even_share"]),
@@ -69,6 +71,8 @@ def figures(inputs: dict) -> dict:
         "requests_day_text": number_format(r["requests_per_day"]),
         "gpu_hours_random_text": number_format(r["gpu_hours_random"]),
         "gpu_hours_affine_text": number_format(r["gpu_hours_affine"]),
+        "flops_day_random_text": flops_format(r["flops_day_random"]),
+        "flops_day_affine_text": flops_format(r["flops_day_affine"]),
         "gpu_hours_gap_text": number_format(r["gpu_hours_affine"] - r["gpu_hours_random"]),
         "gpus_day_affine_text": number_format(r["gpu_hours_affine"] / 24),
         "affine_better": r["hit_affine"] > r["hit_random"],
@@ -106,10 +110,12 @@ SOURCES: list[tuple[str, str]] = [
      "input tokens hit the on-disk KV cache)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
-    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT",
+    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT; "
+     "the per-request cache_salt keeps tenants' blocks apart",
      "https://github.com/advisories/GHSA-4qjh-9fv9-r85r"),
     ("Song et al., 'The Early Bird Catches the Leak: Unveiling Timing Side Channels in LLM "
-     "Serving Systems' (prefix-cache timing recovers other users' prompts)",
+     "Serving Systems' (timing classifies cache hits; a token-by-token search recovers shared "
+     "prefixes, system prompts and other users' prompts, in the authors' experiments)",
      "https://arxiv.org/abs/2409.20002"),
     ("SGLang repository (sgl-router: cache-aware load balancing)",
      "https://github.com/sgl-project/sglang"),

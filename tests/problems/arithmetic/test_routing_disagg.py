@@ -29,6 +29,21 @@ def test_hit_rates_by_hand() -> None:
     assert one["busiest_share"] == 1.0 and one["replicas_used"] == 1
 
 
+def test_affine_hit_rate_is_the_fleets_when_homes_are_uneven() -> None:
+    """10 applications on 8 replicas, 1 prefix kept each: two replicas are home to 2 (hit 1/2,
+    2/10 of the traffic each), six to 1 (hit 1): fleet (2 × 1 + 6 × 1) ÷ 10 = 0.8, not the
+    busiest replica's 0.5. 7 on 3 keeping 2: homes of 3, 2, 2: (2 + 2 + 2) ÷ 7."""
+    r = prefix_hit_rates(capacity=1, applications=10, replicas=8)
+    assert r["affine"] == pytest.approx(0.8) and r["affine_busiest"] == 0.5
+    r = prefix_hit_rates(capacity=2, applications=7, replicas=3)
+    assert r["affine"] == pytest.approx(6 / 7) and r["affine_busiest"] == pytest.approx(2 / 3)
+    assert r["random"] == pytest.approx(2 / 7)
+    day = _fleet(applications=10, cache_gb=0.7)  # one 655 MB prefix per replica
+    assert day["capacity"] == 1 and day["hit_affine"] == pytest.approx(0.8)
+    assert day["gpu_hours_affine"] == pytest.approx(
+        0.8 * 1_440_000 * day["gpu_seconds_saved"] / 3600)
+
+
 def test_a_hit_saves_the_prefix_prefill_worked_by_hand() -> None:
     """Llama 3.1 70B: 68,452,360,192 non-embedding parameters, 2,621,440 attention FLOPs per
     token pair (80 layers × 64 heads × 128 × 4). A miss computes 2,200 tokens, each attending
@@ -144,3 +159,13 @@ def test_handoff_over_real_links_by_hand() -> None:
 
     links = kv_handoff_links(nbytes=1e6)
     assert [x["seconds"] for x in links] == pytest.approx([1e6 / 450e9, 1e6 / 50e9, 80e-6])
+
+
+def test_mla_latent_is_whole_on_every_gpu_and_said_so() -> None:
+    """DeepSeek-V3's latent, (512 + 64) × 61 layers × 2 B = 70,272 B per token, is not split by
+    heads under tensor parallelism: each of 8 GPUs holds and sends all of it."""
+    r = disagg_plan(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", prompt_tokens=8_192,
+                    output_tokens=512)
+    assert r["kv_bytes"] == 8_192 * 70_272 == r["kv_bytes_per_gpu"]
+    share = next(s for s in r.steps if s.label == "Each GPU's share")
+    assert "whole latent" in share.expression and "KV heads" not in share.expression

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from problems.arithmetic.units import percent_format, seconds_format
+from problems.arithmetic.units import flops_format, percent_format, seconds_format
 from problems.content import p08, p22
 from problems.registry import SECTIONS
 from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
@@ -82,6 +82,9 @@ def test_problem_8_figures_equal_the_api(client) -> None:
     assert f"hit rate {percent_format(api['hit_random'])}" in worked  # 15/40 = 37.5%
     assert f"hit rate {percent_format(api['hit_affine'])}" in worked
     assert "37.5%" in worked
+    # 1,440,000 requests a day × 2.79×10¹⁴ FLOP saved per hit, all hitting: 4.0×10²⁰ FLOP.
+    assert api["flops_day_affine"] == pytest.approx(1_440_000 * api["flops_saved"])
+    assert f"({flops_format(api['flops_day_affine'])}), about" in worked
 
 
 def test_problem_8_inputs_change_the_figures(client) -> None:
@@ -90,6 +93,15 @@ def test_problem_8_inputs_change_the_figures(client) -> None:
     worked = section_text(page_get(client, "?" + query), 8, "worked")
     assert "hit rate 100%" in worked and "37.5%" not in worked
     assert "Here both hit rates are equal" in worked
+
+
+def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) -> None:
+    """10 applications on 8 replicas keeping one prefix each: fleet 80%, busiest 50%."""
+    query = "&".join(f"p8-routing-{k}={'' if v is None else v}" for k, v in {
+        **p08.CALCULATOR.form_class().defaults(), "applications": 10, "cache_gb": 0.7}.items())
+    worked = section_text(page_get(client, "?" + query), 8, "worked")
+    assert "fleet-wide hit rate 80%" in worked
+    assert "home to 2, hits only 50%" in worked
 
 
 def test_problem_8_bad_input_is_a_field_error_and_the_prose_keeps_defaults(client) -> None:
@@ -110,6 +122,40 @@ def test_problem_22_figures_equal_the_api(client) -> None:
     # 8,192 × 327,680 B = 2.68 GB; 2,684,354,560 ÷ 4 GPUs over 50 GB/s × 0.8 = 16.8 ms.
     assert api["kv_bytes"] == 2_684_354_560
     assert "2.68 GB for the prompt" in worked and "16.8 ms" in worked
+    # One 100 GbE port shared by the 4 GPUs: 2.68 GB ÷ 10 GB/s = 268 ms.
+    assert "4 times as long, 268 ms" in worked
+
+
+def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> None:
+    """The transfer's share of the prefill is nearly independent of prompt length (bytes and
+    FLOPs both grow per token): 256 tokens give 2.1 ms over 100 GbE against a 17.8 ms prefill
+    (11.8%), 8,192 tokens 67.1 ms against 611 ms (11%). The prose must not call the short
+    prompt the hard case for the transfer."""
+    short = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                    prompt_tokens=256, output_tokens=512, requests_per_second=2,
+                    link_efficiency=0.8, mfu_prefill=0.5)
+    long = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                   prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                   link_efficiency=0.8, mfu_prefill=0.5)
+    assert short["links"][2]["ratio"] == pytest.approx(long["links"][2]["ratio"], rel=0.15)
+    worked = section_text(page_get(client), 22, "worked")
+    assert "hard case" not in worked
+    assert f"{percent_format(short['links'][2]['ratio'])} of its" in worked
+
+
+def test_problem_22_decode_fit_counts_weights_kv_and_the_reserve(client) -> None:
+    """Per GPU of the decode replica: usable = memory × fraction − reserve; weights 35.3 GB
+    (141 GB ÷ 4); what is left ÷ one sequence's KV (8,448 tokens × 81,920 B = 692 MB) is the
+    batch memory holds."""
+    api = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    assert api["decode_free_gpu"] == pytest.approx(
+        api["decode_usable_gpu"] - api["decode_weights_gpu"])
+    assert api["decode_kv_sequence_gpu"] == 8_448 * 81_920
+    assert api["batch"] <= api["decode_free_gpu"] // api["decode_kv_sequence_gpu"]
+    worked = section_text(page_get(client), 22, "worked")
+    assert "The fit check first" in worked and "692 MB of it per GPU" in worked
 
 
 def test_problem_22_inputs_change_the_figures(client) -> None:
