@@ -166,9 +166,11 @@ def attention_note(rows: list[dict], *, device: str) -> str:
              if c.get("predicted_seconds") and c["seconds"] < c["predicted_seconds"]]
     if below:
         text += ("Where a measurement fell below its floor (at "
-                 f"{', '.join(f'{t:,}' for t in sorted(set(below)))} tokens), the peak rate this "
-                 "worker measured when it started was low, with other work sharing its cores: a "
-                 "floor is only as good as the peak it divides by. ")
+                 f"{', '.join(f'{t:,}' for t in sorted(set(below)))} tokens), the floor's inputs "
+                 "were too pessimistic: either the peak rates this worker measured when it "
+                 "started were low (other work sharing its cores), or the bytes counted as "
+                 "memory traffic stayed in the caches and never reached main memory. A floor is "
+                 "only as good as the peak it divides by and the traffic it counts. ")
     text += ("All three agree to within "
              f"{number_format(max(c['max_error'] for c in k.values()), digits=2)} of a float64 "
              "reference. ")

@@ -231,10 +231,16 @@ VLLM_PAPER = {
     "token_states_vllm": 0.963,
     "throughput_low": 2.0,  # "improves the LLM serving throughput by 2-4x"
     "throughput_high": 4.0,
-    "sharing_parallel_low": 0.061,  # memory saved by sharing in parallel sampling
+    # §6.3, Fig. 15: blocks saved by sharing (OPT-13B), on the Alpaca trace (short prompts) ...
+    "sharing_parallel_low": 0.061,  # parallel sampling
     "sharing_parallel_high": 0.098,
-    "sharing_beam_low": 0.376,  # ... and in beam search
+    "sharing_beam_low": 0.376,  # beam search
     "sharing_beam_high": 0.552,
+    # ... and on ShareGPT, whose longer prompts leave more to share.
+    "sharing_parallel_sharegpt_low": 0.162,
+    "sharing_parallel_sharegpt_high": 0.305,
+    "sharing_beam_sharegpt_low": 0.443,
+    "sharing_beam_sharegpt_high": 0.663,
     "blog_waste_low": 0.60,  # blog: "existing systems waste 60% – 80% of memory"
     "blog_waste_high": 0.80,
     "blog_waste_vllm": 0.04,  # "a mere waste of under 4%"

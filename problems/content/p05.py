@@ -128,7 +128,10 @@ def _chip(gid: str) -> dict:
     g = gpu_get(gid)
     return {"name": g.short_name or g.name, "sms": f"{sms:,}", "smem_text": bytes_short(smem),
             "smem_kib": f"{smem // 1024:,} KiB", "total_text": bytes_short(sms * smem),
-            "l2_text": bytes_short(l2), "hbm_text": bytes_short(g.memory_total_bytes),
+            # NVIDIA's whitepapers give L2 in binary megabytes ("50 MB" is 50 × 2**20 bytes) and
+            # HBM as the datasheet's round label; printing either in decimal units (52.4 MB, or
+            # the 85.5 GB the driver reports) would contradict the source the page cites.
+            "l2_text": f"{l2 // 2**20:,} MB", "hbm_text": g.memory_label,
             "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
             "ratio_text": f"{number_format(g.memory_total_bytes / (sms * smem))}×",
             "source": source}

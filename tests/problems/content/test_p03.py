@@ -90,3 +90,12 @@ def test_sources_are_titled_links() -> None:
     assert len(p03.SOURCES) >= 8
     for title, url in p03.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_pcie_reload_time_is_called_a_floor(client) -> None:
+    """Bringing an offloaded cache back over PCIe assumes every GPU has its own uncontended
+    link at a stated efficiency: the worked answer and the model answer call it a floor."""
+    for slug in ("worked", "answer"):
+        text = section_text(client, slug)
+        assert "floor" in text, slug
+        assert "in about" not in text.split("PCIe", 1)[1].split("recomput", 1)[0], slug

@@ -86,3 +86,12 @@ def test_sources_are_titled_links() -> None:
     assert len(p04.SOURCES) >= 5
     for title, url in p04.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_papers_sharing_savings_name_their_trace(client) -> None:
+    """The vLLM paper's 6.1-9.8% (parallel sampling) and 37.6-55.2% (beam search) are the Alpaca
+    trace's; ShareGPT's longer prompts saved 16.2-30.5% and 44.3-66.3% (§6.3)."""
+    text = section_text(client, "concepts")
+    for figure in ("6.1%", "9.8%", "37.6%", "55.2%", "16.2%", "30.5%", "44.3%", "66.3%"):
+        assert figure in text, figure
+    assert "Alpaca" in text and "ShareGPT" in text

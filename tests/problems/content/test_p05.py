@@ -90,3 +90,23 @@ def test_sources_are_titled_links() -> None:
     assert len(p05.SOURCES) >= 8
     for title, url in p05.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_on_chip_and_hbm_sizes_read_as_their_sources_write_them(client) -> None:
+    """The H100's L2 is the whitepaper's 50 MB and its HBM the datasheet's 80 GB, not the same
+    bytes printed in decimal units (52.4 MB) or the driver's 85.5 GB."""
+    text = section_text(client, "concepts")
+    assert "50 MB L2" in text
+    assert "52.4 MB" not in text
+    assert "80 GB of HBM" in text
+    assert "85.5 GB" not in text and "85.9 GB" not in text
+
+
+def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
+    """Prefill is causal: the worked answer says a fused kernel does about half the counted FLOPs,
+    and the model answer does not promise orders of magnitude less traffic without the re-read
+    worst case beside it."""
+    worked = section_text(client, "worked")
+    assert "causal" in worked and "about half" in worked
+    answer = section_text(client, "answer")
+    assert "re-reads K and V" in answer and "causal" in answer
