@@ -467,6 +467,10 @@ def figures(inputs: dict) -> dict:
         "node_share_text": percent_format(r["node_seconds"] / r["cold_start_seconds"]),
         "node_largest_fast": r["node_seconds"] >= max(
             r["image_seconds"], r["fast_weights_seconds"], r["warmup_seconds"]),
+        "node_largest": r["node_seconds"] >= max(
+            r["image_seconds"], r["weights_seconds"], r["warmup_seconds"]),
+        "node_share_fast_text": percent_format(r["node_seconds"]
+                                               / r["fast_cold_start_seconds"]),
         **engine_load_figures(engine_load_measured(), load_bandwidth=k["load_bandwidth"]),
     }
 
