@@ -406,8 +406,9 @@ SOURCES: list[tuple[str, str]] = [
      "token)", "https://docs.vllm.ai/en/latest/usage/metrics.html"),
     ("Hugging Face, safetensors (memory-mapped, zero-copy loading)",
      "https://huggingface.co/docs/safetensors/index"),
-    ("Run:ai Model Streamer (reads safetensors concurrently from storage straight to GPU "
-     "memory)", "https://github.com/run-ai/runai-model-streamer"),
+    ("Run:ai Model Streamer (many threads read safetensors from storage into a CPU buffer "
+     "while tensors already read are copied to the GPU)",
+     "https://github.com/run-ai/runai-model-streamer/blob/master/docs/README.md"),
     ("Fu et al., 'ServerlessLLM: Low-Latency Serverless Inference for Large Language Models', "
      "OSDI 2024 (cold starts; loading from local storage tiers)",
      "https://arxiv.org/abs/2401.14351"),

@@ -133,3 +133,10 @@ def test_sources_are_titled_links() -> None:
     assert len(p20.SOURCES) >= 5
     for title, url in p20.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_streamer_source_says_it_stages_through_a_cpu_buffer() -> None:
+    """The Run:ai Model Streamer's README: threads read into a CPU buffer, and the application
+    copies tensors to the GPU while others are still being read (not straight to the GPU)."""
+    (title,) = [t for t, _ in p20.SOURCES if "Model Streamer" in t]
+    assert "CPU buffer" in title and "straight to GPU" not in title
