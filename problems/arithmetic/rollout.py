@@ -16,8 +16,9 @@ Proportions, ch. 4):
 
 Fleiss writes the first term with the pooled rate p̄ = (p₁ + k·p₀) ÷ (1 + k); here it is the
 baseline's p₀, as the demo's gate (demos/runners/rollout.py, error_threshold) tests against the
-baseline's rate. With the large baseline arm of a canary the two barely differ: 0.5% → 1% at
-k = 19 needs 1,663 requests here, 1,711 with p̄ (3% more); they agree as k → ∞.
+baseline's rate. With the large baseline arm of a small canary they differ little: 0.5% → 1%
+at k = 19 needs 1,663 requests here, 1,711 with p̄ (3% more); at k = 1 (a 50% share), 2,846
+against 3,681; they agree as k → ∞.
 
 With k → ∞ (a baseline so large its rate is known) it is the one-sample formula. Zero errors in
 n requests bound the rate below about 3 ÷ n at 95% (the "rule of three").
