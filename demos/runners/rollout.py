@@ -79,6 +79,23 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def baseline_rate_floor(*, baseline_errors: int, baseline_n: int) -> float:
+    """The baseline error rate the gate's margin uses: at least one error in n + 1."""
+    return max(baseline_errors, 1) / (baseline_n + 1)
+
+
+def predicted_requests(*, baseline_errors: int, baseline_n: int, inject: float,
+                       share: float) -> float | None:
+    """Canary requests problem 19's formula needs to catch the injected failure rate with the
+    gate's own baseline rate (floored as the gate floors it, so a clean baseline does not
+    predict a sample of two or three): None when the injected rate is not above it."""
+    base = baseline_rate_floor(baseline_errors=baseline_errors, baseline_n=baseline_n)
+    if inject <= base:
+        return None
+    return canary_requests(p0=base, p1=inject, k=(1 - share) / share, confidence=CONFIDENCE,
+                           power=POWER)
+
+
 def error_threshold(*, baseline_errors: int, baseline_n: int, canary_n: int,
                     confidence: float = CONFIDENCE) -> float:
     """The candidate error rate above which the one-sided two-proportion z-test fires: the
@@ -86,7 +103,7 @@ def error_threshold(*, baseline_errors: int, baseline_n: int, canary_n: int,
     but at least one error in n + 1, so a clean baseline still leaves a margin."""
     if canary_n == 0 or baseline_n == 0:
         return 1.0
-    p = max(baseline_errors, 1) / (baseline_n + 1)
+    p = baseline_rate_floor(baseline_errors=baseline_errors, baseline_n=baseline_n)
     return baseline_errors / baseline_n + z_of(confidence) * math.sqrt(
         p * (1 - p) * (1 / canary_n + 1 / baseline_n))
 
@@ -294,10 +311,9 @@ def _rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Run
 
     predicted = None
     if inject > 0:
-        base = stats["current"]["errors"] / max(stats["current"]["n"], 1)
-        if inject > base:
-            predicted = canary_requests(p0=base, p1=inject, k=(1 - share) / share,
-                                        confidence=CONFIDENCE, power=POWER)
+        predicted = predicted_requests(baseline_errors=stats["current"]["errors"],
+                                       baseline_n=stats["current"]["n"], inject=inject,
+                                       share=share)
     ctx.publish("plot", {"figures": rollout_plots(stats=stats, path=path, predicted=predicted,
                                                   decision=decision, quality=quality),
                          "at_ms": ctx.elapsed_ms()})
@@ -350,7 +366,9 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
         if decision["decision"] == "rollback" and decision["rule"] == "errors":
             note += (f"the gate fired after {decision['candidate_requests']}. They differ "
                      "because failures arrive at random, the formula is a normal "
-                     "approximation that is rough at a handful of requests, and the "
+                     "approximation that is rough at a handful of requests, the gate looks "
+                     "again after every wave instead of once at a fixed sample (which lets it "
+                     "fire sooner, and falsely more often), and the "
                      "prediction is the sample that catches the regression four times in five, "
                      "not the sample at which it happens to be caught this time.")
         else:

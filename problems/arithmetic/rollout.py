@@ -14,6 +14,12 @@ Proportions, ch. 4):
 
     n = [z₁₋α √(p₀(1 − p₀)(1 + 1/k)) + z₁₋β √(p₁(1 − p₁) + p₀(1 − p₀)/k)]² ÷ (p₁ − p₀)²
 
+Fleiss writes the first term with the pooled rate p̄ = (p₁ + k·p₀) ÷ (1 + k); here it is the
+baseline's p₀, as the demo's gate (demos/runners/rollout.py, error_threshold) tests against the
+baseline's rate. With the large baseline arm of a small canary they differ little: 0.5% → 1%
+at k = 19 needs 1,663 requests here, 1,711 with p̄ (3% more); at k = 1 (a 50% share), 2,846
+against 3,681; they agree as k → ∞.
+
 With k → ∞ (a baseline so large its rate is known) it is the one-sample formula. Zero errors in
 n requests bound the rate below about 3 ÷ n at 95% (the "rule of three").
 """

@@ -158,6 +158,7 @@ def _two_versions() -> dict:
             "two_old_text": bytes_in(sizes[old], "GB"), "two_new_text": bytes_in(sizes[new], "GB"),
             "two_old_name": DTYPES[old].name, "two_new_name": DTYPES[new].name,
             "two_gpu_memory_text": bytes_in(g.memory_total_bytes, "GB"),
+            "two_gpu_memory_label": g.memory_label,
             "two_reserve_text": bytes_in(RESERVE_BYTES, "GB"),
             "two_free_one_text": bytes_in(total - sizes[old], "GB"),
             "two_free_both_text": bytes_in(total - sizes[old] - sizes[new], "GB"),

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from demos.runners import RunCancelled, runner_get
-from demos.runners.rollout import PARAMS, error_threshold, gate_check, percentile, rollout_run
+from demos.runners.rollout import (
+    PARAMS,
+    error_threshold,
+    gate_check,
+    percentile,
+    predicted_requests,
+    rollout_run,
+)
 from demos.schema import ParamError
 from tests.demos.runners.conftest import Recorder
 
@@ -112,3 +119,12 @@ def test_a_cancel_stops_the_run(engine):
     with pytest.raises(RunCancelled):
         rollout_run(engine=engine, machine=MACHINE, params=PARAMS.defaults(),
                     ctx=recorder.context())
+
+
+def test_the_prediction_uses_the_gates_floored_baseline():
+    """A clean baseline of 36, 20% injected, a 25% canary (k = 3): p₀ is the gate's 1/37 =
+    2.70%, not 0: (1.6449 √(0.027027 × 0.972973 × 4/3) + 0.8416 √(0.16 + 0.026297/3))² ÷
+    0.172973² = (0.30800 + 0.34574)² ÷ 0.029920 = 14.28 requests (p₀ = 0 would say 2.83)."""
+    n = predicted_requests(baseline_errors=0, baseline_n=36, inject=0.2, share=0.25)
+    assert n == pytest.approx(14.28, abs=0.05)
+    assert predicted_requests(baseline_errors=0, baseline_n=36, inject=0.02, share=0.25) is None

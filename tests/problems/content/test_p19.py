@@ -85,3 +85,11 @@ def test_sources_are_titled_links() -> None:
     assert len(p19.SOURCES) >= 5
     for title, url in p19.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_two_versions_on_one_gpu_names_the_driver_total(client) -> None:
+    """The H100 SXM's 81,559 MiB is 85.5 GB as the driver reports it, not the datasheet's
+    80 GB; 85.5 − 5 − 16.1 (Llama 3.1 8B in BF16) = 64.5 GB of KV room."""
+    concepts = text_of(section_html(problem_html(page_get(client), 19), 19, "concepts"))
+    assert "85.5 GB as the driver reports it; the datasheet says 80 GB" in concepts
+    assert "leaves 64.5 GB for the KV cache" in concepts

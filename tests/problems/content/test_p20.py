@@ -40,6 +40,18 @@ def test_figures_equal_the_api(client) -> None:
     assert "5 more replicas (20 GPUs) running all the time, $36,500 a month" in worked
 
 
+
+def test_the_node_is_called_the_largest_part_as_it_is(client) -> None:
+    """At 1 GB/s the node's 4 min already beats the weights' 2.35 min (52% of 7.69 min); at
+    8 GB/s it is 240 ÷ 337.6 s = 71.1%. With a 1-minute node and 0.2 GB/s (705 s of weights)
+    the node becomes the largest only after loading faster (60 s against 17.6 s)."""
+    worked = worked_text(client)
+    assert "The node, already the largest part, is now 71.1% of the cold start" in worked
+    query = calculator_query(p20.CALCULATOR, p20.PREFIX, node_minutes=1.0, load_gbps=0.2)
+    worked = worked_text(client, query)
+    assert "The node is now the largest part" in worked
+    assert "already the largest part" not in worked
+
 def test_changing_inputs_changes_the_figures(client) -> None:
     query = calculator_query(p20.CALCULATOR, p20.PREFIX, load_gbps=10.0, node_minutes=0.0)
     worked = worked_text(client, query)
@@ -121,3 +133,10 @@ def test_sources_are_titled_links() -> None:
     assert len(p20.SOURCES) >= 5
     for title, url in p20.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_streamer_source_says_it_stages_through_a_cpu_buffer() -> None:
+    """The Run:ai Model Streamer's README: threads read into a CPU buffer, and the application
+    copies tensors to the GPU while others are still being read (not straight to the GPU)."""
+    (title,) = [t for t, _ in p20.SOURCES if "Model Streamer" in t]
+    assert "CPU buffer" in title and "straight to GPU" not in title
