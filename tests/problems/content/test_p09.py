@@ -62,3 +62,11 @@ def test_no_typed_figures_and_sources() -> None:
     assert len(p09.SOURCES) >= 6
     for title, url in p09.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_speculation_lever_names_its_cost_and_its_bursts(client) -> None:
+    """Review: speculation cuts TPOT by tokens per pass ÷ the pass's cost, not by the tokens
+    alone, and makes token arrival bursty."""
+    concepts = section_text(client, 9, "concepts")
+    assert "divided by what the pass costs in plain steps" in concepts
+    assert "worst ITL can rise while the mean falls" in concepts

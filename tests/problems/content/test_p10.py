@@ -51,3 +51,14 @@ def test_no_typed_figures_and_sources() -> None:
     assert len(p10.SOURCES) >= 6
     for title, url in p10.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_tpot_falls_by_the_speedup_not_the_tokens_per_pass(client) -> None:
+    """Review: the trade-off once said TPOT falls 'almost by the tokens per pass', which the
+    mistakes list calls wrong; at the defaults 2.77 tokens per pass give a 2.31× speedup."""
+    tradeoffs = section_text(client, 10, "tradeoffs")
+    r = api_get(client, "speculative-plan")
+    assert (f"cuts TPOT by the speedup, not by the tokens per pass "
+            f"({number_format(r['speedup'])}× here, against "
+            f"{number_format(r['expected_tokens_per_step'])} tokens per pass)") in tradeoffs
+    assert "worst ITL can rise" in tradeoffs
