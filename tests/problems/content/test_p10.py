@@ -62,3 +62,12 @@ def test_tpot_falls_by_the_speedup_not_the_tokens_per_pass(client) -> None:
             f"({number_format(r['speedup'])}× here, against "
             f"{number_format(r['expected_tokens_per_step'])} tokens per pass)") in tradeoffs
     assert "worst ITL can rise" in tradeoffs
+
+
+def test_variants_quote_their_papers_and_medusa_typical_acceptance(client) -> None:
+    """Review: the variants now carry their reported speedups (FACTS.md) and say that Medusa's
+    typical acceptance is not exactly lossless."""
+    concepts = section_text(client, 10, "concepts")
+    assert "over 2.2× with the heads alone (Medusa-1)" in concepts
+    assert "2.7× to 3.5× lower latency on LLaMA2-Chat 70B" in concepts
+    assert "no longer exactly the target's distribution" in concepts
