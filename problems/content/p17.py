@@ -153,6 +153,8 @@ def context(*, request: HttpRequest) -> dict:
         "length_p99_text": seconds_format(r["length_p99_seconds"]),
         "length_ratio_text": f"{number_format(r['length_ratio'])}×",
         "length_ratio_reaches": r["length_ratio"] >= QUESTION_RATIO,
+        # Within 10% of the question's ratio counts as "nearly": 9.61× is not "short of" 10×.
+        "length_ratio_close": r["length_ratio"] >= 0.9 * QUESTION_RATIO,
         "u50": percent_format(0.5), "u80": percent_format(0.8), "u95": percent_format(0.95),
         "one_percent": percent_format(0.01),
         "idle80": number_format(1 - 0.8), "idle95": number_format(1 - 0.95),
