@@ -81,7 +81,8 @@ CALCULATOR = calculator_register(Calculator(
 
 SOURCES: list[tuple[str, str]] = [
     ("Harchol-Balter, 'Performance Modeling and Design of Computer Systems: Queueing Theory in "
-     "Action' (Cambridge, 2013), chapters 13 and 14 (M/M/1; M/M/k and Erlang C)",
+     "Action' (Cambridge, 2013), chapters 13 and 14 (M/M/1; M/M/k and Erlang C) and its M/G/1 chapter "
+     "(the Pollaczek–Khinchine mean wait)",
      "https://www.cs.cmu.edu/~harchol/PerformanceModeling/book.html"),
     ("Dean and Barroso, 'The Tail at Scale' (Communications of the ACM, 2013)",
      "https://research.google/pubs/the-tail-at-scale/"),

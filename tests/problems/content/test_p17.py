@@ -63,3 +63,11 @@ def test_a_length_ratio_near_ten_is_not_called_short(client) -> None:
     query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=1000)
     worked = section_text(client, 17, "worked", query)
     assert "the median, short of the question's ratio" in worked
+
+
+def test_service_variability_is_named(client) -> None:
+    """Review: the exponential service assumption understates waits for long-tailed lengths;
+    the Pollaczek–Khinchine factor (1 + C²) ÷ 2 says by how much, with its source."""
+    concepts = section_text(client, 17, "concepts")
+    assert "Pollaczek–Khinchine" in concepts and "(1 + C²) ÷ 2" in concepts
+    assert any("Pollaczek" in title for title, _ in p17.SOURCES)
