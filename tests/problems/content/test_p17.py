@@ -71,3 +71,12 @@ def test_service_variability_is_named(client) -> None:
     concepts = section_text(client, 17, "concepts")
     assert "Pollaczek–Khinchine" in concepts and "(1 + C²) ÷ 2" in concepts
     assert any("Pollaczek" in title for title, _ in p17.SOURCES)
+
+
+def test_a_service_time_below_the_median_length_is_flagged(client) -> None:
+    """Review: the default 4 s service implies a 191-token mean answer, below the 200-token
+    median; the page says so, and stops saying it once the service time is consistent."""
+    worked = section_text(client, 17, "worked")
+    assert "a mean answer of about 191 tokens, below this median of 200" in worked
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, mean_service_seconds=7.0)
+    assert "a mean answer of about" not in section_text(client, 17, "worked", query)
