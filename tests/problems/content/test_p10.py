@@ -71,3 +71,14 @@ def test_variants_quote_their_papers_and_medusa_typical_acceptance(client) -> No
     assert "over 2.2× with the heads alone (Medusa-1)" in concepts
     assert "2.7× to 3.5× lower latency on LLaMA2-Chat 70B" in concepts
     assert "no longer exactly the target's distribution" in concepts
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("acceptance", "1.5"), ("draft_tokens", "0"), ("draft_tokens", "65"), ("draft_cost", "nan"),
+    ("batch", "0"), ("context_tokens", "99999999"), ("model", "no-such-model"),
+])
+def test_bad_input_is_refused_naming_the_field(client, field: str, value: str) -> None:
+    """Review: the speculative-plan API refuses bad input with a 4xx naming the field."""
+    response = client.get("/api/calc/speculative-plan", {field: value})
+    assert response.status_code in (400, 422), (field, value, response.status_code)
+    assert response.json()["field"] == field
