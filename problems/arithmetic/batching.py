@@ -166,6 +166,7 @@ def chunked_prefill(
             "largest_step_bound": bound(largest),
             "unchunked_stall_seconds": stall_whole,
             "unchunked_step_seconds": whole["time"],
+            "unchunked_step_bound": bound(whole),
             "prefill_seconds": prefill_seconds,
             "chunk_compute_seconds": largest["chunk_flops"] / rate,
             "chunk_seconds": chunk_seconds,

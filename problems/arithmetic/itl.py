@@ -308,11 +308,12 @@ def _levers_result(b: dict) -> Result:
             r["tpot_seconds"], "s", seconds_format(r["tpot_seconds"])))
     steps += [
         Step(f"Spike: a prompt of {prompt_tokens:,} tokens in one step",
-             f"the decoders' step with the whole prefill in it, + host "
-             f"({chunked['largest_step_bound']}-bound chunks)",
+             f"the decoders' step with the whole prefill in it "
+             f"({chunked['unchunked_step_bound']}-bound), + host",
              whole_spike, "s", seconds_format(whole_spike)),
         Step(f"Spike with {chunk_tokens:,}-token chunks",
-             f"the largest chunk's step + host, repeated {count_format(n_chunks, 'time')}",
+             f"the largest chunk's step ({chunked['largest_step_bound']}-bound) + host, "
+             f"repeated {count_format(n_chunks, 'time')}",
              chunk_spike, "s", seconds_format(chunk_spike)),
     ]
     return Result(values=values, steps=tuple(steps))

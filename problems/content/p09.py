@@ -246,4 +246,8 @@ def context(*, request: HttpRequest) -> dict:
         "spec_tokens_text": number_format(r["speculative_tokens_per_step"]),
         "levers": [rows[k] for k in ("weights", "kv", "tp", "overlap", "speculative")],
         "L": rows,
+        # Review: TP's tokens/s per GPU falls at the same batch but can rise at a tight target.
+        "tp_per_gpu_text": rows["tp"]["per_gpu_text"],
+        "tp_per_gpu_at_target_text": rows["tp"]["per_gpu_at_target_text"],
+        "tp_rises_at_target": r["levers"][3]["per_gpu_at_target"] > base["per_gpu_at_target"],
     }

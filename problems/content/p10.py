@@ -38,6 +38,11 @@ GAMMA_PLOT_MAX = DRAFT_TOKENS_MAX // 4
 PAPER_ROWS = (("EnDe", "T5-small", 0, 7, 0.75, 3.4), ("EnDe", "T5-large", 0, 7, 0.82, 1.7),
               ("CNNDM", "T5-small", 1, 5, 0.53, 2.3))
 BIGRAM = {"alpha": 0.2, "gamma": 3, "speedup": 1.25}
+# Reported speedups (FACTS.md): Medusa-1 "over 2.2x" (arXiv 2401.10774); EAGLE "2.7x-3.5x"
+# latency speedup on LLaMA2-Chat 70B (arXiv 2401.15077).
+MEDUSA1_SPEEDUP = 2.2
+EAGLE_SPEEDUP = (2.7, 3.5)
+EAGLE_MODEL = "LLaMA2-Chat 70B"
 PAPER_DRAFT_COST_MAX = 0.05  # "c ... always less than 0.05" for T5-small drafts
 
 
@@ -130,7 +135,7 @@ SOURCES: list[tuple[str, str]] = [
      "(draft head on the target's features; 2.7×–3.5× on LLaMA2-Chat 70B)",
      "https://arxiv.org/abs/2401.15077"),
     ("Cai et al., 'Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding "
-     "Heads' (extra heads, tree attention)", "https://arxiv.org/abs/2401.10774"),
+     "Heads' (extra heads, tree attention; Medusa-1 over 2.2×; typical acceptance)", "https://arxiv.org/abs/2401.10774"),
     ("Saxena, 'Prompt Lookup Decoding' (n-gram drafts from the prompt, no draft model)",
      "https://github.com/apoorvumang/prompt-lookup-decoding"),
     ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (a multi-token prediction module, reused for "
@@ -199,4 +204,8 @@ def context(*, request: HttpRequest) -> dict:
         "bigram_gamma": BIGRAM["gamma"],
         "bigram_text": f"{number_format(BIGRAM['speedup'])}×",
         "paper_cost_text": number_format(PAPER_DRAFT_COST_MAX),
+        "medusa1_text": f"{number_format(MEDUSA1_SPEEDUP)}×",
+        "eagle_low_text": f"{number_format(EAGLE_SPEEDUP[0])}×",
+        "eagle_high_text": f"{number_format(EAGLE_SPEEDUP[1])}×",
+        "eagle_model": EAGLE_MODEL,
     }

@@ -81,7 +81,8 @@ CALCULATOR = calculator_register(Calculator(
 
 SOURCES: list[tuple[str, str]] = [
     ("Harchol-Balter, 'Performance Modeling and Design of Computer Systems: Queueing Theory in "
-     "Action' (Cambridge, 2013), chapters 13 and 14 (M/M/1; M/M/k and Erlang C)",
+     "Action' (Cambridge, 2013), chapters 13 and 14 (M/M/1; M/M/k and Erlang C) and its "
+     "M/G/1 chapter (the Pollaczek–Khinchine mean wait)",
      "https://www.cs.cmu.edu/~harchol/PerformanceModeling/book.html"),
     ("Dean and Barroso, 'The Tail at Scale' (Communications of the ACM, 2013)",
      "https://research.google/pubs/the-tail-at-scale/"),
@@ -148,11 +149,17 @@ def context(*, request: HttpRequest) -> dict:
         "ttft_text": seconds_format(inputs["ttft_ms"] / 1e3),
         "tpot_text": seconds_format(inputs["tpot_ms"] / 1e3),
         "p50_tokens": f"{inputs['p50_output_tokens']:,}",
+        # Review: the mean output length the queue's service time implies, TTFT + (n − 1) × TPOT
+        # = service; a long tail puts the mean above the median, so flag a mean below it.
+        "implied_tokens": f"{r['implied_mean_output_tokens']:,.0f}",
+        "service_below_median": r["implied_mean_output_tokens"] < inputs["p50_output_tokens"],
         "p99_tokens": f"{inputs['p99_output_tokens']:,}",
         "length_p50_text": seconds_format(r["length_p50_seconds"]),
         "length_p99_text": seconds_format(r["length_p99_seconds"]),
         "length_ratio_text": f"{number_format(r['length_ratio'])}×",
         "length_ratio_reaches": r["length_ratio"] >= QUESTION_RATIO,
+        # Within 10% of the question's ratio counts as "nearly": 9.61× is not "short of" 10×.
+        "length_ratio_close": r["length_ratio"] >= 0.9 * QUESTION_RATIO,
         "u50": percent_format(0.5), "u80": percent_format(0.8), "u95": percent_format(0.95),
         "one_percent": percent_format(0.01),
         "idle80": number_format(1 - 0.8), "idle95": number_format(1 - 0.95),

@@ -88,3 +88,14 @@ def test_bad_inputs_name_their_field() -> None:
     with pytest.raises(ArithmeticInputError) as e:
         itl_levers(model="llama-3-8b", gpu="h100-sxm", acceptance=1.5)
     assert e.value.field == "acceptance"
+
+
+def test_each_spike_names_its_own_bound() -> None:
+    """Review: the unchunked spike once carried the chunks' bound. 8,000 tokens in one step
+    are compute-bound; a 16-token chunk beside 64 decoders (80 tokens) is memory-bound."""
+    r = itl_levers(model="llama-3-8b", gpu="h100-sxm", batch=64, context_tokens=2000,
+                   prompt_tokens=8000, chunk_tokens=16, mfu=0.5)
+    whole = next(s for s in r.steps if s.label.startswith("Spike: a prompt"))
+    chunk = next(s for s in r.steps if s.label.startswith("Spike with"))
+    assert "(compute-bound)" in whole.expression
+    assert "(memory-bound)" in chunk.expression

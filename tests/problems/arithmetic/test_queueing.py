@@ -5,7 +5,7 @@ import math
 import pytest
 
 from problems.arithmetic import ArithmeticInputError, queue
-from problems.arithmetic.queueing import erlang_c
+from problems.arithmetic.queueing import erlang_c, tail_latency
 
 
 def test_mm1_response_time_is_exponential_with_rate_mu_minus_lambda() -> None:
@@ -72,11 +72,17 @@ def test_length_tail_by_hand() -> None:
 
 
 def test_tail_latency_many_seats_keep_the_median_low() -> None:
-    from problems.arithmetic.queueing import tail_latency
-
     r = tail_latency(mean_service_seconds=4.0, servers=16, utilization=0.9)
     assert r["mine_mmc"]["p50_response_seconds"] < r["mine_mm1"]["p50_response_seconds"]
     assert r["mine_mmc"]["wait_probability"] < 0.9
     with pytest.raises(ArithmeticInputError) as e:
         tail_latency(p50_output_tokens=500, p99_output_tokens=100)
     assert e.value.field == "p99_output_tokens"
+
+
+def test_the_mean_output_length_the_service_time_implies() -> None:
+    """Review: 4 s of service at 200 ms TTFT and 20 ms TPOT is (4 − 0.2) ÷ 0.02 + 1 = 191
+    tokens on average, below the 200-token median the same example uses."""
+    r = tail_latency(mean_service_seconds=4.0, ttft_ms=200, tpot_ms=20)
+    assert r["implied_mean_output_tokens"] == pytest.approx(191)
+    assert tail_latency(mean_service_seconds=0.1, ttft_ms=200)["implied_mean_output_tokens"] == 0

@@ -62,3 +62,24 @@ def test_no_typed_figures_and_sources() -> None:
     assert len(p09.SOURCES) >= 6
     for title, url in p09.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_speculation_lever_names_its_cost_and_its_bursts(client) -> None:
+    """Review: speculation cuts TPOT by tokens per pass ÷ the pass's cost, not by the tokens
+    alone, and makes token arrival bursty."""
+    concepts = section_text(client, 9, "concepts")
+    assert "divided by what the pass costs in plain steps" in concepts
+    assert "worst ITL can rise while the mean falls" in concepts
+
+
+def test_tensor_parallel_per_gpu_is_compared_at_the_target(client) -> None:
+    """Review: 'TP usually lowers tokens/s per GPU' contradicted the page's own table, where at
+    the 15 ms target TP×2 gives more per GPU (251 sequences on two GPUs) than one GPU (108)."""
+    r = api_get(client, "itl-levers")
+    tp = next(x for x in r["levers"] if x["id"] == "tp")
+    base = r["levers"][0]
+    assert tp["tokens_per_second_per_gpu"] < base["tokens_per_second_per_gpu"]
+    assert tp["per_gpu_at_target"] > base["per_gpu_at_target"]
+    tradeoffs = section_text(client, 9, "tradeoffs")
+    assert (f"the bigger batch it allows gives {rate_format(tp['per_gpu_at_target'], 'tokens/s')}"
+            f" per GPU against {rate_format(base['per_gpu_at_target'], 'tokens/s')}") in tradeoffs

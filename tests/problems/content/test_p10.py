@@ -51,3 +51,34 @@ def test_no_typed_figures_and_sources() -> None:
     assert len(p10.SOURCES) >= 6
     for title, url in p10.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_tpot_falls_by_the_speedup_not_the_tokens_per_pass(client) -> None:
+    """Review: the trade-off once said TPOT falls 'almost by the tokens per pass', which the
+    mistakes list calls wrong; at the defaults 2.77 tokens per pass give a 2.31× speedup."""
+    tradeoffs = section_text(client, 10, "tradeoffs")
+    r = api_get(client, "speculative-plan")
+    assert (f"cuts TPOT by the speedup, not by the tokens per pass "
+            f"({number_format(r['speedup'])}× here, against "
+            f"{number_format(r['expected_tokens_per_step'])} tokens per pass)") in tradeoffs
+    assert "worst ITL can rise" in tradeoffs
+
+
+def test_variants_quote_their_papers_and_medusa_typical_acceptance(client) -> None:
+    """Review: the variants now carry their reported speedups (FACTS.md) and say that Medusa's
+    typical acceptance is not exactly lossless."""
+    concepts = section_text(client, 10, "concepts")
+    assert "over 2.2× with the heads alone (Medusa-1)" in concepts
+    assert "2.7× to 3.5× lower latency on LLaMA2-Chat 70B" in concepts
+    assert "no longer exactly the target's distribution" in concepts
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("acceptance", "1.5"), ("draft_tokens", "0"), ("draft_tokens", "65"), ("draft_cost", "nan"),
+    ("batch", "0"), ("context_tokens", "99999999"), ("model", "no-such-model"),
+])
+def test_bad_input_is_refused_naming_the_field(client, field: str, value: str) -> None:
+    """Review: the speculative-plan API refuses bad input with a 4xx naming the field."""
+    response = client.get("/api/calc/speculative-plan", {field: value})
+    assert response.status_code in (400, 422), (field, value, response.status_code)
+    assert response.json()["field"] == field
