@@ -264,9 +264,9 @@ def _note(points: list[dict], *, mode: str, levels: list[float], batch: int) -> 
     else:
         text += ("At fixed concurrency the prediction is Little's law with each backend's "
                  "own mean E2E, so both backends match it almost by construction, apart from "
-                 "the start and the end of the run; a closed loop never offers more than its concurrency, so "
-                 "the slower backend simply receives fewer requests per second instead of a "
-                 "queue.")
+                 "the start and the end of the run; a closed loop never offers more than its "
+                 "concurrency, so the slower backend simply receives fewer requests per "
+                 "second instead of a queue.")
     return text
 
 

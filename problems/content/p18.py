@@ -105,6 +105,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://github.com/sgl-project/sglang/blob/main/python/sglang/bench_serving.py"),
     ("TensorRT-LLM documentation: performance benchmarking (trtllm-bench)",
      "https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html"),
+    ("NVIDIA NIM documentation: LLM benchmarking metrics (GenAI-Perf's and AIPerf's "
+     "definitions: ITL as (E2E − TTFT) ÷ (output tokens − 1) per request; compare tools only "
+     "where definitions align)", "https://docs.nvidia.com/nim/benchmarking/llm/latest/metrics.html"),
     ("TensorRT-LLM documentation: trtllm-serve (its OpenAI-compatible server)",
      "https://nvidia.github.io/TensorRT-LLM/latest/commands/trtllm-serve.html"),
     ("Zhong et al., 'DistServe', OSDI 2024 (goodput under TTFT and TPOT SLOs)",

@@ -74,6 +74,7 @@ def test_the_tools_are_described_as_they_are(client) -> None:
     followups = section_text(client, 18, "followups")
     assert "below one burstier, above one more evenly spaced" in followups
     assert any("GenAI-Perf" in title and "goodput" in title for title, _ in p18.SOURCES)
+    assert any("nim/benchmarking" in url for _, url in p18.SOURCES)
 
 
 def test_the_demo_says_the_prefix_cache_is_kept_out(client) -> None:
