@@ -262,11 +262,11 @@ def _note(points: list[dict], *, mode: str, levels: list[float], batch: int) -> 
                  "time and not in full in the tokens; where a backend falls clearly below it, "
                  "its queue was growing.")
     else:
-        text += ("At fixed concurrency the prediction is Little's law with the engine's own "
-                 "mean E2E, so the engine matches it by construction, apart from the start and "
-                 "the end of the run; a closed loop never offers more than its concurrency, so "
-                 "the slower backend simply receives fewer requests per second instead of a "
-                 "queue.")
+        text += ("At fixed concurrency the prediction is Little's law with each backend's "
+                 "own mean E2E, so both backends match it almost by construction, apart from "
+                 "the start and the end of the run; a closed loop never offers more than its "
+                 "concurrency, so the slower backend simply receives fewer requests per "
+                 "second instead of a queue.")
     return text
 
 

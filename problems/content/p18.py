@@ -96,11 +96,20 @@ SOURCES: list[tuple[str, str]] = [
     ("NVIDIA GenAI-Perf (client-side LLM benchmarking of OpenAI-compatible endpoints: TTFT, "
      "ITL, throughput, concurrency or request-rate modes)",
      "https://github.com/triton-inference-server/perf_analyzer/tree/main/genai-perf"),
+    ("NVIDIA GenAI-Perf documentation: goodput (--goodput with TTFT and inter-token "
+     "latency constraints) and its metric definitions",
+     "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/"
+     "perf_analyzer/genai-perf/docs/goodput.html"),
     ("SGLang source: python/sglang/bench_serving.py (python -m sglang.bench_serving, one "
      "client for SGLang, vLLM, TensorRT-LLM and others)",
      "https://github.com/sgl-project/sglang/blob/main/python/sglang/bench_serving.py"),
     ("TensorRT-LLM documentation: performance benchmarking (trtllm-bench)",
      "https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html"),
+    ("NVIDIA NIM documentation: LLM benchmarking metrics (GenAI-Perf's and AIPerf's "
+     "definitions: ITL as (E2E − TTFT) ÷ (output tokens − 1) per request; compare tools only "
+     "where definitions align)", "https://docs.nvidia.com/nim/benchmarking/llm/latest/metrics.html"),
+    ("TensorRT-LLM documentation: trtllm-serve (its OpenAI-compatible server)",
+     "https://nvidia.github.io/TensorRT-LLM/latest/commands/trtllm-serve.html"),
     ("Zhong et al., 'DistServe', OSDI 2024 (goodput under TTFT and TPOT SLOs)",
      "https://arxiv.org/abs/2401.09670"),
     ("OpenAI API reference: completions (max_tokens defaults to 16)",

@@ -62,3 +62,15 @@ def test_fixed_concurrency_predicts_with_littles_law(own, recorder) -> None:
     assert engine_point["label"] == "2 in flight"
     assert engine_point["predicted_output_throughput"] == pytest.approx(
         2 * 3 / engine_point["mean_e2e"])
+
+
+def test_the_concurrency_note_says_each_backend_uses_its_own_e2e() -> None:
+    """Review: the prediction at fixed concurrency uses each backend's own mean E2E, so the note
+    must not say only the engine matches it."""
+    from demos.runners.benchmark import _note
+
+    points = [{"backend": b, "label": "2 in flight", "p99_ttft": t, "output_throughput": 10.0}
+              for b, t in (("engine", 0.1), ("hf-static", 0.3))]
+    text = _note(points, mode="concurrency", levels=[2], batch=2)
+    assert "each backend's own mean E2E" in text
+    assert "the engine matches it by construction" not in text

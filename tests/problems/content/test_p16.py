@@ -79,3 +79,17 @@ def test_sources_are_titled_links() -> None:
     assert len(p16.SOURCES) >= 6
     for title, url in p16.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_hit_rate_advice_is_consistent(client) -> None:
+    """Review: the concepts said the hit rate is only plotted while the model answer alerted on
+    it; both now warn (not page) on a sudden fall. The histogram example says its bounds are a
+    subset of vLLM's, so its coarse first bucket is not presented as vLLM's."""
+    concepts = section_text(client, 16, "concepts")
+    answer = section_text(client, 16, "answer")
+    assert "hit rate are not themselves bad or good" not in concepts
+    assert "worth a warning of its own" in concepts
+    assert "alert on the hit rate too" not in answer
+    assert "a warning (not a page) on a sudden fall in the hit" in answer
+    assert "five consecutive ones of vLLM's" in concepts
+    assert "all of them but the success counter and the phase times" in concepts

@@ -61,3 +61,23 @@ def test_sources_are_titled_links() -> None:
     assert len(p18.SOURCES) >= 6
     for title, url in p18.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_tools_are_described_as_they_are(client) -> None:
+    """Review: goodput is not vLLM's alone (GenAI-Perf has --goodput), and GenAI-Perf's
+    "inter-token latency" is a per-request mean, what vLLM's client calls TPOT."""
+    concepts = section_text(client, 18, "concepts")
+    assert "(in vLLM's) goodput" not in concepts
+    assert "GenAI-Perf also count goodput" in concepts
+    assert "which is what vLLM's client calls TPOT" in concepts
+    assert "OpenAI-compatible trtllm-serve" in concepts
+    followups = section_text(client, 18, "followups")
+    assert "below one burstier, above one more evenly spaced" in followups
+    assert any("GenAI-Perf" in title and "goodput" in title for title, _ in p18.SOURCES)
+    assert any("nim/benchmarking" in url for _, url in p18.SOURCES)
+
+
+def test_the_demo_says_the_prefix_cache_is_kept_out(client) -> None:
+    """Review: the methodology table salts the engine's prefix cache; the page now says so."""
+    demo = section_text(client, 18, "demo")
+    assert "each request carries its own cache salt" in demo
