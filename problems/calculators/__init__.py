@@ -46,6 +46,7 @@ from problems.calculators.registry import (
     CalculatorState,
     calculator_evaluate,
     calculator_get,
+    calculator_inputs_result,
     calculator_register,
     calculators_all,
     result_compose,
@@ -53,5 +54,5 @@ from problems.calculators.registry import (
 
 __all__ = [
     "Calculator", "CalculatorState", "calculator_evaluate", "calculator_get",
-    "calculator_register", "calculators_all", "result_compose",
+    "calculator_inputs_result", "calculator_register", "calculators_all", "result_compose",
 ]

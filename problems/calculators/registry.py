@@ -261,6 +261,19 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
                            drawn=drawn, note=note)
 
 
+
+def calculator_inputs_result(calculator: Calculator, *, query: Mapping[str, object] | None,
+                             prefix: str) -> tuple[dict, object, bool]:
+    """What a problem's prose is computed from: the learner's inputs and their result, and True;
+    or, when there are none or they are refused (the form shows the error beside the field),
+    the calculator's defaults and their result, and False."""
+    state = calculator_evaluate(calculator, query=query, prefix=prefix)
+    if state.result is not None:
+        return (inputs_normalise(calculator.inputs, dict(state.form.cleaned_data)),
+                state.result, True)
+    inputs = calculator.defaults()
+    return inputs, calculator.compute(**inputs), False
+
 def _finite(result: Result) -> bool:
     return all(math.isfinite(v) for v in result.values.values()
                if isinstance(v, float)) and all(math.isfinite(s.value) for s in result.steps)

@@ -24,7 +24,11 @@ from problems.arithmetic.units import (
     number_format,
     percent_format,
 )
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
 from problems.calculators.serving import CHUNKED_PREFILL_INPUTS
 from problems.calculators.timing import DECODE_INPUTS
 from problems.forms import (
@@ -33,7 +37,6 @@ from problems.forms import (
     embedding_dtype_input,
     gpu_input,
     inputs_initial,
-    inputs_normalise,
     kv_dtype_input,
     memory_inputs,
     mfu_input,
@@ -216,12 +219,7 @@ def _evaluated(calculator: Calculator, prefix: str,
                request: HttpRequest) -> tuple[dict, object, bool]:
     """The calculator's inputs and result for this request, or its defaults when the learner's
     inputs are refused (the error shows beside the field; the prose keeps the defaults)."""
-    state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
-    if state.result is not None:
-        return (inputs_normalise(calculator.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = calculator.defaults()
-    return inputs, calculator.compute(**inputs), False
+    return calculator_inputs_result(calculator, query=request.GET, prefix=prefix)
 
 
 def context(*, request: HttpRequest) -> dict:

@@ -21,12 +21,15 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
 from problems.forms import (
     Input,
     dtype_input,
     gpu_input,
-    inputs_normalise,
     kv_dtype_input,
     memory_inputs,
     model_input,
@@ -99,12 +102,7 @@ CALCULATOR = calculator_register(Calculator(
 
 
 def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
-    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
-    if state.result is not None:
-        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = CALCULATOR.defaults()
-    return inputs, CALCULATOR.compute(**inputs), False
+    return calculator_inputs_result(CALCULATOR, query=request.GET, prefix=PREFIX)
 
 
 def context(*, request: HttpRequest) -> dict:

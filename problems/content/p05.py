@@ -24,11 +24,14 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
 from problems.forms import (
     choice_input,
     gpu_input,
-    inputs_normalise,
     mfu_input,
     model_input,
     whole_input,
@@ -107,12 +110,7 @@ CALCULATOR = calculator_register(Calculator(
 
 
 def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
-    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
-    if state.result is not None:
-        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = CALCULATOR.defaults()
-    return inputs, CALCULATOR.compute(**inputs), False
+    return calculator_inputs_result(CALCULATOR, query=request.GET, prefix=PREFIX)
 
 
 def tiled_source() -> str:

@@ -15,8 +15,12 @@ from problems.arithmetic.batching import (
 )
 from problems.arithmetic.inputs import TOKENS_MAX
 from problems.arithmetic.units import count_format, number_format, percent_format
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
-from problems.forms import choice_input, inputs_normalise, whole_input
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
+from problems.forms import choice_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_whole
 
 SLUG = "static-vs-continuous"
@@ -140,12 +144,7 @@ OCCUPANCY_CALCULATOR = calculator_register(Calculator(
 
 
 def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
-    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
-    if state.result is not None:
-        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = CALCULATOR.defaults()
-    return inputs, CALCULATOR.compute(**inputs), False
+    return calculator_inputs_result(CALCULATOR, query=request.GET, prefix=PREFIX)
 
 
 GAINS = PUBLISHED_BATCHING_GAINS

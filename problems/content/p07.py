@@ -24,12 +24,15 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
 from problems.forms import (
     bandwidth_input,
     dtype_input,
     gpu_input,
-    inputs_normalise,
     kv_dtype_input,
     memory_inputs,
     mfu_input,
@@ -144,12 +147,7 @@ TIMELINE_CALCULATOR = calculator_register(Calculator(
 
 def _evaluated(request: HttpRequest, calculator: Calculator, prefix: str) -> tuple[dict, object,
                                                                                    bool]:
-    state = calculator_evaluate(calculator, query=request.GET, prefix=prefix)
-    if state.result is not None:
-        return (inputs_normalise(calculator.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = calculator.defaults()
-    return inputs, calculator.compute(**inputs), False
+    return calculator_inputs_result(calculator, query=request.GET, prefix=prefix)
 
 
 def _s(value: float) -> str:

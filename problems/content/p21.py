@@ -16,8 +16,12 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.calculators import Calculator, calculator_evaluate, calculator_register
-from problems.forms import inputs_normalise, real_input, whole_input
+from problems.calculators import (
+    Calculator,
+    calculator_inputs_result,
+    calculator_register,
+)
+from problems.forms import real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
 
 SLUG = "tenant-fairness"
@@ -119,12 +123,7 @@ CALCULATOR = calculator_register(Calculator(
 
 
 def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
-    state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
-    if state.result is not None:
-        return (inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data)),
-                state.result, True)
-    inputs = CALCULATOR.defaults()
-    return inputs, CALCULATOR.compute(**inputs), False
+    return calculator_inputs_result(CALCULATOR, query=request.GET, prefix=PREFIX)
 
 
 def _rate(value: float) -> str:

@@ -98,7 +98,10 @@ def test_fairness_queue_bound_refuses_the_heavy_burst(own, recorder) -> None:
     assert "queue bound of 3" in outcome.summary["note"]
 
 
-def test_a_cancel_stops_a_run_and_returns_the_blocks(own) -> None:
+def test_a_cancel_stops_a_run_and_returns_the_blocks(own, monkeypatch) -> None:
+    # The runner reads cancels at most every CANCEL_POLL_S; at 0 it sees this one at its next
+    # check, however fast the machine steps (otherwise the count below depends on speed).
+    monkeypatch.setattr("demos.runners.base.CANCEL_POLL_S", 0.0)
     recorder = Recorder()
     recorder.cancel_after = ("step", None, "all", "cancelled by the visitor")
     with pytest.raises(RunCancelled):
