@@ -208,3 +208,16 @@ def quality_versions(*, reference: nn.Module, reference_config, candidate: nn.Mo
             tallies["candidate"].add(reference=r[:-1], candidate=c[:-1], targets=targets,
                                      text_bytes=document.text_bytes)
     return {name: tally.result() for name, tally in tallies.items()}
+
+
+def logits_agreement(reference: list[torch.Tensor],
+                     candidate: list[torch.Tensor]) -> tuple[float, float]:
+    """Over every position of the documents' logits: the share where both pick the same next
+    token (0–1), and the mean KL divergence KL(reference ‖ candidate) in nats per position."""
+    positions = sum(r.shape[0] for r in reference)
+    agree = sum((r.argmax(-1) == c.argmax(-1)).sum().item()
+                for r, c in zip(reference, candidate, strict=True))
+    kl = sum(torch.nn.functional.kl_div(c.log_softmax(-1), r.log_softmax(-1), log_target=True,
+                                        reduction="sum").item()
+             for r, c in zip(reference, candidate, strict=True))
+    return agree / positions, kl / positions

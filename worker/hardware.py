@@ -97,3 +97,13 @@ def hardware_measure(*, device: str = "cpu", matmul_n: int | None = None,
         "hostname": socket.gethostname(),
         "torch_version": torch.__version__,
     }
+
+
+def cuda_profiled(run):  # noqa: ANN001, ANN201
+    """`run()` under PyTorch's profiler recording CUDA activity: (its result, the profile's
+    events), from which a caller reads when kernels were running."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        result = run()
+    return result, prof.events()

@@ -47,9 +47,9 @@ def _check(ctx: RunContext) -> None:
 
 def attention_kernels_run(*, engine, machine: dict, params: dict,  # noqa: ANN001
                           ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _run(machine=machine, params=params, ctx=ctx)
 
 

@@ -122,9 +122,9 @@ def _run_mode(*, mode: str, machine: dict, work: list, batch: int, ctx: RunConte
 
 def batching_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Run the workload in static and in continuous mode and compare them."""
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _batching_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

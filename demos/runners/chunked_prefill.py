@@ -123,9 +123,9 @@ def _run_mode(*, mode: str, machine: dict, params: dict, prompts: dict,
 
 
 def chunked_prefill_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _chunked_prefill_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

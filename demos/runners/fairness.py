@@ -150,9 +150,9 @@ def _run_policy(*, policy: str, machine: dict, params: dict, plan: list, vocab: 
 
 
 def fairness_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _fairness_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

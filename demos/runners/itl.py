@@ -78,14 +78,18 @@ def _measure(engine, *, prompts: list[list[int]], tokens: int, ctx: RunContext) 
     return {"tpot_s": seconds / tokens, "tokens_per_s": produced / seconds, "steps": steps}
 
 
-def itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    """The plain sweep, the sweep with the lever, and the arithmetic's floor for each batch."""
-    import torch
+def itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    from worker.cpu_threads import one_thread
 
+    with one_thread():
+        return _itl_run(engine=engine, machine=machine, params=params, ctx=ctx)
+
+
+def _itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    """The plain sweep, the sweep with the lever, and the arithmetic's floor for each batch."""
     from demos.estimate import utilization_estimate
     from worker.demo_engine import engine_build, engine_warm_up
 
-    torch.set_num_threads(1)
     lever, prompt_len, tokens = (str(params["lever"]), int(params["prompt_tokens"]),
                                  int(params["output_tokens"]))
     draft = Path(machine["model_path"]).parent / "course-lm-draft"

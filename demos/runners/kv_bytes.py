@@ -69,20 +69,23 @@ def pool_held(engine) -> dict:  # noqa: ANN001
 
 
 def kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _kv_bytes_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 
 def _kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
-    import torch
-
     from problems.arithmetic.catalog.models import DEMO_MODEL_ID
     from problems.arithmetic.memory import kv_cache
     from worker.engine import Engine, SamplingParams
     from worker.engine.layers.kv_dtype import KV_CACHE_DTYPES
-    from worker.evaluation import TeacherForced, documents_encode, heldout_texts
+    from worker.evaluation import (
+        TeacherForced,
+        documents_encode,
+        heldout_texts,
+        logits_agreement,
+    )
 
     precisions = list(params["precisions"])
     lengths = lengths_of(params)
@@ -129,11 +132,7 @@ def _kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                                   dtype=CATALOG_ID[name])
         got = TeacherForced(engine.runner.model, engine.config, tokens_max=room, device=device,
                             kv_cache_dtype=KV_CACHE_DTYPES[name]).logits(docs)
-        agree = sum((a.argmax(-1) == b.argmax(-1)).sum().item()
-                    for a, b in zip(reference, got, strict=True)) / positions
-        kl = sum(torch.nn.functional.kl_div(b.log_softmax(-1), a.log_softmax(-1),
-                                            log_target=True, reduction="sum").item()
-                 for a, b in zip(reference, got, strict=True)) / positions
+        agree, kl = logits_agreement(reference, got)
         row = {"precision": name, "name": NAMES[name],
                "element_bytes": own.runner.kv_caches[0][0].element_size(),
                "tokens": cached, "blocks": held["blocks"], "block_bytes": held["block_bytes"],

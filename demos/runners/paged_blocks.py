@@ -81,9 +81,9 @@ def _check(ctx: RunContext) -> None:
 
 
 def paged_blocks_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _paged_blocks_run(machine=machine, params=params, ctx=ctx,
                                  vocab=int(engine.config.vocab_size))
 

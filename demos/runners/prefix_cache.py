@@ -120,9 +120,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def prefix_cache_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

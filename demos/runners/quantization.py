@@ -14,8 +14,6 @@ The parameter schema (demos/schema.py) is declared here, beside the runner; impo
 module imports no torch.
 """
 
-import contextlib
-import threading
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
@@ -134,41 +132,11 @@ def quantization_plots(*, rows: list[dict], scores: dict[str, dict]) -> list[dic
     ]
 
 
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 0
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Run on one CPU thread, then restore the process's setting. This demo measures numbers,
-    not speed, and on a small shared machine torch's thread pool spinning against other
-    processes cost far more than it gave: on the two-core development machine under load,
-    quantizing six formats took 29 s with two threads and 1.5 s with one, and scoring them 60 s
-    against 6 s. The setting is the process's: `make run`'s experiments worker is a prefork
-    pool (one task per process), but where one threads-pool process takes every queue (the
-    test suite's worker) its shared engine runs on one thread too while this runs. A count of
-    the runs inside restores the setting when the last one leaves."""
-    import torch
-
-    global _threads_users, _threads_saved
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _threads_users += 1
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0:
-                torch.set_num_threads(_threads_saved)
-
-
 def quantization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Quantize a copy of the engine's model to each format and score it against FP32."""
-    with _one_thread():
+    from worker.cpu_threads import one_thread
+
+    with one_thread():
         return _quantization_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

@@ -191,9 +191,9 @@ def _serve(engine, prompt: list[int], sampling) -> dict:  # noqa: ANN001
 
 
 def rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
 
-    with _one_thread():
+    with one_thread():
         return _rollout_run(engine=engine, machine=machine, params=params, ctx=ctx)
 
 

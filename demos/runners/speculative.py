@@ -104,15 +104,19 @@ def _draft_path(machine: dict) -> Path:
     return Path(machine["model_path"]).parent / "course-lm-draft"
 
 
-def speculative_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    """Trace, acceptance by position, speedup against γ at two batch sizes, both drafters."""
-    import torch
+def speculative_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    from worker.cpu_threads import one_thread
 
+    with one_thread():
+        return _speculative_run(engine=engine, machine=machine, params=params, ctx=ctx)
+
+
+def _speculative_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    """Trace, acceptance by position, speedup against γ at two batch sizes, both drafters."""
     from problems.arithmetic.speculative import speedup_memory_bound
     from worker.demo_engine import engine_build, engine_warm_up
     from worker.engine import SamplingParams
 
-    torch.set_num_threads(1)  # steadier than two threads fighting on a shared machine
     drafter, k_max = str(params["drafter"]), int(params["draft_tokens"])
     n_out, large = int(params["output_tokens"]), int(params["large_batch"])
     if drafter == "model" and not (_draft_path(machine) / "config.json").is_file():

@@ -118,15 +118,19 @@ def _percentiles(values: list[float]) -> dict:
     return {"p50": q(0.5), "p90": q(0.9), "p99": q(0.99)}
 
 
-def tail_latency_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    """Calibrate capacity, run Poisson load at the chosen utilisation, compare with M/M/1."""
-    import torch
+def tail_latency_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    from worker.cpu_threads import one_thread
 
+    with one_thread():
+        return _tail_latency_run(engine=engine, machine=machine, params=params, ctx=ctx)
+
+
+def _tail_latency_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:  # noqa: ANN001
+    """Calibrate capacity, run Poisson load at the chosen utilisation, compare with M/M/1."""
     from problems.arithmetic.queueing import queue
     from worker.demo_engine import engine_build, engine_warm_up
     from worker.engine import SamplingParams
 
-    torch.set_num_threads(1)
     rho, duration = float(params["utilization"]), float(params["duration_s"])
     device = str(machine.get("device", "cpu"))
     own = engine_build(machine["model_path"], device=device, num_kv_blocks=KV_BLOCKS)

@@ -159,11 +159,10 @@ def _measure(engine, *, ids: list[str], steps: int, on_gpu: bool, ctx: RunContex
     walls, models = run_steps()
     busy = profiled_total = None
     if on_gpu:
-        from torch.profiler import ProfilerActivity, profile
+        from worker.hardware import cuda_profiled
 
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            profiled_walls, _ = run_steps()
-        busy = kernel_busy_seconds(prof.events())
+        (profiled_walls, _), events = cuda_profiled(run_steps)
+        busy = kernel_busy_seconds(events)
         profiled_total = sum(profiled_walls)
     return {"wall_s": statistics.median(walls), "model_s": statistics.median(models),
             "wall_total_s": profiled_total, "busy_s": busy}

@@ -65,7 +65,7 @@ TP_FOLLOWUP_MODEL = "llama-3.1-70b"
 # (The H100's and H200's roofs are one line: one name above it, one below.)
 ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
                "l40s": "top left"}
-# Other B200 figures, beside the catalog's datasheet ones (180 GB, 8 TB/s): the memory at the
+# Other B200 figures, beside the catalog's datasheet ones (memory and bandwidth): the memory at the
 # announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
 # driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product is the bandwidth
 # the chip can actually move, a little under the datasheet's (pytorch/ao pull request 4002).
@@ -286,7 +286,7 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
 
 def _said(gpus: list[dict], key: str) -> str:
     """The GPUs' figures as one clause, those that run first and then the ones that cannot
-    ("27 ms on the H200; 20.9 ms on the B200; the L40S cannot run it (weights do not fit)")."""
+    ("<time> on the H200; <time> on the B200; the L40S cannot run it (weights do not fit)")."""
     said = [t[key] for t in gpus if t[key]]
     cannot = [t["cannot_said"] for t in gpus if not t[key] and t["cannot_said"]]
     return "; ".join(said + cannot) if said else "nothing on any of them"
@@ -390,11 +390,11 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
-    ("NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: 80 GB HBM3, 3.35 TB/s, dense rates half "
-     "the 'with sparsity' figures, NVLink 900 GB/s, 700 W)",
+    ("NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: memory, bandwidth, dense rates half "
+     "the 'with sparsity' figures, NVLink, power)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
-    ("NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s, the H100's tensor rates, "
-     "up to 700 W)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
+    ("NVIDIA H200 Tensor Core GPU datasheet (HBM3e memory and bandwidth, the H100's tensor "
+     "rates, power)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
     ("NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e and 64 TB/s, so 180 GB and "
      "8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
     ("NVIDIA HGX platform specifications (HGX B200: tensor rates for eight GPUs, dense half the "
