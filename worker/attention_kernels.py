@@ -16,6 +16,8 @@ between the two markers below.
 """
 
 import math
+import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -101,3 +103,37 @@ def tiled_source() -> str:
     start = text.index("# --- tiled attention: shown on the page ---\n")
     end = text.index("# --- end of tiled attention ---")
     return text[start:end].split("\n", 1)[1].rstrip() + "\n"
+
+
+def attention_kernels_measure(*, lengths: list[int], heads: int, head_dim: int, tile: int,
+                              repeats: int, device: str, check):  # noqa: ANN001, ANN201
+    """For each length (tokens), on the same random inputs (seeded): each implementation's
+    median time over `repeats` calls after a warm-up (seconds), the peak bytes its intermediate
+    tensors held, and its largest error against a float64 reference. Yields (tokens, {name:
+    cell}); calls `check()` between measurements (it raises to stop)."""
+    generator = torch.Generator().manual_seed(0)
+    for n in lengths:
+        check()
+        q, k, v = (torch.randn(heads, n, head_dim, generator=generator).to(device)
+                   for _ in range(3))
+        reference = IMPLEMENTATIONS["naive"](q.double(), k.double(), v.double())
+        scale = reference.abs().max().item()
+        cells = {}
+        for name, fn in IMPLEMENTATIONS.items():
+            check()
+            kwargs = {"tile": tile} if name == "tiled" else {}
+            fn(q, k, v, **kwargs)  # warm-up: first calls pay for allocation and dispatch
+            times = []
+            for _ in range(repeats):
+                if q.is_cuda:
+                    torch.cuda.synchronize(q.device)
+                t0 = time.perf_counter()
+                out = fn(q, k, v, **kwargs)
+                if q.is_cuda:
+                    torch.cuda.synchronize(q.device)
+                times.append(time.perf_counter() - t0)
+            _, held = peak_intermediate_bytes(fn, q, k, v, **kwargs)
+            error = (out.double() - reference).abs().max().item()
+            cells[name] = {"seconds": statistics.median(times), "intermediate_bytes": held,
+                           "max_error": error, "relative_error": error / scale if scale else 0.0}
+        yield n, cells

@@ -13,8 +13,6 @@ Events, in order: started; length (one per sequence length, shortest first); the
 publishes finished with the summary (plots included), or cancelled.
 """
 
-import statistics
-import time
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
@@ -54,10 +52,8 @@ def attention_kernels_run(*, engine, machine: dict, params: dict,  # noqa: ANN00
 
 
 def _run(*, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
-    import torch
-
     from problems.arithmetic.attention_io import attention_kernels_predict
-    from worker.attention_kernels import IMPLEMENTATIONS, peak_intermediate_bytes
+    from worker.attention_kernels import attention_kernels_measure
 
     device = str(machine.get("device", "cpu"))
     lengths = sorted(int(n) for n in params["lengths"])
@@ -70,34 +66,15 @@ def _run(*, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
                             "names": NAMES, "machine": {"matmul_flops_per_s": peak,
                                                        "memory_bytes_per_s": bandwidth}})
     rows = []
-    generator = torch.Generator().manual_seed(0)
-    for n in lengths:
-        _check(ctx)
-        q, k, v = (torch.randn(heads, n, d, generator=generator).to(device) for _ in range(3))
-        reference = IMPLEMENTATIONS["naive"](q.double(), k.double(), v.double())
-        scale = reference.abs().max().item()
+    for n, measured in attention_kernels_measure(lengths=lengths, heads=heads, head_dim=d,
+                                                 tile=tile, repeats=repeats, device=device,
+                                                 check=lambda: _check(ctx)):
         row = {"tokens": n, "kernels": {}}
         predicted = (attention_kernels_predict(tokens=n, heads=heads, head_dim=d, tile=tile,
                                                value_bytes=4, peak_flops=peak,
                                                bandwidth=bandwidth) if peak and bandwidth
                      else None)
-        for name, fn in IMPLEMENTATIONS.items():
-            _check(ctx)
-            kwargs = {"tile": tile} if name == "tiled" else {}
-            fn(q, k, v, **kwargs)  # warm-up: first calls pay for allocation and dispatch
-            times = []
-            for _ in range(repeats):
-                if q.is_cuda:
-                    torch.cuda.synchronize(q.device)
-                t0 = time.perf_counter()
-                out = fn(q, k, v, **kwargs)
-                if q.is_cuda:
-                    torch.cuda.synchronize(q.device)
-                times.append(time.perf_counter() - t0)
-            _, held = peak_intermediate_bytes(fn, q, k, v, **kwargs)
-            error = (out.double() - reference).abs().max().item()
-            cell = {"seconds": statistics.median(times), "intermediate_bytes": held,
-                    "max_error": error, "relative_error": error / scale if scale else 0.0}
+        for name, cell in measured.items():
             if predicted:
                 cell["predicted_seconds"] = predicted[name]["seconds"]
                 cell["predicted_bound"] = predicted[name]["bound"]

@@ -14,7 +14,6 @@ the task publishes finished with the summary (plots and note included). No torch
 import math
 import random
 import statistics
-import time
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
@@ -52,31 +51,6 @@ def _stop_check(ctx: RunContext, done: dict) -> None:
         raise RunCancelled(ctx.cancels()["all"], summary=done)
 
 
-def handoff_move(handoff):  # noqa: ANN001, ANN201
-    """The handoff carried over a byte stream: every K and V tensor written into one buffer and
-    read back into new tensors (what a transport does on each side); returns the new handoff
-    and the seconds the round trip took."""
-    import torch
-
-    from worker.engine.kv_transfer import KVHandoff
-
-    t = time.perf_counter()
-    tensors = handoff.keys + handoff.values
-    buffer = bytearray()
-    for x in tensors:
-        buffer += x.contiguous().numpy().tobytes()
-    moved, offset = [], 0
-    for x in tensors:
-        size = x.numel() * x.element_size()
-        moved.append(torch.frombuffer(buffer, dtype=x.dtype, count=x.numel(),
-                                      offset=offset).view(x.shape).clone())
-        offset += size
-    layers = len(handoff.keys)
-    out = KVHandoff(list(handoff.token_ids), handoff.num_computed_tokens, moved[:layers],
-                    moved[layers:])
-    return out, time.perf_counter() - t
-
-
 def _gaps_ms(times: list[float]) -> list[float]:
     return [(b - a) * 1e3 for a, b in zip(times, times[1:], strict=False)]
 
@@ -107,7 +81,7 @@ def _layout_run(machine: dict, *, split: bool, streams: list, longs: list, arriv
                 stream_out: int, long_len: int, sampling, check) -> tuple:  # noqa: ANN001
     """One layout's run: the requests' first records (the engine that made the first token),
     the decode engine's records (split only), and the handoffs."""
-    from worker.replicas import Cluster, Replica
+    from worker.replicas import Cluster, Replica, handoff_move
 
     replicas = [Replica(_engine(machine, long_tokens=long_len),
                         name="prefill" if split else "colocated")]

@@ -114,17 +114,16 @@ def _prompts(*, count: int, length: int, vocab: int, seed: int = 0) -> list[list
 def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
     """Profile `profile_steps` engine steps of `num_sequences` sequences and report where each
     step's time went, against the arithmetic's floor for its forward pass."""
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     from demos.estimate import profile_estimate
     from worker.engine import SamplingParams
+    from worker.engine.profiling import profiler_activities, profiler_range, profiler_start
 
     n, prompt_len, steps = (int(params["num_sequences"]), int(params["prompt_tokens"]),
                             int(params["profile_steps"]))
     device = str(machine.get("device", "cpu"))
     on_gpu = device.startswith("cuda")
     vocab = int(engine.runner.config.vocab_size)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    activities = profiler_activities(cuda=on_gpu)
     ctx.publish("started", {"device": device, "model": Path(machine["model_path"]).name,
                             "num_sequences": n, "prompt_tokens": prompt_len,
                             "profile_steps": steps,
@@ -132,7 +131,7 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
     # Warm up under a profiler whose record is thrown away: first-call allocations, on a GPU
     # lazy initialisation, and the profiler's own start-up, which made a first profiled step
     # many times slower than the rest.
-    with profile(activities=activities):
+    with profiler_start(activities):
         engine.generate(_prompts(count=1, length=WARM_UP_PROMPT, vocab=vocab, seed=1),
                         SamplingParams(temperature=0, max_tokens=WARM_UP_TOKENS,
                                        ignore_eos=True))
@@ -141,7 +140,7 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
     ids = [engine.add_request(p, sampling) for p in _prompts(count=n, length=prompt_len,
                                                               vocab=vocab)]
     step_events: list[dict] = []
-    with profile(activities=activities, record_shapes=False, with_stack=False) as prof:
+    with profiler_start(activities) as prof:
         for index in range(steps):
             if "all" in ctx.cancels():
                 for request_id in ids:
@@ -150,7 +149,7 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
                             if e.get("type") == "aborted")
                 raise RunCancelled(ctx.cancels()["all"], summary={"blocks_freed": freed})
             ctx.check_time()
-            with record_function(STEP_RANGE):
+            with profiler_range(STEP_RANGE):
                 events = engine.step()
             step = next(e for e in events if e["type"] == "step")
             record = {"index": index, "num_prefill_tokens": step["num_prefill_tokens"],

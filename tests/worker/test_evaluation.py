@@ -60,10 +60,10 @@ def test_documents_are_batched_by_whole_blocks():
 
 
 def test_comparing_a_model_with_itself_and_batching_changes_nothing():
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
     from worker.demo_engine import engine_build
 
-    with _one_thread():
+    with one_thread():
         _compare_with_itself(engine_build)
 
 

@@ -3,10 +3,9 @@ requests land at their times, and a KV handoff between two engines continues the
 
 import pytest
 
-from demos.runners.disagg import handoff_move
 from demos.runners.prefix_cache import route
 from worker.engine import Engine, SamplingParams
-from worker.replicas import Cluster, Replica
+from worker.replicas import Cluster, Replica, handoff_move
 
 
 @pytest.fixture(scope="module")

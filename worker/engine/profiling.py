@@ -67,3 +67,22 @@ class _Range:
             torch.cuda.nvtx.range_pop()
         if self._record is not None:
             self._record.__exit__(*exc)
+
+
+def profiler_activities(*, cuda: bool) -> list:
+    """What a profile of the engine records: the CPU, and the GPU's kernels when `cuda`."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return activities
+
+
+def profiler_start(activities: list):  # noqa: ANN201
+    """PyTorch's profiler over `activities` (a context manager; its events once it exits)."""
+    return torch.profiler.profile(activities=activities, record_shapes=False, with_stack=False)
+
+
+def profiler_range(name: str):  # noqa: ANN201
+    """A named range in the profile being recorded (what `phase` adds only while recording)."""
+    return torch.profiler.record_function(name)
+

@@ -17,10 +17,10 @@ PARAMS = {**QUANTIZATION_PARAMS.defaults(), "documents": 4}
 
 @pytest.fixture(scope="module")
 def engine():
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
     from worker.demo_engine import engine_build
 
-    with _one_thread():
+    with one_thread():
         return engine_build(str(MODEL))
 
 

@@ -24,10 +24,10 @@ MACHINE = {"device": "cpu", "model_path": str(MODEL)}
 
 @pytest.fixture(scope="module")
 def engine():
-    from demos.runners.quantization import _one_thread
+    from worker.cpu_threads import one_thread
     from worker.demo_engine import engine_build
 
-    with _one_thread():
+    with one_thread():
         return engine_build(str(MODEL))
 
 
