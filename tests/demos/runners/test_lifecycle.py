@@ -31,12 +31,23 @@ def test_stages_come_in_order_and_the_summary_adds_up(serving, client, recorder)
     assert engine_idle(serving)
 
 
-def test_two_visitors_share_steps(serving, recorder):
+def test_two_visitors_share_steps(serving, recorder, monkeypatch):
     """Two runs from two visitors at once: their requests ride in the same steps, and each
     run's events stay its own."""
     other = Recorder()
     params = {**PARAMS, "max_tokens": 24, "ignore_eos": True}
     outcomes = {}
+    # On a fast machine the first run could finish its 24 tokens before the second is even
+    # queued. Until both requests are in, the loop sees nothing ready and waits without its
+    # lock (so the second request can get in); from then on it steps as usual.
+    engine = serving.loop.engine
+    ready, pending = engine.seconds_until_ready, engine.has_pending_events
+
+    def both_in() -> bool:
+        return len(engine.scheduler.waiting) + len(engine.scheduler.running) >= 2
+
+    monkeypatch.setattr(engine, "seconds_until_ready", lambda: ready() if both_in() else 0.01)
+    monkeypatch.setattr(engine, "has_pending_events", lambda: pending() and both_in())
 
     def run(name, recorder):
         client = serving.loop.client(owner=f"session:{name}")
