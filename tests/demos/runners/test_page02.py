@@ -55,17 +55,35 @@ def test_paged_blocks_shows_sharing_copy_on_write_and_returns_every_block(own, r
     started = recorder.events[0][2]
     first_prompt = started["requests"][0]["prompt"]
     assert len(cows) == (2 if first_prompt % 16 else 0)
+    # Right after the fork, the samples' tables list the shared blocks once each: with
+    # nothing shared they would hold (n - 1) × the shared blocks more.
+    first = steps[0]
+    assert first["unshared_blocks"] - first["blocks_used"] == 2 * len(first["shared"])
+    for d in steps:
+        # The grid is the block manager: a colour on exactly the blocks in use, and the
+        # filled slots (a shared one once) within them.
+        assert sum(o is not None for o in d["owners"]) == d["blocks_used"]
+        assert set(d["shared"]) <= {str(i) for i, o in enumerate(d["owners"]) if o}
+        assert d["stored"] <= d["blocks_used"] * 16 and d["stored"] <= d["tokens"]
+        assert d["unshared_blocks"] >= d["blocks_used"]
     s = out.summary
     assert s["all_blocks_returned"] and steps[-1]["blocks_used"] == 0
+    assert not any(steps[-1]["owners"])
     assert s["copy_on_writes"] == len(cows)
     assert s["seats_reserved"] == 24 * 16 // 256
+    # Sharing saved blocks, and the utilization counts each filled slot once: never above 1.
+    assert s["held_per_sequence"] < s["unshared_per_sequence"] and 0 < s["utilization"] <= 1
     assert len(s["plots"]) == 2 and s["note"]
 
 
-def test_paged_blocks_can_be_cancelled(own, recorder) -> None:
+def test_paged_blocks_can_be_cancelled_and_returns_every_block(own, recorder) -> None:
     recorder.cancel_after = ("step", None, "all", "cancelled by the test")
-    with pytest.raises(RunCancelled):
+    with pytest.raises(RunCancelled) as stopped:
         run("paged-blocks", own, recorder, requests=4, samples=2, pool_blocks=24, pace_ms=0)
+    held = [d for t, _, d in recorder.events if t == "step"][-1]["blocks_used"]
+    assert held > 0
+    assert stopped.value.summary["all_blocks_returned"]
+    assert stopped.value.summary["blocks_freed"] == held
 
 
 def test_bad_parameters_name_the_field() -> None:
