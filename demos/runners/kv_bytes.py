@@ -144,10 +144,14 @@ def _kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                "agreement": agree, "kl_mean": max(kl, 0.0), "at_ms": ctx.elapsed_ms()}
         rows.append(row)
         ctx.publish("precision", row)
+    from worker.engine.model_runner import DECODE_SLOTS_MAX_BYTES
+
     return RunOutcome(state="finished", summary={
         "precisions": precisions, "rows": rows, "lengths": lengths,
         "block_size": BLOCK_SIZE, "positions": positions,
-        "plots": kv_bytes_plots(rows), "note": kv_bytes_note(rows),
+        "plots": kv_bytes_plots(rows),
+        "note": kv_bytes_note(rows, decode_slots_max_bytes=DECODE_SLOTS_MAX_BYTES,
+                              layers=int(engine.config.num_layers)),
         "device": device,
     })
 
@@ -181,7 +185,7 @@ def kv_bytes_plots(rows: list[dict]) -> list[dict]:
     return [{"figure": plot_figure(p), "table": plot_table(p)} for p in (size, drift)]
 
 
-def kv_bytes_note(rows: list[dict]) -> str:
+def kv_bytes_note(rows: list[dict], *, decode_slots_max_bytes: int, layers: int) -> str:
     """Why measured and predicted differ, in this run's numbers."""
     from problems.arithmetic.units import bytes_short, percent_format
 
@@ -196,12 +200,17 @@ def kv_bytes_note(rows: list[dict]) -> str:
              "precision, and each halving of the element size halves it. " if exact else
              "Counted in whole blocks the formula should match the pool exactly; here it does "
              "not, which points at a block accounting error. ")
+    text += ("The pool is what shrinks: this engine's pure-PyTorch decode path also keeps each "
+             "decoding sequence's context in the model's own precision beside the pool (its "
+             f"decode slots, at most {bytes_short(decode_slots_max_bytes)}), which a GPU "
+             "engine's attention kernel, reading the narrow blocks directly, does without. ")
     worst = min(rows, key=lambda r: r["agreement"])
     text += (f"The formula has nothing to say about quality: that is measured. The lowest "
              f"agreement, {percent_format(worst['agreement'])} for {worst['name']}, comes from "
-             "rounding every stored key and value (FP8 E4M3 keeps three mantissa bits); a "
-             "model this small has less redundancy than a 70B one, so expect larger drift "
-             "here than in published FP8 results.")
+             "rounding every stored key and value (FP8 E4M3 keeps three mantissa bits, with a "
+             "scale of 1 as vLLM uses when none is calibrated); a model of "
+             f"{layers} layers is no guide to a 70B model's drift, so measure yours on your own "
+             "evaluations.")
     return text
 
 

@@ -41,6 +41,8 @@ def test_kv_bytes_measures_the_pool_against_the_formula(own, recorder) -> None:
         assert r["blocks_freed"]
     assert fp32["agreement"] == 1.0 and 0.5 < fp8["agreement"] <= 1.0
     assert len(out.summary["plots"]) == 2 and "partly filled" in out.summary["note"]
+    # The words say what the pool's bytes leave out (the decode path's full-precision copies).
+    assert "decode slots" in out.summary["note"] and "6 layers" in out.summary["note"]
 
 
 def test_paged_blocks_shows_sharing_copy_on_write_and_returns_every_block(own, recorder):
