@@ -10,11 +10,13 @@ from django.http import HttpRequest
 from demos.runners.attention_kernels import PARAMS as KERNEL_PARAMS
 from problems.arithmetic.attention_io import (
     A100_SRAM_BANDWIDTH,
+    FA2_TILE_ROWS,
     FLASH_RESULTS,
     ON_CHIP,
     attention_io,
+    tile_working_set_bytes,
 )
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -88,7 +90,8 @@ INPUTS = (
                  choices=(("bf16", "BF16"), ("fp16", "FP16"), ("fp32", "FP32")),
                  initial="bf16", api="bf16"),
     whole_input("tile_rows", "Query rows per tile", unit="rows", initial=128, api=128,
-                maximum=4096, help="FlashAttention-2 uses tiles of 64 to 128 rows."),
+                maximum=4096, help=f"FlashAttention-2 uses tiles of {FA2_TILE_ROWS[0]} to "
+                     f"{FA2_TILE_ROWS[-1]} rows."),
     mfu_input(initial=1.0, api=1.0),
 )
 
@@ -183,6 +186,10 @@ def context(*, request: HttpRequest) -> dict:
             "fa3_high": f"{number_format(fr['fa3_high'])}×",
             "fa3_mfu": percent_format(fr["fa3_mfu"]),
         },
+        "tile_rows_low": f"{FA2_TILE_ROWS[0]:,}", "tile_rows_high": f"{FA2_TILE_ROWS[-1]:,}",
+        "tile_kib": [number_format(tile_working_set_bytes(
+            rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
+            + " KiB" for rows in FA2_TILE_ROWS],
         "tiled_source": tiled_source(),
         "demo_tile": defaults["tile"],
     }

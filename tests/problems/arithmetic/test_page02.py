@@ -5,7 +5,11 @@ import math
 
 import pytest
 
-from problems.arithmetic.attention_io import attention_io, attention_traffic_model
+from problems.arithmetic.attention_io import (
+    attention_io,
+    attention_traffic_model,
+    tile_working_set_bytes,
+)
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.kv_sizing import kv_sizing, mha_bytes_per_token
 from problems.arithmetic.paging import held_blocks_mean, mix_parse, paging, policies_model
@@ -134,3 +138,10 @@ def test_scores_at_32k_and_64_heads_outgrow_any_gpu() -> None:
     with pytest.raises(ArithmeticInputError) as e:
         attention_io(model="deepseek-v3")
     assert e.value.field == "model"
+
+
+def test_tile_working_set_by_hand() -> None:
+    """Head_dim 128 in BF16: Q, K and V tiles of 64 rows are 3 × 64 × 128 × 2 = 49,152 B and the
+    FP32 accumulator 64 × 128 × 4 = 32,768 B: 81,920 B = 80 KiB; 128 rows twice that."""
+    assert tile_working_set_bytes(rows=64, head_dim=128, value_bytes=2) == 81_920
+    assert tile_working_set_bytes(rows=128, head_dim=128, value_bytes=2) == 163_840

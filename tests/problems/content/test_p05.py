@@ -110,3 +110,12 @@ def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
     assert "causal" in worked and "about half" in worked
     answer = section_text(client, "answer")
     assert "re-reads K and V" in answer and "causal" in answer
+
+
+def test_the_tile_hint_computes_its_sizes(client) -> None:
+    """Tiles of 64 and 128 rows at head_dim 128 in BF16 with an FP32 accumulator: 80 and
+    160 KiB, and a smaller head_dim shrinks them (the words follow the inputs)."""
+    follow = section_text(client, "followups")
+    assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
+    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
+    assert "80 KiB" not in small
