@@ -60,6 +60,11 @@ def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noq
     assert page.locator("#demo-attention-kernels .ak-table tbody tr").count() == 2
     pool = page.locator("#demo-paged-blocks .pb-grid .pb-block")
     assert pool.count() == 24
+    # After the last step every block is drawn free, with no reference mark left.
+    assert page.locator("#demo-paged-blocks .pb-grid .pb-shared").count() == 0
+    assert all(t.endswith(": free") for t in page.eval_on_selector_all(
+        "#demo-paged-blocks .pb-grid .pb-block", "cells => cells.map(c => c.title)"))
+    assert "token slots filled" in page.locator("#demo-paged-blocks .pb-log").inner_text()
     # The run ended with every block free again; the legend lists the three samples too.
     assert page.locator("#demo-paged-blocks .pb-legend li").count() == 5
     assert "step" in page.locator("#demo-paged-blocks .pb-log").inner_text()
