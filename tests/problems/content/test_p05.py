@@ -119,3 +119,16 @@ def test_the_tile_hint_computes_its_sizes(client) -> None:
     assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
     small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
     assert "80 KiB" not in small
+
+
+def test_small_tiles_are_not_called_a_win(client) -> None:
+    """Tiles of 32 query rows at head_dim 128 re-read K and V 1,024 times at 32,768 tokens: the
+    worst case moves about 2× the standard path's bytes, so the page must not say 'moves 0.501×
+    the bytes' or '0.501× to 4.63× faster'."""
+    query = "?p05-attn-tile_rows=32"
+    worked = section_text(client, "worked", query)
+    assert "0.501×" not in worked and "1.99× the standard path's bytes" in worked
+    assert "between 1.99× slower" in worked and "4.63× faster" in worked
+    answer = section_text(client, "answer", query)
+    assert "0.501×" not in answer and "orders of magnitude" not in answer
+    assert "257× less" in section_text(client, "answer")
