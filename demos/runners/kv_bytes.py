@@ -122,14 +122,18 @@ def _kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
         # Every prompt is in the cache now (the first sampled token is not, yet).
         computed = [s.num_computed_tokens for s in own.scheduler.running]
         cached = sum(computed)
-        whole_blocks = sum(-(-n // BLOCK_SIZE) * BLOCK_SIZE for n in computed)
         held = pool_held(own)
         for rid in ids:
             own.abort(rid)
         own.step()
-        formula = kv_cache(model=DEMO_MODEL_ID, tokens=cached, dtype=CATALOG_ID[name])
-        formula_blocks = kv_cache(model=DEMO_MODEL_ID, tokens=whole_blocks,
-                                  dtype=CATALOG_ID[name])
+        # The formula per sequence, summed: the sequences together may hold more tokens than
+        # the model's context window, which the formula refuses for one sequence.
+        formula = [kv_cache(model=DEMO_MODEL_ID, tokens=n, dtype=CATALOG_ID[name])
+                   for n in computed]
+        formula_blocks = sum(float(kv_cache(model=DEMO_MODEL_ID,
+                                            tokens=-(-n // BLOCK_SIZE) * BLOCK_SIZE,
+                                            dtype=CATALOG_ID[name])["total_bytes"])
+                             for n in computed)
         got = TeacherForced(engine.runner.model, engine.config, tokens_max=room, device=device,
                             kv_cache_dtype=KV_CACHE_DTYPES[name]).logits(docs)
         agree, kl = logits_agreement(reference, got)
@@ -137,9 +141,9 @@ def _kv_bytes_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
                "element_bytes": own.runner.kv_caches[0][0].element_size(),
                "tokens": cached, "blocks": held["blocks"], "block_bytes": held["block_bytes"],
                "bytes_measured": held["bytes"], "pool_bytes": held["pool_bytes"],
-               "bytes_formula": float(formula["total_bytes"]),
-               "bytes_per_token": float(formula["bytes_per_token"]),
-               "bytes_formula_blocks": float(formula_blocks["total_bytes"]),
+               "bytes_formula": sum(float(f["total_bytes"]) for f in formula),
+               "bytes_per_token": float(formula[0]["bytes_per_token"]),
+               "bytes_formula_blocks": formula_blocks,
                "blocks_freed": own.stats()["kv_blocks_free"] == own.stats()["kv_blocks_total"],
                "agreement": agree, "kl_mean": max(kl, 0.0), "at_ms": ctx.elapsed_ms()}
         rows.append(row)

@@ -45,6 +45,17 @@ def test_kv_bytes_measures_the_pool_against_the_formula(own, recorder) -> None:
     assert "decode slots" in out.summary["note"] and "6 layers" in out.summary["note"]
 
 
+def test_kv_bytes_sequences_past_the_context_window_together(own, recorder) -> None:
+    """600 + 615 tokens: more than the model's 1,024-token window in all, each within it; the
+    formula is summed per sequence (38 + 39 blocks of 16 tokens, 1,536 B per token in FP8)."""
+    out = run("kv-bytes", own, recorder, precisions=["float8_e4m3fn"], sequences=2,
+              prompt_tokens=600, documents=2)
+    row = out.summary["rows"][0]
+    assert row["tokens"] == 1215 and row["blocks"] == 38 + 39
+    assert row["bytes_formula"] == 1215 * 1536
+    assert row["bytes_measured"] == row["bytes_formula_blocks"] == 77 * 16 * 1536
+
+
 def test_paged_blocks_shows_sharing_copy_on_write_and_returns_every_block(own, recorder):
     out = run("paged-blocks", own, recorder, requests=3, samples=3, pool_blocks=24, pace_ms=0)
     types = recorder.types()
