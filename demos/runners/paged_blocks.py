@@ -252,8 +252,9 @@ def paged_note(s: dict) -> str:
     gap = s["unshared_per_sequence"] / s["predicted_held_per_sequence"] - 1
     text += (f"The arithmetic, which counts every sample as a request of its own, predicted "
              f"{number_format(s['predicted_held_per_sequence'])} per sequence, "
-             f"{percent_format(abs(gap))} {'below' if gap > 0 else 'above'} the unshared "
-             "measurement. The arithmetic counts a sequence at prompt + 1 … prompt + output "
+             f"{percent_format(abs(gap))} {'below' if gap > 0 else 'above'} the "
+             + ("unshared " if s["sharing_saving"] > 0 else "")
+             + "measurement. The arithmetic counts a sequence at prompt + 1 … prompt + output "
              "tokens; the run reads it after each step, at prompt … prompt + output − 1 (the "
              "last token is sampled, never cached), and also while a prompt is computed in "
              "chunks or a preempted sequence is recomputed. ")
