@@ -119,8 +119,9 @@ def attention_plots(rows: list[dict]) -> list[dict]:
                 f"{'naive' if name == 'naive' else 'fused'}: floor (arithmetic, this worker's "
                 "peaks)", xs, tuple(r["kernels"][name]["predicted_seconds"] * 1e3
                                     for r in rows), dash=True))
-    for name in ("naive", "tiled"):
-        memory_series.append(Series(f"{name}: predicted", xs, tuple(
+    for name, label in (("naive", "naive: S, P and the mask (arithmetic)"),
+                        ("tiled", "tiled: its tiles alone (arithmetic)")):
+        memory_series.append(Series(label, xs, tuple(
             r["kernels"][name]["predicted_intermediate_bytes"] / 1e6
             if r["kernels"][name].get("predicted_intermediate_bytes") else float("nan")
             for r in rows), dash=True))
