@@ -10,7 +10,8 @@ every step the runner reads the block manager: which sequence holds each physica
 block's reference count.
 
 Events, in order: started (the requests, their lengths, the pool); step (one per engine step:
-the owner of each block, the blocks with more than one reference, the copy-on-writes and
+the owner of each block, the blocks with more than one reference, each running
+sequence's block table, the copy-on-writes and
 preemptions of that step, blocks held, the token slots filled in them and what the same
 sequences would hold with nothing shared); then the task publishes finished with the summary
 (the comparison with reservation, plots included), or cancelled (with the blocks the abort
@@ -61,10 +62,10 @@ def workload(params: dict, *, vocab: int) -> list[dict]:
 
 def pool_state(engine) -> dict:  # noqa: ANN001
     """Which sequence holds each block (None: free), blocks with more than one reference,
-    and what the running sequences hold: `tokens` counts each sequence's cached tokens (a
-    shared prompt once per sample), `stored` the token slots really filled in the blocks held
-    (a shared block's once), and `unshared_blocks` what the same sequences would hold if
-    nothing were shared."""
+    each running sequence's block table, and what the running sequences hold: `tokens`
+    counts each sequence's cached tokens (a shared prompt once per sample), `stored` the token
+    slots really filled in the blocks held (a shared block's once), and `unshared_blocks` what
+    the same sequences would hold if nothing were shared."""
     bm = engine.block_manager
     bs = bm.block_size
     owners: list[str | None] = [None] * bm.num_blocks
@@ -79,6 +80,8 @@ def pool_state(engine) -> dict:  # noqa: ANN001
             filled[block] = max(filled.get(block, 0), slots)
     shared = {str(b.block_id): b.ref_count for b in bm.blocks if b.ref_count > 1}
     return {"owners": owners, "shared": shared,
+            # Each running sequence's block table: its logical blocks' physical ids, in order.
+            "tables": {seq.request_id: list(seq.block_table) for seq in running},
             "tokens": sum(s.num_computed_tokens for s in running),
             "stored": sum(filled.values()),
             "unshared_blocks": sum(len(s.block_table) for s in running),

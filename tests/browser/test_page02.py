@@ -65,6 +65,9 @@ def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noq
     assert all(t.endswith(": free") for t in page.eval_on_selector_all(
         "#demo-paged-blocks .pb-grid .pb-block", "cells => cells.map(c => c.title)"))
     assert "token slots filled" in page.locator("#demo-paged-blocks .pb-log").inner_text()
+    # Each sequence's block table was listed live; at the end every one has finished.
+    tables = page.locator("#demo-paged-blocks .pb-legend .pb-table").all_inner_texts()
+    assert len(tables) == 5 and all("finished, blocks returned" in t for t in tables)
     # The run ended with every block free again; the legend lists the three samples too.
     assert page.locator("#demo-paged-blocks .pb-legend li").count() == 5
     assert "step" in page.locator("#demo-paged-blocks .pb-log").inner_text()

@@ -32,6 +32,7 @@
       started: function (d) {
         root._pbColors = {};
         root._pbBlockSize = d.block_size;
+        root._pbDone = {};
         const grid = root.querySelector(".pb-grid");
         grid.replaceChildren();
         for (let i = 0; i < d.pool_blocks; i++) {
@@ -52,6 +53,9 @@
             item.appendChild(swatch);
             item.appendChild(document.createTextNode(" " + id + ": " + r.prompt + " prompt + " +
               r.output + " output tokens" + (r.samples > 1 ? " (one of " + r.samples + " samples)" : "")));
+            const table = el("span", "pb-table", "");
+            table.dataset.seq = id;
+            item.appendChild(table);
             legend.appendChild(item);
           });
         });
@@ -70,6 +74,13 @@
           cell.classList.toggle("pb-shared", Boolean(refs));
           cell.title = owner === null ? "block " + i + ": free" :
             "block " + i + ": " + owner + (refs ? " and " + (refs - 1) + " more" : "");
+        });
+        // Each sequence's block table (logical block → physical id), or why it has none.
+        d.finished.forEach(function (id) { root._pbDone[id] = true; });
+        root.querySelectorAll(".pb-legend .pb-table").forEach(function (span) {
+          const table = d.tables[span.dataset.seq];
+          span.textContent = table ? "; block table [" + table.join(", ") + "]" :
+            (root._pbDone[span.dataset.seq] ? "; finished, blocks returned" : "; waiting, no blocks");
         });
         const parts = ["step " + d.step + ": " + d.sequences + " running, " + d.waiting + " waiting, " +
           d.blocks_used + " of " + cells.length + " blocks held, " + d.stored + " of their " +

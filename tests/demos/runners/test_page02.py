@@ -72,10 +72,17 @@ def test_paged_blocks_shows_sharing_copy_on_write_and_returns_every_block(own, r
     # nothing shared they would hold (n - 1) × the shared blocks more.
     first = steps[0]
     assert first["unshared_blocks"] - first["blocks_used"] == 2 * len(first["shared"])
+    assert first["tables"]["r0"] == first["tables"]["r0:1"] == first["tables"]["r0:2"]
     for d in steps:
         # The grid is the block manager: a colour on exactly the blocks in use, and the
         # filled slots (a shared one once) within them.
         assert sum(o is not None for o in d["owners"]) == d["blocks_used"]
+        # Every block in use is in some table, and a block's references are the tables
+        # listing it.
+        listed = [b for table in d["tables"].values() for b in table]
+        assert len(set(listed)) == d["blocks_used"]
+        assert d["shared"] == {str(b): listed.count(b) for b in set(listed)
+                               if listed.count(b) > 1}
         assert set(d["shared"]) <= {str(i) for i, o in enumerate(d["owners"]) if o}
         assert d["stored"] <= d["blocks_used"] * 16 and d["stored"] <= d["tokens"]
         assert d["unshared_blocks"] >= d["blocks_used"]
