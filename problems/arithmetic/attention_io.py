@@ -55,6 +55,10 @@ ON_CHIP = {
 A100_SRAM_BANDWIDTH = 19e12
 # FlashAttention-2 (arXiv 2307.08691, §3.3) tunes its blocks among {64, 128} × {64, 128} rows.
 FA2_TILE_ROWS = (64, 128)
+# FlashAttention-2's paged path (flash_attn_with_kvcache with a block_table) refuses pages
+# that are not a multiple of 256 tokens (csrc/flash_attn/flash_api.cpp, "Paged KV cache block
+# size must be divisible by 256"); vLLM keeps 16-token blocks with kernels of its own.
+FLASH_ATTN2_PAGE_MULTIPLE = 256
 ACCUMULATOR_BYTES = 4  # the output accumulator stays in FP32 whatever the inputs are
 
 

@@ -11,12 +11,14 @@ from demos.runners.attention_kernels import PARAMS as KERNEL_PARAMS
 from problems.arithmetic.attention_io import (
     A100_SRAM_BANDWIDTH,
     FA2_TILE_ROWS,
+    FLASH_ATTN2_PAGE_MULTIPLE,
     FLASH_RESULTS,
     ON_CHIP,
     attention_io,
     tile_working_set_bytes,
 )
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.paging import VLLM_DEFAULT_BLOCK
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -202,6 +204,8 @@ def context(*, request: HttpRequest) -> dict:
         "tile_kib": [number_format(tile_working_set_bytes(
             rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
             + " KiB" for rows in FA2_TILE_ROWS],
+        "fa2_page_multiple": f"{FLASH_ATTN2_PAGE_MULTIPLE:,}",
+        "vllm_block": f"{VLLM_DEFAULT_BLOCK:,}",
         "tiled_source": tiled_source(),
         "demo_tile": defaults["tile"],
     }
@@ -232,6 +236,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
      "https://arxiv.org/abs/2309.06180"),
+    ("Dao-AILab flash-attention, csrc/flash_attn/flash_api.cpp (a paged KV cache's block size "
+     "must be a multiple of 256 tokens)",
+     "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
     ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
      "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
     ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",

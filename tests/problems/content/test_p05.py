@@ -132,3 +132,11 @@ def test_small_tiles_are_not_called_a_win(client) -> None:
     answer = section_text(client, "answer", query)
     assert "0.501×" not in answer and "orders of magnitude" not in answer
     assert "257× less" in section_text(client, "answer")
+
+
+def test_the_paged_hint_matches_what_engines_do(client) -> None:
+    """FlashAttention-2's paged path wants blocks of a multiple of 256 tokens, while vLLM runs
+    16-token blocks: the hint must not say a block should hold a whole tile."""
+    follow = section_text(client, "followups")
+    assert "multiple of 256 tokens" in follow and "blocks of 16" in follow
+    assert "at least one tile's worth" not in follow
