@@ -136,7 +136,7 @@ def _chip(gid: str) -> dict:
             # the 85.5 GB the driver reports) would contradict the source the page cites.
             "l2_text": f"{l2 // 2**20:,} MB", "hbm_text": g.memory_label,
             "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
-            "ratio_text": f"{number_format(g.memory_total_bytes / (sms * smem))}×",
+            "ratio_text": f"{number_format(g.memory_bytes / (sms * smem))}×",  # the label's HBM
             "source": source}
 
 
@@ -188,6 +188,8 @@ def context(*, request: HttpRequest) -> dict:
         "traffic_ratio_text": f"{number_format(float(r['traffic_ratio']))}×",
         "a100": _chip("a100-80gb-sxm"), "h100": _chip("h100-sxm"),
         "sram_bandwidth_text": bandwidth_format(A100_SRAM_BANDWIDTH),
+        "sram_speedup_text": number_format(
+            A100_SRAM_BANDWIDTH / gpu_get("a100-80gb-sxm").bandwidth_bytes_per_second) + "×",
         "fa": {
             "fa1_speedup": f"{number_format(fr['fa1_speedup'])}×",
             "fa1_memory": f"{number_format(fr['fa1_memory'])}×",

@@ -100,6 +100,8 @@ def test_on_chip_and_hbm_sizes_read_as_their_sources_write_them(client) -> None:
     assert "52.4 MB" not in text
     assert "80 GB of HBM" in text
     assert "85.5 GB" not in text and "85.9 GB" not in text
+    # 80 GB ÷ (108 × 192 KiB) = 3,768× and 19 TB/s ÷ 2.039 TB/s = 9.32×, computed, not typed.
+    assert "3,768× smaller than HBM on the A100" in text and "9.32× faster" in text
 
 
 def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
