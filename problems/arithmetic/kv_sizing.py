@@ -30,6 +30,7 @@ from problems.arithmetic.memory import (
     context_check,
     embedding_dtype_resolve,
     kv_cache,
+    kv_heads_per_gpu,
     weight_bytes_model,
 )
 from problems.arithmetic.steps import Result, Step
@@ -163,13 +164,16 @@ def kv_sizing(
                           f"replica{'s' if need['replicas'] != 1 else ''}")
             display = count_format(need["gpus"], "GPU")
         else:
-            expression = "the weights and reserve alone do not fit 8 GPUs"
+            expression = (f"not one user of {tokens:,} tokens fits beside the weights and "
+                          f"reserve on up to {NODE_GPUS} GPUs")
             display = "does not fit"
         steps.append(Step(f"{g.short_name or g.name}s for all {users:,} users", expression,
                           need["gpus"], "GPUs", display))
+        _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
         steps.append(Step(f"Users of {tokens:,} tokens on one 8-GPU {g.short_name} node",
-                          f"⌊KV room per GPU ÷ {bytes_short(per_seq / NODE_GPUS)} (each GPU "
-                          f"keeps its share of the KV heads)⌋",
+                          f"⌊KV room per GPU ÷ "
+                          f"{bytes_short(float(node['kv_bytes_per_sequence']))} per user on "
+                          f"each GPU ({split})⌋",
                           node["batch"], "users", count_format(node["batch"], "user")))
 
     # Levers, each at the same context and users.

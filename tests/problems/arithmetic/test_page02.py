@@ -145,3 +145,16 @@ def test_tile_working_set_by_hand() -> None:
     FP32 accumulator 64 × 128 × 4 = 32,768 B: 81,920 B = 80 KiB; 128 rows twice that."""
     assert tile_working_set_bytes(rows=64, head_dim=128, value_bytes=2) == 81_920
     assert tile_working_set_bytes(rows=128, head_dim=128, value_bytes=2) == 163_840
+
+
+def test_users_per_node_divide_by_what_each_gpu_really_keeps() -> None:
+    """Qwen2.5 7B has 4 KV heads: over 8 GPUs each keeps one, copied twice, so a 32,768-token
+    user takes 28 × 2 × 128 × 2 B × 32,768 = 470 MB on each GPU, not an eighth of 1.88 GB.
+    DeepSeek-V3's latent is kept whole on every GPU."""
+    steps = {s.label: s for s in kv_sizing(model="qwen2.5-7b").steps}
+    node = steps["Users of 32,768 tokens on one 8-GPU H100 SXM node"]
+    assert "470 MB per user on each GPU" in node.expression and "replicated 2×" in node.expression
+    steps = {s.label: s for s in kv_sizing(model="deepseek-v3").steps}
+    node = steps["Users of 32,768 tokens on one 8-GPU B200 node"]
+    assert "2.3 GB per user on each GPU" in node.expression and "whole latent" in node.expression
+    assert "not one user of 32,768 tokens fits" in steps["B200s for all 100 users"].expression
