@@ -158,3 +158,13 @@ def test_users_per_node_divide_by_what_each_gpu_really_keeps() -> None:
     node = steps["Users of 32,768 tokens on one 8-GPU B200 node"]
     assert "2.3 GB per user on each GPU" in node.expression and "whole latent" in node.expression
     assert "not one user of 32,768 tokens fits" in steps["B200s for all 100 users"].expression
+
+
+def test_offload_reload_counts_what_each_gpu_keeps() -> None:
+    """Llama 3.1 70B: an eighth of 10.7 GB per GPU, 1,342,177,280 B ÷ (64 GB/s × 0.8) = 26.2 ms.
+    DeepSeek-V3 keeps its whole latent on every GPU: 70,272 B × 32,768 = 2,302,672,896 B on each,
+    45.0 ms, not an eighth of it."""
+    assert kv_sizing()["reload_seconds"] == pytest.approx(1_342_177_280 / 51.2e9)
+    r = kv_sizing(model="deepseek-v3")
+    assert r["reload_seconds"] == pytest.approx(2_302_672_896 / 51.2e9)
+    assert r["decode_read_hbm_seconds"] == pytest.approx(2_302_672_896 / 3.35e12)
