@@ -116,8 +116,8 @@ def attention_plots(rows: list[dict]) -> list[dict]:
     if "predicted_seconds" in rows[0]["kernels"]["naive"]:
         for name in ("naive", "sdpa"):
             time_series.append(Series(
-                f"{'naive' if name == 'naive' else 'fused'}: floor (arithmetic, this worker's "
-                "peaks)", xs, tuple(r["kernels"][name]["predicted_seconds"] * 1e3
+                f"{'naive' if name == 'naive' else 'fused'}: floor (arithmetic, the peaks "
+                "measured for this run)", xs, tuple(r["kernels"][name]["predicted_seconds"] * 1e3
                                     for r in rows), dash=True))
     for name, label in (("naive", "naive: S, P and the mask (arithmetic)"),
                         ("tiled", "tiled: its tiles alone (arithmetic)")):
