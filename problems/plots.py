@@ -167,19 +167,22 @@ def _legend_below(shown: bool, entries: int, *, height: int) -> dict:
 
 
 def plot_table(plot: "Plot | BarPlot") -> dict[str, list]:
-    """The plot's numbers as a table: {"headers": [x title, series names...], "rows": [[...]]}.
+    """The plot's numbers as a table: {"headers": [x title, series names...], "rows": [[...]],
+    "unit": what the series' cells are in (the y axis's or the bars' value title)}.
 
     One row per x value across every series, values formatted for people; a blank cell where a
     series has no point at that x. For bars, one row per category (a floating bar reads
     "from to"), then the plot's extra columns.
     """
     if isinstance(plot, BarPlot):
-        return _bar_table(plot)
+        return {**_bar_table(plot), "unit": plot.value_title}
     columns = [dict(_finite_points(s, x_log=plot.x_log, y_log=plot.y_log)) for s in plot.series]
     xs = sorted({x for column in columns for x in column})
     rows = [[number_format(x)] + [number_format(c[x]) if x in c else "" for c in columns]
             for x in xs]
-    return {"headers": [plot.x_title] + [s.name for s in plot.series], "rows": rows}
+    # The y axis's title travels with the table: its cells carry no unit of their own.
+    return {"headers": [plot.x_title] + [s.name for s in plot.series], "rows": rows,
+            "unit": plot.y_title}
 
 
 def series_values(xs: list[float] | list[int],

@@ -10,15 +10,18 @@ every step the runner reads the block manager: which sequence holds each physica
 block's reference count.
 
 Events, in order: started (the requests, their lengths, the pool); step (one per engine step:
-the owner of each block, the blocks with more than one reference, the copy-on-writes and
-preemptions of that step, tokens and blocks held); then the task publishes finished with the
-summary (the comparison with reservation, plots included), or cancelled.
+the owner of each block, the blocks with more than one reference, each running
+sequence's block table, the copy-on-writes and
+preemptions of that step, blocks held, the token slots filled in them and what the same
+sequences would hold with nothing shared); then the task publishes finished with the summary
+(the comparison with reservation, plots included), or cancelled (with the blocks the abort
+freed and whether every block came back).
 """
 
 import random
 import time
 
-from demos.runners.base import RunCancelled, RunContext, RunOutcome
+from demos.runners.base import RunCancelled, RunContext, RunOutcome, RunTimeLimit
 from demos.schema import ParamSchema, ParamSpec
 
 BLOCK_SIZE = 16
@@ -59,17 +62,29 @@ def workload(params: dict, *, vocab: int) -> list[dict]:
 
 def pool_state(engine) -> dict:  # noqa: ANN001
     """Which sequence holds each block (None: free), blocks with more than one reference,
-    and the tokens the running sequences hold."""
+    each running sequence's block table, and what the running sequences hold: `tokens`
+    counts each sequence's cached tokens (a shared prompt once per sample), `stored` the token
+    slots really filled in the blocks held (a shared block's once), and `unshared_blocks` what
+    the same sequences would hold if nothing were shared."""
     bm = engine.block_manager
+    bs = bm.block_size
     owners: list[str | None] = [None] * bm.num_blocks
-    for rid, table in engine.block_tables().items():
-        for block in table:
-            if owners[block] is None:
-                owners[block] = rid
-    shared = {str(b.block_id): b.ref_count for b in bm.blocks if b.ref_count > 1}
+    filled: dict[int, int] = {}
     running = engine.scheduler.running
+    for seq in running:
+        for index, block in enumerate(seq.block_table):
+            if owners[block] is None:
+                owners[block] = seq.request_id
+            # Slots of this block holding K/V; samples sharing it agree on the shared ones.
+            slots = max(0, min(bs, seq.num_computed_tokens - index * bs))
+            filled[block] = max(filled.get(block, 0), slots)
+    shared = {str(b.block_id): b.ref_count for b in bm.blocks if b.ref_count > 1}
     return {"owners": owners, "shared": shared,
+            # Each running sequence's block table: its logical blocks' physical ids, in order.
+            "tables": {seq.request_id: list(seq.block_table) for seq in running},
             "tokens": sum(s.num_computed_tokens for s in running),
+            "stored": sum(filled.values()),
+            "unshared_blocks": sum(len(s.block_table) for s in running),
             "sequences": len(running), "waiting": len(engine.scheduler.waiting),
             "blocks_used": bm.num_blocks - bm.num_free_blocks}
 
@@ -131,10 +146,17 @@ def _paged_blocks_run(*, machine: dict, params: dict, ctx: RunContext, vocab: in
                                               if e["type"] == "finished"]})
             if pace:
                 time.sleep(pace)
-    except RunCancelled:
+    except (RunCancelled, RunTimeLimit) as stopped:
+        # Abort everything (a request's samples with it) and say whether every block came back.
+        free_before = own.block_manager.num_free_blocks
         for rid in ids:
             own.abort(rid)
         own.step()
+        returned = own.stats()["kv_blocks_free"] == pool and not own.has_unfinished()
+        if isinstance(stopped, RunCancelled):
+            raise RunCancelled(stopped.reason, summary={
+                "blocks_freed": own.block_manager.num_free_blocks - free_before,
+                "all_blocks_returned": returned}) from None
         raise
     returned = own.stats()["kv_blocks_free"] == pool
     summary = paged_summary(samples=samples, requests=requests, params=params,
@@ -147,7 +169,7 @@ def _paged_blocks_run(*, machine: dict, params: dict, ctx: RunContext, vocab: in
 
 def paged_summary(*, samples: list[dict], requests: list[dict], params: dict,
                   block_bytes: int) -> dict:
-    """Measured: blocks and tokens held over the decode steps; against the arithmetic's paged
+    """Measured: blocks and tokens held over the steps; against the arithmetic's paged
     prediction for the same requests and contiguous reservation at `max_len`."""
     from problems.arithmetic.paging import policies_model
     from problems.plots import BarPlot, BarSeries, Plot, Series, plot_figure, plot_table
@@ -155,10 +177,15 @@ def paged_summary(*, samples: list[dict], requests: list[dict], params: dict,
     pool = int(params["pool_blocks"])
     max_len = int(params["max_len"])
     busy = [s for s in samples if s["sequences"]]
-    mean_seqs = sum(s["sequences"] for s in busy) / len(busy)
-    held_per_seq = (sum(s["blocks_used"] for s in busy) * BLOCK_SIZE
-                    / sum(s["sequences"] for s in busy))
-    used_per_seq = sum(s["tokens"] for s in busy) / sum(s["sequences"] for s in busy)
+    seq_steps = sum(s["sequences"] for s in busy)
+    mean_seqs = seq_steps / len(busy)
+    blocks_held = sum(s["blocks_used"] for s in busy)
+    held_per_seq = blocks_held * BLOCK_SIZE / seq_steps
+    unshared_per_seq = sum(s["unshared_blocks"] for s in busy) * BLOCK_SIZE / seq_steps
+    used_per_seq = sum(s["tokens"] for s in busy) / seq_steps
+    # The share of the memory held that holds token states (a shared slot counts once), as
+    # the vLLM paper's Fig. 2 counts it; never above 1.
+    utilization = sum(s["stored"] for s in busy) / (blocks_held * BLOCK_SIZE)
     # The arithmetic, for the same requests (each sample a request of its own, no sharing).
     classes = [(float(r["samples"]), len(r["prompt"]), r["output"]) for r in requests]
     total = sum(c[0] for c in classes)
@@ -177,8 +204,10 @@ def paged_summary(*, samples: list[dict], requests: list[dict], params: dict,
         x_title="Engine step", y_title="Blocks of 16 tokens",
         series=(Series("blocks held (measured)", steps,
                        tuple(float(s["blocks_used"]) for s in samples)),
-                Series("tokens held ÷ 16 (measured)", steps,
-                       tuple(s["tokens"] / BLOCK_SIZE for s in samples), dash=True),
+                Series("token slots filled ÷ 16 (measured; a shared slot once)", steps,
+                       tuple(s["stored"] / BLOCK_SIZE for s in samples), dash=True),
+                Series("the same sequences with nothing shared (measured)", steps,
+                       tuple(float(s["unshared_blocks"]) for s in samples), dash=True),
                 Series(f"contiguous: running sequences × {max_len:,} tokens", steps,
                        tuple(float(s["sequences"] * -(-max_len // BLOCK_SIZE)) for s in samples),
                        dash=True),
@@ -186,19 +215,24 @@ def paged_summary(*, samples: list[dict], requests: list[dict], params: dict,
                        dash=True)))
     compare = BarPlot(
         title="Memory per running sequence: measured against the arithmetic",
-        categories=("paged 16, measured", "paged 16, predicted", "tokens in use, measured",
+        categories=("paged 16, measured", "paged 16 with nothing shared, measured",
+                    "paged 16, predicted", "tokens per sequence, measured",
                     f"reserve {max_len:,}"),
         value_title="tokens' worth of KV memory",
         series=(BarSeries("per running sequence",
-                          (held_per_seq, predicted_paged, used_per_seq, float(max_len))),),
+                          (held_per_seq, unshared_per_seq, predicted_paged, used_per_seq,
+                           float(max_len))),),
         columns=(("how", ("blocks held × 16 ÷ sequences, mean over steps",
+                          "each sequence's block table × 16, shared blocks once per holder",
                           "problems/arithmetic/paging.py, no sharing",
-                          "tokens in the cache ÷ sequences",
+                          "each sequence's cached tokens (a shared prompt once per sample)",
                           "what a contiguous allocator reserves")),))
     return {
         "mean_sequences": mean_seqs, "held_per_sequence": held_per_seq,
+        "unshared_per_sequence": unshared_per_seq,
+        "sharing_saving": 1 - held_per_seq / unshared_per_seq,
         "used_per_sequence": used_per_seq, "predicted_held_per_sequence": predicted_paged,
-        "utilization": used_per_seq / held_per_seq,
+        "utilization": utilization,
         "seats_paged": seats_paged, "seats_reserved": seats_reserved,
         "peak_blocks": peak, "peak_sequences": peak_seqs,
         "peak_bytes": peak * block_bytes,
@@ -212,25 +246,26 @@ def paged_note(s: dict) -> str:
     from problems.arithmetic.units import bytes_short, number_format, percent_format
 
     text = (f"The pool held {number_format(s['held_per_sequence'])} tokens' worth of blocks per "
-            f"running sequence for {number_format(s['used_per_sequence'])} tokens in use "
-            + (f"({percent_format(s['utilization'])} of the memory holding tokens)"
-               if s["utilization"] <= 1 else
-               "(more tokens in use than memory held: a shared block serves every sample "
-               "that points at it)")
-            + f"; the arithmetic predicted {number_format(s['predicted_held_per_sequence'])}. ")
-    if s["held_per_sequence"] < s["predicted_held_per_sequence"]:
-        text += ("It held less than predicted, because the samples of the first request share "
-                 "their prompt's blocks, which the arithmetic, counting every sample as its own "
-                 "request, leaves out; and because the run's start and end, with few sequences "
-                 "mid-prompt, weigh differently from a steady stream. ")
-    else:
-        text += ("It held more than predicted: the measurement counts prefill steps and "
-                 "preempted sequences being refilled, and a short run is not the steady stream "
-                 "the arithmetic averages over. ")
-    text += (f"At its peak it held {s['peak_sequences']} sequences in {s['peak_blocks']} blocks "
-             f"({bytes_short(s['peak_bytes'])}); reserving {s['max_len']:,} tokens each, the same "
-             f"sequences would have needed {bytes_short(s['reserved_bytes_at_peak'])}, and this "
-             f"pool could have seated only {s['seats_reserved']} at a time.")
+            f"running sequence, {percent_format(s['utilization'])} of it holding tokens (the "
+            "rest is the empty end of each sequence's last block). ")
+    if s["sharing_saving"] > 0:
+        text += (f"With nothing shared the same sequences would have held "
+                 f"{number_format(s['unshared_per_sequence'])}: the samples of the first request "
+                 f"share their prompt's blocks, saving {percent_format(s['sharing_saving'])}. ")
+    gap = s["unshared_per_sequence"] / s["predicted_held_per_sequence"] - 1
+    text += (f"The arithmetic, which counts every sample as a request of its own, predicted "
+             f"{number_format(s['predicted_held_per_sequence'])} per sequence, "
+             f"{percent_format(abs(gap))} {'below' if gap > 0 else 'above'} the "
+             + ("unshared " if s["sharing_saving"] > 0 else "")
+             + "measurement. The arithmetic counts a sequence at prompt + 1 … prompt + output "
+             "tokens; the run reads it after each step, at prompt … prompt + output − 1 (the "
+             "last token is sampled, never cached), and also while a prompt is computed in "
+             "chunks or a preempted sequence is recomputed. ")
+    text += (f"At its peak the pool held {s['peak_sequences']} sequences in {s['peak_blocks']} "
+             f"blocks ({bytes_short(s['peak_bytes'])}); reserving {s['max_len']:,} tokens each, "
+             f"the same sequences would have needed {bytes_short(s['reserved_bytes_at_peak'])}, "
+             f"and this pool could have seated only {s['seats_reserved']} at a time, against "
+             f"about {number_format(s['seats_paged'])} at the measured mean.")
     if s.get("preemptions"):
         times = "once" if s["preemptions"] == 1 else f"{s['preemptions']} times"
         text += (f" The pool ran dry {times}: the newest sequence was preempted, its blocks "

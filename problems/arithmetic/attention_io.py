@@ -53,6 +53,19 @@ ON_CHIP = {
 }
 # The FlashAttention paper's estimate of on-chip SRAM bandwidth on an A100 (bytes/s).
 A100_SRAM_BANDWIDTH = 19e12
+# FlashAttention-2 (arXiv 2307.08691, §3.3) tunes its blocks among {64, 128} × {64, 128} rows.
+FA2_TILE_ROWS = (64, 128)
+# FlashAttention-2's paged path (flash_attn_with_kvcache with a block_table) refuses pages
+# that are not a multiple of 256 tokens (csrc/flash_attn/flash_api.cpp, "Paged KV cache block
+# size must be divisible by 256"); vLLM keeps 16-token blocks with kernels of its own.
+FLASH_ATTN2_PAGE_MULTIPLE = 256
+ACCUMULATOR_BYTES = 4  # the output accumulator stays in FP32 whatever the inputs are
+
+
+def tile_working_set_bytes(*, rows: int, head_dim: int, value_bytes: float) -> float:
+    """On-chip bytes one thread block of a fused kernel works in: tiles of `rows` queries,
+    keys and values, and the FP32 output accumulator of its query rows (bytes)."""
+    return 3 * rows * head_dim * value_bytes + rows * head_dim * ACCUMULATOR_BYTES
 
 
 def attention_traffic_model(*, tokens: int, head_dim: int, value_bytes: float,

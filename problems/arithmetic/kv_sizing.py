@@ -30,6 +30,7 @@ from problems.arithmetic.memory import (
     context_check,
     embedding_dtype_resolve,
     kv_cache,
+    kv_heads_per_gpu,
     weight_bytes_model,
 )
 from problems.arithmetic.steps import Result, Step
@@ -163,13 +164,16 @@ def kv_sizing(
                           f"replica{'s' if need['replicas'] != 1 else ''}")
             display = count_format(need["gpus"], "GPU")
         else:
-            expression = "the weights and reserve alone do not fit 8 GPUs"
+            expression = (f"not one user of {tokens:,} tokens fits beside the weights and "
+                          f"reserve on up to {NODE_GPUS} GPUs")
             display = "does not fit"
         steps.append(Step(f"{g.short_name or g.name}s for all {users:,} users", expression,
                           need["gpus"], "GPUs", display))
+        _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
         steps.append(Step(f"Users of {tokens:,} tokens on one 8-GPU {g.short_name} node",
-                          f"⌊KV room per GPU ÷ {bytes_short(per_seq / NODE_GPUS)} (each GPU "
-                          f"keeps its share of the KV heads)⌋",
+                          f"⌊KV room per GPU ÷ "
+                          f"{bytes_short(float(node['kv_bytes_per_sequence']))} per user on "
+                          f"each GPU ({split})⌋",
                           node["batch"], "users", count_format(node["batch"], "user")))
 
     # Levers, each at the same context and users.
@@ -205,11 +209,16 @@ def kv_sizing(
                       window_total, "B", bytes_format(window_total)))
 
     pcie = PCIE_GEN5_X16_ONE_WAY * pcie_efficiency
-    # Under tp 8 each GPU holds an eighth of the KV heads and pulls its share over its own link.
-    reload_seconds = per_seq / NODE_GPUS / pcie
+    # Under tp 8 each GPU pulls what it keeps over its own link: an eighth of the KV heads, more
+    # where heads are copied past the KV-head count, the whole latent for MLA.
+    per_gpu_seq = float(kv_cache(model=model, tokens=tokens, dtype=kv_d.id,
+                                 tp=NODE_GPUS)["total_bytes_per_gpu"])
+    _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
+    reload_seconds = per_gpu_seq / pcie
     steps.append(Step("Lever: offload to CPU memory; one conversation back over PCIe",
-                      f"{bytes_short(per_seq)} ÷ {NODE_GPUS} GPUs, each over its own "
-                      f"PCIe Gen5 x16 link ({bandwidth_format(PCIE_GEN5_X16_ONE_WAY)} one way × "
+                      f"{bytes_short(per_gpu_seq)} on each of {NODE_GPUS} GPUs ({split}), each "
+                      f"over its own PCIe Gen5 x16 link "
+                      f"({bandwidth_format(PCIE_GEN5_X16_ONE_WAY)} one way × "
                       f"{percent_format(pcie_efficiency)})",
                       reload_seconds, "s", seconds_format(reload_seconds)))
     h100 = gpu_get("h100-sxm")
@@ -225,10 +234,11 @@ def kv_sizing(
                       recompute_seconds, "s",
                       f"{seconds_format(recompute_seconds)} ({recompute_bound}-bound)"))
     per_step_pcie = reload_seconds
-    per_step_hbm = per_seq / h100.bandwidth_bytes_per_second / NODE_GPUS
+    per_step_hbm = per_gpu_seq / h100.bandwidth_bytes_per_second
     steps.append(Step("…and why offloaded KV must come back before decoding",
-                      f"each decode step reads the whole {bytes_short(per_seq)}: from HBM over 8 "
-                      f"H100s {seconds_format(per_step_hbm)}, over PCIe "
+                      f"each decode step reads the whole cache, {bytes_short(per_gpu_seq)} on "
+                      f"each GPU: from HBM over {NODE_GPUS} H100s {seconds_format(per_step_hbm)}, "
+                      "over PCIe "
                       f"{seconds_format(per_step_pcie)}",
                       per_step_pcie / per_step_hbm, "×",
                       f"{number_format(per_step_pcie / per_step_hbm)}× slower over PCIe"))

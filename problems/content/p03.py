@@ -137,7 +137,15 @@ def context(*, request: HttpRequest) -> dict:
         })
     h100 = r["gpus"][0]
     l2_7 = model_get("llama-2-7b")
+    # The working of bytes per token as the formula wrote it for this model: KV heads for MHA
+    # and GQA, the latent and RoPE key for MLA.
+    per_token_step = next(st for st in r.steps if st.label.startswith("KV bytes per token"))
     return {
+        "model_id": m.id, "attention": m.attention,
+        "per_token_working": per_token_step.expression,
+        "kv_exceeds_weights": float(r["kv_over_weights"]) > 1,
+        "h100_fits": h100["batch"] >= 1,
+        "mla_latent_per_layer": f"{(m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0):,}",
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
         "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
         "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",

@@ -10,11 +10,15 @@ from django.http import HttpRequest
 from demos.runners.attention_kernels import PARAMS as KERNEL_PARAMS
 from problems.arithmetic.attention_io import (
     A100_SRAM_BANDWIDTH,
+    FA2_TILE_ROWS,
+    FLASH_ATTN2_PAGE_MULTIPLE,
     FLASH_RESULTS,
     ON_CHIP,
     attention_io,
+    tile_working_set_bytes,
 )
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.paging import VLLM_DEFAULT_BLOCK
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -88,7 +92,8 @@ INPUTS = (
                  choices=(("bf16", "BF16"), ("fp16", "FP16"), ("fp32", "FP32")),
                  initial="bf16", api="bf16"),
     whole_input("tile_rows", "Query rows per tile", unit="rows", initial=128, api=128,
-                maximum=4096, help="FlashAttention-2 uses tiles of 64 to 128 rows."),
+                maximum=4096, help=f"FlashAttention-2 uses tiles of {FA2_TILE_ROWS[0]} to "
+                     f"{FA2_TILE_ROWS[-1]} rows."),
     mfu_input(initial=1.0, api=1.0),
 )
 
@@ -131,8 +136,17 @@ def _chip(gid: str) -> dict:
             # the 85.5 GB the driver reports) would contradict the source the page cites.
             "l2_text": f"{l2 // 2**20:,} MB", "hbm_text": g.memory_label,
             "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
-            "ratio_text": f"{number_format(g.memory_total_bytes / (sms * smem))}×",
+            "ratio_text": f"{number_format(g.memory_bytes / (sms * smem))}×",  # the label's HBM
             "source": source}
+
+
+def _speedup_text(*, worst: float, best: float) -> str:
+    """The fused kernel's time floors against the standard one's, as words: the re-read worst
+    case can lose when tiles are small."""
+    if worst >= 1:
+        return f"{number_format(worst)}× to {number_format(best)}× faster"
+    return (f"between {number_format(1 / worst)}× slower (K and V re-read for every tile, no "
+            f"help from the cache) and {number_format(best)}× faster")
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -163,14 +177,19 @@ def context(*, request: HttpRequest) -> dict:
                                f"({r['fused_min_bound']}-bound)",
         "fused_tiles_time_text": f"{seconds_format(float(r['fused_tiles_seconds']))} "
                                  f"({r['fused_tiles_bound']}-bound)",
-        "speedup_text": f"{number_format(r['standard_seconds'] / r['fused_tiles_seconds'])}× to "
-                        f"{number_format(r['standard_seconds'] / r['fused_min_seconds'])}×",
+        "speedup_text": _speedup_text(worst=r["standard_seconds"] / r["fused_tiles_seconds"],
+                                      best=r["standard_seconds"] / r["fused_min_seconds"]),
+        "tiles_win": float(r["traffic_ratio"]) > 1,
+        "traffic_inverse_text": f"{number_format(1 / float(r['traffic_ratio']))}×",
+        "min_ratio_text": f"{number_format(float(r['standard_bytes'] / r['fused_min_bytes']))}×",
         "standard_intensity": number_format(float(r["standard_intensity"])),
         "fused_intensity": number_format(float(r["fused_intensity"])),
         "ridge": number_format(float(r["ridge"])),
         "traffic_ratio_text": f"{number_format(float(r['traffic_ratio']))}×",
         "a100": _chip("a100-80gb-sxm"), "h100": _chip("h100-sxm"),
         "sram_bandwidth_text": bandwidth_format(A100_SRAM_BANDWIDTH),
+        "sram_speedup_text": number_format(
+            A100_SRAM_BANDWIDTH / gpu_get("a100-80gb-sxm").bandwidth_bytes_per_second) + "×",
         "fa": {
             "fa1_speedup": f"{number_format(fr['fa1_speedup'])}×",
             "fa1_memory": f"{number_format(fr['fa1_memory'])}×",
@@ -183,6 +202,12 @@ def context(*, request: HttpRequest) -> dict:
             "fa3_high": f"{number_format(fr['fa3_high'])}×",
             "fa3_mfu": percent_format(fr["fa3_mfu"]),
         },
+        "tile_rows_low": f"{FA2_TILE_ROWS[0]:,}", "tile_rows_high": f"{FA2_TILE_ROWS[-1]:,}",
+        "tile_kib": [number_format(tile_working_set_bytes(
+            rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
+            + " KiB" for rows in FA2_TILE_ROWS],
+        "fa2_page_multiple": f"{FLASH_ATTN2_PAGE_MULTIPLE:,}",
+        "vllm_block": f"{VLLM_DEFAULT_BLOCK:,}",
         "tiled_source": tiled_source(),
         "demo_tile": defaults["tile"],
     }
@@ -213,6 +238,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
      "https://arxiv.org/abs/2309.06180"),
+    ("Dao-AILab flash-attention, csrc/flash_attn/flash_api.cpp (a paged KV cache's block size "
+     "must be a multiple of 256 tokens)",
+     "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
     ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
      "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
     ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",

@@ -112,7 +112,7 @@
         target.setAttribute("aria-label", title + "; the table beside it lists the same numbers.");
         const caption = el("figcaption", "plot-table-wrap");
         const table = el("table", "plot-table");
-        table.appendChild(el("caption", "", title));
+        table.appendChild(el("caption", "", title + (plot.table.unit ? " (values: " + plot.table.unit + ")" : "")));
         const head = el("tr");
         plot.table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
         const thead = el("thead"); thead.appendChild(head); table.appendChild(thead);

@@ -60,7 +60,39 @@ def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noq
     assert page.locator("#demo-attention-kernels .ak-table tbody tr").count() == 2
     pool = page.locator("#demo-paged-blocks .pb-grid .pb-block")
     assert pool.count() == 24
+    # After the last step every block is drawn free, with no reference mark left.
+    assert page.locator("#demo-paged-blocks .pb-grid .pb-shared").count() == 0
+    assert all(t.endswith(": free") for t in page.eval_on_selector_all(
+        "#demo-paged-blocks .pb-grid .pb-block", "cells => cells.map(c => c.title)"))
+    assert "token slots filled" in page.locator("#demo-paged-blocks .pb-log").inner_text()
+    # Each sequence's block table was listed live; at the end every one has finished.
+    tables = page.locator("#demo-paged-blocks .pb-legend .pb-table").all_inner_texts()
+    assert len(tables) == 5 and all("finished, blocks returned" in t for t in tables)
     # The run ended with every block free again; the legend lists the three samples too.
     assert page.locator("#demo-paged-blocks .pb-legend li").count() == 5
     assert "step" in page.locator("#demo-paged-blocks .pb-log").inner_text()
     assert page.evaluate("window.__csp") == []
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_cancelling_the_paged_run_draws_every_block_free(page, asgi_server,  # noqa: F811
+                                                         celery_worker_process):
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/02/")
+    demo = page.locator("#demo-paged-blocks")
+    for name, value in {"requests": "6", "samples": "3", "pool_blocks": "24",
+                        "pace_ms": "200"}.items():
+        demo.locator(f"[name={name}]").fill(value)
+    demo.get_by_role("button", name="Run", exact=True).click()
+    # Blocks are held (the samples share the prompt's), then the run is cancelled mid-way.
+    page.wait_for_function(
+        "() => document.querySelectorAll('#demo-paged-blocks .pb-shared').length > 0",
+        timeout=60_000)
+    demo.get_by_role("button", name="Cancel run").click()
+    page.wait_for_function(
+        "() => document.querySelector('#demo-paged-blocks').dataset.runState === 'cancelled'",
+        timeout=60_000)
+    assert "every block back on the free list" in demo.locator(".pb-log").inner_text()
+    assert demo.locator(".pb-grid .pb-shared").count() == 0
+    assert all(t.endswith(": free") for t in page.eval_on_selector_all(
+        "#demo-paged-blocks .pb-grid .pb-block", "cells => cells.map(c => c.title)"))

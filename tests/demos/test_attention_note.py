@@ -27,3 +27,13 @@ def test_no_floor_sentence_when_every_time_is_above_it() -> None:
         "sdpa": _kernel(0.0005, 0.0004, 50_000),
     }}]
     assert "below its floor" not in attention_note(rows, device="cpu")
+
+
+def test_the_worst_error_of_every_length_is_reported_and_a_disagreement_named() -> None:
+    agreeing = {"naive": _kernel(0.003, 0.002, 2_000_000), "tiled": _kernel(0.004, 0.003, 1),
+                "sdpa": _kernel(0.0005, 0.0004, 1)}
+    off = {**agreeing, "tiled": {**agreeing["tiled"], "max_error": 0.5}}
+    rows = [{"tokens": 128, "kernels": off}, {"tokens": 256, "kernels": agreeing}]
+    text = attention_note(rows, device="cpu")
+    # The bad length is the first, not the last: the note still sees it.
+    assert "disagree" in text and "0.5" in text and "agree to within" not in text

@@ -91,3 +91,51 @@ def test_can_admit_counts_matched_free_blocks_as_taken():
     assert len(matched) == 2
     assert bm.can_admit(b, matched, 4)  # 2 matched + 1 new block
     assert not bm.can_admit(b, matched, 5)  # would need a fourth block
+
+
+def forked_pair(bm: BlockManager, tokens: int) -> tuple[Sequence, Sequence]:
+    """A prompt of `tokens` admitted and computed, and a second sample forked off it."""
+    parent = seq_make(list(range(tokens)), "p")
+    admit(bm, parent)
+    child = Sequence("p:1", list(range(tokens)), SamplingParams(max_tokens=4, n=2))
+    bm.fork(parent, child)
+    return parent, child
+
+
+def test_fork_counts_a_reference_per_holder_and_frees_only_at_zero():
+    bm = BlockManager(num_blocks=8, block_size=BS, enable_prefix_caching=False)
+    parent, child = forked_pair(bm, 6)  # one full block, one holding 2 of 4 slots
+    assert child.block_table == parent.block_table
+    assert [bm.blocks[b].ref_count for b in parent.block_table] == [2, 2]
+    assert bm.num_free_blocks == 6 and child.num_computed_tokens == 6
+    assert bm.free_sequence(parent) == 0  # still held by the child
+    assert bm.free_sequence(child) == 2 and bm.num_free_blocks == 8
+
+
+def test_writing_into_a_shared_partial_block_copies_it_and_the_last_holder_writes_in_place():
+    bm = BlockManager(num_blocks=8, block_size=BS, enable_prefix_caching=False)
+    parent, child = forked_pair(bm, 6)
+    full, partial = parent.block_table
+    bm.append_slots(child, 1)  # the child's next token lands in the shared partial block
+    copy = child.block_table[1]
+    assert copy != partial and child.block_table[0] == full
+    assert bm.copies_take() == [("p:1", partial, copy)]
+    assert bm.blocks[partial].ref_count == 1 and bm.blocks[copy].ref_count == 1
+    assert bm.blocks[full].ref_count == 2
+    bm.append_slots(parent, 1)  # now the only holder: no copy
+    assert parent.block_table == [full, partial] and bm.copies_take() == []
+    assert bm.num_copy_on_writes == 1 and bm.num_free_blocks == 5
+
+
+def test_can_append_counts_the_copy_a_shared_block_needs():
+    bm = BlockManager(num_blocks=3, block_size=BS, enable_prefix_caching=False)
+    parent, child = forked_pair(bm, 6)  # 2 blocks held, 1 free
+    assert bm.can_append(child, 1)  # the copy takes the free block
+    bm.append_slots(child, 1)
+    assert bm.num_free_blocks == 0
+    # The parent now holds its partial block alone: a write there needs no block at all.
+    assert bm.can_append(parent, 1) and not bm.can_append(parent, 3)
+    # A second fork of the same partial block cannot write into it with the pool empty.
+    other = Sequence("p:2", list(range(6)), SamplingParams(max_tokens=4, n=3))
+    bm.fork(parent, other)
+    assert not bm.can_append(other, 1)

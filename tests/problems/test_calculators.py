@@ -135,6 +135,7 @@ def test_plot_table_lines_up_series_by_x():
     table = plot_table(plot)
     assert table["headers"] == ["Batch (sequences)", "a", "b"]
     assert table["rows"] == [["1", "10", ""], ["2", "20", "5"], ["4", "", "7.5"]]
+    assert table["unit"] == "y"  # the cells' unit, which no header carries
 
 
 def test_sweep_whole_is_sorted_distinct_and_keeps_both_ends():

@@ -31,6 +31,8 @@
     return {
       started: function (d) {
         root._pbColors = {};
+        root._pbBlockSize = d.block_size;
+        root._pbDone = {};
         const grid = root.querySelector(".pb-grid");
         grid.replaceChildren();
         for (let i = 0; i < d.pool_blocks; i++) {
@@ -51,6 +53,9 @@
             item.appendChild(swatch);
             item.appendChild(document.createTextNode(" " + id + ": " + r.prompt + " prompt + " +
               r.output + " output tokens" + (r.samples > 1 ? " (one of " + r.samples + " samples)" : "")));
+            const table = el("span", "pb-table", "");
+            table.dataset.seq = id;
+            item.appendChild(table);
             legend.appendChild(item);
           });
         });
@@ -70,13 +75,36 @@
           cell.title = owner === null ? "block " + i + ": free" :
             "block " + i + ": " + owner + (refs ? " and " + (refs - 1) + " more" : "");
         });
+        // Each sequence's block table (logical block → physical id), or why it has none.
+        d.finished.forEach(function (id) { root._pbDone[id] = true; });
+        root.querySelectorAll(".pb-legend .pb-table").forEach(function (span) {
+          const table = d.tables[span.dataset.seq];
+          span.textContent = table ? "; block table [" + table.join(", ") + "]" :
+            (root._pbDone[span.dataset.seq] ? "; finished, blocks returned" : "; waiting, no blocks");
+        });
         const parts = ["step " + d.step + ": " + d.sequences + " running, " + d.waiting + " waiting, " +
-          d.blocks_used + " of " + cells.length + " blocks held for " + d.tokens + " tokens"];
+          d.blocks_used + " of " + cells.length + " blocks held, " + d.stored + " of their " +
+          d.blocks_used * root._pbBlockSize + " token slots filled (" + d.tokens +
+          " tokens across the sequences, a shared prompt once per sample)"];
         if (d.forked.length) parts.push("forked " + d.forked.join(", "));
         d.copy_on_write.forEach(function (c) { parts.push(c[0] + " copied shared block " + c[1] + " to " + c[2]); });
         if (d.preempted.length) parts.push("preempted " + d.preempted.join(", "));
         if (d.finished.length) parts.push("finished " + d.finished.join(", "));
         root.querySelector(".pb-log").textContent = parts.join("; ") + ".";
+      },
+      cancelled: function (d) {
+        // The worker aborted every request; when it reports every block back, so does the grid.
+        if (d.all_blocks_returned) {
+          root.querySelectorAll(".pb-grid .pb-block").forEach(function (cell, i) {
+            cell.style.backgroundColor = FREE;
+            cell.textContent = "";
+            cell.classList.remove("pb-shared");
+            cell.title = "block " + i + ": free";
+          });
+        }
+        root.querySelector(".pb-log").textContent = "Cancelled: " + d.blocks_freed +
+          " blocks freed" + (d.all_blocks_returned ? ", every block back on the free list." :
+          ", but not every block came back.");
       },
       finished: function (d) {
         lib().plotsDraw(root.querySelector(".demo-plots"), d.plots, root.dataset.plotlySrc);

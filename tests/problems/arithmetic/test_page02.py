@@ -5,7 +5,11 @@ import math
 
 import pytest
 
-from problems.arithmetic.attention_io import attention_io, attention_traffic_model
+from problems.arithmetic.attention_io import (
+    attention_io,
+    attention_traffic_model,
+    tile_working_set_bytes,
+)
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.kv_sizing import kv_sizing, mha_bytes_per_token
 from problems.arithmetic.paging import held_blocks_mean, mix_parse, paging, policies_model
@@ -134,3 +138,33 @@ def test_scores_at_32k_and_64_heads_outgrow_any_gpu() -> None:
     with pytest.raises(ArithmeticInputError) as e:
         attention_io(model="deepseek-v3")
     assert e.value.field == "model"
+
+
+def test_tile_working_set_by_hand() -> None:
+    """Head_dim 128 in BF16: Q, K and V tiles of 64 rows are 3 × 64 × 128 × 2 = 49,152 B and the
+    FP32 accumulator 64 × 128 × 4 = 32,768 B: 81,920 B = 80 KiB; 128 rows twice that."""
+    assert tile_working_set_bytes(rows=64, head_dim=128, value_bytes=2) == 81_920
+    assert tile_working_set_bytes(rows=128, head_dim=128, value_bytes=2) == 163_840
+
+
+def test_users_per_node_divide_by_what_each_gpu_really_keeps() -> None:
+    """Qwen2.5 7B has 4 KV heads: over 8 GPUs each keeps one, copied twice, so a 32,768-token
+    user takes 28 × 2 × 128 × 2 B × 32,768 = 470 MB on each GPU, not an eighth of 1.88 GB.
+    DeepSeek-V3's latent is kept whole on every GPU."""
+    steps = {s.label: s for s in kv_sizing(model="qwen2.5-7b").steps}
+    node = steps["Users of 32,768 tokens on one 8-GPU H100 SXM node"]
+    assert "470 MB per user on each GPU" in node.expression and "replicated 2×" in node.expression
+    steps = {s.label: s for s in kv_sizing(model="deepseek-v3").steps}
+    node = steps["Users of 32,768 tokens on one 8-GPU B200 node"]
+    assert "2.3 GB per user on each GPU" in node.expression and "whole latent" in node.expression
+    assert "not one user of 32,768 tokens fits" in steps["B200s for all 100 users"].expression
+
+
+def test_offload_reload_counts_what_each_gpu_keeps() -> None:
+    """Llama 3.1 70B: an eighth of 10.7 GB per GPU, 1,342,177,280 B ÷ (64 GB/s × 0.8) = 26.2 ms.
+    DeepSeek-V3 keeps its whole latent on every GPU: 70,272 B × 32,768 = 2,302,672,896 B on each,
+    45.0 ms, not an eighth of it."""
+    assert kv_sizing()["reload_seconds"] == pytest.approx(1_342_177_280 / 51.2e9)
+    r = kv_sizing(model="deepseek-v3")
+    assert r["reload_seconds"] == pytest.approx(2_302_672_896 / 51.2e9)
+    assert r["decode_read_hbm_seconds"] == pytest.approx(2_302_672_896 / 3.35e12)

@@ -99,3 +99,28 @@ def test_the_pcie_reload_time_is_called_a_floor(client) -> None:
         text = section_text(client, slug)
         assert "floor" in text, slug
         assert "in about" not in text.split("PCIe", 1)[1].split("recomput", 1)[0], slug
+
+
+def test_the_words_follow_the_models_attention(client) -> None:
+    """Another model in the calculator keeps every sentence true: MLA caches a latent (61 × 576
+    values × 2 B = 70,272 B per token for DeepSeek-V3) that tensor parallelism cannot split; an
+    MHA model has no KV heads to share; a cache smaller than the weights is not called several
+    times them."""
+    mla = "?p03-kv-model=deepseek-v3"
+    worked = section_text(client, "worked", mla)
+    assert "61 layers × (512 latent + 64 RoPE key) × 2 B (BF16) = 70,272 bytes" in worked
+    assert "KV heads of 192" not in worked and "latent kept whole on every GPU" in worked
+    assert "does not split at all" in section_text(client, "concepts", mla)
+    answer = section_text(client, "answer", mla)
+    assert "grouped-query" not in answer and "0.172× the 1.34 TB" in answer
+    assert "memory problem first" not in answer and not re.search(r"\b0 GPUs", answer)
+    assert "no tensor-parallel size splits it" in section_text(client, "followups", mla)
+
+    mha = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    concepts = section_text(client, "concepts", mha)
+    assert "Llama 2 7B has none" in concepts and "is a fraction" not in concepts
+    assert "grouped-query" not in section_text(client, "answer", mha)
+
+    default = section_text(client, "answer")
+    assert "thanks to grouped-query attention" in default and "memory problem first" in default
+    assert "H200s need 12 GPUs and B200s 8 GPUs" in default

@@ -100,6 +100,8 @@ def test_on_chip_and_hbm_sizes_read_as_their_sources_write_them(client) -> None:
     assert "52.4 MB" not in text
     assert "80 GB of HBM" in text
     assert "85.5 GB" not in text and "85.9 GB" not in text
+    # 80 GB ÷ (108 × 192 KiB) = 3,768× and 19 TB/s ÷ 2.039 TB/s = 9.32×, computed, not typed.
+    assert "3,768× smaller than HBM on the A100" in text and "9.32× faster" in text
 
 
 def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
@@ -110,3 +112,33 @@ def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
     assert "causal" in worked and "about half" in worked
     answer = section_text(client, "answer")
     assert "re-reads K and V" in answer and "causal" in answer
+
+
+def test_the_tile_hint_computes_its_sizes(client) -> None:
+    """Tiles of 64 and 128 rows at head_dim 128 in BF16 with an FP32 accumulator: 80 and
+    160 KiB, and a smaller head_dim shrinks them (the words follow the inputs)."""
+    follow = section_text(client, "followups")
+    assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
+    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
+    assert "80 KiB" not in small
+
+
+def test_small_tiles_are_not_called_a_win(client) -> None:
+    """Tiles of 32 query rows at head_dim 128 re-read K and V 1,024 times at 32,768 tokens: the
+    worst case moves about 2× the standard path's bytes, so the page must not say 'moves 0.501×
+    the bytes' or '0.501× to 4.63× faster'."""
+    query = "?p05-attn-tile_rows=32"
+    worked = section_text(client, "worked", query)
+    assert "0.501×" not in worked and "1.99× the standard path's bytes" in worked
+    assert "between 1.99× slower" in worked and "4.63× faster" in worked
+    answer = section_text(client, "answer", query)
+    assert "0.501×" not in answer and "orders of magnitude" not in answer
+    assert "257× less" in section_text(client, "answer")
+
+
+def test_the_paged_hint_matches_what_engines_do(client) -> None:
+    """FlashAttention-2's paged path wants blocks of a multiple of 256 tokens, while vLLM runs
+    16-token blocks: the hint must not say a block should hold a whole tile."""
+    follow = section_text(client, "followups")
+    assert "multiple of 256 tokens" in follow and "blocks of 16" in follow
+    assert "at least one tile's worth" not in follow
