@@ -53,29 +53,36 @@ INPUTS: tuple[Input, ...] = (
                maximum=600.0, help="From asking the cloud for a GPU machine to it running your "
                "container; 0 for a node already up. An assumption: measure yours."),
     real_input("image_gb", "Container image", unit="GB", initial=10.0, api=10.0,
-               maximum=1_000.0, help="CUDA, PyTorch and the engine make images of several GB."),
+               maximum=1_000.0, help="CUDA, PyTorch and the engine make images of several "
+               "GB. An assumption: measure yours."),
     real_input("image_gbps", "Image pull bandwidth", unit="GB/s", initial=0.5, api=0.5,
-               minimum=0.001, maximum=1_000.0),
+               minimum=0.001, maximum=1_000.0, help="From the registry to the node, "
+               "unpacking included. An assumption: measure yours."),
     real_input("load_gbps", "Weight load bandwidth", unit="GB/s", initial=1.0, api=1.0,
                minimum=0.001, maximum=1_000.0,
-               help="For the whole replica: object storage or a network disk, often about "
-                    "1 GB/s per node, an assumption."),
+               help="For the whole replica, from object storage or a network disk. An "
+                    "assumption: measure yours. Bytes ÷ this bandwidth is a floor on the "
+                    "load (no parsing, no copies counted)."),
     real_input("warmup_seconds", "Engine warm-up", unit="s", initial=60.0, api=60.0,
                maximum=36_000.0, help="KV pool allocation, CUDA graph capture or compilation, "
-               "a first request."),
+               "a first request. An assumption: measure yours."),
     real_input("react_seconds", "Time for the autoscaler to react", unit="s", initial=60.0,
-               api=60.0, maximum=36_000.0, help="Metric scrape, averaging window, decision."),
+               api=60.0, maximum=36_000.0, help="Metric scrape, averaging window, decision. "
+               "An assumption: read your autoscaler's settings."),
     real_input("load_rps", "Load now", unit="requests/s", initial=40.0, api=40.0,
                maximum=1e7),
     real_input("replica_rps", "What one replica serves", unit="requests/s", initial=2.0,
-               api=2.0, maximum=1e6, help="At the latency target, from a benchmark."),
+               api=2.0, maximum=1e6, help="At the latency target, from a benchmark. An "
+               "assumption: measure yours."),
     real_input("utilisation", "Busiest a replica may run", unit="fraction", initial=0.7,
                api=0.7, minimum=0.05, maximum=1.0),
     real_input("ramp_per_minute", "Ramp", unit="fraction of the load per minute",
                initial=0.02, api=0.02, maximum=1.0,
-               help="0.02: load grows by 2% of today's each minute (doubles in 50)."),
+               help="0.02: load grows by 2% of today's each minute (doubles in 50). An "
+                    "assumption: read it off your traffic's steepest hour."),
     real_input("warm_start_seconds", "Joining from a warm pool", unit="s", initial=10.0,
-               api=10.0, maximum=36_000.0, help="A loaded replica added to the router."),
+               api=10.0, maximum=36_000.0, help="A loaded replica added to the router. An "
+               "assumption."),
     real_input("standby_cost", "Standby cost of a pooled replica", unit="fraction",
                initial=1.0, api=1.0, maximum=1.0,
                help="1: a loaded GPU idling costs as much as a busy one. 0.5: one pool "

@@ -140,3 +140,24 @@ def test_the_streamer_source_says_it_stages_through_a_cpu_buffer() -> None:
     copies tensors to the GPU while others are still being read (not straight to the GPU)."""
     (title,) = [t for t, _ in p20.SOURCES if "Model Streamer" in t]
     assert "CPU buffer" in title and "straight to GPU" not in title
+
+
+def test_every_cold_start_figure_without_a_source_is_called_an_assumption() -> None:
+    """FACTS.md holds no node, image, load-bandwidth or warm-up times: each is an input the
+    learner edits, and its help says it is an assumption (no "often about" without a source)."""
+    assumed = ("node_minutes", "image_gb", "image_gbps", "load_gbps", "warmup_seconds",
+               "react_seconds", "ramp_per_minute", "warm_start_seconds", "fast_load_gbps",
+               "replica_rps", "price_per_hour")
+    helps = {i.name: i.help for i in p20.INPUTS}
+    for name in assumed:
+        assert "assumption" in helps[name], name
+    assert "often about" not in " ".join(helps.values())
+
+
+def test_the_weights_time_is_called_a_floor_at_both_bandwidths(client) -> None:
+    worked = worked_text(client)
+    assert "(a floor," in worked and "again a floor" in worked
+    steps = {s["label"]: s for s in api_get(client, "cold-start")["steps"]}
+    assert steps["Weights (a floor at this bandwidth)"]["display"] == "2.35 min"
+    assert "again a floor" in steps["Faster loading instead: cold start"]["expression"]
+    assert "assumed" in steps["Node"]["expression"]
