@@ -360,7 +360,8 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
     note = ("The threshold is the current version's error rate plus the test's margin at "
             "this sample: wide after a few requests, narrowing as they accumulate. ")
     if predicted is not None:
-        note += (f"The arithmetic (problem 19's formula at {percent_format(CONFIDENCE)} "
+        note += (f"The arithmetic (problem 19's normal formula, uncorrected like the gate's "
+                 f"z-test, at {percent_format(CONFIDENCE)} "
                  f"confidence and {percent_format(POWER)} power) predicts about "
                  f"{math.ceil(predicted)} canary requests to catch the injected rate; ")
         if decision["decision"] == "rollback" and decision["rule"] == "errors":
