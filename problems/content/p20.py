@@ -346,6 +346,17 @@ def day_note(*, inputs: dict, result: Result) -> str:
     rows = {row["policy"]: row for row in result.values["rows"]}
     reactive = rows["reactive"]
     pool = rows["warm_pool"]
+    static = rows["static"]
+    most = max(rows.values(), key=lambda row: row["gpu_hours"])
+    static_text = ("Static sizing for the peak (spike included) "
+                   + ("never queued" if static["peak_backlog"] <= 0 else "still queued")
+                   + (" and paid the most GPU-hours." if most is static else
+                      f", yet the {most['name']} policy paid more GPU-hours "
+                      f"({number_format(round(most['gpu_hours']))} against "
+                      f"{number_format(round(static['gpu_hours']))}): "
+                      + ("its standby replicas are paid like running ones."
+                         if most["policy"] == "warm_pool" else
+                         "replicas booting and waiting out cool-downs are paid too.")))
     worst = number_format(round(reactive["peak_backlog"]))
     predicted = number_format(round(reactive["predicted_backlog"]))
     return (f"The reactive policy's worst queue was {worst} requests against {predicted} "
@@ -357,8 +368,7 @@ def day_note(*, inputs: dict, result: Result) -> str:
             "spike, the noise changes the load minute by minute, replicas come in whole numbers "
             "and join only at whole two-minute steps of the simulation, and the queue only "
             "starts once the ready capacity, kept below full by the target utilisation, is "
-            "used up. Static sizing for the peak (spike included) never queues "
-            "and pays the most GPU-hours.")
+            "used up. " + static_text)
 
 
 DAY = calculator_register(Calculator(
@@ -402,6 +412,11 @@ def engine_load_figures(measured: dict | None, *, load_bandwidth: float) -> dict
         "load_warmup_text": seconds_format(float(measured["warmup_seconds"])),
         "load_device": measured.get("device", "cpu"),
         "load_bytes_time_text": seconds_format(file_bytes / load_bandwidth),
+        # "Nearly all fixed work" only when the bytes at that bandwidth are under a tenth of
+        # the measured load; otherwise the page gives their share.
+        "load_fixed_mostly": file_bytes / load_bandwidth < 0.1 * float(measured["load_seconds"]),
+        "load_bytes_share_text": percent_format(
+            min(1.0, file_bytes / load_bandwidth / max(float(measured["load_seconds"]), 1e-9))),
     }
 
 
