@@ -162,7 +162,8 @@ DAY_INPUTS: tuple[Input, ...] = (
     real_input("warm_start_minutes", "Joining from the pool", unit="minutes", initial=0.5,
                api=0.5, maximum=60.0),
     real_input("replica_rps", "What one replica serves", unit="requests/s", initial=2.0,
-               api=2.0, maximum=10_000.0),
+               api=2.0, maximum=10_000.0, help="At full load within the latency target, from a "
+               "benchmark; queued requests are served at this rate. An assumption."),
     real_input("utilisation", "Target utilisation", unit="fraction", initial=0.7, api=0.7,
                minimum=0.05, maximum=1.0),
     real_input("cooldown_minutes", "Cool-down before scaling in", unit="minutes",
@@ -170,7 +171,8 @@ DAY_INPUTS: tuple[Input, ...] = (
     real_input("ttft_slo_s", "Time to first token target", unit="s", initial=2.0, api=2.0,
                minimum=0.01, maximum=600.0),
     real_input("base_ttft_s", "Time to first token with no queue", unit="s", initial=0.4,
-               api=0.4, maximum=60.0),
+               api=0.4, maximum=60.0, help="Prefill and the first step; a request's time to "
+               "first token is this plus its wait in the queue. An assumption."),
     whole_input("gpus_per_replica", "GPUs per replica", unit="GPUs", initial=4, api=4,
                 maximum=64),
     real_input("price_per_hour", "GPU price", unit="$ per GPU-hour", initial=2.5, api=2.5,
