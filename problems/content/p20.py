@@ -379,7 +379,11 @@ DAY = calculator_register(Calculator(
     explanation=("A numpy simulator on the web server (no worker): a daily curve with noise "
                  "and a sudden spike, the same for every policy; each new replica becomes "
                  "ready a cold start after it is asked for, and each surplus is released after "
-                 "a cool-down. Requests that find no capacity wait in a queue."),
+                 "a cool-down. Requests that find no capacity wait in a first-come queue, "
+                 "served at the full rate of the replicas ready at each moment (including "
+                 "those that join while they wait); each request's time to first token is its "
+                 "wait plus the no-queue time, and the p99 and the share over the target are "
+                 "taken over every request."),
     inputs=DAY_INPUTS, compute=day_policies, plots=day_plots, note=day_note, listed=False,
     order=201, api_path="/autoscaling-policies",
     api_summary="Autoscaling policies compared on a day with a spike"))
