@@ -94,3 +94,11 @@ def test_two_versions_on_one_gpu_names_the_driver_total(client) -> None:
     concepts = text_of(section_html(problem_html(page_get(client), 19), 19, "concepts"))
     assert "85.5 GB as the driver reports it; the datasheet says 80 GB" in concepts
     assert "leaves 64.5 GB for the KV cache" in concepts
+
+
+def test_the_canary_is_assigned_by_user_and_the_page_says_why(client) -> None:
+    """A staff answer routes the canary by user or conversation: the concepts, the answer, what
+    the interviewer listens for and the mistakes all carry it."""
+    problem = problem_html(page_get(client), 19)
+    for slug in ("concepts", "answer", "listens", "mistakes"):
+        assert "by user" in text_of(section_html(problem, 19, slug)), slug
