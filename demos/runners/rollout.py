@@ -372,7 +372,7 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
                           f"rolled back ({decision['rule']})"))
     errors = Plot(
         title="Canary error rate against the gate's threshold",
-        x_title="Candidate requests served", y_title="Error rate",
+        x_title="Candidate requests served", y_title="Error rate (fraction of candidate requests)",
         series=(Series("candidate error rate (measured)", xs,
                        tuple(p["rate"] for p in path) or (0.0,), markers=True),
                 Series("rollback threshold at this sample", xs,
