@@ -24,8 +24,9 @@ With k → ∞ (a baseline so large its rate is known) it is the one-sample form
 n requests bound the rate below about 3 ÷ n at 95% (the "rule of three").
 
 The normal approximation needs enough events: with n·p₀ of about ten or fewer expected in the
-canary, a count of errors is lumpy and skewed and the formula asks too few requests. Fleiss's
-continuity correction (same chapter) adds most of the gap back:
+canary, a count of errors is lumpy and skewed and the formula asks too few requests. The
+continuity correction (Fleiss, Tytun and Ury, Biometrics 36, 1980, for unequal arms) adds most
+of the gap back:
 
     n′ = n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ (k · n · (p₁ − p₀)))]²
 

@@ -126,6 +126,9 @@ SOURCES: list[tuple[str, str]] = [
     ("Fleiss, Levin and Paik, 'Statistical Methods for Rates and Proportions', 3rd ed., Wiley "
      "2003, ch. 4 (sample sizes for comparing two proportions)",
      "https://onlinelibrary.wiley.com/doi/book/10.1002/0471445428"),
+    ("Fleiss, Tytun and Ury, 'A Simple Approximation for Calculating Sample Sizes for "
+     "Comparing Independent Proportions', Biometrics 36(2), 1980 (the continuity-corrected "
+     "size for unequal arms)", "https://doi.org/10.2307/2529990"),
     ("Hanley and Lippman-Hand, 'If Nothing Goes Wrong, Is Everything All Right?', JAMA 249(13), "
      "1983 (the rule of three)", "https://doi.org/10.1001/jama.1983.03330370053031"),
     ("Argo Rollouts, 'Analysis & Progressive Delivery' (automated canary analysis and "
