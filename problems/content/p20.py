@@ -370,7 +370,9 @@ def day_note(*, inputs: dict, result: Result) -> str:
             "spike, the noise changes the load minute by minute, replicas come in whole numbers "
             "and join only at whole two-minute steps of the simulation, and the queue only "
             "starts once the ready capacity, kept below full by the target utilisation, is "
-            "used up. " + static_text)
+            "used up. The queue-depth policy runs its replicas near full, so its queue, and the "
+            "replicas it asks for, may already have started before the spike: its prediction "
+            "is the loosest. " + static_text)
 
 
 DAY = calculator_register(Calculator(
