@@ -6,23 +6,27 @@ model as loaded; the candidate is a quantized copy (worker/quantization.py: INT8
 or INT4 with groups of 128, the embedding too) or the small draft model, a deliberately worse
 release sharing the tokenizer. Each version gets its own engine; loading the candidate is
 timed. Both are scored on held-out text first (worker/evaluation.py): bits per byte, and how
-often the candidate's next-token choice agrees with the current model's.
+often the candidate's next-token choice agrees with the current model's. That is the offline
+gate, checked before any request reaches the candidate: bits per byte up by more than the
+allowance, or next-token agreement below the floor, rolls the candidate back with no traffic
+served (a release that fails its evaluation set never meets a user).
 
 Then traffic: requests (prompts cut from held-out documents the evaluation did not use) go to
 the candidate with the canary probability, the rest to the current version, each served alone
 (batch one) so both versions' latencies are measured alike; every canary prompt is mirrored to
 the current version (untimed) and the two greedy answers compared. An injected
 failure rate makes some canary requests fail, as a bad deployment's would. After each wave of
-requests the gate checks its rules in order, and the first that fails rolls the candidate
+requests the gate checks its live rules in order, and the first that fails rolls the candidate
 back: errors (a one-sided two-proportion z-test against the current version at the stated
 confidence), latency (the candidate's p95 time to first token above the current version's by
-more than the tolerance), quality on the evaluation set (bits per byte up by more than the
-allowance, or next-token agreement below the floor), mirrored answers (greedy agreement below
-the floor). With every wave passed, the candidate is promoted.
+more than the tolerance, once each has served 20 requests), mirrored answers (the share of the
+current version's greedy tokens the candidate matched before their first difference, below the
+floor). With every wave passed, the candidate is promoted.
 
 Events, in order: started; version_loaded (current, then candidate); evaluated; window (after
-each wave: per version requests, errors, latency percentiles; mirrored agreement); gate (the
-decision and the rule); plot; then the task publishes finished with the summary.
+each wave: per version requests, errors, latency percentiles; mirrored agreement; none when the
+offline gate stops the candidate); gate (the decision and the rule); plot; then the task
+publishes finished with the summary.
 """
 
 import math
@@ -32,7 +36,16 @@ from demos.runners.base import RunCancelled, RunContext, RunOutcome
 from demos.schema import ParamSchema, ParamSpec
 from problems.arithmetic.rollout import canary_requests, z_of
 from problems.arithmetic.units import number_format, percent_format
-from problems.plots import BarPlot, BarSeries, Mark, Plot, Series, plot_figure, plot_table
+from problems.plots import (
+    BarPlot,
+    BarSeries,
+    Line,
+    Mark,
+    Plot,
+    Series,
+    plot_figure,
+    plot_table,
+)
 
 CANDIDATES = (("int8", "INT8 per channel (a faithful copy)"),
               ("int4", "INT4, groups of 128, embedding too (a heavy cut)"),
@@ -48,6 +61,9 @@ BPB_ALLOWANCE = 0.05  # bits per byte
 AGREEMENT_FLOOR = 0.9
 MIRROR_FLOOR = 0.5
 MIN_CANARY = 4  # candidate requests before the live gates judge anything
+# The p95 of fewer than 20 requests is just the slowest of them (nearest rank): one request
+# slowed by a busy CPU would roll a release back. The latency rule waits for 20 on each side.
+LATENCY_MIN_REQUESTS = 20
 
 PARAMS = ParamSchema(
     specs=(
@@ -108,8 +124,24 @@ def error_threshold(*, baseline_errors: int, baseline_n: int, canary_n: int,
         p * (1 - p) * (1 / canary_n + 1 / baseline_n))
 
 
-def gate_check(*, stats: dict, quality: dict, mirror: dict) -> tuple[str, str] | None:
-    """The first rule that fails, as (rule, why), or None."""
+def quality_gate(quality: dict) -> tuple[str, str] | None:
+    """The offline gate on the evaluation set, checked before any traffic: (rule, why) for the
+    first failure, or None."""
+    q = quality["candidate"]
+    delta = q["bpb"] - quality["reference"]["bpb"]
+    if delta > BPB_ALLOWANCE:
+        return ("quality", f"bits per byte on the evaluation set rose by "
+                f"{number_format(delta, digits=3)}, more than the "
+                f"{number_format(BPB_ALLOWANCE)} allowed, so no request reached the candidate")
+    if q["agreement"] < AGREEMENT_FLOOR:
+        return ("quality", f"next-token agreement with the current model on the "
+                f"evaluation set is {percent_format(q['agreement'])}, below "
+                f"{percent_format(AGREEMENT_FLOOR)}, so no request reached the candidate")
+    return None
+
+
+def gate_check(*, stats: dict, mirror: dict) -> tuple[str, str] | None:
+    """The first live rule that fails, as (rule, why), or None."""
     cur, cand = stats["current"], stats["candidate"]
     if cand["n"] >= 1:
         threshold = error_threshold(baseline_errors=cur["errors"], baseline_n=cur["n"],
@@ -120,19 +152,9 @@ def gate_check(*, stats: dict, quality: dict, mirror: dict) -> tuple[str, str] |
                     f"{cand['n']} requests is above the gate's {percent_format(threshold)} "
                     f"(current {cur['errors']} of {cur['n']}, one-sided "
                     f"{percent_format(CONFIDENCE)})")
-    q = quality["candidate"]
-    delta = q["bpb"] - quality["reference"]["bpb"]
     if cand["n"] >= MIN_CANARY:
-        if delta > BPB_ALLOWANCE:
-            return ("quality", f"bits per byte on the evaluation set rose by "
-                    f"{number_format(delta, digits=3)}, more than the "
-                    f"{number_format(BPB_ALLOWANCE)} allowed")
-        if q["agreement"] < AGREEMENT_FLOOR:
-            return ("quality", f"next-token agreement with the current model on the "
-                    f"evaluation set is {percent_format(q['agreement'])}, below "
-                    f"{percent_format(AGREEMENT_FLOOR)}")
-        served = [t for t in cand["ttft"]]
-        if len(served) >= MIN_CANARY and len(cur["ttft"]) >= MIN_CANARY:
+        served = list(cand["ttft"])
+        if len(served) >= LATENCY_MIN_REQUESTS and len(cur["ttft"]) >= LATENCY_MIN_REQUESTS:
             c95, b95 = percentile(served, 0.95), percentile(cur["ttft"], 0.95)
             if c95 > b95 * (1 + LATENCY_TOLERANCE):
                 return ("latency", f"candidate p95 time to first token "
@@ -140,8 +162,9 @@ def gate_check(*, stats: dict, quality: dict, mirror: dict) -> tuple[str, str] |
                         f"{number_format(1 + LATENCY_TOLERANCE)}× the current version's "
                         f"{number_format(b95 * 1000)} ms")
         if mirror["n"] >= MIN_CANARY and mirror["agreement"] < MIRROR_FLOOR:
-            return ("mirrored answers", f"greedy answers on mirrored prompts agree on "
-                    f"{percent_format(mirror['agreement'])} of tokens, below "
+            return ("mirrored answers", f"on mirrored prompts the candidate matched "
+                    f"{percent_format(mirror['agreement'])} of the current version's greedy "
+                    f"tokens before their first difference, below "
                     f"{percent_format(MIRROR_FLOOR)}")
     return None
 
@@ -229,6 +252,10 @@ def _rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Run
         "agreement": quality["candidate"]["agreement"], "kl_mean": quality["candidate"]["kl_mean"],
         "at_ms": ctx.elapsed_ms()})
 
+    offline = quality_gate(quality)
+    decision = None if offline is None else {
+        "decision": "rollback", "rule": offline[0], "why": offline[1]}
+
     prompts = []
     for text in texts[EVAL_DOCUMENTS:]:
         ids = engine.tokenizer.encode(text, add_special_tokens=False)
@@ -239,7 +266,6 @@ def _rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Run
     stats = {v: {"n": 0, "errors": 0, "ttft": [], "e2e": []} for v in ("current", "candidate")}
     mirror = {"n": 0, "matched": 0, "tokens": 0, "exact": 0, "agreement": 1.0}
     path = []  # candidate requests served → cumulative error rate and the gate's threshold
-    decision = None
     sent = 0
     while sent < total and decision is None:
         wave = []
@@ -298,7 +324,7 @@ def _rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Run
                          for v, s in stats.items()},
             "mirror": {k: mirror[k] for k in ("n", "exact", "agreement")},
             "at_ms": ctx.elapsed_ms()})
-        fired = gate_check(stats=stats, quality=quality, mirror=mirror)
+        fired = gate_check(stats=stats, mirror=mirror)
         if fired is not None:
             decision = {"decision": "rollback", "rule": fired[0], "why": fired[1]}
     if decision is None:
@@ -333,7 +359,10 @@ def _rollout_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Run
 def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, decision: dict,
                   quality: dict) -> list[dict]:
     """The closing figures: the candidate's error rate against the gate's threshold as its
-    requests accumulate (with the arithmetic's predicted sample), and latency percentiles."""
+    requests accumulate (with the arithmetic's predicted sample), and latency percentiles; or,
+    when the offline gate stopped the candidate before any traffic, its evaluation scores."""
+    if stats["candidate"]["n"] == 0 and stats["current"]["n"] == 0:
+        return [quality_plot(quality=quality, decision=decision)]
     xs = tuple(float(p["n"]) for p in path) or (0.0,)
     marks = []
     if predicted is not None:
@@ -343,7 +372,7 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
                           f"rolled back ({decision['rule']})"))
     errors = Plot(
         title="Canary error rate against the gate's threshold",
-        x_title="Candidate requests served", y_title="Error rate",
+        x_title="Candidate requests served", y_title="Error rate (fraction of candidate requests)",
         series=(Series("candidate error rate (measured)", xs,
                        tuple(p["rate"] for p in path) or (0.0,), markers=True),
                 Series("rollback threshold at this sample", xs,
@@ -360,7 +389,8 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
     note = ("The threshold is the current version's error rate plus the test's margin at "
             "this sample: wide after a few requests, narrowing as they accumulate. ")
     if predicted is not None:
-        note += (f"The arithmetic (problem 19's formula at {percent_format(CONFIDENCE)} "
+        note += (f"The arithmetic (problem 19's normal formula, uncorrected like the gate's "
+                 f"z-test, at {percent_format(CONFIDENCE)} "
                  f"confidence and {percent_format(POWER)} power) predicts about "
                  f"{math.ceil(predicted)} canary requests to catch the injected rate; ")
         if decision["decision"] == "rollback" and decision["rule"] == "errors":
@@ -392,6 +422,32 @@ def rollout_plots(*, stats: dict, path: list[dict], predicted: float | None, dec
         {"figure": plot_figure(errors), "table": plot_table(errors), "note": note},
         {"figure": plot_figure(latency), "table": plot_table(latency), "note": quality_note},
     ]
+
+
+def quality_plot(*, quality: dict, decision: dict) -> dict:
+    """The evaluation set's bits per byte by version against the gate's allowance, with the
+    next-token agreement and KL beside them in the table."""
+    ref, cand = quality["reference"], quality["candidate"]
+    limit = ref["bpb"] + BPB_ALLOWANCE
+    figure = BarPlot(
+        title="Evaluation set: bits per byte by version (measured)",
+        categories=("current", "candidate"), value_title="Bits per byte",
+        series=(BarSeries("bits per byte on held-out text", (ref["bpb"], cand["bpb"]),
+                          labels=(number_format(ref["bpb"], digits=4),
+                                  number_format(cand["bpb"], digits=4))),),
+        lines=(Line(limit, f"gate: current + {number_format(BPB_ALLOWANCE)}"),),
+        columns=(("Next-token agreement with the current model",
+                  (percent_format(1.0), percent_format(cand["agreement"]))),
+                 ("Mean KL from the current model (nats)",
+                  ("0", number_format(cand["kl_mean"], digits=3)))))
+    note = (f"The offline gate decided before any traffic: {decision['why']}. Its floor is "
+            f"{percent_format(AGREEMENT_FLOOR)} agreement and "
+            f"its allowance {number_format(BPB_ALLOWANCE)} bits per byte, both on "
+            f"{ref['positions']:,} predicted tokens of held-out text the model never trained "
+            "on. Bits per byte can barely move while agreement falls: a model can be almost as "
+            "good at predicting text on average and still pick a different next token often, "
+            "which users see as different answers. Pick the INT8 copy to watch the live gates.")
+    return {"figure": plot_figure(figure), "table": plot_table(figure), "note": note}
 
 
 from demos.runners import runner_register  # noqa: E402

@@ -191,17 +191,21 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
     return (
         Step("Weights to load", f"{k['model'].name} in {k['dtype'].name}",
              k["weight_bytes"], "B", bytes_in(k["weight_bytes"], "GB")),
-        Step("Node", "provisioned, or found free", p["node"], "s", seconds_format(p["node"])),
+        Step("Node", "provisioned, or found free (an assumed time)", p["node"], "s",
+             seconds_format(p["node"])),
         Step("Container image", f"{bytes_in(k['image_bytes'], 'GB')} ÷ "
-             f"{bandwidth_format(k['image_bandwidth'])}", p["image"], "s",
+             f"{bandwidth_format(k['image_bandwidth'])} (an assumed size and bandwidth)",
+             p["image"], "s",
              seconds_format(p["image"])),
         Step("Weights (a floor at this bandwidth)",
              f"{bytes_in(k['weight_bytes'], 'GB')} ÷ {bandwidth_format(k['load_bandwidth'])} "
              f"for the replica ({bandwidth_format(a['per_gpu_bandwidth'])} into each of its "
              f"{g} GPUs)", p["weights"], "s", seconds_format(p["weights"])),
-        Step("Warm-up", "KV pool, graph capture or compilation, a first request",
+        Step("Warm-up", "KV pool, graph capture or compilation, a first request (an assumed "
+             "time)",
              p["warmup"], "s", seconds_format(p["warmup"])),
-        Step("Cold start", "node + image + weights + warm-up, one after another", p["total"],
+        Step("Cold start", "node + image + weights + warm-up, one after another (the "
+             "weights at their floor)", p["total"],
              "s", seconds_format(p["total"])),
         Step("Replicas for today's load", f"⌈{rate_format(k['load_rps'], 'requests/s')} ÷ "
              f"({number_format(k['replica_rps'])} per replica × "
@@ -229,8 +233,9 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
              f"{HOURS_PER_MONTH} h", a["cost_warm"], "USD/month",
              money_format(a["cost_warm"]) + " a month"),
         Step("Faster loading instead: cold start",
-             f"weights at {bandwidth_format(k['fast_load_bandwidth'])}: "
-             f"{seconds_format(fast['weights'])} instead of {seconds_format(p['weights'])}",
+             f"weights at {bandwidth_format(k['fast_load_bandwidth'])} (an assumed bandwidth): "
+             f"{seconds_format(fast['weights'])} instead of {seconds_format(p['weights'])}, "
+             "again a floor",
              fast["total"], "s", seconds_format(fast["total"])),
         Step("Faster loading: headroom and its cost",
              f"{slope} per minute × ({react} + {seconds_format(fast['total'])}) = "

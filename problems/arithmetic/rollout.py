@@ -22,6 +22,17 @@ against 3,681; they agree as k → ∞.
 
 With k → ∞ (a baseline so large its rate is known) it is the one-sample formula. Zero errors in
 n requests bound the rate below about 3 ÷ n at 95% (the "rule of three").
+
+The normal approximation needs enough events: with n·p₀ of about ten or fewer expected in the
+canary, a count of errors is lumpy and skewed and the formula asks too few requests. The
+continuity correction (Fleiss, Tytun and Ury, Biometrics 36, 1980, for unequal arms) adds most
+of the gap back:
+
+    n′ = n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ (k · n · (p₁ − p₀)))]²
+
+For 1% → 2% against a known baseline (k → ∞), 95% and 80%: 792.4 by the normal formula, 889.4
+corrected, and 905 by the exact binomial test (the smallest n whose one-sided test at 5% has 80%
+power: reject at 15 or more errors). The canary's plan uses the corrected figure.
 """
 
 import math
@@ -68,6 +79,14 @@ def canary_requests(*, p0: float, p1: float, k: float, confidence: float, power:
     return (null + alternative) ** 2 / (p1 - p0) ** 2
 
 
+def canary_requests_corrected(*, n: float, p0: float, p1: float, k: float) -> float:
+    """Fleiss's continuity-corrected sample size (requests) from the normal formula's `n`:
+    n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ (k n (p₁ − p₀)))]², with (k + 1) ÷ k → 1 as k → ∞.
+    792.4 for 1% → 2%, k = ∞: 889.4."""
+    ratio = 1.0 if math.isinf(k) else (k + 1) / k
+    return n / 4 * (1 + math.sqrt(1 + 2 * ratio / (n * (p1 - p0)))) ** 2
+
+
 def lognormal_sigma(*, p50: float, p99: float) -> float:
     """σ of a lognormal whose median is `p50` and 99th percentile `p99` (same unit): ln(p99 ÷
     p50) ÷ z₀.₉₉. 200 ms and 1 s: ln 5 ÷ 2.3263 = 0.6918."""
@@ -100,7 +119,12 @@ def canary_model(*, request_rate: float, canary_share: float, error_rate: float,
     sigma = lognormal_sigma(p50=p50_ms, p99=p99_ms)
     above = share_above_p99(sigma=sigma, slowdown=p99_regression)
     n_latency = canary_requests(p0=1 - P99, p1=above, k=k, confidence=confidence, power=power)
-    n = max(n_errors, n_latency)
+    n_normal = max(n_errors, n_latency)
+    # The plan uses the continuity-corrected sizes: a canary expects only a handful of events.
+    n_errors_cc = canary_requests_corrected(n=n_errors, p0=error_rate, p1=error_rate_regressed,
+                                            k=k)
+    n_latency_cc = canary_requests_corrected(n=n_latency, p0=1 - P99, p1=above, k=k)
+    n = max(n_errors_cc, n_latency_cc)
     canary_rate = request_rate * f
     seconds = math.ceil(n) / canary_rate
     # One whole replica is the smallest canary a replica-level router can make: its share of
@@ -108,8 +132,10 @@ def canary_model(*, request_rate: float, canary_share: float, error_rate: float,
     canary_replicas = max(1, math.ceil(f * replicas))
     return {
         "k": k, "z_confidence": z_of(confidence), "z_power": z_of(power),
-        "n_errors": n_errors, "n_latency": n_latency, "n": n,
-        "binding": "error rate" if n_errors >= n_latency else "p99 latency",
+        "n_errors": n_errors, "n_latency": n_latency, "n_normal": n_normal,
+        "n_errors_cc": n_errors_cc, "n_latency_cc": n_latency_cc, "n": n,
+        "expected_errors": n_errors * error_rate, "expected_above": n_latency * (1 - P99),
+        "binding": "error rate" if n_errors_cc >= n_latency_cc else "p99 latency",
         "sigma": sigma, "above_p99": above,
         "p99_regressed_ms": p99_ms * p99_regression,
         "canary_rate": canary_rate, "seconds": seconds,
@@ -192,10 +218,18 @@ def canary(**inputs: object) -> Result:
              f"{percent_format(c['above_p99'])} of requests above {number_format(k['p99_ms'])} "
              "ms", c["n_latency"], "requests",
              count_format(math.ceil(c["n_latency"]), "request")),
+        Step("Few events: the normal approximation runs short",
+             f"if nothing changed the canary would see {number_format(c['expected_errors'])} "
+             f"errors and {number_format(c['expected_above'])} requests above the p99 in "
+             "those samples; Fleiss's continuity correction n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ "
+             f"(k n (p₁ − p₀)))]² gives {number_format(math.ceil(c['n_errors_cc']))} and "
+             f"{number_format(math.ceil(c['n_latency_cc']))}",
+             math.ceil(c["n_errors_cc"]), "requests",
+             count_format(math.ceil(c["n_errors_cc"]), "request")),
         Step(f"Canary needs (the {c['binding']} binds)",
-             f"max({number_format(math.ceil(c['n_errors']))}, "
-             f"{number_format(math.ceil(c['n_latency']))})", math.ceil(c["n"]), "requests",
-             count_format(math.ceil(c["n"]), "request")),
+             f"max({number_format(math.ceil(c['n_errors_cc']))}, "
+             f"{number_format(math.ceil(c['n_latency_cc']))}), corrected", math.ceil(c["n"]),
+             "requests", count_format(math.ceil(c["n"]), "request")),
         Step("Canary duration", f"{number_format(math.ceil(c['n']))} requests ÷ "
              f"{requests_rate_text(c['canary_rate'])}", c["seconds"], "s",
              seconds_format(c["seconds"])),
@@ -215,7 +249,10 @@ def canary(**inputs: object) -> Result:
     )
     values = {
         "canary_rate": c["canary_rate"], "requests_errors": math.ceil(c["n_errors"]),
-        "requests_latency": math.ceil(c["n_latency"]), "requests": math.ceil(c["n"]),
+        "requests_latency": math.ceil(c["n_latency"]),
+        "requests_errors_corrected": math.ceil(c["n_errors_cc"]),
+        "requests_latency_corrected": math.ceil(c["n_latency_cc"]),
+        "expected_errors": c["expected_errors"], "requests": math.ceil(c["n"]),
         "binding": c["binding"], "sigma": c["sigma"], "share_above_p99": c["above_p99"],
         "p99_regressed_ms": c["p99_regressed_ms"], "seconds": c["seconds"],
         "extra_errors": c["extra_errors"], "canary_replicas": c["canary_replicas"],
@@ -228,5 +265,6 @@ def canary(**inputs: object) -> Result:
     return Result(values=values, steps=steps)
 
 
-__all__ = ["canary", "canary_checked", "canary_model", "canary_requests", "requests_rate_text",
+__all__ = ["canary", "canary_checked", "canary_model", "canary_requests",
+           "canary_requests_corrected", "requests_rate_text",
            "errors_rule_of_three", "lognormal_sigma", "share_above_p99", "z_of"]

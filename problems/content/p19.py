@@ -77,7 +77,7 @@ def _durations(inputs: dict, share: float) -> tuple[float, float]:
     k = canary_checked(**{**inputs, "canary_share": share})
     c = canary_model(**k)
     rate = c["canary_rate"]
-    return math.ceil(c["n_errors"]) / rate / 60, math.ceil(c["n_latency"]) / rate / 60
+    return math.ceil(c["n_errors_cc"]) / rate / 60, math.ceil(c["n_latency_cc"]) / rate / 60
 
 
 def canary_plots(*, inputs: dict, result) -> tuple[Plot, ...]:  # noqa: ANN001
@@ -96,7 +96,7 @@ def canary_plots(*, inputs: dict, result) -> tuple[Plot, ...]:  # noqa: ANN001
     needed = []
     for t in targets:
         k = canary_checked(**{**inputs, "error_rate_regressed": t})
-        needed.append(float(math.ceil(canary_model(**k)["n_errors"])))
+        needed.append(float(math.ceil(canary_model(**k)["n_errors_cc"])))
     size = Plot(
         title="Smaller regressions need far more requests",
         x_title="Error rate to catch (%)", y_title="Canary requests", y_log=True,
@@ -110,9 +110,11 @@ CALCULATOR = calculator_register(Calculator(
     slug=SLUG,
     title="Canary: how many requests, and how long, to catch a regression",
     explanation=("A one-sided two-proportion test between the canary and the rest of the "
-                 "fleet. A p99 slowdown is tested as a rise in the share of requests slower "
-                 "than today's p99, with latencies taken as lognormal. Change the share and "
-                 "watch the duration fall while the requests needed barely move."),
+                 "fleet, sized by the normal approximation and then continuity-corrected, "
+                 "since a canary sees only a handful of errors. A p99 slowdown is tested as a "
+                 "rise in the share of requests slower than today's p99, with latencies taken "
+                 "as lognormal. Change the share and watch the duration fall while the "
+                 "requests needed barely move."),
     inputs=INPUTS, compute=canary, plots=canary_plots, listed=False, order=190,
     api_path="/canary",
     api_summary="Canary sample size and duration for error-rate and p99 gates"))
@@ -124,6 +126,9 @@ SOURCES: list[tuple[str, str]] = [
     ("Fleiss, Levin and Paik, 'Statistical Methods for Rates and Proportions', 3rd ed., Wiley "
      "2003, ch. 4 (sample sizes for comparing two proportions)",
      "https://onlinelibrary.wiley.com/doi/book/10.1002/0471445428"),
+    ("Fleiss, Tytun and Ury, 'A Simple Approximation for Calculating Sample Sizes for "
+     "Comparing Independent Proportions', Biometrics 36(2), 1980 (the continuity-corrected "
+     "size for unequal arms)", "https://doi.org/10.2307/2529990"),
     ("Hanley and Lippman-Hand, 'If Nothing Goes Wrong, Is Everything All Right?', JAMA 249(13), "
      "1983 (the rule of three)", "https://doi.org/10.1001/jama.1983.03330370053031"),
     ("Argo Rollouts, 'Analysis & Progressive Delivery' (automated canary analysis and "
@@ -197,6 +202,10 @@ def figures(inputs: dict) -> dict:
         "n_errors_text": f"{r['requests_errors']:,}",
         "n_latency_text": f"{r['requests_latency']:,}",
         "n_text": f"{r['requests']:,}", "binding": r["binding"],
+        "expected_errors_text": number_format(r["expected_errors"]),
+        "expected_above_text": number_format(c["expected_above"]),
+        "n_errors_cc_text": f"{r['requests_errors_corrected']:,}",
+        "n_latency_cc_text": f"{r['requests_latency_corrected']:,}",
         "sigma_text": number_format(c["sigma"]),
         "above_text": percent_format(c["above_p99"]),
         "duration_text": seconds_format(r["seconds"]),

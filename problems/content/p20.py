@@ -53,29 +53,36 @@ INPUTS: tuple[Input, ...] = (
                maximum=600.0, help="From asking the cloud for a GPU machine to it running your "
                "container; 0 for a node already up. An assumption: measure yours."),
     real_input("image_gb", "Container image", unit="GB", initial=10.0, api=10.0,
-               maximum=1_000.0, help="CUDA, PyTorch and the engine make images of several GB."),
+               maximum=1_000.0, help="CUDA, PyTorch and the engine make images of several "
+               "GB. An assumption: measure yours."),
     real_input("image_gbps", "Image pull bandwidth", unit="GB/s", initial=0.5, api=0.5,
-               minimum=0.001, maximum=1_000.0),
+               minimum=0.001, maximum=1_000.0, help="From the registry to the node, "
+               "unpacking included. An assumption: measure yours."),
     real_input("load_gbps", "Weight load bandwidth", unit="GB/s", initial=1.0, api=1.0,
                minimum=0.001, maximum=1_000.0,
-               help="For the whole replica: object storage or a network disk, often about "
-                    "1 GB/s per node, an assumption."),
+               help="For the whole replica, from object storage or a network disk. An "
+                    "assumption: measure yours. Bytes ÷ this bandwidth is a floor on the "
+                    "load (no parsing, no copies counted)."),
     real_input("warmup_seconds", "Engine warm-up", unit="s", initial=60.0, api=60.0,
                maximum=36_000.0, help="KV pool allocation, CUDA graph capture or compilation, "
-               "a first request."),
+               "a first request. An assumption: measure yours."),
     real_input("react_seconds", "Time for the autoscaler to react", unit="s", initial=60.0,
-               api=60.0, maximum=36_000.0, help="Metric scrape, averaging window, decision."),
+               api=60.0, maximum=36_000.0, help="Metric scrape, averaging window, decision. "
+               "An assumption: read your autoscaler's settings."),
     real_input("load_rps", "Load now", unit="requests/s", initial=40.0, api=40.0,
                maximum=1e7),
     real_input("replica_rps", "What one replica serves", unit="requests/s", initial=2.0,
-               api=2.0, maximum=1e6, help="At the latency target, from a benchmark."),
+               api=2.0, maximum=1e6, help="At the latency target, from a benchmark. An "
+               "assumption: measure yours."),
     real_input("utilisation", "Busiest a replica may run", unit="fraction", initial=0.7,
                api=0.7, minimum=0.05, maximum=1.0),
     real_input("ramp_per_minute", "Ramp", unit="fraction of the load per minute",
                initial=0.02, api=0.02, maximum=1.0,
-               help="0.02: load grows by 2% of today's each minute (doubles in 50)."),
+               help="0.02: load grows by 2% of today's each minute (doubles in 50). An "
+                    "assumption: read it off your traffic's steepest hour."),
     real_input("warm_start_seconds", "Joining from a warm pool", unit="s", initial=10.0,
-               api=10.0, maximum=36_000.0, help="A loaded replica added to the router."),
+               api=10.0, maximum=36_000.0, help="A loaded replica added to the router. An "
+               "assumption."),
     real_input("standby_cost", "Standby cost of a pooled replica", unit="fraction",
                initial=1.0, api=1.0, maximum=1.0,
                help="1: a loaded GPU idling costs as much as a busy one. 0.5: one pool "
@@ -155,7 +162,8 @@ DAY_INPUTS: tuple[Input, ...] = (
     real_input("warm_start_minutes", "Joining from the pool", unit="minutes", initial=0.5,
                api=0.5, maximum=60.0),
     real_input("replica_rps", "What one replica serves", unit="requests/s", initial=2.0,
-               api=2.0, maximum=10_000.0),
+               api=2.0, maximum=10_000.0, help="At full load within the latency target, from a "
+               "benchmark; queued requests are served at this rate. An assumption."),
     real_input("utilisation", "Target utilisation", unit="fraction", initial=0.7, api=0.7,
                minimum=0.05, maximum=1.0),
     real_input("cooldown_minutes", "Cool-down before scaling in", unit="minutes",
@@ -163,7 +171,8 @@ DAY_INPUTS: tuple[Input, ...] = (
     real_input("ttft_slo_s", "Time to first token target", unit="s", initial=2.0, api=2.0,
                minimum=0.01, maximum=600.0),
     real_input("base_ttft_s", "Time to first token with no queue", unit="s", initial=0.4,
-               api=0.4, maximum=60.0),
+               api=0.4, maximum=60.0, help="Prefill and the first step; a request's time to "
+               "first token is this plus its wait in the queue. An assumption."),
     whole_input("gpus_per_replica", "GPUs per replica", unit="GPUs", initial=4, api=4,
                 maximum=64),
     real_input("price_per_hour", "GPU price", unit="$ per GPU-hour", initial=2.5, api=2.5,
@@ -339,6 +348,17 @@ def day_note(*, inputs: dict, result: Result) -> str:
     rows = {row["policy"]: row for row in result.values["rows"]}
     reactive = rows["reactive"]
     pool = rows["warm_pool"]
+    static = rows["static"]
+    most = max(rows.values(), key=lambda row: row["gpu_hours"])
+    static_text = ("Static sizing for the peak (spike included) "
+                   + ("never queued" if static["peak_backlog"] <= 0 else "still queued")
+                   + (" and paid the most GPU-hours." if most is static else
+                      f", yet the {most['name']} policy paid more GPU-hours "
+                      f"({number_format(round(most['gpu_hours']))} against "
+                      f"{number_format(round(static['gpu_hours']))}): "
+                      + ("its standby replicas are paid like running ones."
+                         if most["policy"] == "warm_pool" else
+                         "replicas booting and waiting out cool-downs are paid too.")))
     worst = number_format(round(reactive["peak_backlog"]))
     predicted = number_format(round(reactive["predicted_backlog"]))
     return (f"The reactive policy's worst queue was {worst} requests against {predicted} "
@@ -350,8 +370,9 @@ def day_note(*, inputs: dict, result: Result) -> str:
             "spike, the noise changes the load minute by minute, replicas come in whole numbers "
             "and join only at whole two-minute steps of the simulation, and the queue only "
             "starts once the ready capacity, kept below full by the target utilisation, is "
-            "used up. Static sizing for the peak (spike included) never queues "
-            "and pays the most GPU-hours.")
+            "used up. The queue-depth policy runs its replicas near full, so its queue, and the "
+            "replicas it asks for, may already have started before the spike: its prediction "
+            "is the loosest. " + static_text)
 
 
 DAY = calculator_register(Calculator(
@@ -360,7 +381,11 @@ DAY = calculator_register(Calculator(
     explanation=("A numpy simulator on the web server (no worker): a daily curve with noise "
                  "and a sudden spike, the same for every policy; each new replica becomes "
                  "ready a cold start after it is asked for, and each surplus is released after "
-                 "a cool-down. Requests that find no capacity wait in a queue."),
+                 "a cool-down. Requests that find no capacity wait in a first-come queue, "
+                 "served at the full rate of the replicas ready at each moment (including "
+                 "those that join while they wait); each request's time to first token is its "
+                 "wait plus the no-queue time, and the p99 and the share over the target are "
+                 "taken over every request."),
     inputs=DAY_INPUTS, compute=day_policies, plots=day_plots, note=day_note, listed=False,
     order=201, api_path="/autoscaling-policies",
     api_summary="Autoscaling policies compared on a day with a spike"))
@@ -395,6 +420,11 @@ def engine_load_figures(measured: dict | None, *, load_bandwidth: float) -> dict
         "load_warmup_text": seconds_format(float(measured["warmup_seconds"])),
         "load_device": measured.get("device", "cpu"),
         "load_bytes_time_text": seconds_format(file_bytes / load_bandwidth),
+        # "Nearly all fixed work" only when the bytes at that bandwidth are under a tenth of
+        # the measured load; otherwise the page gives their share.
+        "load_fixed_mostly": file_bytes / load_bandwidth < 0.1 * float(measured["load_seconds"]),
+        "load_bytes_share_text": percent_format(
+            min(1.0, file_bytes / load_bandwidth / max(float(measured["load_seconds"]), 1e-9))),
     }
 
 

@@ -9,9 +9,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytes
 
 
 def test_rollout_runs_to_finished_with_its_events_in_order(site, celery_worker_process):
+    """A faithful INT8 copy passes the offline gate and meets traffic; half its requests made to
+    fail, the error gate rolls it back after a few waves."""
     status, started = site.request("POST", "/demos/rollout/runs",
-                                   {"candidate": "draft", "requests": 16,
-                                    "canary_percent": 50})
+                                   {"candidate": "int8", "requests": 16,
+                                    "canary_percent": 50, "inject_error_rate": 0.5})
     assert status == 201, started
     reader = site.events_open(started["events_url"])
     seen = reader.until(lambda e: e.type in ("finished", "failed", "cancelled"))
@@ -21,9 +23,25 @@ def test_rollout_runs_to_finished_with_its_events_in_order(site, celery_worker_p
     assert types[:4] == ["started", "version_loaded", "version_loaded", "evaluated"]
     assert set(types[4:-3]) == {"window"} and types[-3:] == ["gate", "plot", "finished"]
     finished = seen[-1].data
-    assert finished["decision"] == "rollback" and finished["candidate"] == "draft"
+    assert finished["decision"] == "rollback" and finished["rule"] == "errors"
+    assert finished["candidate"] == "int8"
     state = run_wait_state(site, started["run_id"], {"finished"})
     assert state["demo"] == "rollout" and state["params"]["requests"] == 16
+
+
+def test_a_draft_candidate_is_stopped_before_any_traffic(site, celery_worker_process):
+    status, started = site.request("POST", "/demos/rollout/runs",
+                                   {"candidate": "draft", "requests": 16,
+                                    "canary_percent": 50})
+    assert status == 201, started
+    reader = site.events_open(started["events_url"])
+    seen = reader.until(lambda e: e.type in ("finished", "failed", "cancelled"))
+    reader.close()
+    assert [e.type for e in seen] == ["started", "version_loaded", "version_loaded",
+                                      "evaluated", "gate", "plot", "finished"]
+    finished = seen[-1].data
+    assert finished["decision"] == "rollback" and finished["rule"] == "quality"
+    assert finished["requests"] == {"current": 0, "candidate": 0}
 
 
 def test_rollout_parameters_are_checked(site):

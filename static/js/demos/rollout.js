@@ -112,7 +112,7 @@
               api.count(d.documents, "held-out document") + ", " + d.positions.toLocaleString("en-US") +
               " predicted tokens. The candidate's next-token choice agrees with the current model's " +
               percent(d.agreement) + " of the time; mean KL " + number(d.kl_mean) + " nats per token.";
-            progress.textContent = "Traffic is flowing.";
+            progress.textContent = "Evaluation set scored: the offline gate decides whether any traffic reaches the candidate.";
           },
           window: function (d) {
             ["current", "candidate"].forEach(function (v) {

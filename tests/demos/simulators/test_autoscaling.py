@@ -12,6 +12,7 @@ from demos.simulators.autoscaling import (
     Spike,
     demand_curve,
     diurnal_beta,
+    fluid_waits,
     simulate,
 )
 
@@ -141,3 +142,92 @@ def test_the_longest_queue_is_reported():
     assert run["peak_backlog"] == pytest.approx(26_400)
     assert spike_backlog(demand_rps=50, capacity_rps=10, react_seconds=60,
                          start_seconds=600) == pytest.approx(run["peak_backlog"])
+
+
+# Waits, hand-worked for the fluid first-come queue (every request's wait, not step averages).
+
+def test_one_overloaded_step_spreads_its_waits_evenly():
+    """1,200 requests in one minute (20/s) against 10/s, then none: the request arriving at t
+    is served at 2t, so waits run evenly from 0 to 60 s: mean 30 s, p99 59.4 s, and a quarter
+    of the requests wait over 45 s. A step average would call every request's wait 30 s."""
+    waits = fluid_waits(arrivals=np.array([1200.0, 0.0, 0.0]),
+                        service_rps=np.array([10.0, 10.0, 10.0]),
+                        backlog_start=np.array([0.0, 600.0, 0.0]), step_seconds=60)
+    assert waits["mean"][0] == pytest.approx(30.0)
+    assert waits["quantile"](0.99) == pytest.approx(59.4, abs=1e-6)
+    assert waits["share_above"](45.0) == pytest.approx(0.25)
+
+
+def test_replicas_that_join_while_a_request_waits_shorten_its_wait():
+    """20 requests/s for two minutes; 10/s served, then 40/s from minute 2. The x-th request
+    arrives at x/20 s; up to x = 1,200 it is served at x/10 (wait 0–60 s), beyond that at
+    120 + (x − 1,200)/40 (wait 90 − x/40: 60 falling to 30 s). Step means 30 and 45 s; share
+    over 45 s = ½ × ¼ + ½ × ½ = 37.5%; p99: (60 − s)/40 = 1% at s = 59.6 s. Draining the
+    second minute's queue at the old 10/s would have said 90 s."""
+    waits = fluid_waits(arrivals=np.array([1200.0, 1200.0, 0.0, 0.0]),
+                        service_rps=np.array([10.0, 10.0, 40.0, 40.0]),
+                        backlog_start=np.array([0.0, 600.0, 1200.0, 0.0]), step_seconds=60)
+    assert waits["mean"][:2] == pytest.approx([30.0, 45.0])
+    assert waits["share_above"](45.0) == pytest.approx(0.375)
+    assert waits["quantile"](0.99) == pytest.approx(59.6, abs=1e-6)
+
+
+def test_a_queue_left_at_the_end_drains_at_the_last_rate_or_never():
+    drained = fluid_waits(arrivals=np.array([1200.0]), service_rps=np.array([10.0]),
+                          backlog_start=np.array([0.0]), step_seconds=60)
+    assert drained["mean"][0] == pytest.approx(30.0)
+    stuck = fluid_waits(arrivals=np.array([1200.0]), service_rps=np.array([0.0]),
+                        backlog_start=np.array([0.0]), step_seconds=60)
+    assert math.isinf(stuck["quantile"](0.99)) and stuck["share_above"](1e9) == 1.0
+
+
+def test_p99_and_the_slo_share_count_every_request():
+    """A fixed replica of 10/s meets one minute of 20/s: waits 0–60 s evenly, plus 0.5 s of
+    prefill: p99 59.9 s; with a 45.5 s target, a quarter of the requests miss it."""
+    rate = np.array([20.0] + [0.0] * 9)
+    demand = {"minute": np.arange(10, dtype=float), "smooth": rate, "rate": rate}
+    run = simulate(demand=demand, step_minutes=1, pool=POOL,
+                   policy=Policy(kind="static", static_replicas=1), base_ttft_seconds=0.5,
+                   ttft_slo_seconds=45.5)
+    assert run["p99_ttft"] == pytest.approx(59.9, abs=1e-6)
+    assert run["slo_miss_share"] == pytest.approx(0.25)
+    assert run["ttft"][0] == pytest.approx(30.5)
+
+
+def test_the_reactive_step_test_waits_are_worked_by_hand():
+    """The step of test_a_rise_is_met_exactly_one_cold_start_later: from minute 30 (T = 0) 50
+    requests/s arrive, 10/s are served until minute 41 (T = 660 s), then 50/s, so the 26,400
+    queued never drain. A request arriving at T waits 4T while T ≤ 132 s (served at 5T), then
+    528 s (= 26,400 ÷ 50) for good. Minute 30's requests wait 120 s on average, minute 40's
+    528 s (draining at the 10/s ready then would have said 2,520 s); p99 528 s; over a 60 s
+    target: everything from T = 15 s on, (270,000 − 750) of 288,000 requests."""
+    run = simulate(demand=flat_then_step(10, 50, 30), step_minutes=1, pool=POOL,
+                   policy=Policy(kind="reactive", cold_start_minutes=10),
+                   ttft_slo_seconds=60.0)
+    assert run["ttft"][30] == pytest.approx(120.0)
+    assert run["ttft"][40] == pytest.approx(528.0)
+    assert run["ttft"][100] == pytest.approx(528.0)
+    assert run["p99_ttft"] == pytest.approx(528.0, abs=1e-6)
+    assert run["slo_miss_share"] == pytest.approx((270_000 - 750) / 288_000)
+
+
+def test_a_replica_is_paid_for_from_the_moment_it_is_asked_for():
+    """The same step: 1 replica all 120 minutes, 4 more asked for at minute 31 (booting until
+    41, then ready): (120 + 4 × 89) replica-minutes × 2 GPUs ÷ 60 = 15.87 GPU-hours."""
+    run = simulate(demand=flat_then_step(10, 50, 30), step_minutes=1, pool=POOL,
+                   policy=Policy(kind="reactive", cold_start_minutes=10))
+    assert run["booting"][31:41].tolist() == [4] * 10 and run["booting"][41] == 0
+    assert run["gpu_hours"] == pytest.approx((120 + 4 * 89) * 2 / 60)
+
+
+def test_a_warm_pool_refills_with_cold_starts_and_is_paid_throughout():
+    """Two pooled replicas join a minute after the rise is seen (minute 31 → 32) while two cold
+    ones refill the pool (ready at 41), and two more for the fleet boot cold: paid all along,
+    1 + 2 replicas before the rise, 1 + 2 + 2 + 2 while everything is in flight."""
+    run = simulate(demand=flat_then_step(10, 50, 30), step_minutes=1, pool=POOL,
+                   policy=Policy(kind="warm_pool", cold_start_minutes=10, warm_pool=2,
+                                 warm_start_minutes=1))
+    assert run["paid"][10] == 3
+    assert run["ready"][31] == 1 and run["ready"][32] == 3 and run["ready"][41] == 5
+    assert run["standby"][31] == 2 and run["standby"][45] == 2
+    assert run["paid"][35] == 7

@@ -8,6 +8,7 @@ from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.rollout import (
     canary,
     canary_requests,
+    canary_requests_corrected,
     errors_rule_of_three,
     lognormal_sigma,
     share_above_p99,
@@ -56,16 +57,23 @@ def test_rule_of_three():
 
 def test_the_canary_at_the_defaults():
     """1 request/s of canary traffic; 1,663 requests for the error rate, 551 for p99 (1,500 →
-    1,875 ms moves 2.25% above the old p99): errors bind, 1,663 s = 27.7 min; 1,663 × 0.5% =
-    8.3 extra failures; one canary replica of 20."""
+    1,875 ms moves 2.25% above the old p99) by the normal formula. Only 8.3 errors expected in
+    1,663, so the plan takes Fleiss's correction: 40 ÷ (19 × 1,662.55 × 0.005) = 0.25326,
+    1,662.55 ÷ 4 × (1 + √1.25326)² = 1,867.1 → 1,868; for p99, 40 ÷ (19 × 550.39 × 0.012545)
+    = 0.3049 → 631.5 → 632. Errors bind: 1,868 s = 31.1 min; 1,868 × 0.5% = 9.34 extra
+    failures; one canary replica of 20."""
     r = canary(**DEFAULTS)
     assert r["canary_rate"] == pytest.approx(1.0)
     assert r["requests_errors"] == 1663
     assert r["requests_latency"] == 551
+    assert r["expected_errors"] == pytest.approx(8.313, abs=1e-3)
+    assert r["requests_errors_corrected"] == 1868
+    assert r["requests_latency_corrected"] == 632
+    assert r["requests"] == 1868
     assert r["share_above_p99"] == pytest.approx(0.0225, abs=1e-4)
     assert r["binding"] == "error rate"
-    assert r["seconds"] == pytest.approx(1663)
-    assert r["extra_errors"] == pytest.approx(8.315)
+    assert r["seconds"] == pytest.approx(1868)
+    assert r["extra_errors"] == pytest.approx(9.34)
     assert r["canary_replicas"] == 1
     assert r["blue_green_gpus"] == 40
 
@@ -92,3 +100,21 @@ def test_request_rates_read_as_words():
 
     assert requests_rate_text(1.0) == "1 request/s"
     assert requests_rate_text(2.5) == "2.5 requests/s"
+
+
+def test_the_continuity_correction_closes_most_of_the_gap_to_the_exact_test():
+    """1% → 2% against a known baseline, one-sided 95%, 80% power: the normal formula says
+    792.4; Fleiss's correction (1 + √(1 + 2 ÷ (792.4 × 0.01)))² ÷ 4 = 1.1225× → 889.5; the exact
+    binomial test first reaches 80% power at n = 905 (reject at 15 or more errors: P(X ≥ 15 |
+    905, 1%) ≤ 5%, P(X ≥ 15 | 905, 2%) ≥ 80%)."""
+    from math import comb
+
+    n = canary_requests(p0=0.01, p1=0.02, k=math.inf, confidence=0.95, power=0.8)
+    corrected = canary_requests_corrected(n=n, p0=0.01, p1=0.02, k=math.inf)
+    assert corrected == pytest.approx(889.5, abs=0.1)
+
+    def above(c: int, size: int, p: float) -> float:
+        return 1 - sum(comb(size, x) * p**x * (1 - p) ** (size - x) for x in range(c))
+
+    assert above(15, 905, 0.01) <= 0.05 and above(15, 905, 0.02) >= 0.8
+    assert n < corrected < 905

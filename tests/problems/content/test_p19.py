@@ -30,14 +30,15 @@ def test_all_nine_sections_are_written(client) -> None:
 
 
 def test_figures_equal_the_api(client) -> None:
-    """1,663 requests for the error gate, 551 for p99, 27.7 min at 1 request/s
-    (test_rollout.py works them by hand)."""
+    """1,663 requests for the error gate, 551 for p99, corrected to 1,868 and 632 for so few
+    events: 31.1 min at 1 request/s (test_rollout.py works them by hand)."""
     worked = worked_text(client)
     body = api_get(client, "canary")
     assert body["requests_errors"] == 1663 and body["requests_latency"] == 551
     assert f"{body['requests_errors']:,} requests" in worked
     assert f"{body['requests_latency']:,} requests" in worked
-    assert "27.7 min at 1 request/s" in worked
+    assert "1,868 and 632 requests" in worked and "8.31 errors" in worked
+    assert "31.1 min at 1 request/s" in worked
     assert "the error rate binds" in worked
 
 
@@ -93,3 +94,11 @@ def test_two_versions_on_one_gpu_names_the_driver_total(client) -> None:
     concepts = text_of(section_html(problem_html(page_get(client), 19), 19, "concepts"))
     assert "85.5 GB as the driver reports it; the datasheet says 80 GB" in concepts
     assert "leaves 64.5 GB for the KV cache" in concepts
+
+
+def test_the_canary_is_assigned_by_user_and_the_page_says_why(client) -> None:
+    """A staff answer routes the canary by user or conversation: the concepts, the answer, what
+    the interviewer listens for and the mistakes all carry it."""
+    problem = problem_html(page_get(client), 19)
+    for slug in ("concepts", "answer", "listens", "mistakes"):
+        assert "by user" in text_of(section_html(problem, 19, slug)), slug

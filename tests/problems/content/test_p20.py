@@ -140,3 +140,45 @@ def test_the_streamer_source_says_it_stages_through_a_cpu_buffer() -> None:
     copies tensors to the GPU while others are still being read (not straight to the GPU)."""
     (title,) = [t for t, _ in p20.SOURCES if "Model Streamer" in t]
     assert "CPU buffer" in title and "straight to GPU" not in title
+
+
+def test_every_cold_start_figure_without_a_source_is_called_an_assumption() -> None:
+    """FACTS.md holds no node, image, load-bandwidth or warm-up times: each is an input the
+    learner edits, and its help says it is an assumption (no "often about" without a source)."""
+    assumed = ("node_minutes", "image_gb", "image_gbps", "load_gbps", "warmup_seconds",
+               "react_seconds", "ramp_per_minute", "warm_start_seconds", "fast_load_gbps",
+               "replica_rps", "price_per_hour")
+    helps = {i.name: i.help for i in p20.INPUTS}
+    for name in assumed:
+        assert "assumption" in helps[name], name
+    assert "often about" not in " ".join(helps.values())
+
+
+def test_the_weights_time_is_called_a_floor_at_both_bandwidths(client) -> None:
+    worked = worked_text(client)
+    assert "(a floor," in worked and "again a floor" in worked
+    steps = {s["label"]: s for s in api_get(client, "cold-start")["steps"]}
+    assert steps["Weights (a floor at this bandwidth)"]["display"] == "2.35 min"
+    assert "again a floor" in steps["Faster loading instead: cold start"]["expression"]
+    assert "assumed" in steps["Node"]["expression"]
+
+
+def test_the_note_says_which_policy_paid_most_as_it_was(client) -> None:
+    """At the defaults the static fleet pays the most; a warm pool of 200 four-GPU replicas on
+    standby all day (200 × 4 × 24 = 19,200 GPU-hours at least) pays more than it."""
+    demo = text_of(section_html(problem_html(page_get(client), 20), 20, "demo"))
+    assert "never queued and paid the most GPU-hours" in demo
+    query = calculator_query(p20.DAY, p20.DEMO_PREFIX, warm_pool=200)
+    demo = text_of(section_html(problem_html(page_get(client, query), 20), 20, "demo"))
+    assert "yet the warm pool + reactive policy paid more GPU-hours" in demo
+    assert "paid the most GPU-hours" not in demo
+
+
+def test_the_workers_load_is_called_fixed_work_only_when_it_is() -> None:
+    """21.6 MB at 1 GB/s is 21.6 ms: under a tenth of a 2.5 s load, so "nearly all fixed"; at
+    0.01 GB/s it is 2.16 s, 86.5% of the load, and the page gives that share instead."""
+    measured = {"model": "course-lm", "device": "cpu", "file_bytes": 21_613_472,
+                "load_seconds": 2.5, "warmup_seconds": 1.25}
+    assert p20.engine_load_figures(measured, load_bandwidth=1e9)["load_fixed_mostly"]
+    slow = p20.engine_load_figures(measured, load_bandwidth=1e7)
+    assert not slow["load_fixed_mostly"] and slow["load_bytes_share_text"] == "86.5%"
