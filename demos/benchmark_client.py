@@ -11,11 +11,16 @@ measures this course's /v1, a vLLM, SGLang or TensorRT-LLM server, and the demo'
 the worker. Every request asks for exactly `output_tokens` (`ignore_eos`, vLLM's extension,
 sent in the body) at temperature 0, so every server generates the same amount of text.
 
-What is measured per request (seconds, on the client's monotonic clock): TTFT from sending to
-the first chunk with text; ITL, each gap between chunks with text (a server that sends several
-tokens in one chunk shows one gap for them, as with vLLM's client); TPOT, (E2E − TTFT) ÷
-(output tokens − 1), the output tokens from the server's usage when it reports them; E2E from
-sending to the end of the stream.
+What is measured per request (seconds, on the client's monotonic clock), as `vllm bench serve`
+measures it: TTFT from sending to the first chunk that carries a token; ITL, each gap between
+two such chunks (a server that sends several tokens in one chunk shows one gap for them); E2E
+from sending to the last such chunk, so E2E = TTFT + the sum of the gaps (the usage chunk and
+`[DONE]` after it are not timed); TPOT, (E2E − TTFT) ÷ (output tokens − 1), the output tokens
+from the server's usage when it reports them. A chunk carries a token when it has a choice
+whose text is not empty or which is not yet finished (a token can decode to no text); a closing
+chunk with no text and a finish reason carries none: vLLM's server puts the finish reason on
+the last token's chunk, this course's servers send it alone, and timing it would add a gap of
+almost nothing to every request.
 """
 
 import argparse
@@ -95,7 +100,8 @@ async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: 
             extra_body={"ignore_eos": True})
         async for chunk in stream:
             now = time.perf_counter()
-            if chunk.choices and chunk.choices[0].text:
+            choice = chunk.choices[0] if chunk.choices else None
+            if choice is not None and (choice.text or choice.finish_reason is None):
                 chunks += 1
                 if last is None:
                     record["ttft"] = now - start
@@ -105,15 +111,14 @@ async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: 
             if getattr(chunk, "usage", None):
                 record["prompt_tokens"] = chunk.usage.prompt_tokens
                 record["output_tokens"] = chunk.usage.completion_tokens
-        end = time.perf_counter()
     except Exception as exc:  # a failed request is counted as failed, never as fast
         record["error"] = f"{exc.__class__.__name__}: {exc}"[:300]
         return record
     if record["ttft"] is None:
-        record["error"] = "no text came back"
+        record["error"] = "no token came back"
         return record
     record["output_tokens"] = record["output_tokens"] or chunks
-    record["e2e"] = end - start
+    record["e2e"] = last - start
     n = record["output_tokens"]
     record["tpot"] = (record["e2e"] - record["ttft"]) / (n - 1) if n > 1 else None
     record["ok"] = True

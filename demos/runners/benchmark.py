@@ -179,8 +179,12 @@ def _point(summary: dict, *, backend: str, mode: str, level: float, output_token
     for name in ("ttft", "tpot", "itl", "e2e"):
         for key in (f"mean_{name}", f"p50_{name}", f"p90_{name}", f"p99_{name}"):
             stats[key] = summary[key]
+    sent = summary.get("achieved_send_rate")
     return {"backend": backend, "mode": mode, "level": None if math.isinf(level) else level,
             "label": _level_label(mode, level),
+            # The rate this point's draw really sent at: n requests over the n − 1 gaps from
+            # the first send (at time zero) to the last.
+            "sent_rate": sent if sent is not None and math.isfinite(sent) else None,
             "predicted_output_throughput": expected_output_throughput(
                 mode=mode, level=level, output_tokens=output_tokens,
                 mean_e2e_s=summary["mean_e2e"]),
@@ -256,17 +260,22 @@ def _note(points: list[dict], *, mode: str, levels: list[float], batch: int) -> 
              f"and a batch (here up to {batch}) starts with only the requests already waiting; "
              "continuous batching adds a new request at the next step. ")
     if mode == "rate":
-        text += ("Below capacity, measured throughput sits at or under the prediction (rate × "
-                 "output length): the first tokens come a TTFT after each arrival and the last "
-                 "ones after the final send, so a short run's edges count at full length in the "
-                 "time and not in full in the tokens; where a backend falls clearly below it, "
-                 "its queue was growing.")
+        draws = [(x, get("engine", _level_label(mode, x))) for x in levels if math.isfinite(x)]
+        sent = [f"{p['sent_rate']:.3g} against {x:g}" for x, p in draws
+                if p and p.get("sent_rate")]
+        text += ("Measured throughput can sit above or below the prediction (rate × output "
+                 "length). Above: the client sends its first request at once, so a point's "
+                 "requests span one gap fewer than their number, and a short Poisson draw runs "
+                 "fast or slow"
+                 + (f" (this run's draws sent at {', '.join(sent)} requests/s)" if sent else "")
+                 + ". Below: the decoding after the last send counts in the time, and a backend "
+                 "that cannot keep up falls behind as its queue grows.")
     else:
         text += ("At fixed concurrency the prediction is Little's law with each backend's "
-                 "own mean E2E, so both backends match it almost by construction, apart from "
-                 "the start and the end of the run; a closed loop never offers more than its "
-                 "concurrency, so the slower backend simply receives fewer requests per "
-                 "second instead of a queue.")
+                 "own mean E2E (the bars show the engine's), so each backend matches its own "
+                 "almost by construction, apart from the start and the end of the run; a "
+                 "closed loop never offers more than its concurrency, so the slower backend "
+                 "simply receives fewer requests per second instead of a queue.")
     return text
 
 
