@@ -116,7 +116,8 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     try:
         hf_backend = HFStaticBackend(
             model_path, batch_size=int(params["static_batch"]), decode=decoder.decode,
-            eos_token_id=getattr(config, "eos_token_id", None))
+            eos_token_id=getattr(config, "eos_token_id", None),
+            device=str(machine.get("device", "cpu")))
     except BaseException:
         engine_backend.stop()
         raise

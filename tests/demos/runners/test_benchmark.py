@@ -86,3 +86,22 @@ def test_the_rate_note_allows_a_draw_that_sent_faster_than_the_rate() -> None:
     text = _note(points, mode="rate", levels=[2.0], batch=8)
     assert "above or below" in text and "2.2 against 2 requests/s" in text
     assert "at or under" not in text
+
+
+def test_hugging_face_runs_on_the_engines_device(own, recorder, monkeypatch) -> None:
+    """Review: the methodology says both backends ran on the same device, but generate was
+    always loaded on the CPU, so a GPU worker would have set its engine against a CPU."""
+    import worker.bench_backends as backends
+
+    seen = {}
+
+    def refuse(self, model_path, **kwargs):  # noqa: ANN001, ANN003
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(backends.HFStaticBackend, "__init__", refuse)
+    engine, machine = own
+    with pytest.raises(RuntimeError, match="stop here"):
+        benchmark_run(engine=engine, machine={**machine, "device": "cuda:0"}, params=TINY,
+                      ctx=recorder.context())
+    assert seen["device"] == "cuda:0"
