@@ -31,6 +31,7 @@ import uuid
 from demos.runners.base import RunCancelled, RunContext, RunOutcome, engine_error_raise
 from demos.schema import ParamSchema, ParamSpec
 from problems.arithmetic.catalog.prices import price_example_get
+from problems.arithmetic.serving_metrics import metrics_prediction
 
 TICK_S = 0.5
 WINDOW_S = 2.0
@@ -223,6 +224,8 @@ def _tick(*, now: float, stats: dict, last_prefix: tuple, finished: list[dict],
     hits = stats["prefix_cache_hits"] - last_prefix[1]
     recent = [r for r in finished if r["done_at"] >= now - WINDOW_S]
     tokens = sum(1 for t in token_times if t >= now - WINDOW_S)
+    from problems.arithmetic.serving_metrics import measured_cost
+
     span = min(WINDOW_S, now) or 1e-9
     done = len(finished)
     return {
@@ -236,27 +239,17 @@ def _tick(*, now: float, stats: dict, last_prefix: tuple, finished: list[dict],
         "tpot": _quantiles([r["tpot"] for r in recent if r["tpot"] is not None]),
         "e2e": _quantiles([r["e2e"] for r in recent if r["e2e"] is not None]),
         # The worker priced as one rented GPU, paid for the whole run so far.
-        "cost_per_request": price / 3600 * now / done if done else None,
+        "cost_per_request": measured_cost(price_per_hour=price, seconds=now, requests=done,
+                                          output_tokens=0)["per_request"],
         "metrics_text": _metrics_lines(),
     }
-
-
-def metrics_prediction(*, rate: float, output_tokens: int, prompt_tokens: int,
-                       prefix_share: float, prefix_tokens: int, block_size: int,
-                       mean_e2e_s: float) -> dict:
-    """What simple arithmetic predicts for a run: output tokens/s = rate × output length;
-    requests in the engine = rate × mean E2E (Little's law); prefix-cache hit rate = the shared
-    share × the prefix's whole cache blocks ÷ the prompt."""
-    cached = (prefix_tokens // block_size) * block_size
-    return {"tokens_per_s": rate * output_tokens, "in_system": rate * mean_e2e_s,
-            "hit_rate": prefix_share * cached / prompt_tokens}
 
 
 def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
              token_times: list[float], ticks: list[dict], gauge_samples: list[tuple],
              duration: float, end: float, block: int, prefix_len: int, price: float,
              stats: dict) -> dict:
-    from problems.arithmetic.serving_metrics import percentile
+    from problems.arithmetic.serving_metrics import measured_cost, percentile
 
     n = len(finished)
     offered = len(arrivals) / duration
@@ -282,15 +275,15 @@ def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
                                                            if r[name] is not None]) else None}
                for name in ("ttft", "tpot", "e2e", "queue_time")}
     output_total = sum(r["output_tokens"] for r in finished)
-    cost = price / 3600 * end
+    cost = measured_cost(price_per_hour=price, seconds=end, requests=n,
+                         output_tokens=output_total)
     return {
         "requests": len(arrivals), "finished": n, "offered_rate": offered,
         "duration_s": duration, "wall_s": end, "latency": latency,
         "predicted": predicted, "measured": measured,
-        "cost": {"price_per_hour": price, "run_dollars": cost,
-                 "per_request": cost / n if n else None,
-                 "per_million_output_tokens": cost / output_total * 1e6 if output_total
-                 else None},
+        "cost": {"price_per_hour": price, "run_dollars": cost["dollars"],
+                 "per_request": cost["per_request"],
+                 "per_million_output_tokens": cost["per_million_output_tokens"]},
         "kv_blocks_free": int(stats["kv_blocks_free"]),
         "kv_blocks_total": int(stats["kv_blocks_total"]),
         "plots": _plots(ticks, predicted=predicted, measured=measured),

@@ -9,11 +9,11 @@ from demos.runners.metrics import (
     PARAMS,
     arrivals_draw,
     gauges_time_average,
-    metrics_prediction,
     metrics_run,
     prompts_build,
 )
 from demos.schema import ParamError
+from problems.arithmetic.serving_metrics import metrics_prediction
 from tests.demos.runners.conftest import engine_idle
 
 SMALL = {**PARAMS.defaults(), "rate": 6.0, "duration_s": 1.0, "prompt_tokens": 40,
