@@ -105,3 +105,32 @@ def test_hugging_face_runs_on_the_engines_device(own, recorder, monkeypatch) -> 
         benchmark_run(engine=engine, machine={**machine, "device": "cuda:0"}, params=TINY,
                       ctx=recorder.context())
     assert seen["device"] == "cuda:0"
+
+
+def test_no_prompt_is_tokenized_under_the_engines_lock_while_measuring(own, recorder,
+                                                                      monkeypatch) -> None:
+    """Review: both servers tokenized each request through the engine's lock, which waits for
+    the step under way while the engine (and only the engine) is busy: a few ms of TTFT against
+    it. Every prompt is now tokenized before the warm-up."""
+    from worker.engine_loop import EngineClient
+
+    calls = []
+    original = EngineClient.encode_prompt
+
+    def counted(self, prompt, **kwargs):  # noqa: ANN001, ANN003
+        calls.append(prompt)
+        return original(self, prompt, **kwargs)
+
+    monkeypatch.setattr(EngineClient, "encode_prompt", counted)
+    at_warmup = []
+    publish = recorder.publish
+
+    def spy(type: str, data: dict, stream: int | None = None) -> None:  # noqa: A002
+        if type == "warmup" and not at_warmup:
+            at_warmup.append(len(calls))
+        publish(type, data, stream)
+
+    recorder.publish = spy
+    engine, machine = own
+    benchmark_run(engine=engine, machine=machine, params=TINY, ctx=recorder.context())
+    assert at_warmup[0] == len(calls) == 2 + 4  # the warm-up's two and the point's four
