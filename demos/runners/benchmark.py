@@ -81,6 +81,7 @@ def methodology(*, params: dict, machine: dict, client_label: str) -> list[list[
          "each load point", same],
         ["output length", f"exactly {params['output_tokens']} tokens (ignore_eos)", same],
         ["decoding", "greedy (temperature 0)", same],
+        ["graphs and compilation", "none: eager PyTorch", same],
         ["client", client_label, same],
         ["where it is measured", "at the client, streaming", same],
         ["warm-up", f"{WARMUP_REQUESTS} requests, discarded", same],
