@@ -100,6 +100,33 @@ def test_each_request_is_timed_as_vllm_bench_serve_times_it(monkeypatch) -> None
     assert record["tpot"] == pytest.approx((0.8 - 0.5) / 2)
 
 
+def test_ignore_eos_can_be_left_out_for_a_server_that_refuses_it(capsys) -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from demos.benchmark_client import _one, main
+
+    sent = {}
+
+    class Client:
+        class completions:  # noqa: N801 (the openai client's shape)
+            @staticmethod
+            async def create(**kwargs):
+                sent.update(kwargs)
+
+                async def chunks():
+                    yield SimpleNamespace(choices=[SimpleNamespace(text="x", finish_reason=None)],
+                                          usage=None)
+                return chunks()
+
+    record = asyncio.run(_one(Client(), model="m", prompt="p", output_tokens=1, sent_at=0.0,
+                              ignore_eos=False))
+    assert record["ok"] and sent["extra_body"] is None
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--no-ignore-eos" in capsys.readouterr().out
+
+
 def test_run_sync_works_where_an_event_loop_already_runs() -> None:
     """Playwright's sync API (the browser tests) and notebooks leave a loop running in the
     thread: the client then runs its own loop in a thread of its own."""
