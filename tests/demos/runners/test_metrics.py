@@ -81,6 +81,11 @@ def test_a_small_load_runs_to_its_summary(serving, client, recorder) -> None:
     # first can find them, none can find more.
     assert 0 <= s["measured"]["hit_rate"] <= s["predicted"]["hit_rate"] == pytest.approx(0.8)
     assert s["predicted"]["tokens_per_s"] == pytest.approx(s["offered_rate"] * 4)
+    # The hourly price the learner set, paid for the run's wall time, shared by its requests.
+    price = SMALL["price_per_hour"]
+    assert s["cost"]["per_request"] == pytest.approx(price / 3600 * s["wall_s"] / s["finished"])
+    assert s["cost"]["per_million_output_tokens"] == pytest.approx(
+        price / 3600 * s["wall_s"] / (s["finished"] * 4) * 1e6)
     assert len(s["plots"]) == 4 and s["note"]
     assert "vllm:generation_tokens_total" in s["metrics_text"]
     assert "vllm:request_time_per_output_token_seconds_count" in s["metrics_text"]
