@@ -19,12 +19,35 @@ import math
 from pathlib import Path
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
-from demos.schema import ParamSchema, ParamSpec
+from demos.schema import ParamError, ParamSchema, ParamSpec
 
 RATES = (("1", "1"), ("2", "2"), ("4", "4"), ("8", "8"), ("16", "16"),
          ("inf", "all at once"))
 CONCURRENCIES = (("1", "1"), ("2", "2"), ("4", "4"), ("8", "8"), ("16", "16"))
 WARMUP_REQUESTS = 2
+# The share of the run's time limit that a sweep's arrivals alone may take (both backends).
+ARRIVALS_SHARE_OF_LIMIT = 1 / 3
+
+def arrivals_seconds(values: dict) -> float:
+    """Seconds a rate sweep spends sending at its Poisson rates, both backends together: each
+    point's requests span (requests − 1) gaps of mean 1 ÷ rate ("all at once" takes none)."""
+    if values["mode"] != "rate":
+        return 0.0
+    rates = [float(r) for r in values["rates"] if r != "inf"]
+    return 2 * sum((values["requests"] - 1) / rate for rate in rates)
+
+
+def _sweep_check(values: dict) -> None:
+    from demos.conf import demo_setting
+
+    budget = float(demo_setting("DEMO_RUN_TIME_LIMIT")) * ARRIVALS_SHARE_OF_LIMIT
+    needed = arrivals_seconds(values)
+    if needed > budget:
+        raise ParamError("rates", f"at these rates {values['requests']} requests take about "
+                         f"{needed:.0f} s just to send on the two backends, over the "
+                         f"{budget:.0f} s a run can spare: choose higher rates or fewer "
+                         "requests")
+
 
 PARAMS = ParamSchema(
     specs=(
@@ -49,6 +72,7 @@ PARAMS = ParamSchema(
     work=lambda v: 2 * (len(v["rates"] if v["mode"] == "rate" else v["concurrencies"])
                         * v["requests"] + WARMUP_REQUESTS)
     * (v["input_tokens"] + v["output_tokens"]),
+    check=_sweep_check,
 )
 
 

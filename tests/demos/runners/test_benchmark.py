@@ -134,3 +134,17 @@ def test_no_prompt_is_tokenized_under_the_engines_lock_while_measuring(own, reco
     engine, machine = own
     benchmark_run(engine=engine, machine=machine, params=TINY, ctx=recorder.context())
     assert at_warmup[0] == len(calls) == 2 + 4  # the warm-up's two and the point's four
+
+
+def test_a_sweep_too_slow_to_send_in_the_time_limit_is_refused_naming_the_rates() -> None:
+    """Review: 32 requests at 1 and 2 requests/s take (31 + 15.5) × 2 backends = 93 s only to
+    send, past the 90 s a run may take, so the form accepted a run that could only fail."""
+    from demos.runners.benchmark import arrivals_seconds
+
+    assert arrivals_seconds({"mode": "rate", "rates": ["1", "2", "inf"],
+                             "requests": 32}) == pytest.approx(93.0)
+    with pytest.raises(ParamError) as error:
+        PARAMS.parse({"rates": ["1", "2"], "requests": 32})
+    assert error.value.field == "rates" and "93 s" in error.value.message
+    PARAMS.parse({})  # the defaults: (11/2 + 11/8) × 2 = 13.75 s
+    PARAMS.parse({"mode": "concurrency", "rates": ["1", "2"], "requests": 32})
