@@ -63,7 +63,6 @@ def test_each_request_is_timed_as_vllm_bench_serve_times_it(monkeypatch) -> None
     ITL between such chunks, E2E to the last of them (not to the end of the stream), TPOT =
     (E2E − TTFT) ÷ (tokens − 1) with the server's token count; a closing chunk with no text
     and a finish reason, the usage chunk and the end of the stream are not timed."""
-    import asyncio
     from types import SimpleNamespace
 
     import demos.benchmark_client as bench
@@ -90,8 +89,9 @@ def test_each_request_is_timed_as_vllm_bench_serve_times_it(monkeypatch) -> None
                         yield c
                 return chunks()
 
-    record = asyncio.run(bench._one(Client(), model="m", prompt="p", output_tokens=3,
-                                    sent_at=0.0))
+    # run_sync: the browser tests' Playwright may already run a loop in this thread.
+    record = bench.run_sync(bench._one(Client(), model="m", prompt="p", output_tokens=3,
+                                       sent_at=0.0))
     assert record["ok"] and record["output_tokens"] == 3 and record["prompt_tokens"] == 5
     assert record["ttft"] == pytest.approx(0.5)
     assert record["itl"] == pytest.approx([0.1, 0.2])
@@ -101,10 +101,9 @@ def test_each_request_is_timed_as_vllm_bench_serve_times_it(monkeypatch) -> None
 
 
 def test_ignore_eos_can_be_left_out_for_a_server_that_refuses_it(capsys) -> None:
-    import asyncio
     from types import SimpleNamespace
 
-    from demos.benchmark_client import _one, main
+    from demos.benchmark_client import _one, main, run_sync
 
     sent = {}
 
@@ -119,8 +118,8 @@ def test_ignore_eos_can_be_left_out_for_a_server_that_refuses_it(capsys) -> None
                                           usage=None)
                 return chunks()
 
-    record = asyncio.run(_one(Client(), model="m", prompt="p", output_tokens=1, sent_at=0.0,
-                              ignore_eos=False))
+    record = run_sync(_one(Client(), model="m", prompt="p", output_tokens=1, sent_at=0.0,
+                           ignore_eos=False))
     assert record["ok"] and sent["extra_body"] is None
     with pytest.raises(SystemExit):
         main(["--help"])
