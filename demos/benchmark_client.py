@@ -9,13 +9,19 @@ and output-token throughput, and goodput at the SLOs given.
 Plain Python (no Django, no torch): the official `openai` client over HTTP, so the same code
 measures this course's /v1, a vLLM, SGLang or TensorRT-LLM server, and the demo's backends on
 the worker. Every request asks for exactly `output_tokens` (`ignore_eos`, vLLM's extension,
-sent in the body) at temperature 0, so every server generates the same amount of text.
+sent in the body; `--no-ignore-eos` leaves it out for a server that refuses it, and the output
+lengths then vary) at temperature 0, so every server generates the same amount of text.
 
-What is measured per request (seconds, on the client's monotonic clock): TTFT from sending to
-the first chunk with text; ITL, each gap between chunks with text (a server that sends several
-tokens in one chunk shows one gap for them, as with vLLM's client); TPOT, (E2E − TTFT) ÷
-(output tokens − 1), the output tokens from the server's usage when it reports them; E2E from
-sending to the end of the stream.
+What is measured per request (seconds, on the client's monotonic clock), as `vllm bench serve`
+measures it: TTFT from sending to the first chunk that carries a token; ITL, each gap between
+two such chunks (a server that sends several tokens in one chunk shows one gap for them); E2E
+from sending to the last such chunk, so E2E = TTFT + the sum of the gaps (the usage chunk and
+`[DONE]` after it are not timed); TPOT, (E2E − TTFT) ÷ (output tokens − 1), the output tokens
+from the server's usage when it reports them. A chunk carries a token when it has a choice
+whose text is not empty or which is not yet finished (a token can decode to no text); a closing
+chunk with no text and a finish reason carries none: vLLM's server puts the finish reason on
+the last token's chunk, this course's servers send it alone, and timing it would add a gap of
+almost nothing to every request.
 """
 
 import argparse
@@ -82,7 +88,8 @@ def arrival_times(*, count: int, rate: float, seed: int) -> list[float]:
     return out
 
 
-async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: float) -> dict:  # noqa: ANN001
+async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: float,  # noqa: ANN001
+               ignore_eos: bool = True) -> dict:
     record = {"ok": False, "ttft": None, "tpot": None, "itl": [], "e2e": None,
               "prompt_tokens": None, "output_tokens": 0, "error": None, "sent_at": sent_at}
     start = time.perf_counter()
@@ -92,10 +99,11 @@ async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: 
         stream = await client.completions.create(
             model=model, prompt=prompt, max_tokens=output_tokens, temperature=0.0,
             stream=True, stream_options={"include_usage": True},
-            extra_body={"ignore_eos": True})
+            extra_body={"ignore_eos": True} if ignore_eos else None)
         async for chunk in stream:
             now = time.perf_counter()
-            if chunk.choices and chunk.choices[0].text:
+            choice = chunk.choices[0] if chunk.choices else None
+            if choice is not None and (choice.text or choice.finish_reason is None):
                 chunks += 1
                 if last is None:
                     record["ttft"] = now - start
@@ -105,15 +113,14 @@ async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: 
             if getattr(chunk, "usage", None):
                 record["prompt_tokens"] = chunk.usage.prompt_tokens
                 record["output_tokens"] = chunk.usage.completion_tokens
-        end = time.perf_counter()
     except Exception as exc:  # a failed request is counted as failed, never as fast
         record["error"] = f"{exc.__class__.__name__}: {exc}"[:300]
         return record
     if record["ttft"] is None:
-        record["error"] = "no text came back"
+        record["error"] = "no token came back"
         return record
     record["output_tokens"] = record["output_tokens"] or chunks
-    record["e2e"] = end - start
+    record["e2e"] = last - start
     n = record["output_tokens"]
     record["tpot"] = (record["e2e"] - record["ttft"]) / (n - 1) if n > 1 else None
     record["ok"] = True
@@ -123,7 +130,8 @@ async def _one(client, *, model: str, prompt: str, output_tokens: int, sent_at: 
 async def load_point(*, base_url: str, model: str, prompts: list[str], output_tokens: int,
                      request_rate: float = math.inf, max_concurrency: int | None = None,
                      api_key: str = "none", seed: int = 0, ttft_slo_s: float | None = None,
-                     tpot_slo_s: float | None = None, timeout_s: float = 120.0) -> dict:
+                     tpot_slo_s: float | None = None, timeout_s: float = 120.0,
+                     ignore_eos: bool = True) -> dict:
     """Send every prompt once (Poisson arrivals at `request_rate`, at most `max_concurrency`
     in flight when given) and summarise: the summary of benchmark_summary plus the mode, the
     achieved send rate and every request's record."""
@@ -140,10 +148,10 @@ async def load_point(*, base_url: str, model: str, prompts: list[str], output_to
             await asyncio.sleep(delay)
         if gate is None:
             return await _one(client, model=model, prompt=prompt, output_tokens=output_tokens,
-                              sent_at=time.perf_counter() - start)
+                              sent_at=time.perf_counter() - start, ignore_eos=ignore_eos)
         async with gate:
             return await _one(client, model=model, prompt=prompt, output_tokens=output_tokens,
-                              sent_at=time.perf_counter() - start)
+                              sent_at=time.perf_counter() - start, ignore_eos=ignore_eos)
 
     try:
         records = await asyncio.gather(*(send(p, t) for p, t in zip(prompts, times,
@@ -162,11 +170,11 @@ async def load_point(*, base_url: str, model: str, prompts: list[str], output_to
 
 
 async def warm_up(*, base_url: str, model: str, api_key: str, prompts: list[str],
-                  output_tokens: int) -> None:
+                  output_tokens: int, ignore_eos: bool = True) -> None:
     """Requests whose results are thrown away: first-call costs (allocations, graph capture,
     compilation) are paid before anything is measured."""
     await load_point(base_url=base_url, model=model, prompts=prompts,
-                     output_tokens=output_tokens, api_key=api_key)
+                     output_tokens=output_tokens, api_key=api_key, ignore_eos=ignore_eos)
 
 
 def run_sync(coroutine):  # noqa: ANN001, ANN201
@@ -260,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2, help="requests sent first, unmeasured")
     parser.add_argument("--slo-ttft-ms", type=float, default=None)
     parser.add_argument("--slo-tpot-ms", type=float, default=None)
+    parser.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false",
+                        help="do not send ignore_eos (a server that refuses it); output "
+                             "lengths then depend on where each answer ends")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", dest="json_path", help="write every point's summary here")
     args = parser.parse_args(argv)
@@ -272,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     warm = prompts[:args.warmup]
     if warm:
         run_sync(warm_up(base_url=args.base_url, model=model, api_key=args.api_key,
-                            prompts=warm, output_tokens=args.output_tokens))
+                            prompts=warm, output_tokens=args.output_tokens,
+                            ignore_eos=args.ignore_eos))
     points = []
     for i, rate in enumerate(args.request_rate):
         measured = prompts[args.warmup + i * n:args.warmup + (i + 1) * n]
@@ -281,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             output_tokens=args.output_tokens, request_rate=rate,
             max_concurrency=args.max_concurrency, api_key=args.api_key, seed=args.seed,
             ttft_slo_s=args.slo_ttft_ms / 1e3 if args.slo_ttft_ms else None,
-            tpot_slo_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None))
+            tpot_slo_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms else None,
+            ignore_eos=args.ignore_eos))
         print(report(summary))
         points.append({k: v for k, v in summary.items() if k != "requests"})
     if args.json_path:

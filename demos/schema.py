@@ -97,6 +97,8 @@ class ParamSchema:
 
     specs: tuple[ParamSpec, ...]
     work: Callable[[dict], int] = field(default=lambda values: 0)
+    # A check across fields, on the cleaned values: raises ParamError naming the field to fix.
+    check: Callable[[dict], None] = field(default=lambda values: None)
 
     def defaults(self) -> dict:
         return {spec.name: spec.default for spec in self.specs}
@@ -110,6 +112,7 @@ class ParamSchema:
             raise ParamError(unknown[0], "is not a parameter of this demo")
         values = {spec.name: spec.clean(raw[spec.name]) if spec.name in raw else spec.default
                   for spec in self.specs}
+        self.check(values)
         return SchemaParams(values=values, work_tokens=int(self.work(values)))
 
 

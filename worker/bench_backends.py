@@ -87,12 +87,16 @@ class HFStaticBackend:
     title = "Hugging Face generate, static batches"
 
     def __init__(self, model_path: str, *, batch_size: int, decode: Callable[[list[int]], str],
-                 pad_token_id: int = 0, eos_token_id: int | None = None) -> None:
+                 pad_token_id: int = 0, eos_token_id: int | None = None,
+                 device: str = "cpu") -> None:
         import torch
         from transformers import AutoModelForCausalLM
 
         self.torch = torch
+        self.device = device  # the engine's device: a GPU engine against a CPU generate is no
+        # comparison of batching
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+        self.model.to(device)
         self.model.eval()
         self.batch_size = batch_size
         self.decode = decode
@@ -184,6 +188,7 @@ class HFStaticBackend:
 
         eos = self.eos_token_id
         ignore_all = all(p.ignore_eos for p in batch)
+        ids, mask = ids.to(self.device), mask.to(self.device)
         with torch.inference_mode():
             self.model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=longest,

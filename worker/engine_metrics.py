@@ -4,7 +4,8 @@ Names follow vLLM's v1 engine (vllm/v1/metrics/loggers.py), so dashboards and al
 for vLLM read this engine too: gauges of running and waiting requests and KV-cache usage (a
 fraction, 1 = full), counters of prefix-cache queries and hits (in tokens), prompt and
 generation tokens and preemptions, and histograms of time to first token, inter-token
-latency, end-to-end latency and queue time (seconds). Labels: `model_name`, `engine`.
+latency (one observation per gap), time per output token (one per request: the mean of its
+gaps), end-to-end latency and queue time (seconds). Labels: `model_name`, `engine`.
 
 Each worker keeps its own registry, fed from the engine loop's events; it publishes the
 registry's text to Redis (`metrics_publish`) every second, and the web process serves every
@@ -79,6 +80,10 @@ class EngineMetrics:
         self.itl = histogram("vllm:inter_token_latency_seconds",
                              "Seconds between consecutive output tokens of a request.",
                              _ITL_BUCKETS)
+        # vLLM's per-request TPOT (decode time ÷ (output tokens − 1)), beside the per-gap ITL.
+        self.tpot = histogram("vllm:request_time_per_output_token_seconds",
+                              "Each request's mean gap between output tokens (its TPOT).",
+                              _ITL_BUCKETS)
         self.e2e = histogram("vllm:e2e_request_latency_seconds",
                              "Seconds from arrival to the end of a request.", _REQUEST_BUCKETS)
         self.queue_time = histogram("vllm:request_queue_time_seconds",
@@ -106,8 +111,11 @@ class EngineMetrics:
                                          (m.get("queue_time"), self.queue_time)):
                     if value is not None:
                         histogram.observe(value)
-                for gap in m.get("itl", []):
+                gaps = m.get("itl") or []
+                for gap in gaps:
                     self.itl.observe(gap)
+                if gaps:  # a one-token answer has no gap, hence no TPOT
+                    self.tpot.observe(sum(gaps) / len(gaps))
             elif kind == "aborted":
                 self._prompt_len.pop(request_id, None)
         self.running.set(stats["num_requests_running"])

@@ -19,12 +19,35 @@ import math
 from pathlib import Path
 
 from demos.runners.base import RunCancelled, RunContext, RunOutcome
-from demos.schema import ParamSchema, ParamSpec
+from demos.schema import ParamError, ParamSchema, ParamSpec
 
 RATES = (("1", "1"), ("2", "2"), ("4", "4"), ("8", "8"), ("16", "16"),
          ("inf", "all at once"))
 CONCURRENCIES = (("1", "1"), ("2", "2"), ("4", "4"), ("8", "8"), ("16", "16"))
 WARMUP_REQUESTS = 2
+# The share of the run's time limit that a sweep's arrivals alone may take (both backends).
+ARRIVALS_SHARE_OF_LIMIT = 1 / 3
+
+def arrivals_seconds(values: dict) -> float:
+    """Seconds a rate sweep spends sending at its Poisson rates, both backends together: each
+    point's requests span (requests − 1) gaps of mean 1 ÷ rate ("all at once" takes none)."""
+    if values["mode"] != "rate":
+        return 0.0
+    rates = [float(r) for r in values["rates"] if r != "inf"]
+    return 2 * sum((values["requests"] - 1) / rate for rate in rates)
+
+
+def _sweep_check(values: dict) -> None:
+    from demos.conf import demo_setting
+
+    budget = float(demo_setting("DEMO_RUN_TIME_LIMIT")) * ARRIVALS_SHARE_OF_LIMIT
+    needed = arrivals_seconds(values)
+    if needed > budget:
+        raise ParamError("rates", f"at these rates {values['requests']} requests take about "
+                         f"{needed:.0f} s just to send on the two backends, over the "
+                         f"{budget:.0f} s a run can spare: choose higher rates or fewer "
+                         "requests")
+
 
 PARAMS = ParamSchema(
     specs=(
@@ -49,6 +72,7 @@ PARAMS = ParamSchema(
     work=lambda v: 2 * (len(v["rates"] if v["mode"] == "rate" else v["concurrencies"])
                         * v["requests"] + WARMUP_REQUESTS)
     * (v["input_tokens"] + v["output_tokens"]),
+    check=_sweep_check,
 )
 
 
@@ -75,11 +99,13 @@ def methodology(*, params: dict, machine: dict, client_label: str) -> list[list[
     return [
         ["model and weights", f"{model}, {dtype}", same],
         ["device", device, same],
-        ["tokenizer and prompt token ids", "one tokenizer for both", same],
+        ["tokenizer and prompt token ids", "one tokenizer for both, every prompt tokenized "
+         "before the measurement", same],
         ["prompts", f"held-out documents cut to {params['input_tokens']} tokens, fresh at "
          "each load point", same],
         ["output length", f"exactly {params['output_tokens']} tokens (ignore_eos)", same],
         ["decoding", "greedy (temperature 0)", same],
+        ["graphs and compilation", "none: eager PyTorch", same],
         ["client", client_label, same],
         ["where it is measured", "at the client, streaming", same],
         ["warm-up", f"{WARMUP_REQUESTS} requests, discarded", same],
@@ -107,8 +133,14 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     engine_backend = EngineBackend(engine)
     tokenizer_client = engine_backend.loop.client(owner="bench-tokenizer")
 
+    token_ids: dict[str, list[int]] = {}  # every prompt's ids, tokenized before measuring
+
     def tokenize(text: str) -> list[int]:
-        return tokenizer_client.encode_prompt(text, chat=False)
+        # A prompt tokenized up front costs both servers a lookup; any other text takes the
+        # engine's lock, which waits for the step under way while the engine is being measured.
+        if text not in token_ids:
+            token_ids[text] = tokenizer_client.encode_prompt(text, chat=False)
+        return token_ids[text]
 
     # A tokenizer of its own for the HF backend's text: never shared across threads.
     decoder = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
@@ -116,7 +148,8 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     try:
         hf_backend = HFStaticBackend(
             model_path, batch_size=int(params["static_batch"]), decode=decoder.decode,
-            eos_token_id=getattr(config, "eos_token_id", None))
+            eos_token_id=getattr(config, "eos_token_id", None),
+            device=str(machine.get("device", "cpu")))
     except BaseException:
         engine_backend.stop()
         raise
@@ -127,11 +160,13 @@ def benchmark_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> Ru
     ctx.publish("started", {"mode": mode, "levels": [_level_label(mode, x) for x in levels],
                             "backends": [{"name": s.backend.name, "title": s.backend.title}
                                          for s in servers], "methodology": rows})
-    prompts = prompts_make(count=WARMUP_REQUESTS + n * len(levels),
-                           input_tokens=int(params["input_tokens"]),
-                           tokenizer_path=str(Path(model_path) / "tokenizer.json"))
     points: list[dict] = []
     try:
+        prompts = prompts_make(count=WARMUP_REQUESTS + n * len(levels),
+                               input_tokens=int(params["input_tokens"]),
+                               tokenizer_path=str(Path(model_path) / "tokenizer.json"))
+        for prompt in prompts:
+            tokenize(prompt)
         for server in servers:
             _check(ctx)
             warm = run_sync(load_point(base_url=server.base_url, model=model_id,
@@ -179,8 +214,12 @@ def _point(summary: dict, *, backend: str, mode: str, level: float, output_token
     for name in ("ttft", "tpot", "itl", "e2e"):
         for key in (f"mean_{name}", f"p50_{name}", f"p90_{name}", f"p99_{name}"):
             stats[key] = summary[key]
+    sent = summary.get("achieved_send_rate")
     return {"backend": backend, "mode": mode, "level": None if math.isinf(level) else level,
             "label": _level_label(mode, level),
+            # The rate this point's draw really sent at: n requests over the n − 1 gaps from
+            # the first send (at time zero) to the last.
+            "sent_rate": sent if sent is not None and math.isfinite(sent) else None,
             "predicted_output_throughput": expected_output_throughput(
                 mode=mode, level=level, output_tokens=output_tokens,
                 mean_e2e_s=summary["mean_e2e"]),
@@ -256,17 +295,22 @@ def _note(points: list[dict], *, mode: str, levels: list[float], batch: int) -> 
              f"and a batch (here up to {batch}) starts with only the requests already waiting; "
              "continuous batching adds a new request at the next step. ")
     if mode == "rate":
-        text += ("Below capacity, measured throughput sits at or under the prediction (rate × "
-                 "output length): the first tokens come a TTFT after each arrival and the last "
-                 "ones after the final send, so a short run's edges count at full length in the "
-                 "time and not in full in the tokens; where a backend falls clearly below it, "
-                 "its queue was growing.")
+        draws = [(x, get("engine", _level_label(mode, x))) for x in levels if math.isfinite(x)]
+        sent = [f"{p['sent_rate']:.3g} against {x:g}" for x, p in draws
+                if p and p.get("sent_rate")]
+        text += ("Measured throughput can sit above or below the prediction (rate × output "
+                 "length). Above: the client sends its first request at once, so a point's "
+                 "requests span one gap fewer than their number, and a short Poisson draw runs "
+                 "fast or slow"
+                 + (f" (this run's draws sent at {', '.join(sent)} requests/s)" if sent else "")
+                 + ". Below: the decoding after the last send counts in the time, and a backend "
+                 "that cannot keep up falls behind as its queue grows.")
     else:
         text += ("At fixed concurrency the prediction is Little's law with each backend's "
-                 "own mean E2E, so both backends match it almost by construction, apart from "
-                 "the start and the end of the run; a closed loop never offers more than its "
-                 "concurrency, so the slower backend simply receives fewer requests per "
-                 "second instead of a queue.")
+                 "own mean E2E (the bars show the engine's), so each backend matches its own "
+                 "almost by construction, apart from the start and the end of the run; a "
+                 "closed loop never offers more than its concurrency, so the slower backend "
+                 "simply receives fewer requests per second instead of a queue.")
     return text
 
 

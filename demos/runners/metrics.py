@@ -1,17 +1,23 @@
 """Demo `metrics` (problem 16): a load the learner sets runs on the worker's shared engine, and
 a dashboard is fed by the engine's own metrics as it runs.
 
-Requests arrive as a Poisson process at `rate` for `duration_s`; each prompt is
+Requests arrive as a Poisson process at `rate` for `duration_s` (at least one); each prompt is
 `prompt_tokens` random token ids, and a `prefix_share` of the requests start with the same
 `prefix_tokens` (a common system prompt). Every output runs to exactly `output_tokens`
 (ignore_eos). The run's prefix-cache salt is its own, so nothing is cached when it starts.
 
 Every `TICK_S` the runner publishes a `tick`: the engine's state (waiting and running requests,
 KV-cache usage, the prefix-cache hit rate over the tick, all from `engine.stats()`, the same
-numbers the worker's /metrics registry reads), and this run's latency percentiles over the last
+numbers the worker's /metrics registry reads), this run's latency percentiles over the last
 `WINDOW_S` of finished requests (TTFT, TPOT, E2E as the engine measured them: the values its
-histograms observe), tokens per second and cost per request so far. The engine is shared, so
-other visitors' requests show in the engine's gauges as they would in production.
+histograms observe), tokens per second and cost per request so far, and the worker's /metrics
+lines for the dashboard's families at that moment (what a scrape of /metrics reads, within
+the second the worker takes to publish them). The engine is shared, so other visitors'
+requests show in the engine's gauges as they would in production.
+
+A load this worker cannot keep up with is cut short `CUT_MARGIN_S` before the run's time limit
+(no more sends, the rest aborted) and summarised with what finished, so a queue that grows
+without end still ends in a dashboard rather than a failed run.
 
 Events, in order: started; tick (several); the task then publishes finished with the summary
 (the dashboard's plots, measured against predicted, a sentence on why they differ, and the
@@ -25,9 +31,12 @@ import uuid
 from demos.runners.base import RunCancelled, RunContext, RunOutcome, engine_error_raise
 from demos.schema import ParamSchema, ParamSpec
 from problems.arithmetic.catalog.prices import price_example_get
+from problems.arithmetic.serving_metrics import metrics_prediction
 
 TICK_S = 0.5
 WINDOW_S = 2.0
+GAUGE_SAMPLE_S = 0.05  # how often the engine's gauges are read for the time-averaged queue
+CUT_MARGIN_S = 10.0  # seconds left for the summary when a load is cut short
 VOCAB_LOW, VOCAB_HIGH = 3, 1000  # ordinary token ids of the shipped model's vocabulary
 H100_PRICE = price_example_get("h100-sxm")
 
@@ -50,19 +59,24 @@ PARAMS = ParamSchema(
                   unit="$ per hour", help="As if it were one rented H100 "
                   f"({H100_PRICE.provider}, {H100_PRICE.as_of})."),
     ),
-    work=lambda v: int(round(v["rate"] * v["duration_s"])) * (v["prompt_tokens"]
-                                                               + v["output_tokens"]),
+    work=lambda v: max(1, int(round(v["rate"] * v["duration_s"]))) * (v["prompt_tokens"]
+                                                                       + v["output_tokens"]),
 )
 
 
 def arrivals_draw(*, rate: float, duration_s: float, seed: int) -> list[float]:
-    """Poisson arrival times in [0, duration_s): exponential gaps of mean 1/rate."""
-    rng = random.Random(seed)
-    times, t = [], rng.expovariate(rate)
-    while t < duration_s:
-        times.append(t)
-        t += rng.expovariate(rate)
-    return times
+    """Poisson arrival times in [0, duration_s): exponential gaps of mean 1/rate. A draw with no
+    arrival is drawn again (a Poisson process conditioned on at least one arrival), so even the
+    smallest load sends a request: at 0.5 requests/s for 1 s, 61% of plain draws are empty."""
+    for attempt in range(1000):
+        rng = random.Random(seed + 7919 * attempt)
+        times, t = [], rng.expovariate(rate)
+        while t < duration_s:
+            times.append(t)
+            t += rng.expovariate(rate)
+        if times:
+            return times
+    return [duration_s / 2]  # not reached in practice: 1,000 empty draws in a row
 
 
 def prompts_build(*, count: int, prompt_tokens: int, prefix_tokens: int, share: float,
@@ -121,8 +135,11 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
     finished: list[dict] = []
     token_times: list[float] = []  # seconds from the start, every output token of this run
     ticks: list[dict] = []
-    gauge_samples: list[tuple[int, int]] = []  # (running, waiting) at every tick
-    next_tick = TICK_S
+    # (seconds, running + waiting) every GAUGE_SAMPLE_S while requests arrive: the engine's
+    # gauges, time-averaged for Little's law.
+    gauge_samples: list[tuple[float, int]] = []
+    next_tick, next_gauge = TICK_S, 0.0
+    cut_at: float | None = None
     last_prefix = (stats0["prefix_cache_queries"], stats0["prefix_cache_hits"])
     try:
         while sent < len(arrivals) or requests:
@@ -136,6 +153,10 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
                 raise RunCancelled(ctx.cancels()["all"], summary={
                     "sent": sent, "finished": len(finished)})
             ctx.check_time()
+            if time.perf_counter() - ctx.started > ctx.time_limit_s - CUT_MARGIN_S:
+                cut_at = time.perf_counter() - start
+                client.close()  # the unfinished requests return their blocks at once
+                break
             wait = min(0.02, max(0.0, (arrivals[sent] - now) if sent < len(arrivals) else 0.02))
             for event in client.events(timeout=max(wait, 0.001)):
                 engine_error_raise(event)
@@ -156,12 +177,15 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
                         int(event.get("num_output_tokens", 0)),
                     })
             now = time.perf_counter() - start
+            if now < duration and now >= next_gauge:
+                stats = client.stats()  # waits for the engine's lock, between two steps
+                gauge_samples.append((now, int(stats["num_requests_running"])
+                                      + int(stats["num_requests_waiting"])))
+                next_gauge = now + GAUGE_SAMPLE_S
             if now >= next_tick:
                 # One read of the engine's state per tick, as a Prometheus scrape samples
                 # gauges: each read waits for the engine's lock, between two steps.
                 stats = client.stats()
-                gauge_samples.append((int(stats["num_requests_running"]),
-                                      int(stats["num_requests_waiting"])))
                 tick = _tick(now=now, stats=stats, last_prefix=last_prefix, finished=finished,
                              token_times=token_times, sent=sent, price=price)
                 last_prefix = (stats["prefix_cache_queries"], stats["prefix_cache_hits"])
@@ -177,10 +201,19 @@ def metrics_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunO
                   token_times=token_times, sent=sent, price=price)
     ticks.append(final)
     ctx.publish("tick", final)  # the dashboard's last sample, even for a run under a tick
-    return RunOutcome(state="finished", summary=_summary(
+    summary = _summary(
         params=params, arrivals=arrivals, finished=finished, token_times=token_times,
         ticks=ticks, gauge_samples=gauge_samples, duration=duration, end=end, block=block,
-        prefix_len=prefix_len, price=price, stats=stats))
+        prefix_len=prefix_len, price=price, stats=stats)
+    if cut_at is not None:
+        summary["cut_short"] = {"at_s": cut_at, "sent": sent, "unfinished": sent - len(finished)}
+        summary["note"] = (
+            f"This load was cut short at {cut_at:.3g} s, {CUT_MARGIN_S:g} s before the run's "
+            f"time limit: {sent} of {len(arrivals)} requests had been sent and "
+            f"{sent - len(finished)} were still waiting or running (aborted, their blocks "
+            "freed). This worker could not keep up with it, which is what a queue that only "
+            "grows looks like on a dashboard. " + summary["note"])
+    return RunOutcome(state="finished", summary=summary)
 
 
 def _tick(*, now: float, stats: dict, last_prefix: tuple, finished: list[dict],
@@ -191,6 +224,8 @@ def _tick(*, now: float, stats: dict, last_prefix: tuple, finished: list[dict],
     hits = stats["prefix_cache_hits"] - last_prefix[1]
     recent = [r for r in finished if r["done_at"] >= now - WINDOW_S]
     tokens = sum(1 for t in token_times if t >= now - WINDOW_S)
+    from problems.arithmetic.serving_metrics import measured_cost
+
     span = min(WINDOW_S, now) or 1e-9
     done = len(finished)
     return {
@@ -204,26 +239,17 @@ def _tick(*, now: float, stats: dict, last_prefix: tuple, finished: list[dict],
         "tpot": _quantiles([r["tpot"] for r in recent if r["tpot"] is not None]),
         "e2e": _quantiles([r["e2e"] for r in recent if r["e2e"] is not None]),
         # The worker priced as one rented GPU, paid for the whole run so far.
-        "cost_per_request": price / 3600 * now / done if done else None,
+        "cost_per_request": measured_cost(price_per_hour=price, seconds=now, requests=done,
+                                          output_tokens=0)["per_request"],
+        "metrics_text": _metrics_lines(),
     }
-
-
-def metrics_prediction(*, rate: float, output_tokens: int, prompt_tokens: int,
-                       prefix_share: float, prefix_tokens: int, block_size: int,
-                       mean_e2e_s: float) -> dict:
-    """What simple arithmetic predicts for a run: output tokens/s = rate × output length;
-    requests in the engine = rate × mean E2E (Little's law); prefix-cache hit rate = the shared
-    share × the prefix's whole cache blocks ÷ the prompt."""
-    cached = (prefix_tokens // block_size) * block_size
-    return {"tokens_per_s": rate * output_tokens, "in_system": rate * mean_e2e_s,
-            "hit_rate": prefix_share * cached / prompt_tokens}
 
 
 def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
              token_times: list[float], ticks: list[dict], gauge_samples: list[tuple],
              duration: float, end: float, block: int, prefix_len: int, price: float,
              stats: dict) -> dict:
-    from problems.arithmetic.serving_metrics import percentile
+    from problems.arithmetic.serving_metrics import measured_cost, percentile
 
     n = len(finished)
     offered = len(arrivals) / duration
@@ -236,8 +262,7 @@ def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
     in_window = sum(1 for t in token_times if t < duration)
     prompt_total = n * int(params["prompt_tokens"])
     cached_total = sum(r["cached"] for r in finished)
-    in_system = (sum(r + w for r, w in gauge_samples) / len(gauge_samples)
-                 if gauge_samples else 0.0)
+    in_system = gauges_time_average(gauge_samples, end=duration)
     measured = {"tokens_per_s": in_window / duration, "in_system": in_system,
                 "hit_rate": cached_total / prompt_total if prompt_total else 0.0}
 
@@ -250,15 +275,15 @@ def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
                                                            if r[name] is not None]) else None}
                for name in ("ttft", "tpot", "e2e", "queue_time")}
     output_total = sum(r["output_tokens"] for r in finished)
-    cost = price / 3600 * end
+    cost = measured_cost(price_per_hour=price, seconds=end, requests=n,
+                         output_tokens=output_total)
     return {
         "requests": len(arrivals), "finished": n, "offered_rate": offered,
         "duration_s": duration, "wall_s": end, "latency": latency,
         "predicted": predicted, "measured": measured,
-        "cost": {"price_per_hour": price, "run_dollars": cost,
-                 "per_request": cost / n if n else None,
-                 "per_million_output_tokens": cost / output_total * 1e6 if output_total
-                 else None},
+        "cost": {"price_per_hour": price, "run_dollars": cost["dollars"],
+                 "per_request": cost["per_request"],
+                 "per_million_output_tokens": cost["per_million_output_tokens"]},
         "kv_blocks_free": int(stats["kv_blocks_free"]),
         "kv_blocks_total": int(stats["kv_blocks_total"]),
         "plots": _plots(ticks, predicted=predicted, measured=measured),
@@ -266,6 +291,17 @@ def _summary(*, params: dict, arrivals: list[float], finished: list[dict],
                       prefix_len=prefix_len, duration=duration, mean_e2e=mean_e2e),
         "metrics_text": _metrics_lines(),
     }
+
+
+def gauges_time_average(samples: list[tuple[float, int]], *, end: float) -> float:
+    """The time average over [first sample, end) of a gauge read at the given times, each value
+    held until the next read (0 when there is no sample)."""
+    if not samples:
+        return 0.0
+    area = sum(value * (t_next - t) for (t, value), (t_next, _) in
+               zip(samples, samples[1:] + [(max(end, samples[-1][0]), 0)], strict=True))
+    span = max(end, samples[-1][0]) - samples[0][0]
+    return area / span if span > 0 else float(samples[0][1])
 
 
 def _plots(ticks: list[dict], *, predicted: dict, measured: dict) -> list[dict]:
@@ -336,10 +372,11 @@ def _note(*, predicted: dict, measured: dict, block: int, prefix_len: int, durat
                  f"{block}-token blocks are cached, the first shared request finds the cache "
                  "cold, a shared request admitted before the first one's prefill finished "
                  "finds nothing yet, and the draw of which requests share is random. ")
-    text += ("The requests in the engine are sampled from its gauges every "
-             f"{TICK_S:g} s, include other visitors' requests and the drain after the "
-             "arrivals stop, while Little's law holds exactly only for averages over a long "
-             "steady run.")
+    text += ("The requests in the engine are the engine's gauges read every "
+             f"{GAUGE_SAMPLE_S * 1e3:g} ms while requests arrive and averaged over that time; "
+             "they include other visitors' requests and the start, when the engine is still "
+             "filling, "
+             "while Little's law holds exactly only for averages over a long steady run.")
     return text
 
 
@@ -348,6 +385,7 @@ METRIC_NAMES = ("vllm:num_requests_running", "vllm:num_requests_waiting",
                 "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total",
                 "vllm:prefix_cache_hits_total", "vllm:generation_tokens_total",
                 "vllm:time_to_first_token_seconds_count", "vllm:time_to_first_token_seconds_sum",
+                "vllm:request_time_per_output_token_seconds_count",
                 "vllm:e2e_request_latency_seconds_count")
 
 

@@ -107,6 +107,30 @@ def goodput(requests: Sequence[dict], *, duration_s: float, ttft_slo_s: float | 
             "goodput": good / duration_s}
 
 
+def measured_cost(*, price_per_hour: float, seconds: float, requests: int,
+                  output_tokens: int) -> dict:
+    """What a measured stretch of serving cost (USD): the machine paid by the hour for
+    `seconds` of wall time, whatever it did meanwhile, shared among the `requests` it finished
+    and their `output_tokens`. Per request and per million output tokens are None when there
+    is nothing to share it among."""
+    dollars = price_per_hour / SECONDS_PER_HOUR * seconds
+    return {"dollars": dollars,
+            "per_request": dollars / requests if requests else None,
+            "per_million_output_tokens": dollars / output_tokens * 1e6 if output_tokens
+            else None}
+
+
+def metrics_prediction(*, rate: float, output_tokens: int, prompt_tokens: int,
+                       prefix_share: float, prefix_tokens: int, block_size: int,
+                       mean_e2e_s: float) -> dict:
+    """What simple arithmetic predicts for a run: output tokens/s = rate × output length;
+    requests in the engine = rate × mean E2E (Little's law); prefix-cache hit rate = the shared
+    share × the prefix's whole cache blocks ÷ the prompt."""
+    cached = (prefix_tokens // block_size) * block_size
+    return {"tokens_per_s": rate * output_tokens, "in_system": rate * mean_e2e_s,
+            "hit_rate": prefix_share * cached / prompt_tokens}
+
+
 def _price_check(price_per_hour: float) -> float:
     return number_check(price_per_hour, field="price_per_hour", maximum=PRICE_MAX)
 

@@ -114,6 +114,9 @@ CALCULATOR = calculator_register(Calculator(
 SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation: Production metrics (the names and types of vLLM's Prometheus "
      "metrics)", "https://docs.vllm.ai/en/latest/usage/metrics.html"),
+    ("vLLM documentation: Metrics design (the engine's TTFT counted from arrival_time, which "
+     "starts when tokenization begins; E2E to the final token)",
+     "https://docs.vllm.ai/en/latest/design/metrics.html"),
     ("vLLM source: vllm/v1/metrics/loggers.py (metric names, histogram buckets)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/metrics/loggers.py"),
     ("Prometheus documentation: Histograms and summaries (histogram_quantile, bucket "

@@ -93,6 +93,10 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM source: vllm/benchmarks/serve.py (TTFT, TPOT excluding the first token, ITL, "
      "E2E measured in the client; Poisson arrivals)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/benchmarks/serve.py"),
+    ("vLLM source: vllm/benchmarks/lib/endpoint_request_func.py (the client's clocks: TTFT at "
+     "the first streamed chunk with a choice, ITL between such chunks, E2E at the last one)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/benchmarks/lib/"
+     "endpoint_request_func.py"),
     ("NVIDIA GenAI-Perf (client-side LLM benchmarking of OpenAI-compatible endpoints: TTFT, "
      "ITL, throughput, concurrency or request-rate modes)",
      "https://github.com/triton-inference-server/perf_analyzer/tree/main/genai-perf"),

@@ -2,6 +2,8 @@
 from its form, runs, and draws its plots (the last comparing what it measured with what the
 arithmetic predicts); the calculators draw theirs; nothing breaks the Content-Security-Policy."""
 
+import re
+
 import pytest
 
 from tests.demos.conftest import asgi_server  # noqa: F401  (the fixture: uvicorn on a free port)
@@ -48,7 +50,11 @@ def test_each_demo_on_page_08_runs_and_draws_its_plots(page, asgi_server,  # noq
         assert demo.locator(".run-note").inner_text().strip()
     metrics = page.locator("#demo-metrics")
     assert metrics.locator(".metrics-live-plot svg.main-svg").count() >= 1
-    assert metrics.locator('[data-tile="ttft"]').inner_text() != "–"
+    # The tile shows "p50 · p99" with units ("– · –" before any request finished).
+    assert re.fullmatch(r"[\d.]+ m?s · [\d.]+ m?s",
+                        metrics.locator('[data-tile="ttft"]').inner_text().strip())
+    assert "vllm:time_to_first_token_seconds_count" in metrics.locator(
+        ".metrics-text").text_content()
     bench = page.locator("#demo-benchmark")
     assert bench.locator(".bench-points tbody tr").count() == 2
     assert bench.locator(".bench-method tbody tr").count() >= 10

@@ -21,6 +21,7 @@ NAMES_AND_TYPES = {
     "vllm:num_preemptions": "counter",
     "vllm:time_to_first_token_seconds": "histogram",
     "vllm:inter_token_latency_seconds": "histogram",
+    "vllm:request_time_per_output_token_seconds": "histogram",
     "vllm:e2e_request_latency_seconds": "histogram",
     "vllm:request_queue_time_seconds": "histogram",
 }
@@ -132,3 +133,29 @@ def test_the_fleet_view_labels_each_worker():
                for s in f.samples}
     assert samples[("vllm:generation_tokens_total", "engine@a")] == 3
     assert samples[("vllm:generation_tokens_total", "engine@b")] == 5
+
+
+def test_the_registry_observes_each_gap_and_each_request_mean() -> None:
+    """Review: vLLM exports a request's TPOT (the mean of its gaps) beside every gap (ITL);
+    the dashboard's TPOT is what the first observes."""
+    from worker.engine_metrics import EngineMetrics
+
+    metrics = EngineMetrics(model_name=MODEL)
+    stats = {"num_requests_running": 0, "num_requests_waiting": 0, "kv_cache_usage_perc": 0.0,
+             "prefix_cache_queries": 0, "prefix_cache_hits": 0}
+    finished = [{"type": "finished", "request_id": "a", "metrics": {
+                    "ttft": 0.05, "e2e": 0.35, "queue_time": 0.01, "itl": [0.1, 0.1, 0.1]}},
+                {"type": "finished", "request_id": "b", "metrics": {
+                    "ttft": 0.02, "e2e": 0.52, "queue_time": 0.0, "itl": [0.1, 0.4]}},
+                {"type": "finished", "request_id": "c", "metrics": {
+                    "ttft": 0.03, "e2e": 0.03, "queue_time": 0.0, "itl": []}}]
+    metrics.observe(finished, stats)
+    samples = {s.name: s.value
+               for f in text_string_to_metric_families(metrics.text().decode())
+               for s in f.samples if "le" not in s.labels}
+    # Five gaps; two requests with a TPOT (0.1 s and 0.25 s), the one-token answer has none.
+    assert samples["vllm:inter_token_latency_seconds_count"] == 5
+    assert samples["vllm:inter_token_latency_seconds_sum"] == pytest.approx(0.8)
+    assert samples["vllm:request_time_per_output_token_seconds_count"] == 2
+    assert samples["vllm:request_time_per_output_token_seconds_sum"] == pytest.approx(0.35)
+    assert samples["vllm:time_to_first_token_seconds_count"] == 3

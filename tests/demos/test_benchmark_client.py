@@ -58,6 +58,74 @@ def test_the_command_line_against_the_course_endpoint(asgi_server, celery_worker
         assert 0 < p["p50_ttft"] <= p["p99_e2e"] and p["good"] == 3
 
 
+def test_each_request_is_timed_as_vllm_bench_serve_times_it(monkeypatch) -> None:
+    """Review: TTFT to the first chunk carrying a token (even one that decodes to no text),
+    ITL between such chunks, E2E to the last of them (not to the end of the stream), TPOT =
+    (E2E − TTFT) ÷ (tokens − 1) with the server's token count; a closing chunk with no text
+    and a finish reason, the usage chunk and the end of the stream are not timed."""
+    from types import SimpleNamespace
+
+    import demos.benchmark_client as bench
+
+    def chunk(text: str | None, finish: str | None = None, usage: dict | None = None):
+        choices = [] if text is None else [SimpleNamespace(text=text, finish_reason=finish)]
+        return SimpleNamespace(choices=choices,
+                               usage=SimpleNamespace(**usage) if usage else None)
+
+    stream = [chunk("The"), chunk(""), chunk(" cat", "length"), chunk("", "length"),
+              chunk(None, usage={"prompt_tokens": 5, "completion_tokens": 3})]
+    # The clock: sent at 10.0; chunks read at 10.5, 10.6, 10.8, then 11.9 and 12.0.
+    clock = iter([10.0, 10.5, 10.6, 10.8, 11.9, 12.0, 13.0])
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock))
+
+    class Client:
+        class completions:  # noqa: N801 (the openai client's shape)
+            @staticmethod
+            async def create(**kwargs):
+                assert kwargs["stream"] and kwargs["extra_body"] == {"ignore_eos": True}
+
+                async def chunks():
+                    for c in stream:
+                        yield c
+                return chunks()
+
+    # run_sync: the browser tests' Playwright may already run a loop in this thread.
+    record = bench.run_sync(bench._one(Client(), model="m", prompt="p", output_tokens=3,
+                                       sent_at=0.0))
+    assert record["ok"] and record["output_tokens"] == 3 and record["prompt_tokens"] == 5
+    assert record["ttft"] == pytest.approx(0.5)
+    assert record["itl"] == pytest.approx([0.1, 0.2])
+    assert record["e2e"] == pytest.approx(0.8) == pytest.approx(
+        record["ttft"] + sum(record["itl"]))
+    assert record["tpot"] == pytest.approx((0.8 - 0.5) / 2)
+
+
+def test_ignore_eos_can_be_left_out_for_a_server_that_refuses_it(capsys) -> None:
+    from types import SimpleNamespace
+
+    from demos.benchmark_client import _one, main, run_sync
+
+    sent = {}
+
+    class Client:
+        class completions:  # noqa: N801 (the openai client's shape)
+            @staticmethod
+            async def create(**kwargs):
+                sent.update(kwargs)
+
+                async def chunks():
+                    yield SimpleNamespace(choices=[SimpleNamespace(text="x", finish_reason=None)],
+                                          usage=None)
+                return chunks()
+
+    record = run_sync(_one(Client(), model="m", prompt="p", output_tokens=1, sent_at=0.0,
+                           ignore_eos=False))
+    assert record["ok"] and sent["extra_body"] is None
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--no-ignore-eos" in capsys.readouterr().out
+
+
 def test_run_sync_works_where_an_event_loop_already_runs() -> None:
     """Playwright's sync API (the browser tests) and notebooks leave a loop running in the
     thread: the client then runs its own loop in a thread of its own."""

@@ -43,6 +43,15 @@ def test_metrics_runs_to_finished_and_moves_the_metrics_endpoint(site, celery_wo
         grew = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
         return after if grew >= generated else None
 
+    # While it ran: the last tick (published before the run finished) carries the worker's
+    # registry lines, which already count every request of the run.
+    last_tick = [e.data for e in seen if e.type == "tick"][-1]
+    live = {line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+            for line in last_tick["metrics_text"].splitlines()}
+    for name, per_request in (("vllm:time_to_first_token_seconds_count", 1),
+                              ("vllm:generation_tokens_total", 3)):
+        assert live[name] - before[name] >= summary["finished"] * per_request
+
     deadline = time.monotonic() + 15
     while (after := moved()) is None:
         assert time.monotonic() < deadline

@@ -43,8 +43,18 @@
         return Plotly.react(target, data, layout, { displayModeBar: false, responsive: true });
       });
     }
+    function scrape(text) {
+      if (!text) return;
+      root.querySelector(".metrics-text").textContent = text;
+      root.querySelector(".metrics-scrape").hidden = false;
+    }
     return {
-      started: function () { root.querySelector(".metrics-live").hidden = false; },
+      started: function (d) {
+        root.querySelector(".metrics-live").hidden = false;
+        root.querySelectorAll(".metrics-window").forEach(function (span) {
+          span.textContent = "(requests finished in the last " + d.window_s + " s)";
+        });
+      },
       tick: function (d) {
         ticks.push(d);
         root.querySelector(".metrics-live").hidden = false;
@@ -57,6 +67,7 @@
         tile("tpot", pair(d.tpot));
         tile("e2e", pair(d.e2e));
         tile("cost", dollars(d.cost_per_request));
+        scrape(d.metrics_text);
         chart();
       },
       finished: function (d) {
@@ -67,10 +78,7 @@
           dollars(d.cost.per_request) + " per request, " + dollars(d.cost.per_million_output_tokens) +
           " per million output tokens: a small model on a CPU, so the figure says how the arithmetic works, not what a GPU would charge.");
         note.hidden = false;
-        if (d.metrics_text) {
-          root.querySelector(".metrics-text").textContent = d.metrics_text;
-          root.querySelector(".metrics-scrape").hidden = false;
-        }
+        scrape(d.metrics_text);
       },
     };
   }

@@ -74,3 +74,77 @@ def test_the_concurrency_note_says_each_backend_uses_its_own_e2e() -> None:
     text = _note(points, mode="concurrency", levels=[2], batch=2)
     assert "each backend's own mean E2E" in text
     assert "the engine matches it by construction" not in text
+
+
+def test_the_rate_note_allows_a_draw_that_sent_faster_than_the_rate() -> None:
+    """Review: 12 requests at 2 requests/s measured 34 tokens/s against a predicted 32 (their
+    draw sent 12 requests over 11 gaps); the note said measured sits at or under."""
+    from demos.runners.benchmark import _note
+
+    points = [{"backend": b, "label": "2 req/s", "p99_ttft": 0.05, "output_throughput": 34.0,
+               "sent_rate": 2.2} for b in ("engine", "hf-static")]
+    text = _note(points, mode="rate", levels=[2.0], batch=8)
+    assert "above or below" in text and "2.2 against 2 requests/s" in text
+    assert "at or under" not in text
+
+
+def test_hugging_face_runs_on_the_engines_device(own, recorder, monkeypatch) -> None:
+    """Review: the methodology says both backends ran on the same device, but generate was
+    always loaded on the CPU, so a GPU worker would have set its engine against a CPU."""
+    import worker.bench_backends as backends
+
+    seen = {}
+
+    def refuse(self, model_path, **kwargs):  # noqa: ANN001, ANN003
+        seen.update(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(backends.HFStaticBackend, "__init__", refuse)
+    engine, machine = own
+    with pytest.raises(RuntimeError, match="stop here"):
+        benchmark_run(engine=engine, machine={**machine, "device": "cuda:0"}, params=TINY,
+                      ctx=recorder.context())
+    assert seen["device"] == "cuda:0"
+
+
+def test_no_prompt_is_tokenized_under_the_engines_lock_while_measuring(own, recorder,
+                                                                      monkeypatch) -> None:
+    """Review: both servers tokenized each request through the engine's lock, which waits for
+    the step under way while the engine (and only the engine) is busy: a few ms of TTFT against
+    it. Every prompt is now tokenized before the warm-up."""
+    from worker.engine_loop import EngineClient
+
+    calls = []
+    original = EngineClient.encode_prompt
+
+    def counted(self, prompt, **kwargs):  # noqa: ANN001, ANN003
+        calls.append(prompt)
+        return original(self, prompt, **kwargs)
+
+    monkeypatch.setattr(EngineClient, "encode_prompt", counted)
+    at_warmup = []
+    publish = recorder.publish
+
+    def spy(type: str, data: dict, stream: int | None = None) -> None:  # noqa: A002
+        if type == "warmup" and not at_warmup:
+            at_warmup.append(len(calls))
+        publish(type, data, stream)
+
+    recorder.publish = spy
+    engine, machine = own
+    benchmark_run(engine=engine, machine=machine, params=TINY, ctx=recorder.context())
+    assert at_warmup[0] == len(calls) == 2 + 4  # the warm-up's two and the point's four
+
+
+def test_a_sweep_too_slow_to_send_in_the_time_limit_is_refused_naming_the_rates() -> None:
+    """Review: 32 requests at 1 and 2 requests/s take (31 + 15.5) × 2 backends = 93 s only to
+    send, past the 90 s a run may take, so the form accepted a run that could only fail."""
+    from demos.runners.benchmark import arrivals_seconds
+
+    assert arrivals_seconds({"mode": "rate", "rates": ["1", "2", "inf"],
+                             "requests": 32}) == pytest.approx(93.0)
+    with pytest.raises(ParamError) as error:
+        PARAMS.parse({"rates": ["1", "2"], "requests": 32})
+    assert error.value.field == "rates" and "93 s" in error.value.message
+    PARAMS.parse({})  # the defaults: (11/2 + 11/8) × 2 = 13.75 s
+    PARAMS.parse({"mode": "concurrency", "rates": ["1", "2"], "requests": 32})

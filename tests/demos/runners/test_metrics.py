@@ -5,13 +5,15 @@ import pytest
 
 from demos.runners import RunCancelled
 from demos.runners.metrics import (
+    CUT_MARGIN_S,
     PARAMS,
     arrivals_draw,
-    metrics_prediction,
+    gauges_time_average,
     metrics_run,
     prompts_build,
 )
 from demos.schema import ParamError
+from problems.arithmetic.serving_metrics import metrics_prediction
 from tests.demos.runners.conftest import engine_idle
 
 SMALL = {**PARAMS.defaults(), "rate": 6.0, "duration_s": 1.0, "prompt_tokens": 40,
@@ -24,6 +26,21 @@ def test_arrivals_are_poisson_and_seeded() -> None:
     assert all(0 <= a < b < 20 for a, b in zip(times, times[1:], strict=False))
     # About rate × duration = 1,000 arrivals (σ ≈ 32): well inside ± 15%.
     assert 850 < len(times) < 1150
+
+
+def test_even_the_smallest_load_sends_a_request() -> None:
+    """Review: at 0.5 requests/s for 1 s most plain Poisson draws are empty, and a run with
+    no request has nothing to show (and the note called it a worker that could not keep up)."""
+    for seed in range(200):
+        times = arrivals_draw(rate=0.5, duration_s=1.0, seed=seed)
+        assert times and all(0 <= t < 1.0 for t in times)
+    assert PARAMS.parse({"rate": 0.5, "duration_s": 1.0}).work_tokens > 0
+
+
+def test_the_queue_is_time_averaged_by_hand() -> None:
+    # 2 requests for 1 s, 4 for 0.5 s, then 0 until the end at 2 s: (2 + 2 + 0) ÷ 2 = 2.
+    assert gauges_time_average([(0.0, 2), (1.0, 4), (1.5, 0)], end=2.0) == pytest.approx(2.0)
+    assert gauges_time_average([], end=2.0) == 0.0
 
 
 def test_prompts_share_one_prefix_at_most_the_prompt_less_one() -> None:
@@ -49,6 +66,9 @@ def test_the_schema_refuses_bad_values_naming_the_field() -> None:
 
 
 def test_a_small_load_runs_to_its_summary(serving, client, recorder) -> None:
+    from demos.runners.metrics import _metrics_lines
+
+    before = _scraped(_metrics_lines())  # this worker's registry before the run
     outcome = metrics_run(client=client, machine=serving.machine, params=SMALL,
                           ctx=recorder.context())
     types = recorder.types()
@@ -61,9 +81,41 @@ def test_a_small_load_runs_to_its_summary(serving, client, recorder) -> None:
     # first can find them, none can find more.
     assert 0 <= s["measured"]["hit_rate"] <= s["predicted"]["hit_rate"] == pytest.approx(0.8)
     assert s["predicted"]["tokens_per_s"] == pytest.approx(s["offered_rate"] * 4)
+    # The hourly price the learner set, paid for the run's wall time, shared by its requests.
+    price = SMALL["price_per_hour"]
+    assert s["cost"]["per_request"] == pytest.approx(price / 3600 * s["wall_s"] / s["finished"])
+    assert s["cost"]["per_million_output_tokens"] == pytest.approx(
+        price / 3600 * s["wall_s"] / (s["finished"] * 4) * 1e6)
     assert len(s["plots"]) == 4 and s["note"]
     assert "vllm:generation_tokens_total" in s["metrics_text"]
+    assert "vllm:request_time_per_output_token_seconds_count" in s["metrics_text"]
+    # Each tick carries the worker's /metrics lines as they stood, counting up; the last tick
+    # (published while the run is still running, before its summary) counts every request.
+    ticks = [data for kind, _, data in recorder.events if kind == "tick"]
+    counts = [_scraped(t["metrics_text"]) for t in ticks]
+    for name in ("vllm:generation_tokens_total", "vllm:time_to_first_token_seconds_count"):
+        assert all(a[name] <= b[name] for a, b in zip(counts, counts[1:], strict=False))
+        assert counts[-1][name] - before[name] >= s["finished"] * (4 if "tokens" in name else 1)
     assert s["kv_blocks_free"] == s["kv_blocks_total"]
+    assert engine_idle(serving)
+
+
+def _scraped(text: str) -> dict[str, float]:
+    return {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()}
+
+
+def test_a_load_past_the_time_limit_is_cut_short_and_summarised(serving, client,
+                                                                recorder) -> None:
+    """Review: a load the worker cannot keep up with used to fail at the time limit and lose
+    its dashboard; it now stops sending before the limit and summarises what finished."""
+    ctx = recorder.context(time_limit_s=CUT_MARGIN_S + 0.3)
+    outcome = metrics_run(client=client, machine=serving.machine,
+                          params={**SMALL, "duration_s": 5.0, "rate": 20.0}, ctx=ctx)
+    s = outcome.summary
+    assert outcome.state == "finished" and s["cut_short"]["sent"] < s["requests"]
+    assert s["finished"] == s["cut_short"]["sent"] - s["cut_short"]["unfinished"]
+    assert s["note"].startswith("This load was cut short")
+    assert len(s["plots"]) == 4
     assert engine_idle(serving)
 
 

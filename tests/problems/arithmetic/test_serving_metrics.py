@@ -87,3 +87,16 @@ def test_request_cost_refuses_a_drop_past_the_hit_rate() -> None:
                      utilization=0.6, cache_hit_rate=0.1, hit_rate_drop=0.2,
                      requests_per_day=1e6)
     assert error.value.field == "hit_rate_drop"
+
+
+def test_a_measured_run_costs_its_wall_time_by_hand() -> None:
+    """Review: the metrics demo's cost per request is computed here, not in the runner.
+    $3.60 an hour for 10 s is $0.01; over 4 requests $0.0025 each; over 200 output tokens
+    $50 per million."""
+    from problems.arithmetic.serving_metrics import measured_cost
+
+    cost = measured_cost(price_per_hour=3.6, seconds=10, requests=4, output_tokens=200)
+    assert cost == pytest.approx({"dollars": 0.01, "per_request": 0.0025,
+                                  "per_million_output_tokens": 50.0})
+    nothing = measured_cost(price_per_hour=3.6, seconds=10, requests=0, output_tokens=0)
+    assert nothing["per_request"] is None and nothing["per_million_output_tokens"] is None

@@ -93,3 +93,13 @@ def test_the_hit_rate_advice_is_consistent(client) -> None:
     assert "a warning (not a page) on a sudden fall in the hit" in answer
     assert "five consecutive ones of vLLM's" in concepts
     assert "all of them but the success counter and the phase times" in concepts
+
+
+def test_the_clocks_are_placed_where_the_engines_put_them(client) -> None:
+    """Review: vLLM's own TTFT starts when tokenization begins (its design notes), so the page
+    must not say every engine's TTFT leaves tokenization out; and vLLM's per-request TPOT
+    histogram is named beside the per-gap one."""
+    concepts = section_text(client, 16, "concepts")
+    assert "vLLM starts it in its API server when tokenization begins" in concepts
+    assert "vllm:request_time_per_output_token_seconds" in concepts
+    assert any("design/metrics" in url for _, url in p16.SOURCES)

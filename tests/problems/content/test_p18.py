@@ -81,3 +81,11 @@ def test_the_demo_says_the_prefix_cache_is_kept_out(client) -> None:
     """Review: the methodology table salts the engine's prefix cache; the page now says so."""
     demo = section_text(client, 18, "demo")
     assert "each request carries its own cache salt" in demo
+
+
+def test_the_clients_clocks_are_placed_exactly(client) -> None:
+    """Review: where vLLM's client stops TTFT and E2E, sourced to its request function."""
+    concepts = section_text(client, 18, "concepts")
+    assert "ends E2E at the last such chunk rather than at the end of" in " ".join(
+        concepts.split())
+    assert any("endpoint_request_func" in url for _, url in p18.SOURCES)
