@@ -134,6 +134,13 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
         machine: dict = {}
 
         def setup():  # noqa: ANN202 (runs in the loop thread: see EngineLoop)
+            if device == "cpu":
+                import torch
+
+                from worker.cpu_threads import engine_threads
+
+                # The loop thread runs every step: its setting is the engine's.
+                torch.set_num_threads(engine_threads())
             started = time.perf_counter()
             engine = engine_build(model_path, device=device)
             built = time.perf_counter()

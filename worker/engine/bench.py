@@ -10,9 +10,12 @@ produces exactly its output length) runs three ways on the same model and device
   to its longest member's output length (the tokens past a member's own length are wasted).
 All requests arrive at time zero. The runs alternate over `--rounds` rounds (default 3) and each
 row reports its median round by throughput, so one round slowed by other load on the machine
-moves nothing. Printed per row: output tokens per second, TTFT mean/p50/p99, mean TPOT (time
-per output token after the first), and throughput relative to transformers (ratio of the
-medians); then each round's ratio, since rounds run back to back under the same load.
+moves nothing. Each round draws its own prompts (seed + round), the same for every run in it:
+the engine's prefix cache keeps a round's prompts, and a later round sending the same ones
+would skip most of its prefill, which transformers' `generate` cannot. Printed per row: output
+tokens per second, TTFT mean/p50/p99, mean TPOT (time per output token after the first), and
+throughput relative to transformers (ratio of the medians); then each round's ratio, since
+rounds run back to back under the same load.
 
 On a machine shared with other work, `--threads 1` gives steadier numbers: two OpenMP threads
 stall whenever another process takes one of the two cores.
@@ -169,11 +172,13 @@ def main() -> None:
     engine = Engine.from_pretrained(model_dir, device=args.device, max_num_seqs=args.batch_size)
     static = Engine.from_pretrained(model_dir, device=args.device, max_num_seqs=args.batch_size,
                                     scheduling="static")
-    workload = workload_make(num_requests=args.num_requests, prompt_range=tuple(args.prompt_len),
-                             output_range=tuple(args.output_len), vocab_size=hf.config.vocab_size,
-                             seed=args.seed)
+    workloads = [workload_make(num_requests=args.num_requests,
+                               prompt_range=tuple(args.prompt_len),
+                               output_range=tuple(args.output_len),
+                               vocab_size=hf.config.vocab_size, seed=args.seed + round_index)
+                 for round_index in range(args.rounds)]
     warm = workload_make(num_requests=4, prompt_range=(4, 8), output_range=(4, 8),
-                         vocab_size=hf.config.vocab_size, seed=1)
+                         vocab_size=hf.config.vocab_size, seed=-1)
     # Warm-ups on another workload, so no run pays for first-call setup.
     engine_run(engine, warm, "warm")
     transformers_run(hf, warm, batch_size=4, device=args.device)
@@ -186,12 +191,12 @@ def main() -> None:
         engine_run(static, warm, "warm")
     # Rounds alternate the runs; each row reports its median round.
     rounds: dict[str, list[RunResult]] = {}
-    for round_index in range(args.rounds):
-        runs = [lambda: engine_run(engine, workload, "engine continuous")]
+    for round_index, workload in enumerate(workloads):
+        runs = [lambda w=workload: engine_run(engine, w, "engine continuous")]
         if not args.skip_static:
-            runs.append(lambda: engine_run(static, workload, "engine static"))
-        runs.append(lambda: transformers_run(hf, workload, batch_size=args.batch_size,
-                                             device=args.device))
+            runs.append(lambda w=workload: engine_run(static, w, "engine static"))
+        runs.append(lambda w=workload: transformers_run(hf, w, batch_size=args.batch_size,
+                                                        device=args.device))
         for run in runs:
             result = run()
             print(f"round {round_index + 1}: {result.name}: "
