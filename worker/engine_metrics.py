@@ -80,7 +80,8 @@ class EngineMetrics:
         self.itl = histogram("vllm:inter_token_latency_seconds",
                              "Seconds between consecutive output tokens of a request.",
                              _ITL_BUCKETS)
-        # vLLM's per-request TPOT (decode time ÷ (output tokens − 1)), beside the per-gap ITL.
+        # vLLM's per-request TPOT (decode time ÷ (output tokens − 1), 0 for a one-token
+        # answer), beside the per-gap ITL.
         self.tpot = histogram("vllm:request_time_per_output_token_seconds",
                               "Each request's mean gap between output tokens (its TPOT).",
                               _ITL_BUCKETS)
@@ -114,8 +115,9 @@ class EngineMetrics:
                 gaps = m.get("itl") or []
                 for gap in gaps:
                     self.itl.observe(gap)
-                if gaps:  # a one-token answer has no gap, hence no TPOT
-                    self.tpot.observe(sum(gaps) / len(gaps))
+                # One TPOT per finished request, as vLLM observes it: a one-token answer has
+                # no gap and counts 0 (vllm/v1/metrics/stats.py), so the count matches E2E's.
+                self.tpot.observe(sum(gaps) / len(gaps) if gaps else 0.0)
             elif kind == "aborted":
                 self._prompt_len.pop(request_id, None)
         self.running.set(stats["num_requests_running"])

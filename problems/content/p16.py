@@ -119,6 +119,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.vllm.ai/en/latest/design/metrics.html"),
     ("vLLM source: vllm/v1/metrics/loggers.py (metric names, histogram buckets)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/metrics/loggers.py"),
+    ("vLLM source: vllm/v1/metrics/stats.py (a finished request's TPOT: decode time ÷ "
+     "(output tokens − 1), 0 for a one-token answer)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/v1/metrics/stats.py"),
     ("Prometheus documentation: Histograms and summaries (histogram_quantile, bucket "
      "interpolation, why summaries cannot be aggregated)",
      "https://prometheus.io/docs/practices/histograms/"),

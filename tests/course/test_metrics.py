@@ -153,9 +153,11 @@ def test_the_registry_observes_each_gap_and_each_request_mean() -> None:
     samples = {s.name: s.value
                for f in text_string_to_metric_families(metrics.text().decode())
                for s in f.samples if "le" not in s.labels}
-    # Five gaps; two requests with a TPOT (0.1 s and 0.25 s), the one-token answer has none.
+    # Five gaps; a TPOT for every request (0.1 s and 0.25 s, and 0 for the one-token answer,
+    # as vLLM observes it), so its count is the finished requests' like E2E's.
     assert samples["vllm:inter_token_latency_seconds_count"] == 5
     assert samples["vllm:inter_token_latency_seconds_sum"] == pytest.approx(0.8)
-    assert samples["vllm:request_time_per_output_token_seconds_count"] == 2
+    assert samples["vllm:request_time_per_output_token_seconds_count"] == 3
+    assert samples["vllm:e2e_request_latency_seconds_count"] == 3
     assert samples["vllm:request_time_per_output_token_seconds_sum"] == pytest.approx(0.35)
     assert samples["vllm:time_to_first_token_seconds_count"] == 3
