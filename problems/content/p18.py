@@ -100,6 +100,10 @@ SOURCES: list[tuple[str, str]] = [
     ("NVIDIA GenAI-Perf (client-side LLM benchmarking of OpenAI-compatible endpoints: TTFT, "
      "ITL, throughput, concurrency or request-rate modes)",
      "https://github.com/triton-inference-server/perf_analyzer/tree/main/genai-perf"),
+    ("GenAI-Perf source: genai_perf/profile_data_parser/llm_profile_data_parser.py (responses "
+     "with no text removed before TTFT, inter-token latency and request latency are taken)",
+     "https://github.com/triton-inference-server/perf_analyzer/blob/main/genai-perf/"
+     "genai_perf/profile_data_parser/llm_profile_data_parser.py"),
     ("NVIDIA GenAI-Perf documentation: goodput (--goodput with TTFT and inter-token "
      "latency constraints) and its metric definitions",
      "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/"

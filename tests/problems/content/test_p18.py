@@ -89,3 +89,12 @@ def test_the_clients_clocks_are_placed_exactly(client) -> None:
     assert "ends E2E at the last such chunk rather than at the end of" in " ".join(
         concepts.split())
     assert any("endpoint_request_func" in url for _, url in p18.SOURCES)
+
+
+def test_genai_perf_drops_every_empty_response(client) -> None:
+    """Diff review: GenAI-Perf removes every response with no text (not only a first one), so
+    its E2E too ends at the last response with text; sourced to its parser."""
+    concepts = " ".join(section_text(client, 18, "concepts").split())
+    assert "GenAI-Perf drops every response that carries no text" in concepts
+    assert "skips empty first responses" not in concepts
+    assert any("llm_profile_data_parser" in url for _, url in p18.SOURCES)
