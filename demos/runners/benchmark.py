@@ -43,9 +43,10 @@ def _sweep_check(values: dict) -> None:
     budget = float(demo_setting("DEMO_RUN_TIME_LIMIT")) * ARRIVALS_SHARE_OF_LIMIT
     needed = arrivals_seconds(values)
     if needed > budget:
-        raise ParamError("rates", f"at these rates {values['requests']} requests take about "
-                         f"{needed:.0f} s just to send on the two backends, over the "
-                         f"{budget:.0f} s a run can spare: choose higher rates or fewer "
+        # The view shows "<field> <message>" beside the field: "rates would take about ...".
+        raise ParamError("rates", f"would take about {needed:.0f} s just to send "
+                         f"{values['requests']} requests a point on both backends, more than "
+                         f"the {budget:.0f} s a run can spare: choose higher rates or fewer "
                          "requests")
 
 

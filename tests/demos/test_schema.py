@@ -104,3 +104,31 @@ def test_a_choices_field_is_a_list_of_known_names_in_declared_order() -> None:
         with pytest.raises(ParamError) as error:
             schema.parse({"formats": bad})
         assert error.value.field == "formats"
+
+
+@pytest.mark.django_db
+def test_a_cross_field_check_reaches_the_learner_as_a_422_beside_its_field(client) -> None:
+    """Diff review: the benchmark's sweep check (ParamSchema.check) answers through the view as
+    a 422 naming the rates field, in a sentence that reads after the field's name."""
+    response = client.post("/demos/benchmark/runs",
+                           json.dumps({"rates": ["1", "2"], "requests": 32}),
+                           content_type="application/json")
+    assert response.status_code == 422
+    body = response.json()
+    assert body["field"] == "rates"
+    assert body["error"].startswith("rates would take about 93 s just to send 32 requests")
+
+
+def test_a_schema_check_runs_on_the_cleaned_values() -> None:
+    seen = []
+
+    def check(values: dict) -> None:
+        seen.append(values)
+        if values["n"] > values["x"] * 10:
+            raise ParamError("n", "must be at most ten times x")
+
+    schema = ParamSchema(specs=SCHEMA.specs, check=check)
+    assert schema.parse({"n": "5"}).values["n"] == 5 and seen[-1]["n"] == 5
+    with pytest.raises(ParamError) as error:
+        schema.parse({"n": 8, "x": 0.5})
+    assert error.value.field == "n"
