@@ -218,8 +218,8 @@ def _point(summary: dict, *, backend: str, mode: str, level: float, output_token
     sent = summary.get("achieved_send_rate")
     return {"backend": backend, "mode": mode, "level": None if math.isinf(level) else level,
             "label": _level_label(mode, level),
-            # The rate this point's draw really sent at: n requests over the n − 1 gaps from
-            # the first send (at time zero) to the last.
+            # The rate this point's draw really sent at: its n − 1 gaps over the time from the
+            # first send (at zero) to the last, (n − 1) ÷ last send (the client's summary).
             "sent_rate": sent if sent is not None and math.isfinite(sent) else None,
             "predicted_output_throughput": expected_output_throughput(
                 mode=mode, level=level, output_tokens=output_tokens,
