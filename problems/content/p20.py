@@ -160,7 +160,8 @@ DAY_INPUTS: tuple[Input, ...] = (
     whole_input("warm_pool", "Warm pool", unit="replicas", initial=6, api=6, minimum=0,
                 maximum=200),
     real_input("warm_start_minutes", "Joining from the pool", unit="minutes", initial=0.5,
-               api=0.5, maximum=60.0),
+               api=0.5, maximum=60.0, help="A loaded replica added to the router. An "
+               "assumption."),
     real_input("replica_rps", "What one replica serves", unit="requests/s", initial=2.0,
                api=2.0, maximum=10_000.0, help="At full load within the latency target, from a "
                "benchmark; queued requests are served at this rate. An assumption."),

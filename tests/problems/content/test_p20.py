@@ -152,6 +152,9 @@ def test_every_cold_start_figure_without_a_source_is_called_an_assumption() -> N
     for name in assumed:
         assert "assumption" in helps[name], name
     assert "often about" not in " ".join(helps.values())
+    day = {i.name: i.help for i in p20.DAY_INPUTS}
+    for name in ("warm_start_minutes", "replica_rps", "base_ttft_s"):
+        assert "assumption" in day[name], name
 
 
 def test_the_weights_time_is_called_a_floor_at_both_bandwidths(client) -> None:
