@@ -206,8 +206,11 @@ def fluid_waits(*, arrivals: np.ndarray, service_rps: np.ndarray, backlog_start:
         corners_d.append(np.array([arrived[-1]]))
     served_t = np.concatenate(corners_t)
     served_d = np.concatenate(corners_d)
-    order = np.lexsort((served_t, served_d))
-    served_t, served_d = served_t[order], served_d[order]
+    # In time order, and never falling: where no one is served (no ready replica) rounding in
+    # the backlog can leave a later corner a hair below an earlier one, and sorting by the count
+    # would then put that later time first.
+    order = np.argsort(served_t, kind="stable")
+    served_t, served_d = served_t[order], np.maximum.accumulate(served_d[order])
     reach = float(served_d[-1])  # beyond this, no capacity ever serves them
 
     # Segments of x between every corner of either curve; both inverses are linear inside one.

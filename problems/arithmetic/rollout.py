@@ -30,7 +30,7 @@ of the gap back:
 
     n′ = n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ (k · n · (p₁ − p₀)))]²
 
-For 1% → 2% against a known baseline (k → ∞), 95% and 80%: 792.4 by the normal formula, 889.4
+For 1% → 2% against a known baseline (k → ∞), 95% and 80%: 792.4 by the normal formula, 889.5
 corrected, and 905 by the exact binomial test (the smallest n whose one-sided test at 5% has 80%
 power: reject at 15 or more errors). The canary's plan uses the corrected figure.
 """
@@ -82,7 +82,7 @@ def canary_requests(*, p0: float, p1: float, k: float, confidence: float, power:
 def canary_requests_corrected(*, n: float, p0: float, p1: float, k: float) -> float:
     """Fleiss's continuity-corrected sample size (requests) from the normal formula's `n`:
     n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ (k n (p₁ − p₀)))]², with (k + 1) ÷ k → 1 as k → ∞.
-    792.4 for 1% → 2%, k = ∞: 889.4."""
+    792.4 for 1% → 2%, k = ∞: 889.5."""
     ratio = 1.0 if math.isinf(k) else (k + 1) / k
     return n / 4 * (1 + math.sqrt(1 + 2 * ratio / (n * (p1 - p0)))) ** 2
 

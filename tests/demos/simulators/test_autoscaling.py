@@ -231,3 +231,19 @@ def test_a_warm_pool_refills_with_cold_starts_and_is_paid_throughout():
     assert run["ready"][31] == 1 and run["ready"][32] == 3 and run["ready"][41] == 5
     assert run["standby"][31] == 2 and run["standby"][45] == 2
     assert run["paid"][35] == 7
+
+
+@pytest.mark.parametrize("rounding", [0.0, 1e-9, -1e-9])
+def test_a_step_with_no_replica_keeps_its_requests_waiting_whatever_the_rounding(rounding):
+    """600 requests in a minute with nothing serving, then 40/s against 20/s of arrivals. The
+    x-th of the first minute arrives at x/10 s and is served at 60 + x/40: waits fall from 60 to
+    15 s, mean 37.5 s; the second minute's queue empties at 90 s, so its first 600 wait 15 → 0 s
+    (mean 3.75 s over 1,200). p99: 18 of 1,800 wait over s where (60 − s) ÷ 0.075 = 18, s =
+    58.65 s; over 30 s: the first 400, 22.2%. A backlog a hair above 600 (rounding) once sorted
+    the served curve's later corner first and called every wait 0."""
+    waits = fluid_waits(arrivals=np.array([600.0, 1200.0, 0.0]),
+                        service_rps=np.array([0.0, 40.0, 40.0]),
+                        backlog_start=np.array([0.0, 600.0 + rounding, 0.0]), step_seconds=60)
+    assert waits["mean"][:2] == pytest.approx([37.5, 3.75], abs=1e-6)
+    assert waits["quantile"](0.99) == pytest.approx(58.65, abs=1e-6)
+    assert waits["share_above"](30.0) == pytest.approx(400 / 1800, abs=1e-9)

@@ -104,9 +104,10 @@ def test_request_rates_read_as_words():
 
 def test_the_continuity_correction_closes_most_of_the_gap_to_the_exact_test():
     """1% → 2% against a known baseline, one-sided 95%, 80% power: the normal formula says
-    792.4; Fleiss's correction (1 + √(1 + 2 ÷ (792.4 × 0.01)))² ÷ 4 = 1.1225× → 889.5; the exact
+    792.4; Fleiss's correction (1 + √(1 + 2 ÷ (792.4 × 0.01)))² ÷ 4 = 1.1227× → 889.5; the exact
     binomial test first reaches 80% power at n = 905 (reject at 15 or more errors: P(X ≥ 15 |
-    905, 1%) ≤ 5%, P(X ≥ 15 | 905, 2%) ≥ 80%)."""
+    905, 1%) ≤ 5%, P(X ≥ 15 | 905, 2%) ≥ 80%), and no smaller n does: at 904, still rejecting
+    at 15, the power is 79.98%."""
     from math import comb
 
     n = canary_requests(p0=0.01, p1=0.02, k=math.inf, confidence=0.95, power=0.8)
@@ -117,4 +118,13 @@ def test_the_continuity_correction_closes_most_of_the_gap_to_the_exact_test():
         return 1 - sum(comb(size, x) * p**x * (1 - p) ** (size - x) for x in range(c))
 
     assert above(15, 905, 0.01) <= 0.05 and above(15, 905, 0.02) >= 0.8
+
+    def exact_power(size: int) -> float:
+        c = 0
+        while above(c, size, 0.01) > 0.05:
+            c += 1
+        return above(c, size, 0.02)
+
+    assert exact_power(904) == pytest.approx(0.79976, abs=1e-5)
+    assert all(exact_power(size) < 0.8 for size in range(793, 905))
     assert n < corrected < 905
