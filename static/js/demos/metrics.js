@@ -8,7 +8,9 @@
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toPrecision(3) + "%"; }
   function secs(x) {
     if (x === null || x === undefined) return "–";
-    return x >= 1 ? x.toFixed(2) + " s" : (1000 * x).toPrecision(3) + " ms";
+    // By the rounded milliseconds: 0.9996 s would otherwise read "1.00e+3 ms".
+    const ms = 1000 * x;
+    return ms >= 999.5 ? x.toFixed(2) + " s" : ms.toPrecision(3) + " ms";
   }
   function pair(q) { return secs(q.p50) + " · " + secs(q.p99); }
   function dollars(x) { return x === null || x === undefined ? "–" : "$" + x.toPrecision(3); }
