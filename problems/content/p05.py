@@ -14,6 +14,7 @@ from problems.arithmetic.attention_io import (
     FLASH_ATTN2_PAGE_MULTIPLE,
     FLASH_RESULTS,
     ON_CHIP,
+    VLLM_FLASH_ATTN_PAGE_MULTIPLE,
     attention_io,
     tile_working_set_bytes,
 )
@@ -207,6 +208,7 @@ def context(*, request: HttpRequest) -> dict:
             rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
             + " KiB" for rows in FA2_TILE_ROWS],
         "fa2_page_multiple": f"{FLASH_ATTN2_PAGE_MULTIPLE:,}",
+        "vllm_fa_page_multiple": f"{VLLM_FLASH_ATTN_PAGE_MULTIPLE:,}",
         "vllm_block": f"{VLLM_DEFAULT_BLOCK:,}",
         "tiled_source": tiled_source(),
         "demo_tile": defaults["tile"],
@@ -241,6 +243,15 @@ SOURCES: list[tuple[str, str]] = [
     ("Dao-AILab flash-attention, csrc/flash_attn/flash_api.cpp (a paged KV cache's block size "
      "must be a multiple of 256 tokens)",
      "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
+    ("Dao-AILab flash-attention, hopper/flash_api.cpp (FlashAttention-3: any page size; pages "
+     "loaded with the TMA only when the page size is a multiple of the key tile)",
+     "https://github.com/Dao-AILab/flash-attention/blob/main/hopper/flash_api.cpp"),
+    ("vLLM's fork of FlashAttention, vllm-project/flash-attention, csrc/flash_attn/flash_api.cpp "
+     "(a paged KV cache's block size must be a multiple of 16)",
+     "https://github.com/vllm-project/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
+    ("vLLM, vllm/v1/attention/backends/flash_attn.py (the FlashAttention backend reads the "
+     "block table through vllm.vllm_flash_attn; block size a multiple of 16)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/v1/attention/backends/flash_attn.py"),
     ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
      "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
     ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",
