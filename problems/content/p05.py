@@ -221,7 +221,8 @@ SOURCES: list[tuple[str, str]] = [
      "A100 SRAM of 192 KB on each of 108 SMs at about 19 TB/s; up to 3× faster, up to 20× "
      "less memory, 15% on BERT-large)", "https://arxiv.org/abs/2205.14135"),
     ("Dao, 'FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning' "
-     "(about 2× over FlashAttention; 50–73% of the A100's peak)",
+     "(about 2× over FlashAttention; 50–73% of the A100's peak; §3.3, blocks chosen among "
+     "{64, 128} × {64, 128})",
      "https://arxiv.org/abs/2307.08691"),
     ("Shah et al., 'FlashAttention-3: Fast and Accurate Attention with Asynchrony and "
      "Low-precision' (1.5–2.0× over FlashAttention-2 on H100; 75% utilisation in FP16; FA2 at "
@@ -236,6 +237,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
     ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs, 40 MB L2)",
      "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
+    ("NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80 GB of HBM2e at 2,039 GB/s)",
+     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+     "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
     ("NVIDIA H100 Tensor Core GPU datasheet (3.35 TB/s, dense BF16 peak)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
