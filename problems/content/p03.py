@@ -227,6 +227,8 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2408.00118"),
     ("vLLM engine arguments (--kv-cache-dtype fp8, gpu_memory_utilization 0.9)",
      "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM docs, Quantized KV Cache (without calibration every FP8 scale is 1.0, as the demo's "
+     "note says)", "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache/"),
     ("vLLM pull request 10511 (the profiled runtime reserve behind the 3.3 GB default)",
      "https://github.com/vllm-project/vllm/pull/10511"),
     ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 3.35 TB/s; PCIe Gen5 128 GB/s)",

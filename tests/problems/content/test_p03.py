@@ -148,3 +148,5 @@ def test_the_rest_of_the_words_follow_the_model_too(client) -> None:
     follow = section_text(client, "followups", mla)
     assert "above the KV-head count" not in follow and "per-GPU cache stays put" in follow
     assert "Data parallel attention" in text_of(page_get(client))
+    # The kv-bytes demo's note says an uncalibrated FP8 scale is 1, as vLLM's own docs do.
+    assert "Quantized KV Cache" in text_of(page_get(client))
