@@ -55,10 +55,16 @@ ON_CHIP = {
 A100_SRAM_BANDWIDTH = 19e12
 # FlashAttention-2 (arXiv 2307.08691, §3.3) tunes its blocks among {64, 128} × {64, 128} rows.
 FA2_TILE_ROWS = (64, 128)
-# FlashAttention-2's paged path (flash_attn_with_kvcache with a block_table) refuses pages
-# that are not a multiple of 256 tokens (csrc/flash_attn/flash_api.cpp, "Paged KV cache block
-# size must be divisible by 256"); vLLM keeps 16-token blocks with kernels of its own.
+# Upstream FlashAttention-2's paged path (Dao-AILab flash-attention, flash_attn_with_kvcache
+# with a block_table) refuses pages that are not a multiple of 256 tokens
+# (csrc/flash_attn/flash_api.cpp, "Paged KV cache block size must be divisible by 256").
 FLASH_ATTN2_PAGE_MULTIPLE = 256
+# vLLM reads its 16-token blocks with FlashAttention itself, from its own fork
+# (vllm-project/flash-attention), whose FlashAttention-2 path relaxes the rule to multiples of
+# 16 ("... must be divisible by 16"); vLLM's FlashAttention backend asks for the same.
+# Upstream FlashAttention-3 (hopper/flash_api.cpp) sets no multiple, but loads pages with the
+# TMA only when a page holds whole tiles of keys.
+VLLM_FLASH_ATTN_PAGE_MULTIPLE = 16
 ACCUMULATOR_BYTES = 4  # the output accumulator stays in FP32 whatever the inputs are
 
 

@@ -63,6 +63,13 @@ def mha_bytes_per_token(*, model_id: str, kv_dtype: str) -> tuple[float, str]:
     multi-head attention would cost at the same size (bytes), and its expression."""
     m = model_get(model_id)
     d = kv_dtype_get(kv_dtype, model=m)
+    if m.attention == "MLA":
+        # An MLA model's heads have keys of qk_nope + qk_rope values but values of v_head_dim
+        # (DeepSeek-V3: 192 and 128); its config's head_dim is the key's, not the value's.
+        key = m.qk_nope_head_dim + m.qk_rope_head_dim
+        per_token = m.layers * m.heads * (key + m.v_head_dim) * d.bytes
+        return per_token, (f"{m.layers} layers × {m.heads} heads (one KV head per query head) × "
+                           f"({key} key + {m.v_head_dim} value) × {number_format(d.bytes)} B")
     per_token = m.layers * 2 * m.heads * m.head_dim * d.bytes
     return per_token, (f"{m.layers} layers × 2 × {m.heads} heads (one KV head per query head) × "
                        f"{m.head_dim} head_dim × {number_format(d.bytes)} B")

@@ -13,6 +13,7 @@ from problems.arithmetic.kv_sizing import (
     RECOMPUTE_MFU_DEFAULT,
     SIZING_GPUS,
     kv_sizing,
+    mha_bytes_per_token,
 )
 from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, kv_cache
 from problems.arithmetic.units import (
@@ -194,6 +195,12 @@ def context(*, request: HttpRequest) -> dict:
         "llama3_window": f"{model_get('llama-3-70b').context:,}",
         "llama3_name": model_get("llama-3-70b").name,
         "llama31_name": model_get("llama-3.1-70b").name,
+        "llama31_window": f"{model_get('llama-3.1-70b').context:,}",
+        # What counting attention heads overstates for a GQA model, when the chosen one is not.
+        "gqa_example_ratio_text": number_format(
+            mha_bytes_per_token(model_id="llama-3.1-70b", kv_dtype="bf16")[0]
+            / float(kv_cache(model="llama-3.1-70b", tokens=1, dtype="bf16")["bytes_per_token"]))
+        + "×",
         "mla_latent": f"{model_get('deepseek-v3').kv_lora_rank:,}",
         "mla_rope": f"{model_get('deepseek-v3').qk_rope_head_dim:,}",
         "gemma2_window": f"{GEMMA2_WINDOW:,}",
@@ -212,11 +219,16 @@ SOURCES: list[tuple[str, str]] = [
     ("DeepSeek-V3 inference config (kv_lora_rank 512, qk_rope_head_dim 64, 61 layers)",
      "https://github.com/deepseek-ai/DeepSeek-V3/blob/main/inference/configs/config_671B.json"),
     ("DeepSeek-AI, 'DeepSeek-V2' (multi-head latent attention)", "https://arxiv.org/abs/2405.04434"),
+    ("Ray Serve LLM, 'Data parallel attention' (MLA's KV cache cannot be sharded along the head "
+     "dimension, so attention is replicated per data-parallel rank, each with its own batch)",
+     "https://docs.ray.io/en/latest/serve/llm/user-guides/data-parallel-attention.html"),
     ("Gemma Team, 'Gemma 2: Improving Open Language Models at a Practical Size' (local "
      "sliding-window attention of 4,096 tokens alternating with global attention)",
      "https://arxiv.org/abs/2408.00118"),
     ("vLLM engine arguments (--kv-cache-dtype fp8, gpu_memory_utilization 0.9)",
      "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM docs, Quantized KV Cache (without calibration every FP8 scale is 1.0, as the demo's "
+     "note says)", "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache/"),
     ("vLLM pull request 10511 (the profiled runtime reserve behind the 3.3 GB default)",
      "https://github.com/vllm-project/vllm/pull/10511"),
     ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 3.35 TB/s; PCIe Gen5 128 GB/s)",

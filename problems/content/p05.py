@@ -14,6 +14,7 @@ from problems.arithmetic.attention_io import (
     FLASH_ATTN2_PAGE_MULTIPLE,
     FLASH_RESULTS,
     ON_CHIP,
+    VLLM_FLASH_ATTN_PAGE_MULTIPLE,
     attention_io,
     tile_working_set_bytes,
 )
@@ -207,6 +208,7 @@ def context(*, request: HttpRequest) -> dict:
             rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
             + " KiB" for rows in FA2_TILE_ROWS],
         "fa2_page_multiple": f"{FLASH_ATTN2_PAGE_MULTIPLE:,}",
+        "vllm_fa_page_multiple": f"{VLLM_FLASH_ATTN_PAGE_MULTIPLE:,}",
         "vllm_block": f"{VLLM_DEFAULT_BLOCK:,}",
         "tiled_source": tiled_source(),
         "demo_tile": defaults["tile"],
@@ -219,7 +221,8 @@ SOURCES: list[tuple[str, str]] = [
      "A100 SRAM of 192 KB on each of 108 SMs at about 19 TB/s; up to 3× faster, up to 20× "
      "less memory, 15% on BERT-large)", "https://arxiv.org/abs/2205.14135"),
     ("Dao, 'FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning' "
-     "(about 2× over FlashAttention; 50–73% of the A100's peak)",
+     "(about 2× over FlashAttention; 50–73% of the A100's peak; §3.3, blocks chosen among "
+     "{64, 128} × {64, 128})",
      "https://arxiv.org/abs/2307.08691"),
     ("Shah et al., 'FlashAttention-3: Fast and Accurate Attention with Asynchrony and "
      "Low-precision' (1.5–2.0× over FlashAttention-2 on H100; 75% utilisation in FP16; FA2 at "
@@ -234,6 +237,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
     ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs, 40 MB L2)",
      "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
+    ("NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80 GB of HBM2e at 2,039 GB/s)",
+     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+     "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
     ("NVIDIA H100 Tensor Core GPU datasheet (3.35 TB/s, dense BF16 peak)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
@@ -241,6 +247,15 @@ SOURCES: list[tuple[str, str]] = [
     ("Dao-AILab flash-attention, csrc/flash_attn/flash_api.cpp (a paged KV cache's block size "
      "must be a multiple of 256 tokens)",
      "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
+    ("Dao-AILab flash-attention, hopper/flash_api.cpp (FlashAttention-3: any page size; pages "
+     "loaded with the TMA only when the page size is a multiple of the key tile)",
+     "https://github.com/Dao-AILab/flash-attention/blob/main/hopper/flash_api.cpp"),
+    ("vLLM's fork of FlashAttention, vllm-project/flash-attention, csrc/flash_attn/flash_api.cpp "
+     "(a paged KV cache's block size must be a multiple of 16)",
+     "https://github.com/vllm-project/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
+    ("vLLM, vllm/v1/attention/backends/flash_attn.py (the FlashAttention backend reads the "
+     "block table through vllm.vllm_flash_attn; block size a multiple of 16)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/v1/attention/backends/flash_attn.py"),
     ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
      "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
     ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",

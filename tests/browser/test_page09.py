@@ -56,4 +56,7 @@ def test_the_rollout_demo_runs_and_draws_its_plots(page, asgi_server,  # noqa: F
     assert demo.locator(".rollout-plots .plot .main-svg").count() >= 2
     assert "Rolled back (rule: errors)" in demo.locator(".rollout-gate").inner_text()
     assert demo.locator(".rollout-table tbody tr").count() == 2
+    # The latency table's cells are milliseconds; its caption says so, as every plot table does.
+    captions = demo.locator(".rollout-plots table.plot-table caption").all_inner_texts()
+    assert "Values: ms" in captions
     assert page.evaluate("window.__csp") == []

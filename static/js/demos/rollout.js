@@ -27,6 +27,8 @@
 
     function tableDraw(table) {
       const node = el("table", "plot-table");
+      // The cells carry no unit of their own: the table says the plot's value axis title.
+      if (table.unit) node.appendChild(el("caption", "", "Values: " + table.unit));
       const head = el("tr");
       table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
       const thead = el("thead");

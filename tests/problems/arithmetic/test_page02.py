@@ -168,3 +168,13 @@ def test_offload_reload_counts_what_each_gpu_keeps() -> None:
     r = kv_sizing(model="deepseek-v3")
     assert r["reload_seconds"] == pytest.approx(2_302_672_896 / 51.2e9)
     assert r["decode_read_hbm_seconds"] == pytest.approx(2_302_672_896 / 3.35e12)
+
+
+def test_deepseek_v3_with_full_multi_head_attention_by_hand() -> None:
+    """128 heads, keys of 128 + 64 = 192 values and values of 128, 61 layers, BF16:
+    61 × 128 × (192 + 128) × 2 = 4,997,120 B per token (it counted 192 for the values too:
+    5,996,544 B), 71.1× MLA's 70,272 B."""
+    per_token, expression = mha_bytes_per_token(model_id="deepseek-v3", kv_dtype="bf16")
+    assert per_token == 61 * 128 * (192 + 128) * 2 == 4_997_120
+    assert "(192 key + 128 value)" in expression
+    assert kv_sizing(model="deepseek-v3")["mha_bytes_per_token"] == 4_997_120

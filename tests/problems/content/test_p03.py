@@ -124,3 +124,29 @@ def test_the_words_follow_the_models_attention(client) -> None:
     default = section_text(client, "answer")
     assert "thanks to grouped-query attention" in default and "memory problem first" in default
     assert "H200s need 12 GPUs and B200s 8 GPUs" in default
+
+
+def test_the_rest_of_the_words_follow_the_model_too(client) -> None:
+    """With another model chosen, Llama 3.1 70B's window stays its own 131,072 tokens (it read the
+    chosen model's 4,096); the levers table does not call an MHA model's own cache a saving of 1×
+    or MLA '1× less' than itself; the mistakes quote a real GQA ratio (64 ÷ 8 heads = 8×); and the
+    answer does not send DeepSeek-V3 in BF16 to 'GPUs with more memory' that do not fit it
+    either."""
+    mha = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    assert "with a 131,072-token window" in section_text(client, "concepts", mha)
+    worked = section_text(client, "worked", mha)
+    assert "instead of GQA" not in worked and "524,288 B per token, 1×" not in worked
+    assert "Llama 2 7B already caches every head" in worked
+    assert "GQA model such as Llama 3.1 70B this overstates the cache 8×" in section_text(
+        client, "mistakes", mha)
+    mla = "?p03-kv-model=deepseek-v3"
+    worked = section_text(client, "worked", mla)
+    assert "1× less" not in worked and "instead of MLA" in worked
+    answer = section_text(client, "answer", mla)
+    assert "GPUs with more memory" not in answer and "nor on H200s or B200s" in answer
+    assert "H200s need" in section_text(client, "answer", mla + "&p03-kv-dtype=fp8")
+    follow = section_text(client, "followups", mla)
+    assert "above the KV-head count" not in follow and "per-GPU cache stays put" in follow
+    assert "Data parallel attention" in text_of(page_get(client))
+    # The kv-bytes demo's note says an uncalibrated FP8 scale is 1, as vLLM's own docs do.
+    assert "Quantized KV Cache" in text_of(page_get(client))

@@ -102,6 +102,8 @@ def test_on_chip_and_hbm_sizes_read_as_their_sources_write_them(client) -> None:
     assert "85.5 GB" not in text and "85.9 GB" not in text
     # 80 GB ÷ (108 × 192 KiB) = 3,768× and 19 TB/s ÷ 2.039 TB/s = 9.32×, computed, not typed.
     assert "3,768× smaller than HBM on the A100" in text and "9.32× faster" in text
+    # The 19 TB/s estimate is the A100's: the ratio must not read as the H100's too.
+    assert "on the A100 by the paper's estimate, 9.32× faster" in text
 
 
 def test_causal_flops_and_the_worst_case_traffic_are_stated(client) -> None:
@@ -142,3 +144,11 @@ def test_the_paged_hint_matches_what_engines_do(client) -> None:
     follow = section_text(client, "followups")
     assert "multiple of 256 tokens" in follow and "blocks of 16" in follow
     assert "at least one tile's worth" not in follow
+    # The 256 rule is upstream FlashAttention-2's; vLLM's 16-token blocks are read by its own fork
+    # of FlashAttention (multiples of 16), not by kernels that have nothing to do with it.
+    assert "Upstream FlashAttention-2" in follow and "kernels written to gather" not in follow
+    assert "its own fork, which relaxes that rule to multiples of 16" in follow
+    sources = text_of(page_get(client))
+    assert "vllm-project/flash-attention" in sources and "hopper/flash_api.cpp" in sources
+    # The 64- and 128-row tiles and the A100's 2,039 GB/s behind 9.32× are sourced too.
+    assert "{64, 128} × {64, 128}" in sources and "2,039 GB/s" in sources
