@@ -511,8 +511,9 @@ PUBLISHED_BATCHING_GAINS = {
     # Yu et al., Orca (OSDI 2022), abstract: throughput at the same latency vs FasterTransformer,
     # GPT-3 175B.
     "orca_vs_fastertransformer": 36.9,
-    # Anyscale blog (2023-06-22): up to 8x from continuous batching alone over naive static
-    # batching, up to 23x with vLLM's paged memory on top.
+    # Anyscale blog (2023-06-22): 8x from continuous batching alone (text-generation-inference,
+    # and their Ray Serve copy of it) over naive static batching (Hugging Face Pipelines), up to
+    # 23x with vLLM's paged memory on top; the setup is ANYSCALE_BENCHMARK below.
     "anyscale_continuous": 8.0,
     "anyscale_vllm": 23.0,
     # Kwon et al., PagedAttention (SOSP 2023), abstract: 2-4x the throughput of Orca and
@@ -523,6 +524,15 @@ PUBLISHED_BATCHING_GAINS = {
     # (Orca variants) held actual token states.
     "token_states_low": 0.204,
     "token_states_high": 0.382,
+}
+
+# The benchmark behind the Anyscale figures (its "Benchmarking setup"): Meta's OPT-13B on one
+# A100 with 40 GB, a queue of 1,000 requests of 512 input tokens each, output lengths drawn from
+# an exponential distribution with a mean of 128 tokens and capped at 32, 128, 512 or 1,536.
+ANYSCALE_BENCHMARK = {
+    "model": "OPT-13B",
+    "gpu": "A100",
+    "gpu_memory_gb": 40,
 }
 
 

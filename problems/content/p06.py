@@ -8,6 +8,7 @@ import functools
 from django.http import HttpRequest
 
 from problems.arithmetic.batching import (
+    ANYSCALE_BENCHMARK,
     BATCH_SLOTS_MAX,
     PUBLISHED_BATCHING_GAINS,
     occupancy_curve,
@@ -210,6 +211,9 @@ def context(*, request: HttpRequest) -> dict:
         "orca_gain_text": _times(GAINS["orca_vs_fastertransformer"]),
         "anyscale_continuous_text": _times(GAINS["anyscale_continuous"]),
         "anyscale_vllm_text": _times(GAINS["anyscale_vllm"]),
+        "anyscale_model": ANYSCALE_BENCHMARK["model"],
+        "anyscale_gpu_text": (f"one {ANYSCALE_BENCHMARK['gpu']} with "
+                              f"{ANYSCALE_BENCHMARK['gpu_memory_gb']} GB"),
         "vllm_range_text": (f"{number_format(PUBLISHED_BATCHING_GAINS['vllm_low'])}–"
                             f"{number_format(PUBLISHED_BATCHING_GAINS['vllm_high'])}×"),
     }
@@ -222,9 +226,11 @@ SOURCES: list[tuple[str, str]] = [
     ("Kwon et al., 'Efficient Memory Management for Large Language Model Serving with "
      "PagedAttention' (SOSP 2023: reserving max length wastes KV memory; paging lets more "
      "sequences share a batch)", "https://arxiv.org/abs/2309.06180"),
-    ("Anyscale blog (2023-06-22), continuous batching in LLM inference: up to 8x from "
-     "continuous batching and up to 23x with vLLM over naive static batching, on their "
-     "benchmark", "https://www.anyscale.com/blog/continuous-batching-llm-inference"),
+    ("Cade Daniel et al., Anyscale blog 'How continuous batching enables 23x throughput in LLM "
+     "inference while reducing p50 latency' (2023-06-22): 8x the throughput of static batching "
+     "with Hugging Face Pipelines from continuous batching (text-generation-inference, Ray "
+     "Serve), up to 23x with vLLM; OPT-13B on one 40 GB A100, output lengths exponential and "
+     "capped", "https://www.anyscale.com/blog/continuous-batching-llm-inference"),
     ("David and Nagaraja, 'Order Statistics' (3rd ed., 2003): expected maximum of uniform and "
      "exponential samples (the exponential's is θ·H_B)", "https://doi.org/10.1002/0471722162"),
 ]

@@ -27,7 +27,9 @@ SGLANG_HIT = (0.524, 0.741)  # SGLang paper: RadixAttention hit rate, LLaVA-Next
 SGLANG_TTFT = 1.7  # SGLang paper: TTFT 1.7× lower on Vicuna-33B with the radix cache
 DEEPSEEK_HIT = 0.563  # DeepSeek Day 6 overview: share of input tokens that hit the disk cache
 VLLM_BLOCK = 16  # vLLM's default KV block size, tokens
-VLLM_TIMING_FIXED = "0.9.0"  # CVE-2025-46570: TTFT timing from prefix hits, patched in 0.9.0
+# CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: TTFT reveals prefix-cache hits; affected from the first
+# release up to, not including, 0.9.0, which fixed it with the optional cache_salt (PR 17045).
+VLLM_TIMING_FIXED = "0.9.0"
 # A small illustration of the block rule: a prefix that ends mid-block shares only full blocks.
 BLOCK_EXAMPLE_TOKENS = 2_050
 
@@ -110,9 +112,10 @@ SOURCES: list[tuple[str, str]] = [
      "input tokens hit the on-disk KV cache)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
-    ("CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: vLLM before 0.9.0, prefix hits visible in TTFT; "
-     "the per-request cache_salt keeps tenants' blocks apart",
-     "https://github.com/advisories/GHSA-4qjh-9fv9-r85r"),
+    ("vLLM security advisory GHSA-4qjh-9fv9-r85r (CVE-2025-46570, published 28 May 2025): "
+     "prefix-cache hits visible in TTFT to a client sharing the server; all releases before 0.9.0 "
+     "affected, fixed in 0.9.0 by pull request 17045, the optional per-request cache_salt mixed "
+     "into the first block's hash", "https://github.com/advisories/GHSA-4qjh-9fv9-r85r"),
     ("Song et al., 'The Early Bird Catches the Leak: Unveiling Timing Side Channels in LLM "
      "Serving Systems' (timing classifies cache hits; a token-by-token search recovers shared "
      "prefixes, system prompts and other users' prompts, in the authors' experiments)",

@@ -135,7 +135,10 @@ SOURCES: list[tuple[str, str]] = [
      "(draft head on the target's features; 2.7×–3.5× on LLaMA2-Chat 70B)",
      "https://arxiv.org/abs/2401.15077"),
     ("Cai et al., 'Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding "
-     "Heads' (extra heads, tree attention; Medusa-1 over 2.2×; typical acceptance)", "https://arxiv.org/abs/2401.10774"),
+     "Heads' (ICML 2024: extra heads, tree attention; Medusa-1 over 2.2×; §2.3.1 typical "
+     "acceptance, a threshold on the original model's probability with the first token taken "
+     "greedily; Appendix A: no exact match to the model's distribution is sought; rejection "
+     "sampling as the distribution-preserving alternative)", "https://arxiv.org/abs/2401.10774"),
     ("Saxena, 'Prompt Lookup Decoding' (n-gram drafts from the prompt, no draft model)",
      "https://github.com/apoorvumang/prompt-lookup-decoding"),
     ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (a multi-token prediction module, reused for "

@@ -30,6 +30,10 @@ SWEEP_SLUG = "tenant-waits"
 SWEEP_PREFIX = "p21-sweep"
 MS = 1e3
 RATE_FIELD_MAX = 1e6
+# VTC's linear cost in its paper's experiments and its artifact's default (vtc_req_queue.py:
+# input_price=1, output_price=2): an output token counts twice an input token, after OpenAI's
+# price list.
+VTC_WEIGHTS = {"input": 1, "output": 2}
 
 
 @functools.cache
@@ -166,13 +170,20 @@ def context(*, request: HttpRequest) -> dict:
         "retry_after_text": seconds_format(r["retry_after_seconds"]),
         "retry_after_header_text": seconds_format(r["retry_after_header_seconds"]),
         "capped_refused_text": _rate(r["capped_refused_rate"]),
+        "vtc_input_weight": VTC_WEIGHTS["input"],
+        "vtc_output_weight": VTC_WEIGHTS["output"],
     }
 
 
 SOURCES: list[tuple[str, str]] = [
     ("Sheng et al., 'Fairness in Serving Large Language Models' (OSDI 2024: the Virtual Token "
-     "Counter, fairness measured in weighted tokens served, work-conserving)",
+     "Counter, service measured by a cost function of input and output tokens, work-conserving; "
+     "its experiments weight an output token 2 and an input token 1, after OpenAI's prices)",
      "https://www.usenix.org/conference/osdi24/presentation/sheng"),
+    ("VTC artifact, slora/server/router/vtc_req_queue.py (linear cost with input_price=1 and "
+     "output_price=2 by default, or a cost fitted to profiled GPU time; a returning client's "
+     "counter raised to the smallest among clients with requests waiting)",
+     "https://github.com/Ying1123/VTC-artifact"),
     ("Demers, Keshav and Shenker, 'Analysis and Simulation of a Fair Queueing Algorithm' "
      "(SIGCOMM 1989)", "https://doi.org/10.1145/75247.75248"),
     ("Parekh and Gallager, 'A Generalized Processor Sharing Approach to Flow Control in "

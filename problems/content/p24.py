@@ -470,9 +470,9 @@ REPLICA = calculator_register(Calculator(
 # The prose's figures.
 
 SOURCES: list[tuple[str, str]] = [
-    ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (R1 prices per "
-     "million tokens, 56.3% of input tokens hitting the on-disk KV cache, nodes lent to research "
-     "at night)",
+    ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (1 March 2025: "
+     "R1 prices per million tokens at the time, 56.3% of input tokens hitting the on-disk KV "
+     "cache over one day, nodes lent to research and training at night)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
     ("Kwon et al., 'Efficient Memory Management for Large Language Model Serving with "

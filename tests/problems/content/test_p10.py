@@ -71,6 +71,10 @@ def test_variants_quote_their_papers_and_medusa_typical_acceptance(client) -> No
     assert "over 2.2× with the heads alone (Medusa-1)" in concepts
     assert "2.7× to 3.5× lower latency on LLaMA2-Chat 70B" in concepts
     assert "no longer exactly the target's distribution" in concepts
+    # The paper's scheme as it is written (§2.3.1): a greedy first token, then a threshold on the
+    # target's probability; and the rejection rule as the exact alternative.
+    assert "the first token of each step is the target's greedy choice" in concepts
+    assert "rejection rule above, which keeps the target's distribution exactly" in concepts
 
 
 @pytest.mark.parametrize(("field", "value"), [
