@@ -509,7 +509,7 @@ def long_prompt(
 # Published gains of iteration-level scheduling, quoted on problem 6 with their sources.
 PUBLISHED_BATCHING_GAINS = {
     # Yu et al., Orca (OSDI 2022), abstract: throughput at the same latency vs FasterTransformer,
-    # GPT-3 175B.
+    # on GPT-3 (ORCA_BENCHMARK).
     "orca_vs_fastertransformer": 36.9,
     # Anyscale blog (2023-06-22): 8x from continuous batching alone (text-generation-inference,
     # and their Ray Serve copy of it) over naive static batching (Hugging Face Pipelines), up to
@@ -529,6 +529,9 @@ PUBLISHED_BATCHING_GAINS = {
 # The benchmark behind the Anyscale figures (its "Benchmarking setup"): Meta's OPT-13B on one
 # A100 with 40 GB, a queue of 1,000 requests of 512 input tokens each, output lengths drawn from
 # an exponential distribution with a mean of 128 tokens and capped at 32, 128, 512 or 1,536.
+# The model behind Orca's figure (its abstract): GPT-3 with 175 billion parameters.
+ORCA_BENCHMARK = {"model": "GPT-3", "parameters_billion": 175}
+
 ANYSCALE_BENCHMARK = {
     "model": "OPT-13B",
     "gpu": "A100",

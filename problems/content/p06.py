@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from problems.arithmetic.batching import (
     ANYSCALE_BENCHMARK,
     BATCH_SLOTS_MAX,
+    ORCA_BENCHMARK,
     PUBLISHED_BATCHING_GAINS,
     occupancy_curve,
     static_vs_continuous,
@@ -209,6 +210,8 @@ def context(*, request: HttpRequest) -> dict:
         "occupancy_slug": OCCUPANCY_SLUG,
         "occupancy_prefix": OCCUPANCY_PREFIX,
         "orca_gain_text": _times(GAINS["orca_vs_fastertransformer"]),
+        "orca_model_text": (f"{number_format(ORCA_BENCHMARK['parameters_billion'])}-billion-"
+                            f"parameter {ORCA_BENCHMARK['model']}"),
         "anyscale_continuous_text": _times(GAINS["anyscale_continuous"]),
         "anyscale_vllm_text": _times(GAINS["anyscale_vllm"]),
         "anyscale_model": ANYSCALE_BENCHMARK["model"],

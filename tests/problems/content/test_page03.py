@@ -160,3 +160,11 @@ def test_p07_quotes_sarathi_serve_gains_from_the_catalog(client) -> None:
     concepts = section_text(client, 7, "concepts")
     assert f"Sarathi-Serve reported {g['sarathi_mistral_7b_1xa100']}× vLLM's serving" in concepts
     assert f"up to {g['sarathi_falcon_180b_pp']}× for Falcon-180B" in concepts
+
+
+def test_p06_names_the_published_gains_models_from_the_catalog(client) -> None:
+    from problems.arithmetic.batching import ANYSCALE_BENCHMARK, ORCA_BENCHMARK
+    concepts = section_text(client, 6, "concepts")
+    assert (f"{ORCA_BENCHMARK['parameters_billion']}-billion-parameter "
+            f"{ORCA_BENCHMARK['model']}") in concepts
+    assert f"serving {ANYSCALE_BENCHMARK['model']} on one {ANYSCALE_BENCHMARK['gpu']}" in concepts
