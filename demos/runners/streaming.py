@@ -59,7 +59,8 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
 
     def stream_end(index: int, state: str, data: dict) -> None:
         streams[index]["state"] = state
-        ctx.publish("done" if state == "done" else "aborted", {**data, **_kv(client),
+        # The pool as it is now, unless `data` carries the pool as the engine saw it.
+        ctx.publish("done" if state == "done" else "aborted", {**_kv(client), **data,
                     "at_ms": ctx.elapsed_ms()}, stream=index)
 
     def summary() -> list[dict]:
@@ -110,9 +111,14 @@ def streaming_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                     # The engine's own count: it may have sampled a token the page never saw.
                     streams[index]["completion_tokens"] = int(event.get(
                         "completion_tokens", streams[index]["completion_tokens"]))
+                    # The free blocks just before and just after the abort, from the
+                    # engine: by the time this reads the pool, other streams may have grown.
+                    free_after = int(event["blocks_free"])
                     stream_end(index, "aborted", {
                         "reason": streams[index]["reason"],
                         "blocks_freed": streams[index]["blocks_freed"],
+                        "kv_blocks_free": free_after,
+                        "kv_blocks_free_before": free_after - streams[index]["blocks_freed"],
                         "cut_seen_ms": streams[index]["cut_seen_ms"],
                         "completion_tokens": streams[index]["completion_tokens"]})
             elif kind == "finished" and streams[index]["state"] in ("running", "aborting"):

@@ -351,8 +351,9 @@
       },
       step: function (d) { kvShow(root, d); },
       aborted: function (d) {
-        // Kept for the page's tests and curious readers: the bar before and after the abort.
-        root.dataset.kvBeforeAbort = root.querySelector(".kv-bar").getAttribute("aria-valuenow");
+        // Kept for the page's tests and curious readers: the pool's free blocks just before
+        // and just after the abort, as the engine counted them.
+        root.dataset.kvBeforeAbort = d.kv_blocks_free_before;
         root.dataset.kvAfterAbort = d.kv_blocks_free;
         run.freedAt[d.stream] = performance.now();
         kvShow(root, d);

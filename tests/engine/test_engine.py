@@ -82,7 +82,9 @@ def test_abort_frees_blocks_at_once_and_reports_next_step(engine):
     assert engine.stats()["kv_blocks_free"] == engine.stats()["kv_blocks_total"]
     events = engine.step()
     # It also says how many tokens the request had generated (none while still in prefill).
+    # And the pool's free blocks right after the abort: all of them here.
     assert {"type": "aborted", "request_id": rid, "blocks_freed": held,
+            "blocks_free": engine.stats()["kv_blocks_total"],
             "completion_tokens": sampled} in events
     assert not engine.has_unfinished()
     assert engine.abort(rid) is False

@@ -226,6 +226,8 @@ class Engine:
         seq.metrics.finished_time = time.perf_counter()
         self._pending_events.append(
             {"type": "aborted", "request_id": request_id, "blocks_freed": freed,
+             # The pool's free blocks right after this abort (later steps move it on).
+             "blocks_free": self.block_manager.num_free_blocks,
              "completion_tokens": seq.num_output_tokens})
         self._output_store(seq)
         self._samples_prune(seq)

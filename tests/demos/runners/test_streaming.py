@@ -21,6 +21,9 @@ def test_cutting_one_stream_frees_its_blocks_while_the_others_finish(serving, cl
     assert recorder.types(stream=1)[-1] == "aborted"
     aborted = [d for t, s, d in recorder.events if t == "aborted"][0]
     assert aborted["reason"] == "disconnected" and aborted["blocks_freed"] >= 1
+    # The page's bar rises by exactly what the abort returned: both counts are the engine's
+    # at the abort, not the pool as the runner finds it later.
+    assert aborted["kv_blocks_free"] - aborted["kv_blocks_free_before"] == aborted["blocks_freed"]
     assert outcome.summary["kv_blocks_free"] == outcome.summary["kv_blocks_total"]
     assert len(streaming_prompts("x")) == 3
     assert engine_idle(serving)
