@@ -139,8 +139,17 @@ def test_p21_retry_after_is_sent_in_whole_seconds(client) -> None:
     r = api(client, "tenant-fairness")
     assert r["retry_after_header_seconds"] == 1
     assert (f"{seconds_format(r['retry_after_seconds'])}, sent as "
-            f"{seconds_format(r['retry_after_header_seconds'])} because the header carries "
+            f"{r['retry_after_header_seconds']} s because the header carries "
             "whole seconds") in worked
+    # Past a minute the header still carries seconds: 2 tenants × 10,000 tokens ÷ 100 tokens/s
+    # is 200 s, sent as 200, not as '3.33 min'.
+    query = {"capacity_tokens_per_s": 100, "tokens_per_request": 10_000, "heavy_rate": 0.01,
+             "light_rate": 0.001, "light_tenants": 1}
+    slow = api(client, "tenant-fairness", **query)
+    assert slow["retry_after_header_seconds"] == 200
+    worked = section_text(client, 21, "worked",
+                          "?" + "&".join(f"p21-tenants-{k}={v}" for k, v in query.items()))
+    assert "3.33 min, sent as 200 s because the header carries whole seconds" in worked
 
 
 def test_p07_the_answer_says_when_the_first_chunk_is_already_compute_bound(client) -> None:
