@@ -14,6 +14,7 @@ from problems.arithmetic.batching import (
     long_prompt,
 )
 from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.compute import prefill_flops_model
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.memory import TP_MAX
 from problems.arithmetic.units import (
@@ -175,6 +176,18 @@ def scenario_rows(inputs: dict) -> list[dict]:
     return rows
 
 
+def scenario_ratios(prompt_tokens: int) -> tuple[float, float]:
+    """The larger deployment's linear FLOPs (layers and head) over the smaller's, at this
+    prompt, and its GPUs over the smaller's."""
+    (small, small_tp), (large, large_tp) = SCENARIOS
+
+    def linear(name: str) -> float:
+        f = prefill_flops_model(model_get(name), prompt_tokens)
+        return f["linear"] + f["head"]
+
+    return linear(large) / linear(small), large_tp / small_tp
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 7's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request, CALCULATOR, PREFIX)
@@ -235,6 +248,10 @@ def context(*, request: HttpRequest) -> dict:
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),
         "big_ttft_text": _s(big["ttft_chunked_seconds"]),
         "rows": scenario_rows(inputs),
+        "scenario_flops_ratio_text":
+            f"{number_format(scenario_ratios(inputs['prompt_tokens'])[0])}×",
+        "scenario_gpus_ratio_text":
+            f"{number_format(scenario_ratios(inputs['prompt_tokens'])[1])}×",
     }
 
 

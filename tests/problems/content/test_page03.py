@@ -176,3 +176,13 @@ def test_p07_quotes_sarathi_serve_gains_from_the_catalog(client) -> None:
             "deployment") in concepts
     assert f"{g['sarathi_falcon_180b_pp']}× vLLM" not in concepts
     assert f"{g['sarathi_falcon_180b_pp']}× for Falcon-180B" not in concepts
+
+
+def test_p07_the_70b_hint_computes_its_flops_and_gpu_ratios(client) -> None:
+    # Llama 3.1 70B's linear FLOPs over 8B's: 80 layers × 855.6M weights = 68.45e9 against
+    # 32 × 218.1M = 6.98e9 per token (the head counts once, for the last position), 9.81×, on
+    # 8 GPUs against 1. The hint used to type 'ten' (and 'nine' before that).
+    ratio, gpus = p07.scenario_ratios(100_000)
+    assert ratio == pytest.approx(9.81, abs=0.01) and gpus == 8
+    followups = section_text(client, 7, "followups")
+    assert "It has 9.81× the linear FLOPs but 8× the GPUs" in followups
