@@ -537,6 +537,16 @@ PUBLISHED_CHUNKED_PREFILL_GAINS = {
     "sarathi_falcon_180b_pp": 5.6,
     "sarathi_falcon_180b_vs_vllm_tp_strict": 4.3,
 }
+# vLLM's default per-step token budget (max_num_batched_tokens) when none is set,
+# vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: on GPUs of at least 70 GiB other
+# than the A100 (H100, MI300X), 8,192 for the OpenAI-compatible server and 16,384 for the
+# offline LLM class; on other GPUs 2,048 and 8,192.
+VLLM_DEFAULT_TOKEN_BUDGETS = {
+    "large_gpu_server": 8_192,
+    "large_gpu_offline": 16_384,
+    "other_gpu_server": 2_048,
+    "other_gpu_offline": 8_192,
+}
 # The models those two gains were measured on, as the paper names them.
 SARATHI_MODELS = {"small": "Mistral-7B", "large": "Falcon-180B"}
 

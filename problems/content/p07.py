@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from problems.arithmetic.batching import (
     PUBLISHED_CHUNKED_PREFILL_GAINS,
     SARATHI_MODELS,
+    VLLM_DEFAULT_TOKEN_BUDGETS,
     long_prompt,
 )
 from problems.arithmetic.catalog import gpu_get, model_get
@@ -248,6 +249,12 @@ def context(*, request: HttpRequest) -> dict:
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),
         "big_ttft_text": _s(big["ttft_chunked_seconds"]),
         "rows": scenario_rows(inputs),
+        "vllm_large_server_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["large_gpu_server"], "token"),
+        "vllm_large_offline_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["large_gpu_offline"], "token"),
+        "vllm_other_server_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["other_gpu_server"], "token"),
         "scenario_flops_ratio_text":
             f"{number_format(scenario_ratios(inputs['prompt_tokens'])[0])}×",
         "scenario_gpus_ratio_text":
@@ -267,6 +274,9 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (one token budget per "
      "step, chunked prefill on by default)",
      "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
+    ("vLLM source, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: the default "
+     "max_num_batched_tokens, larger on GPUs of 70 GiB or more other than the A100",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"),
     ("vLLM documentation, 'Optimization and Tuning': chunked prefill, max_num_batched_tokens, "
      "decodes scheduled before prefills",
      "https://docs.vllm.ai/en/latest/configuration/optimization.html"),

@@ -186,3 +186,14 @@ def test_p07_the_70b_hint_computes_its_flops_and_gpu_ratios(client) -> None:
     assert ratio == pytest.approx(9.81, abs=0.01) and gpus == 8
     followups = section_text(client, 7, "followups")
     assert "It has 9.81× the linear FLOPs but 8× the GPUs" in followups
+
+
+def test_p07_budget_defaults_are_vllms_from_the_catalog(client) -> None:
+    from problems.arithmetic.batching import VLLM_DEFAULT_TOKEN_BUDGETS as d
+    tradeoffs = section_text(client, 7, "tradeoffs")
+    assert (f"vLLM's default budget on large GPUs such as the H100 is "
+            f"{count_format(d['large_gpu_server'], 'token')} for its server "
+            f"({count_format(d['large_gpu_offline'], 'token')} for offline batches), against "
+            f"{count_format(d['other_gpu_server'], 'token')} on smaller GPUs") in tradeoffs
+    assert "defaults of a few thousand tokens are common" not in tradeoffs
+    assert any("arg_utils.py" in url for _, url in p07.SOURCES)
