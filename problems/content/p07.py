@@ -271,14 +271,14 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2403.02310"),
     ("Agrawal et al., 'SARATHI: Efficient LLM Inference by Piggybacking Decodes with Chunked "
      "Prefills' (2023)", "https://arxiv.org/abs/2308.16369"),
-    ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (one token budget per "
-     "step, chunked prefill on by default)",
+    ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (prompt and output "
+     "tokens scheduled alike; chunked prefill as a fixed token budget per step)",
      "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
     ("vLLM source, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: the default "
      "max_num_batched_tokens, larger on GPUs of 70 GiB or more other than the A100",
      "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"),
-    ("vLLM documentation, 'Optimization and Tuning': chunked prefill, max_num_batched_tokens, "
-     "decodes scheduled before prefills",
+    ("vLLM documentation, 'Optimization and Tuning': chunked prefill always on by default in "
+     "V1, max_num_batched_tokens, decodes scheduled before prefills",
      "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
     ("Zhong et al., 'DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large "
      "Language Model Serving' (OSDI 2024)", "https://arxiv.org/abs/2401.09670"),
