@@ -225,7 +225,9 @@ def context(*, request: HttpRequest) -> dict:
         "decode_step_text": _s(r["decode_step_seconds"]),
         "decode_step_bound": r["decode_step_bound"],
         "first_step_text": _s(r["first_chunk_step_seconds"]),
-        "first_step_compute_bound": r["first_step_bound"] == "compute",
+        # With no streams decoding there is no decode step to compare with, and no one to notice.
+        "first_step_compute_bound": (r["first_step_bound"] == "compute"
+                                     and inputs["decode_batch"] > 0),
         "largest_step_text": _s(r["largest_chunk_step_seconds"]),
         "largest_step_bound": r["largest_step_bound"],
         "first_stall_text": _s(r["first_chunk_stall_seconds"]),

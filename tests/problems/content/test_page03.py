@@ -162,6 +162,9 @@ def test_p07_the_answer_says_when_the_first_chunk_is_already_compute_bound(clien
     small = section_text(client, 7, "answer", "?p07-long-token_budget=64")
     assert api(client, "long-prompt", token_budget=64)["first_step_bound"] == "memory"
     assert "even the first chunk does" not in small
+    # No streams decoding: no 'decode step's 0 s' for streams that are not there to notice.
+    alone = section_text(client, 7, "answer", "?p07-long-decode_batch=0")
+    assert "even the first chunk does" not in alone and "decode step's 0 s" not in alone
 
 
 def test_p07_quotes_sarathi_serve_gains_from_the_catalog(client) -> None:
