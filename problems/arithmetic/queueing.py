@@ -214,8 +214,10 @@ def tenant_fairness(
     bucket_depth = bucket_rate * burst
     retry_after = size / bucket_rate
     # HTTP's Retry-After carries whole seconds (RFC 9110, delay-seconds): round up, so a client
-    # that obeys it never returns before the bucket has refilled.
-    retry_after_header = math.ceil(retry_after)
+    # that obeys it never returns before the bucket has refilled. A whole number of seconds
+    # must not be pushed up by floating-point noise (100 tokens at a third of 100 tokens/s
+    # computes as 3.0000000000000004 s).
+    retry_after_header = math.ceil(retry_after * (1 - 1e-12))
     capped_refused = max(0.0, lam_h - share)
     fcfs_text = (seconds_format(fcfs_wait) if fcfs_stable else
                  f"+{seconds_format(growth)}/s")

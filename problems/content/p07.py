@@ -11,9 +11,11 @@ from django.http import HttpRequest
 from problems.arithmetic.batching import (
     PUBLISHED_CHUNKED_PREFILL_GAINS,
     SARATHI_MODELS,
+    VLLM_DEFAULT_TOKEN_BUDGETS,
     long_prompt,
 )
 from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.compute import prefill_flops_model
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.memory import TP_MAX
 from problems.arithmetic.units import (
@@ -175,6 +177,18 @@ def scenario_rows(inputs: dict) -> list[dict]:
     return rows
 
 
+def scenario_ratios(prompt_tokens: int) -> tuple[float, float]:
+    """The larger deployment's linear FLOPs (layers and head) over the smaller's, at this
+    prompt, and its GPUs over the smaller's."""
+    (small, small_tp), (large, large_tp) = SCENARIOS
+
+    def linear(name: str) -> float:
+        f = prefill_flops_model(model_get(name), prompt_tokens)
+        return f["linear"] + f["head"]
+
+    return linear(large) / linear(small), large_tp / small_tp
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 7's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request, CALCULATOR, PREFIX)
@@ -211,7 +225,9 @@ def context(*, request: HttpRequest) -> dict:
         "decode_step_text": _s(r["decode_step_seconds"]),
         "decode_step_bound": r["decode_step_bound"],
         "first_step_text": _s(r["first_chunk_step_seconds"]),
-        "first_step_compute_bound": r["first_step_bound"] == "compute",
+        # With no streams decoding there is no decode step to compare with, and no one to notice.
+        "first_step_compute_bound": (r["first_step_bound"] == "compute"
+                                     and inputs["decode_batch"] > 0),
         "largest_step_text": _s(r["largest_chunk_step_seconds"]),
         "largest_step_bound": r["largest_step_bound"],
         "first_stall_text": _s(r["first_chunk_stall_seconds"]),
@@ -220,6 +236,8 @@ def context(*, request: HttpRequest) -> dict:
             f"{number_format(PUBLISHED_CHUNKED_PREFILL_GAINS['sarathi_mistral_7b_1xa100'])}×",
         "sarathi_falcon_text":
             f"{number_format(PUBLISHED_CHUNKED_PREFILL_GAINS['sarathi_falcon_180b_pp'])}×",
+        "sarathi_falcon_vllm_text": number_format(
+            PUBLISHED_CHUNKED_PREFILL_GAINS["sarathi_falcon_180b_vs_vllm_tp_strict"]) + "×",
         "sarathi_small_model": SARATHI_MODELS["small"],
         "sarathi_large_model": SARATHI_MODELS["large"],
         "growth_text": (f"{number_format(r['largest_chunk_step_seconds'] / times[0])}×"
@@ -233,22 +251,36 @@ def context(*, request: HttpRequest) -> dict:
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),
         "big_ttft_text": _s(big["ttft_chunked_seconds"]),
         "rows": scenario_rows(inputs),
+        "vllm_large_server_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["large_gpu_server"], "token"),
+        "vllm_large_offline_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["large_gpu_offline"], "token"),
+        "vllm_other_server_text":
+            count_format(VLLM_DEFAULT_TOKEN_BUDGETS["other_gpu_server"], "token"),
+        "scenario_flops_ratio_text":
+            f"{number_format(scenario_ratios(inputs['prompt_tokens'])[0])}×",
+        "scenario_gpus_ratio_text":
+            f"{number_format(scenario_ratios(inputs['prompt_tokens'])[1])}×",
     }
 
 
 SOURCES: list[tuple[str, str]] = [
     ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
      "(OSDI 2024: chunked prefills, stall-free batching, a token budget per step; abstract: "
-     "2.6x vLLM's serving capacity for Mistral-7B on one A100, up to 5.6x for Falcon-180B "
-     "with pipeline parallelism)",
+     "2.6x vLLM's serving capacity for Mistral-7B on one A100, up to 5.6x end-to-end for "
+     "Falcon-180B with pipeline parallelism, baseline unnamed; Figure 13: 4.3x vLLM's "
+     "tensor-parallel deployment of Falcon-180B under the strict SLO)",
      "https://arxiv.org/abs/2403.02310"),
     ("Agrawal et al., 'SARATHI: Efficient LLM Inference by Piggybacking Decodes with Chunked "
      "Prefills' (2023)", "https://arxiv.org/abs/2308.16369"),
-    ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (one token budget per "
-     "step, chunked prefill on by default)",
+    ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (prompt and output "
+     "tokens scheduled alike; chunked prefill as a fixed token budget per step)",
      "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
-    ("vLLM documentation, 'Optimization and Tuning': chunked prefill, max_num_batched_tokens, "
-     "decodes scheduled before prefills",
+    ("vLLM source, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: the default "
+     "max_num_batched_tokens, larger on GPUs of 70 GiB or more other than the A100",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"),
+    ("vLLM documentation, 'Optimization and Tuning': chunked prefill always on by default in "
+     "V1, max_num_batched_tokens, decodes scheduled before prefills",
      "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
     ("Zhong et al., 'DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large "
      "Language Model Serving' (OSDI 2024)", "https://arxiv.org/abs/2401.09670"),

@@ -168,7 +168,8 @@ def context(*, request: HttpRequest) -> dict:
         "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
         "bucket_depth_text": count_format(r["bucket_depth_tokens"], "token"),
         "retry_after_text": seconds_format(r["retry_after_seconds"]),
-        "retry_after_header_text": seconds_format(r["retry_after_header_seconds"]),
+        # The header's own value, in whole seconds (seconds_format would say "3.33 min").
+        "retry_after_header_text": f"{r['retry_after_header_seconds']:,} s",
         "capped_refused_text": _rate(r["capped_refused_rate"]),
         "vtc_input_weight": VTC_WEIGHTS["input"],
         "vtc_output_weight": VTC_WEIGHTS["output"],

@@ -119,6 +119,15 @@ def test_tenants_overloaded_by_hand():
         "retry_after_header_seconds"] == 1
     assert tenant_fairness(capacity_tokens_per_s=400, tokens_per_request=500, heavy_rate=0.5,
                            light_rate=0.1, light_tenants=1)["retry_after_header_seconds"] == 3
+    # A whole number of seconds is sent as itself, not one more: 100 tokens/s shared by three
+    # tenants refills a 100-token request in 3 s (the quotient computes as 3.0000000000000004).
+    whole = tenant_fairness(capacity_tokens_per_s=100, tokens_per_request=100, heavy_rate=1,
+                            light_rate=0.1, light_tenants=2)
+    assert whole["retry_after_seconds"] == pytest.approx(3)
+    assert whole["retry_after_header_seconds"] == 3
+    assert tenant_fairness(capacity_tokens_per_s=1_000, tokens_per_request=1_000,
+                           heavy_rate=1, light_rate=0.05, light_tenants=8)[
+        "retry_after_header_seconds"] == 9
     assert r.to_dict()["fcfs_wait_seconds"] is None
 
 
