@@ -102,6 +102,20 @@ def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) 
     worked = section_text(page_get(client, "?" + query), 8, "worked")
     assert "fleet-wide hit rate 80%" in worked
     assert "home to 2, hits only 50%" in worked
+    assert "hits only 50%. The price of affinity is balance: that replica takes 20%" in worked
+
+
+def test_problem_8_balance_names_the_busiest_replica_when_every_home_hits(client) -> None:
+    """10 applications on 8 replicas keeping 15 prefixes each: every replica hits 100%, so the
+    hit-rate sentence names no busiest replica; the balance sentence must name it itself (home
+    to 2 of 10: 20% of the traffic against an even 12.5%), not refer back to 'that replica'."""
+    query = "&".join(f"p8-routing-{k}={'' if v is None else v}" for k, v in {
+        **p08.CALCULATOR.form_class().defaults(), "applications": 10}.items())
+    worked = section_text(page_get(client, "?" + query), 8, "worked")
+    assert "fleet-wide hit rate 100%." in worked
+    assert ("the busiest replica, home to 2, takes 20% of the traffic against an even 12.5%"
+            in worked)
+    assert "that replica" not in worked
 
 
 def test_problem_8_bad_input_is_a_field_error_and_the_prose_keeps_defaults(client) -> None:
