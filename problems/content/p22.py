@@ -30,6 +30,16 @@ SHORT_PROMPT = 256  # a short prompt, to show where the transfer stops hiding be
 CALCULATOR = calculator_get(SLUG)
 
 
+def short_verdict(share_ratio: float) -> str:
+    """How a short prompt's transfer hides behind its prefill, against the asked prompt's, from
+    the ratio of their shares of the prefill (within a quarter either way: about as well)."""
+    if share_ratio > 1.25:
+        return "hides its transfer less well"
+    if share_ratio < 0.8:
+        return "hides its transfer better"
+    return "hides its transfer about as well"
+
+
 def figures(inputs: dict) -> dict:
     """Every figure problem 22's prose quotes, for the calculator's inputs."""
     r = a.disagg_plan(**inputs)
@@ -67,7 +77,9 @@ def figures(inputs: dict) -> dict:
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),
-        "eth_shared_text": seconds_format(eth["seconds"] * inputs["tp"]),
+        "eth_shared_text": seconds_format(eth["whole_seconds"]),
+        "eth_shared_factor_text": number_format(eth["whole_seconds"] / eth["seconds"]),
+        "eth_shared_longer": eth["whole_seconds"] > eth["seconds"] * (1 + 1e-9),
         "eth_layered_text": seconds_format(eth["exposed_layered"]),
         "ib_ratio_text": percent_format(ib["ratio"]),
         "memory_fraction_text": percent_format(r["memory_fraction"]),
@@ -82,6 +94,10 @@ def figures(inputs: dict) -> dict:
         "ratio_text": number_format(r["ratio"]),
         "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
         "short_tokens": f"{SHORT_PROMPT:,}",
+        "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
+        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),
+        "short_memory_bound": short["prefill_bound"] == "memory",
+        "short_more_decode": short["ratio"] < r["ratio"],
         "short_prefill_text": seconds_format(short["prefill_seconds"]),
         "short_eth_text": seconds_format(short_eth["seconds"]),
         "short_eth_ratio_text": percent_format(short_eth["ratio"]),
@@ -128,5 +144,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA ConnectX-7 / Quantum-2 InfiniBand datasheets (NDR, 400 Gb/s per port)",
      "https://www.nvidia.com/en-us/networking/infiniband-adapters/"),
+    ("NVIDIA DGX BasePOD reference architecture, 'Core Components' (DGX H100 and H200: eight "
+     "GPUs, eight single-port ConnectX-7 adapters at up to 400 Gb/s for the compute fabric)",
+     "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-"
+     "enterprise-ai/latest/core-components.html"),
     ("IEEE 802.3 Ethernet (100GBASE: 100 Gb/s)", "https://standards.ieee.org/ieee/802.3/"),
 ]

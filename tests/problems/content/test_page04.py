@@ -155,6 +155,33 @@ def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> N
     worked = section_text(page_get(client), 22, "worked")
     assert "hard case" not in worked
     assert f"{percent_format(short['links'][2]['ratio'])} of its" in worked
+    assert "A shorter prompt hides its transfer about as well" in worked
+
+
+def p22_query(**changes) -> str:
+    return "?" + "&".join(f"p22-disagg-{k}={'' if v is None else v}" for k, v in {
+        **p22.CALCULATOR.form_class().defaults(), **changes}.items())
+
+
+def test_problem_22_short_prompt_wording_follows_the_figures(client) -> None:
+    """DeepSeek-V3 on 8 × H200 in FP8: 100 GbE takes 57.6 ms, 60.6% of a 95.1 ms prefill, but a
+    256-token prefill is bound by reading the weights (21.8 ms), so its 1.8 ms is 8.24%: the
+    short prompt hides its transfer better, and its prefill : decode ratio (1.66) is higher than
+    the asked prompt's (0.459). The latent is whole on every GPU, so one shared port carries one
+    copy in the same 57.6 ms, not 8 times as long. Llama 3.1 70B at 100,000 tokens: 6.05%
+    against the short prompt's 11.8%, so the short one hides it less well. At 128 tokens there
+    is no shorter 256-token prompt to compare."""
+    worked = section_text(page_get(client, p22_query(
+        model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")), 22, "worked")
+    assert "A shorter prompt hides its transfer better" in worked
+    assert "8.24% of its 21.8 ms prefill, which is bound by reading the weights" in worked
+    assert "the ratio is 1.66, not lower" in worked and "needs more decode" not in worked
+    assert "that row's time stands" in worked and "times as long" not in worked
+    worked = section_text(page_get(client, p22_query(prompt_tokens=100_000)), 22, "worked")
+    assert "A shorter prompt hides its transfer less well" in worked
+    assert "chat-like traffic needs more decode" in worked
+    worked = section_text(page_get(client, p22_query(prompt_tokens=128)), 22, "worked")
+    assert "A shorter prompt" not in worked and "With 256-token prompts" not in worked
 
 
 def test_problem_22_decode_fit_counts_weights_kv_and_the_reserve(client) -> None:
