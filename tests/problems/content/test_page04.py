@@ -210,3 +210,11 @@ def test_the_live_demos_are_embedded(client) -> None:
     content = page_get(client)
     assert 'data-demo="prefix-cache"' in section_html(problem_html(content, 8), 8, "demo")
     assert 'data-demo="disagg"' in section_html(problem_html(content, 22), 22, "demo")
+
+
+def test_problem_8_cache_salt_claims_name_their_source(client) -> None:
+    """The isolation paragraph says vLLM's per-request cache_salt is mixed into the first
+    block's hash; the pull request that added it says so and is listed beside the advisory."""
+    urls = [url for _, url in p08.SOURCES]
+    assert "https://github.com/vllm-project/vllm/pull/17045" in urls
+    assert "https://github.com/vllm-project/vllm/pull/17045" in page_get(client)
