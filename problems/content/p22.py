@@ -137,6 +137,10 @@ SOURCES: list[tuple[str, str]] = [
      "(chunked prefill, the colocated alternative)", "https://arxiv.org/abs/2403.02310"),
     ("NVIDIA NIXL, the Inference Xfer Library (KV transfers between GPUs over NVLink and RDMA)",
      "https://github.com/ai-dynamo/nixl"),
+    ("vLLM's NixlConnector (on a partial prefix-cache hit, the decode side reads only the "
+     "blocks it has not computed)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/distributed/kv_transfer/kv_connector/"
+     "v1/nixl_connector.py"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 900 GB/s "

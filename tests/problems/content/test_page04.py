@@ -218,3 +218,11 @@ def test_problem_8_cache_salt_claims_name_their_source(client) -> None:
     urls = [url for _, url in p08.SOURCES]
     assert "https://github.com/vllm-project/vllm/pull/17045" in urls
     assert "https://github.com/vllm-project/vllm/pull/17045" in page_get(client)
+
+
+def test_problem_22_decode_side_prefix_hits_name_their_source(client) -> None:
+    """'only if the transfer asks for the blocks it lacks': vLLM's NixlConnector does (a partial
+    prefix-cache hit on the decode side reads only the uncomputed blocks), listed in sources."""
+    cited = [url for _, url in p22.SOURCES if url.endswith("nixl_connector.py")]
+    assert len(cited) == 1 and cited[0] in page_get(client)
+    assert "asks for the blocks it lacks" in section_text(page_get(client), 22, "tradeoffs")
