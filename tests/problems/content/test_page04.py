@@ -103,6 +103,9 @@ def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) 
     assert "fleet-wide hit rate 80%" in worked
     assert "home to 2, hits only 50%" in worked
     assert "hits only 50%. The price of affinity is balance: that replica takes 20%" in worked
+    # The plot's row for 3 replicas: homes of 4, 3, 3 keeping 1 each: random 10%, fleet 3 ÷ 10
+    # = 30%, busiest 1 ÷ 4 = 25%, its share 4 ÷ 10 = 40%.
+    assert "3 10 30 25 40" in worked
 
 
 def test_problem_8_balance_names_the_busiest_replica_when_every_home_hits(client) -> None:
