@@ -12,6 +12,7 @@ from problems.arithmetic.catalog.links import LINKS
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_in,
+    bytes_short,
     number_format,
     percent_format,
     seconds_format,
@@ -87,7 +88,7 @@ def figures(inputs: dict) -> dict:
         "decode_usable_text": bytes_in(r["decode_usable_gpu"], "GB"),
         "decode_weights_text": bytes_in(r["decode_weights_gpu"], "GB"),
         "decode_free_text": bytes_in(r["decode_free_gpu"], "GB"),
-        "decode_sequence_text": bytes_in(r["decode_kv_sequence_gpu"], "MB"),
+        "decode_sequence_text": bytes_short(r["decode_kv_sequence_gpu"]),
         "step_text": seconds_format(r["step_seconds"]), "batch": f"{r['batch']:,}",
         "batch_limit": r["batch_limit"],
         "decode_busy_text": seconds_format(r["decode_busy"]),

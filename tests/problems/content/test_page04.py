@@ -182,6 +182,8 @@ def test_problem_22_short_prompt_wording_follows_the_figures(client) -> None:
     assert "that row's time stands" in worked and "times as long" not in worked
     worked = section_text(page_get(client, p22_query(prompt_tokens=100_000)), 22, "worked")
     assert "A shorter prompt hides its transfer less well" in worked
+    # 100,256 tokens × 81,920 B = 8.21 GB per GPU, in the unit the step table uses too.
+    assert "takes 8.21 GB of it per GPU" in worked
     assert "chat-like traffic needs more decode" in worked
     worked = section_text(page_get(client, p22_query(prompt_tokens=128)), 22, "worked")
     assert "A shorter prompt" not in worked and "With 256-token prompts" not in worked
