@@ -105,6 +105,10 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation, 'Automatic Prefix Caching' (design): each full block hashed with its "
      "prefix's hash, reference counts, LRU eviction of unused blocks",
      "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("vLLM pull request #17045, 'Prevent side-channel attacks via cache salting' (an optional "
+     "per-request cache_salt, injected into the first block's hash when present, so that only "
+     "requests with the same salt share blocks)",
+     "https://github.com/vllm-project/vllm/pull/17045"),
     ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
      "(RadixAttention; cache hit rates 52.4% and 74.1%, TTFT 1.7× lower on Vicuna-33B)",
      "https://arxiv.org/abs/2312.07104"),

@@ -12,6 +12,7 @@ from problems.arithmetic.catalog.links import LINKS
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_in,
+    bytes_short,
     number_format,
     percent_format,
     seconds_format,
@@ -28,6 +29,16 @@ SPLITWISE = (1.4, 0.2, 2.35)  # Splitwise: 1.4× throughput at 20% lower cost; 2
 SHORT_PROMPT = 256  # a short prompt, to show where the transfer stops hiding behind prefill
 
 CALCULATOR = calculator_get(SLUG)
+
+
+def short_verdict(share_ratio: float) -> str:
+    """How a short prompt's transfer hides behind its prefill, against the asked prompt's, from
+    the ratio of their shares of the prefill (within a quarter either way: about as well)."""
+    if share_ratio > 1.25:
+        return "hides its transfer less well"
+    if share_ratio < 0.8:
+        return "hides its transfer better"
+    return "hides its transfer about as well"
 
 
 def figures(inputs: dict) -> dict:
@@ -67,7 +78,9 @@ def figures(inputs: dict) -> dict:
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),
-        "eth_shared_text": seconds_format(eth["seconds"] * inputs["tp"]),
+        "eth_shared_text": seconds_format(eth["whole_seconds"]),
+        "eth_shared_factor_text": number_format(eth["whole_seconds"] / eth["seconds"]),
+        "eth_shared_longer": eth["whole_seconds"] > eth["seconds"] * (1 + 1e-9),
         "eth_layered_text": seconds_format(eth["exposed_layered"]),
         "ib_ratio_text": percent_format(ib["ratio"]),
         "memory_fraction_text": percent_format(r["memory_fraction"]),
@@ -75,13 +88,17 @@ def figures(inputs: dict) -> dict:
         "decode_usable_text": bytes_in(r["decode_usable_gpu"], "GB"),
         "decode_weights_text": bytes_in(r["decode_weights_gpu"], "GB"),
         "decode_free_text": bytes_in(r["decode_free_gpu"], "GB"),
-        "decode_sequence_text": bytes_in(r["decode_kv_sequence_gpu"], "MB"),
+        "decode_sequence_text": bytes_short(r["decode_kv_sequence_gpu"]),
         "step_text": seconds_format(r["step_seconds"]), "batch": f"{r['batch']:,}",
         "batch_limit": r["batch_limit"],
         "decode_busy_text": seconds_format(r["decode_busy"]),
         "ratio_text": number_format(r["ratio"]),
         "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
         "short_tokens": f"{SHORT_PROMPT:,}",
+        "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
+        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),
+        "short_memory_bound": short["prefill_bound"] == "memory",
+        "short_more_decode": short["ratio"] < r["ratio"],
         "short_prefill_text": seconds_format(short["prefill_seconds"]),
         "short_eth_text": seconds_format(short_eth["seconds"]),
         "short_eth_ratio_text": percent_format(short_eth["ratio"]),
@@ -121,6 +138,10 @@ SOURCES: list[tuple[str, str]] = [
      "(chunked prefill, the colocated alternative)", "https://arxiv.org/abs/2403.02310"),
     ("NVIDIA NIXL, the Inference Xfer Library (KV transfers between GPUs over NVLink and RDMA)",
      "https://github.com/ai-dynamo/nixl"),
+    ("vLLM's NixlConnector (on a partial prefix-cache hit, the decode side reads only the "
+     "blocks it has not computed)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/distributed/kv_transfer/kv_connector/"
+     "v1/nixl_connector.py"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 900 GB/s "
@@ -128,5 +149,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA ConnectX-7 / Quantum-2 InfiniBand datasheets (NDR, 400 Gb/s per port)",
      "https://www.nvidia.com/en-us/networking/infiniband-adapters/"),
+    ("NVIDIA DGX BasePOD reference architecture, 'Core Components' (DGX H100 and H200: eight "
+     "GPUs, eight single-port ConnectX-7 adapters at up to 400 Gb/s for the compute fabric)",
+     "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-"
+     "enterprise-ai/latest/core-components.html"),
     ("IEEE 802.3 Ethernet (100GBASE: 100 Gb/s)", "https://standards.ieee.org/ieee/802.3/"),
 ]

@@ -169,3 +169,17 @@ def test_mla_latent_is_whole_on_every_gpu_and_said_so() -> None:
     assert r["kv_bytes"] == 8_192 * 70_272 == r["kv_bytes_per_gpu"]
     share = next(s for s in r.steps if s.label == "Each GPU's share")
     assert "whole latent" in share.expression and "KV heads" not in share.expression
+
+
+def test_one_shared_port_carries_the_prompts_kv_once() -> None:
+    """One 100 GbE port (12.5 GB/s × 80% = 10 GB/s) for the whole replica. Llama 3.1 70B at
+    8,192 tokens: 2,684,354,560 B ÷ 1e10 = 268 ms, 4 × each of 4 GPUs' 67.1 ms shares. DeepSeek-V3's
+    latent is the same on all 8 GPUs, so one copy crosses: 8,192 × 70,272 B ÷ 1e10 = 57.6 ms,
+    what each GPU's own link takes, not 8 × that."""
+    gqa = disagg_plan(model="llama-3.1-70b", gpu="h100-sxm", tp=4, prompt_tokens=8_192,
+                      output_tokens=512)["links"][2]
+    assert gqa["whole_seconds"] == pytest.approx(2_684_354_560 / 1e10)
+    assert gqa["whole_seconds"] == pytest.approx(4 * gqa["seconds"])
+    mla = disagg_plan(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", prompt_tokens=8_192,
+                      output_tokens=512)["links"][2]
+    assert mla["whole_seconds"] == pytest.approx(8_192 * 70_272 / 1e10) == mla["seconds"]

@@ -102,6 +102,23 @@ def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) 
     worked = section_text(page_get(client, "?" + query), 8, "worked")
     assert "fleet-wide hit rate 80%" in worked
     assert "home to 2, hits only 50%" in worked
+    assert "hits only 50%. The price of affinity is balance: that replica takes 20%" in worked
+    # The plot's row for 3 replicas: homes of 4, 3, 3 keeping 1 each: random 10%, fleet 3 ÷ 10
+    # = 30%, busiest 1 ÷ 4 = 25%, its share 4 ÷ 10 = 40%.
+    assert "3 10 30 25 40" in worked
+
+
+def test_problem_8_balance_names_the_busiest_replica_when_every_home_hits(client) -> None:
+    """10 applications on 8 replicas keeping 15 prefixes each: every replica hits 100%, so the
+    hit-rate sentence names no busiest replica; the balance sentence must name it itself (home
+    to 2 of 10: 20% of the traffic against an even 12.5%), not refer back to 'that replica'."""
+    query = "&".join(f"p8-routing-{k}={'' if v is None else v}" for k, v in {
+        **p08.CALCULATOR.form_class().defaults(), "applications": 10}.items())
+    worked = section_text(page_get(client, "?" + query), 8, "worked")
+    assert "fleet-wide hit rate 100%." in worked
+    assert ("the busiest replica, home to 2, takes 20% of the traffic against an even 12.5%"
+            in worked)
+    assert "that replica" not in worked
 
 
 def test_problem_8_bad_input_is_a_field_error_and_the_prose_keeps_defaults(client) -> None:
@@ -141,6 +158,35 @@ def test_problem_22_short_prompts_hide_their_transfer_about_as_well(client) -> N
     worked = section_text(page_get(client), 22, "worked")
     assert "hard case" not in worked
     assert f"{percent_format(short['links'][2]['ratio'])} of its" in worked
+    assert "A shorter prompt hides its transfer about as well" in worked
+
+
+def p22_query(**changes) -> str:
+    return "?" + "&".join(f"p22-disagg-{k}={'' if v is None else v}" for k, v in {
+        **p22.CALCULATOR.form_class().defaults(), **changes}.items())
+
+
+def test_problem_22_short_prompt_wording_follows_the_figures(client) -> None:
+    """DeepSeek-V3 on 8 × H200 in FP8: 100 GbE takes 57.6 ms, 60.6% of a 95.1 ms prefill, but a
+    256-token prefill is bound by reading the weights (21.8 ms), so its 1.8 ms is 8.24%: the
+    short prompt hides its transfer better, and its prefill : decode ratio (1.66) is higher than
+    the asked prompt's (0.459). The latent is whole on every GPU, so one shared port carries one
+    copy in the same 57.6 ms, not 8 times as long. Llama 3.1 70B at 100,000 tokens: 6.05%
+    against the short prompt's 11.8%, so the short one hides it less well. At 128 tokens there
+    is no shorter 256-token prompt to compare."""
+    worked = section_text(page_get(client, p22_query(
+        model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")), 22, "worked")
+    assert "A shorter prompt hides its transfer better" in worked
+    assert "8.24% of its 21.8 ms prefill, which is bound by reading the weights" in worked
+    assert "the ratio is 1.66, not lower" in worked and "needs more decode" not in worked
+    assert "that row's time stands" in worked and "times as long" not in worked
+    worked = section_text(page_get(client, p22_query(prompt_tokens=100_000)), 22, "worked")
+    assert "A shorter prompt hides its transfer less well" in worked
+    # 100,256 tokens × 81,920 B = 8.21 GB per GPU, in the unit the step table uses too.
+    assert "takes 8.21 GB of it per GPU" in worked
+    assert "chat-like traffic needs more decode" in worked
+    worked = section_text(page_get(client, p22_query(prompt_tokens=128)), 22, "worked")
+    assert "A shorter prompt" not in worked and "With 256-token prompts" not in worked
 
 
 def test_problem_22_decode_fit_counts_weights_kv_and_the_reserve(client) -> None:
@@ -169,3 +215,19 @@ def test_the_live_demos_are_embedded(client) -> None:
     content = page_get(client)
     assert 'data-demo="prefix-cache"' in section_html(problem_html(content, 8), 8, "demo")
     assert 'data-demo="disagg"' in section_html(problem_html(content, 22), 22, "demo")
+
+
+def test_problem_8_cache_salt_claims_name_their_source(client) -> None:
+    """The isolation paragraph says vLLM's per-request cache_salt is mixed into the first
+    block's hash; the pull request that added it says so and is listed beside the advisory."""
+    urls = [url for _, url in p08.SOURCES]
+    assert "https://github.com/vllm-project/vllm/pull/17045" in urls
+    assert "https://github.com/vllm-project/vllm/pull/17045" in page_get(client)
+
+
+def test_problem_22_decode_side_prefix_hits_name_their_source(client) -> None:
+    """'only if the transfer asks for the blocks it lacks': vLLM's NixlConnector does (a partial
+    prefix-cache hit on the decode side reads only the uncomputed blocks), listed in sources."""
+    cited = [url for _, url in p22.SOURCES if url.endswith("nixl_connector.py")]
+    assert len(cited) == 1 and cited[0] in page_get(client)
+    assert "asks for the blocks it lacks" in section_text(page_get(client), 22, "tradeoffs")
