@@ -59,6 +59,8 @@ def test_a_length_ratio_near_ten_is_not_called_short(client) -> None:
     clearly shorter tail (1,000 tokens: 20.18 s ÷ 4.18 s = 4.83×) still reads as short."""
     worked = section_text(client, 17, "worked")
     assert "9.61× the median, nearly the question's ratio" in worked
+    # Dr2: one colon per sentence (the sentence already has one before the ratio).
+    assert "no queueing at all; the lengths alone come close" in worked
     assert " ," not in worked
     query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=1000)
     worked = section_text(client, 17, "worked", query)
