@@ -445,5 +445,5 @@ def tail_latency(
         "length_p99_seconds": lengths["p99_seconds"], "length_ratio": lengths["ratio"],
         # The mean output length the mean service time implies, from s = TTFT + (n − 1) × TPOT
         # (0 when the service is shorter than TTFT): 4 s, 0.2 s, 20 ms → 191 tokens.
-        "implied_mean_output_tokens": max(0.0, (s - ttft) / tpot + 1) if s > ttft else 0.0,
+        "implied_mean_output_tokens": (s - ttft) / tpot + 1 if s >= ttft else 0.0,
     }, steps=steps)

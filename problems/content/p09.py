@@ -250,4 +250,6 @@ def context(*, request: HttpRequest) -> dict:
         "tp_per_gpu_text": rows["tp"]["per_gpu_text"],
         "tp_per_gpu_at_target_text": rows["tp"]["per_gpu_at_target_text"],
         "tp_rises_at_target": r["levers"][3]["per_gpu_at_target"] > base["per_gpu_at_target"],
+        # Neither meets the target even at batch 1: then TP gives not "less" but 0 against 0.
+        "tp_misses_target": r["levers"][3]["batch_at_target"] == base["batch_at_target"] == 0,
     }

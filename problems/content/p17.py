@@ -153,6 +153,8 @@ def context(*, request: HttpRequest) -> dict:
         # = service; a long tail puts the mean above the median, so flag a mean below it.
         "implied_tokens": f"{r['implied_mean_output_tokens']:,.0f}",
         "service_below_median": r["implied_mean_output_tokens"] < inputs["p50_output_tokens"],
+        # Shorter than TTFT, the service implies no answer at all (not "about 0 tokens").
+        "service_below_ttft": inputs["mean_service_seconds"] < inputs["ttft_ms"] / 1e3,
         "p99_tokens": f"{inputs['p99_output_tokens']:,}",
         "length_p50_text": seconds_format(r["length_p50_seconds"]),
         "length_p99_text": seconds_format(r["length_p99_seconds"]),

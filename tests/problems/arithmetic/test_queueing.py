@@ -86,3 +86,11 @@ def test_the_mean_output_length_the_service_time_implies() -> None:
     r = tail_latency(mean_service_seconds=4.0, ttft_ms=200, tpot_ms=20)
     assert r["implied_mean_output_tokens"] == pytest.approx(191)
     assert tail_latency(mean_service_seconds=0.1, ttft_ms=200)["implied_mean_output_tokens"] == 0
+
+
+def test_a_service_time_equal_to_ttft_implies_a_one_token_answer() -> None:
+    """Dr2: s = TTFT + (n − 1) × TPOT gives n = 1 when s equals TTFT (it returned the 'no
+    answer' 0); 0.2 s + 0.02 s of service is two tokens."""
+    assert tail_latency(mean_service_seconds=0.2, ttft_ms=200)["implied_mean_output_tokens"] == 1
+    assert tail_latency(mean_service_seconds=0.22, ttft_ms=200, tpot_ms=20)[
+        "implied_mean_output_tokens"] == pytest.approx(2)

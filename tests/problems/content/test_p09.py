@@ -83,3 +83,33 @@ def test_tensor_parallel_per_gpu_is_compared_at_the_target(client) -> None:
     tradeoffs = section_text(client, 9, "tradeoffs")
     assert (f"the bigger batch it allows gives {rate_format(tp['per_gpu_at_target'], 'tokens/s')}"
             f" per GPU against {rate_format(base['per_gpu_at_target'], 'tokens/s')}") in tradeoffs
+
+
+def test_tensor_parallel_trade_off_at_a_target_neither_meets(client) -> None:
+    """Dr2: at a 1 ms target neither one GPU nor two meet the target even at batch 1, and the
+    trade-off read 'it also gives less per GPU (0 tokens/s against 0 tokens/s)'. With 300 µs
+    all-reduces TP misses the 15 ms target while one GPU holds 108 sequences: that is less."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, tpot_target_ms=1)
+    tradeoffs = section_text(client, 9, "tradeoffs", query)
+    assert "neither meets it, even with one sequence per step" in tradeoffs
+    assert "also gives less per GPU" not in tradeoffs
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, allreduce_latency_us=300)
+    r = api_get(client, "itl-levers", allreduce_latency_us=300)
+    tp = next(x for x in r["levers"] if x["id"] == "tp")
+    assert (tp["batch_at_target"], r["levers"][0]["batch_at_target"]) == (0, 108)
+    tradeoffs = section_text(client, 9, "tradeoffs", query)
+    assert "also gives less per GPU (0 tokens/s against 7,233 tokens/s)" in tradeoffs
+
+
+def test_tensor_parallel_more_than_doubles_the_batch_for_the_reason_given(client) -> None:
+    """Dr2: the batch within the target more than doubles (108 → 251) because each GPU reads
+    half the weights and half of each sequence's KV (Llama 3 8B's 8 KV heads split over two),
+    not because it holds more KV: both are target-limited, below memory (219 and 500)."""
+    r = api_get(client, "itl-levers")
+    tp = next(x for x in r["levers"] if x["id"] == "tp")
+    base = r["levers"][0]
+    assert (base["batch_at_target"], tp["batch_at_target"]) == (108, 251)
+    assert base["limit_at_target"] == tp["limit_at_target"] == "target"
+    concepts = section_text(client, 9, "concepts")
+    assert "with the KV heads split too, of each sequence's KV" in concepts
+    assert "holds more KV" not in concepts

@@ -59,9 +59,21 @@ def test_tpot_falls_by_the_speedup_not_the_tokens_per_pass(client) -> None:
     tradeoffs = section_text(client, 10, "tradeoffs")
     r = api_get(client, "speculative-plan")
     assert (f"cuts TPOT by the speedup, not by the tokens per pass "
-            f"({number_format(r['speedup'])}× here, against "
+            f"({number_format(r['memory_bound_speedup'])}× with verification free, against "
             f"{number_format(r['expected_tokens_per_step'])} tokens per pass)") in tradeoffs
     assert "worst ITL can rise" in tradeoffs
+
+
+def test_the_small_batch_tradeoff_does_not_quote_a_large_batch_slowdown(client) -> None:
+    """Dr2: the small-batch sentence quoted the speedup at the learner's batch, so at batch 512
+    it read 'at small batches speculation cuts TPOT by the speedup (0.797× here ...)'. It now
+    quotes the memory-bound speedup, 2.77 ÷ (4 × 0.05 + 1) = 2.31×, at any batch."""
+    r = api_get(client, "speculative-plan", batch=512)
+    assert r["speedup"] < 1 and number_format(r["memory_bound_speedup"]) == "2.31"
+    tradeoffs = section_text(client, 10, "tradeoffs",
+                             calculator_query(p10.CALCULATOR, p10.PREFIX, batch=512))
+    assert "(2.31× with verification free, against 2.77 tokens per pass)" in tradeoffs
+    assert f"{number_format(r['speedup'])}×" not in tradeoffs
 
 
 def test_variants_quote_their_papers_and_medusa_typical_acceptance(client) -> None:

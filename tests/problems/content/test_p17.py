@@ -59,6 +59,8 @@ def test_a_length_ratio_near_ten_is_not_called_short(client) -> None:
     clearly shorter tail (1,000 tokens: 20.18 s ÷ 4.18 s = 4.83×) still reads as short."""
     worked = section_text(client, 17, "worked")
     assert "9.61× the median, nearly the question's ratio" in worked
+    # Dr2: one colon per sentence (the sentence already has one before the ratio).
+    assert "no queueing at all; the lengths alone come close" in worked
     assert " ," not in worked
     query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=1000)
     worked = section_text(client, 17, "worked", query)
@@ -80,3 +82,21 @@ def test_a_service_time_below_the_median_length_is_flagged(client) -> None:
     assert "a mean answer of about 191 tokens, below this median of 200" in worked
     query = calculator_query(p17.CALCULATOR, p17.PREFIX, mean_service_seconds=7.0)
     assert "a mean answer of about" not in section_text(client, 17, "worked", query)
+
+
+def test_a_service_time_below_ttft_is_not_called_a_zero_token_answer(client) -> None:
+    """Dr2: a 100 ms mean service under a 200 ms TTFT read 'a mean answer of about 0 tokens';
+    it now says the service is shorter than the TTFT alone."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, mean_service_seconds=0.1)
+    worked = section_text(client, 17, "worked", query)
+    assert "mean service of 100 ms is shorter than this TTFT of 200 ms alone" in worked
+    assert "about 0 tokens" not in worked
+
+
+def test_service_variability_is_not_overclaimed(client) -> None:
+    """Dr2: the exponential is not the kindest service time (a fixed one has C = 0, a P–K
+    factor of 1/2), and a long length tail can, not must, give C above one."""
+    concepts = section_text(client, 17, "concepts")
+    assert "kindest" not in concepts
+    assert "zero for a fixed time" in concepts
+    assert "Output lengths with a long tail can have C above one" in concepts
