@@ -352,8 +352,14 @@ def context(*, request: HttpRequest) -> dict:
         "decode_said_text": _said(gpus, "decode_said"),
         "price_said_text": _said(gpus, "price_said"),
         "prefill_said_text": _said(gpus, "prefill_said"),
+        # Equal only where both prefills are compute-bound: the same tensor cores, the same
+        # time. A short prompt's prefill is memory-bound, and there the H200's bandwidth wins.
         "h100_h200_prefill_equal": bool(ph100["prefill_seconds"]
-                                        and points["h200"]["prefill_seconds"]),
+                                        and points["h200"]["prefill_seconds"]
+                                        and ph100["prefill_seconds"]
+                                        == points["h200"]["prefill_seconds"]),
+        "all_prefill_compute_bound": all(p["prefill_bound"] == "compute"
+                                         for p in result["gpus"] if p["prefill_seconds"]),
         "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
         "any_capped": any(p["capped"] for p in result["gpus"]),
         "any_running": bool(running),
