@@ -67,8 +67,8 @@ ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left"
                "l40s": "top left"}
 # Other B200 figures, beside the catalog's datasheet ones (memory and bandwidth): the memory at the
 # announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
-# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product is the bandwidth
-# the chip can actually move, a little under the datasheet's (pytorch/ao pull request 4002).
+# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product at two transfers
+# a clock is a peak a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
 B200_DRIVER_BUS_BITS = 7680
 B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6

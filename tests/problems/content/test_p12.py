@@ -157,7 +157,9 @@ def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
     assert p12.b200_driver_bandwidth() == pytest.approx(7.67232e12)
     concepts = section_text(client, "concepts")
     assert "180 GB, 8 TB/s" in concepts
-    assert "7,680-bit memory bus at 3,996 MHz, which moves 7.67 TB/s" in concepts
+    assert ("7,680-bit memory bus at 3,996 MHz, and at two transfers a clock that is a peak of "
+            "7.67 TB/s") in concepts
+    assert "the DGX B200 datasheet's figures" in concepts
 
 
 def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
