@@ -106,6 +106,11 @@ def _names_joined(names: list[str], *, total: int) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _list_joined(names: list[str]) -> str:
+    """ "A", "A and B", "A, B and C"."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def code_text(dtype_id: str) -> str:
     """What a format's stored code is, in words."""
     return {"bf16": "BF16 (1·8·7)", "fp8": "E4M3 (1·4·3)", "int8": "integer −127…127",
@@ -354,6 +359,10 @@ def context(*, request: HttpRequest) -> dict:
         "reserve_text": bytes_short(inputs["reserve_gb"] * GB),
         "decode_all_memory_bound": all(f["decode_bound"] in ("memory", None)
                                        for f in result["formats"]),
+        # Which formats' decode steps the calculator finds compute-bound, named in the answer.
+        "decode_compute_bound_text": _list_joined([DTYPES[f["dtype"]].name.split(" (")[0]
+                                                   for f in result["formats"]
+                                                   if f["decode_bound"] == "compute"]),
         "prefill_all_compute_bound": all(f["prefill_bound"] in ("compute", None)
                                          for f in result["formats"]),
         "any_no_path": any(not f["path"] for f in result["formats"]),
@@ -413,8 +422,8 @@ SOURCES: list[tuple[str, str]] = [
     ("Lucas Wilkinson, 'Machete: a mixed-input GEMM kernel targeting NVIDIA Hopper GPUs' (MIT "
      "Scale ML talk: W4A16 on Hopper dequantizes on the fly)",
      "https://csail.mit.edu/event/scale-ml-lucas-wilkinson-machete-cutting-edge-mixed-input-gemm-gpu-kernel-targeting-nvidia"),
-    ("TensorRT-LLM documentation, 'Quantization' (its recipes: FP8, NVFP4, W4A16 and W4A8 AWQ "
-     "and GPTQ, W8A8 SmoothQuant, FP8, INT8 and NVFP4 KV caches)",
+    ("TensorRT-LLM documentation, 'Quantization' (its recipes: FP4, FP8, W4A16 and W4A8 AWQ "
+     "and GPTQ, FP8 and NVFP4 KV caches)",
      "https://nvidia.github.io/TensorRT-LLM/features/quantization.html"),
     ("NVIDIA Model Optimizer, support matrix (W4A8: INT4 weights with FP8 activations, Ada and "
      "later; FP4 on Blackwell and later)",

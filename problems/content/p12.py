@@ -67,8 +67,8 @@ ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left"
                "l40s": "top left"}
 # Other B200 figures, beside the catalog's datasheet ones (memory and bandwidth): the memory at the
 # announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
-# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product is the bandwidth
-# the chip can actually move, a little under the datasheet's (pytorch/ao pull request 4002).
+# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product at two transfers
+# a clock is a peak a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
 B200_DRIVER_BUS_BITS = 7680
 B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
@@ -352,8 +352,14 @@ def context(*, request: HttpRequest) -> dict:
         "decode_said_text": _said(gpus, "decode_said"),
         "price_said_text": _said(gpus, "price_said"),
         "prefill_said_text": _said(gpus, "prefill_said"),
+        # Equal only where both prefills are compute-bound: the same tensor cores, the same
+        # time. A short prompt's prefill is memory-bound, and there the H200's bandwidth wins.
         "h100_h200_prefill_equal": bool(ph100["prefill_seconds"]
-                                        and points["h200"]["prefill_seconds"]),
+                                        and points["h200"]["prefill_seconds"]
+                                        and ph100["prefill_seconds"]
+                                        == points["h200"]["prefill_seconds"]),
+        "all_prefill_compute_bound": all(p["prefill_bound"] == "compute"
+                                         for p in result["gpus"] if p["prefill_seconds"]),
         "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
         "any_capped": any(p["capped"] for p in result["gpus"]),
         "any_running": bool(running),

@@ -115,7 +115,8 @@ DTYPES: dict[str, Dtype] = {
             source="Micikevicius et al., 'FP8 Formats for Deep Learning' "
             "(https://arxiv.org/abs/2209.05433); vLLM engine arguments, --kv-cache-dtype "
             "(https://docs.vllm.ai/en/latest/configuration/engine_args.html)",
-            weight_only_on="bf16",
+            # No weight-only fallback: vLLM's FP8 Marlin, which runs FP8 checkpoints on Ampere,
+            # decodes E4M3 codes only (its exponent-bias fix assumes four exponent bits).
             kv="vLLM --kv-cache-dtype fp8_e5m2",
         ),
         Dtype(

@@ -115,6 +115,16 @@ def test_fp8_on_an_a100_runs_weight_only_at_the_bf16_rate() -> None:
                    dtype="fp8")["peak_flops"] == 1_979e12
 
 
+def test_fp8_e5m2_weights_on_an_a100_are_refused_naming_the_dtype() -> None:
+    # FP8 Marlin, the weight-only path above, decodes E4M3 codes only: no engine runs E5M2
+    # weights on an A100, so the format is refused on its field rather than given a rate.
+    with pytest.raises(ArithmeticInputError) as error:
+        prefill(model="llama-3-8b", gpu="a100-80gb-sxm", prompt_tokens=10, dtype="fp8-e5m2")
+    assert error.value.field == "dtype"
+    assert prefill(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=10,
+                   dtype="fp8-e5m2")["peak_flops"] == 1_979e12
+
+
 @pytest.mark.parametrize("mfu", [0, -0.5, 1.5, float("inf")])
 def test_mfu_must_be_a_fraction(mfu: float) -> None:
     with pytest.raises(ArithmeticInputError) as error:

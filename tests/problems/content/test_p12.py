@@ -157,7 +157,9 @@ def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
     assert p12.b200_driver_bandwidth() == pytest.approx(7.67232e12)
     concepts = section_text(client, "concepts")
     assert "180 GB, 8 TB/s" in concepts
-    assert "7,680-bit memory bus at 3,996 MHz, which moves 7.67 TB/s" in concepts
+    assert ("7,680-bit memory bus at 3,996 MHz, and at two transfers a clock that is a peak of "
+            "7.67 TB/s") in concepts
+    assert "the DGX B200 datasheet's figures" in concepts
 
 
 def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
@@ -198,3 +200,28 @@ def test_the_rooflines_demo_equals_its_api(client) -> None:
         assert f"{p['batch']} sequences" in demo or f"{p['batch']} sequence" in demo
     bad = client.get("/api/calc/gpu-rooflines", {"concurrency": 0})
     assert bad.status_code == 400 and bad.json()["field"] == "concurrency"
+
+
+def test_a_short_prompt_is_not_said_to_prefill_compute_bound(client) -> None:
+    """At 64 tokens of context, prefilling one prompt of Llama 3.1 8B in FP8 reads its 8.04 GB
+    of weights for 9×10¹¹ FLOP: memory-bound on every GPU, 8.04 GB ÷ 3.35 TB/s = 2.4 ms on the
+    H100 against 8.04 GB ÷ 4.8 TB/s = 1.67 ms on the H200. The prose must not call that prefill
+    compute-bound, nor the two times equal."""
+    query = "?p12-gpus-context_tokens=64"
+    gpus = api_gpus(client, context_tokens=64)
+    h100, h200 = gpus["h100-sxm"], gpus["h200"]
+    assert h100["prefill_bound"] == "memory" and h200["prefill_bound"] == "memory"
+    assert h200["prefill_seconds"] < h100["prefill_seconds"]
+    worked = section_text(client, "worked", query)
+    answer = section_text(client, "answer", query)
+    assert "Compute decides prefill" not in worked
+    assert "prefills in exactly the H100's time" not in worked
+    assert "short prompt's prefill is still memory-bound" in worked
+    assert "prefill, which is compute-bound:" not in answer
+    assert "both take the same time" not in answer
+    assert "a prompt this short is still memory-bound on some of them" in answer
+    for p in (h100, h200):
+        assert seconds_format(p["prefill_seconds"]) in answer
+    default = section_text(client, "answer")
+    assert "prefill, which is compute-bound:" in default
+    assert "both take the same time" in default
