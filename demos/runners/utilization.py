@@ -11,7 +11,8 @@ The lever `lean_host` asks for fewer host-side operations per step: greedy sampl
 instead of the top-p sort and seeded random draws) and no detokenization
 (SamplingParams(detokenize=False)). With it ticked, each batch size is measured both ways, the
 usual host first and the lean one right after, so the comparison is made under the same load;
-the lean pass sends the same prompts, which the prefix cache already holds.
+the lean pass sends the same prompts, whose blocks the prefix cache already holds (all but
+the one with the last prompt token, computed again).
 
 Events, in order: started; batch (one per batch size, in order); the task then publishes
 finished with the summary (plots included), or cancelled.
