@@ -82,3 +82,12 @@ def test_the_spinning_collective_names_its_source(client) -> None:
     urls = [url for _, url in p14.SOURCES]
     assert "https://github.com/NVIDIA/nccl/issues/146" in urls
     assert "https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html" in urls
+
+
+def test_the_demo_says_how_each_host_grows_with_the_batch(client) -> None:
+    """The usual host's per-sequence work (top-p, a seeded draw over the vocabulary, text; see
+    tests/engine/test_profiling.py) grows about as fast as the batch, not more slowly; only the
+    lean host's grows more slowly."""
+    demo = section_text(client, 14, "demo")
+    assert "so host time grows about as fast as the batch" in demo
+    assert "so its host time grows with the batch, more slowly than the batch itself" not in demo
