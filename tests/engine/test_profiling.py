@@ -77,7 +77,7 @@ def test_detokenize_must_be_a_bool_and_stop_strings_need_it(bad):
 @pytest.mark.parametrize("batch", [1, 3])
 def test_the_usual_host_samples_and_detokenizes_each_sequence_the_lean_one_does_neither(
         tiny_text_model, batch):
-    """What pages 07's demos say grows with the batch: a decode step of `batch` seeded top-p
+    """What page 07's demos say grows with the batch: a decode step of `batch` seeded top-p
     requests draws each one's noise from its own generator (one exponential draw per sequence,
     plus the batch's own) and detokenizes each one; greedy with detokenize=False does neither.
     Counted as operators under the profiler, not timed."""
