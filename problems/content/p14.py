@@ -125,6 +125,9 @@ SOURCES: list[tuple[str, str]] = [
     ("NVML API reference: nvmlUtilization_t (GPU utilisation: percent of time one or more "
      "kernels ran; memory: percent of time memory was read or written; sample period)",
      "https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html"),
+    ("NVIDIA/nccl issue #146, 'Nccl collective block other kernels' (a maintainer: NCCL "
+     "operations are CUDA kernels that block, waiting for the other GPUs to launch theirs)",
+     "https://github.com/NVIDIA/nccl/issues/146"),
     ("PyTorch documentation: torch.cuda.utilization (the same reading, as nvidia-smi gives it)",
      "https://pytorch.org/docs/stable/generated/torch.cuda.utilization.html"),
     ("NVIDIA DCGM exporter: default counters (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE, "

@@ -153,7 +153,8 @@ def context(*, request: HttpRequest) -> dict:
     dtype = DTYPES[inputs["dtype"]]
     # The eager norm's FP32 intermediate (N × 4 bytes): whether it could sit in an H100's L2.
     intermediate = r["elements"] * 4
-    # The same norm for one token (a decode step of one sequence): the floors launches dwarf.
+    # The same add and norm for one token (a decode step of one sequence): the pair whose
+    # launches the prose counts, so its floors, not the plain norm's.
     one_token = rmsnorm_fusion(**{**inputs, "tokens": 1})
     return {
         "calculator_slug": SLUG,
@@ -195,9 +196,9 @@ def context(*, request: HttpRequest) -> dict:
         "pass_unfused_time_text": seconds_format(r["pass_eager_seconds"]),
         "pass_fused_time_text": seconds_format(r["pass_fused_seconds"]),
         "pass_saved_time_text": seconds_format(r["pass_saved_seconds"]),
-        "one_token_eager_time_text": seconds_format(one_token["norm_eager_seconds"]),
-        "one_token_fused_time_text": seconds_format(one_token["norm_fused_seconds"]),
-        "one_token_sub_microsecond": one_token["norm_eager_seconds"] < 1e-6,
+        "one_token_eager_time_text": seconds_format(one_token["add_eager_seconds"]),
+        "one_token_fused_time_text": seconds_format(one_token["add_fused_seconds"]),
+        "one_token_sub_microsecond": one_token["add_eager_seconds"] < 1e-6,
         "intermediate_text": bytes_short(intermediate),
         "intermediate_fits_l2": intermediate <= H100_L2_BYTES,
         "l2_text": bytes_short(H100_L2_BYTES),

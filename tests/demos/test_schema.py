@@ -47,6 +47,21 @@ def test_page_07_demos_declare_schemas_with_modest_work(slug) -> None:
     assert runner.params.parse(largest).work_tokens <= 8000
 
 
+def test_the_utilization_work_counts_the_lean_pass_recomputed_block() -> None:
+    """63 sequences over the six batch sizes. Usual host only, prompt 64 and 8 steps: 64 + 10
+    tokens each, 4,662. With the lean host at the limits, prompt 88 and 12 steps: 88 + 14, then
+    the block holding the last prompt token again (88 − 5 × 16 = 8) + 14, so 124 each, 7,812;
+    a 96-token prompt would recompute a whole block (96 + 14 + 16 + 14 = 140 each, 8,820, over
+    the cap), so 88 is the maximum."""
+    params = runner_get("utilization").params
+    assert params.parse({"prompt_tokens": 64, "steps": 8}).work_tokens == 4_662
+    assert params.parse({"prompt_tokens": 88, "steps": 12, "lean_host": True}
+                        ).work_tokens == 7_812
+    with pytest.raises(ParamError) as error:
+        params.parse({"prompt_tokens": 96, "steps": 12, "lean_host": True})
+    assert error.value.field == "prompt_tokens"
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug, body, field", [
     ("profile", {"num_sequences": 99}, "num_sequences"),

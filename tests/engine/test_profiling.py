@@ -72,3 +72,31 @@ def test_detokenize_false_gives_the_same_tokens_and_no_text(tiny_text_model):
 def test_detokenize_must_be_a_bool_and_stop_strings_need_it(bad):
     with pytest.raises(ValueError, match="detokenize"):
         SamplingParams(**bad)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_the_usual_host_samples_and_detokenizes_each_sequence_the_lean_one_does_neither(
+        tiny_text_model, batch):
+    """What page 07's demos say grows with the batch: a decode step of `batch` seeded top-p
+    requests draws each one's noise from its own generator (one exponential draw per sequence,
+    plus the batch's own) and detokenizes each one; greedy with detokenize=False does neither.
+    Counted as operators under the profiler, not timed."""
+    def decode_step(params: SamplingParams) -> list[str]:
+        engine = Engine.from_pretrained(tiny_text_model, num_kv_blocks=32)
+        for i in range(batch):
+            engine.add_request(f"Request {i} about caches", params)
+        while any(s.num_output_tokens == 0 for s in engine.scheduler.running) \
+                or engine.scheduler.waiting:
+            engine.step()  # prefill: every request has its first token
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            engine.step()
+        return [e.name for e in prof.events()]
+
+    usual = decode_step(SamplingParams(temperature=0.8, top_p=0.95, seed=0, max_tokens=8,
+                                       ignore_eos=True))
+    assert usual.count("aten::exponential_") == batch + 1
+    assert usual.count("engine.detokenize") == batch
+    lean = decode_step(SamplingParams(temperature=0, detokenize=False, max_tokens=8,
+                                      ignore_eos=True))
+    assert lean.count("aten::exponential_") == 0
+    assert lean.count("engine.detokenize") == 0

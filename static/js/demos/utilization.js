@@ -18,7 +18,13 @@
 
   function handlers(root) {
     const el = lib().el;
-    function rate(perMs, unit) { return (perMs / 1e6).toPrecision(3) + " G" + unit + "/s"; }
+    // A rate given per millisecond, in G or T with three figures and no exponent: a GPU's
+    // hundreds of TFLOP/s read as such, not as "7.00e+5 GFLOP/s".
+    function rate(perMs, unit) {
+      const perS = perMs * 1e3;
+      const [scale, prefix] = perS >= 1e12 ? [1e12, " T"] : [1e9, " G"];
+      return Number((perS / scale).toPrecision(3)).toLocaleString("en-US") + prefix + unit + "/s";
+    }
     return {
       started: function (d) {
         // The peaks every MFU and MBU below is divided by, measured when this worker started.

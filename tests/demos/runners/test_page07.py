@@ -8,6 +8,7 @@ import pytest
 
 from demos.runners import RunCancelled, runner_get
 from demos.runners.triton_rmsnorm import kernel_notes_missing, kernel_source_annotated
+from demos.runners.utilization import CACHE_BLOCK_TOKENS, lean_prefill_tokens
 from tests.demos.runners.conftest import MODEL, Recorder
 
 
@@ -79,8 +80,13 @@ def test_utilization_can_be_cancelled_and_frees_its_blocks(own, recorder) -> Non
 
 
 def test_the_lean_host_lever_runs(own, recorder) -> None:
-    """Each batch size measured with the usual host and then the lean one (greedy, no text)."""
-    outcome = run("utilization", own, recorder, prompt_tokens=8, steps=4, lean_host=True)
+    """Each batch size measured with the usual host and then the lean one (greedy, no text).
+    The lean pass finds its 24-token prompts' first block in the prefix cache and computes the
+    other 8 tokens again: 63 sequences × 16 tokens = 1,008 hits, as its work counts."""
+    hits_before = own[0].stats()["prefix_cache_hits"]
+    outcome = run("utilization", own, recorder, prompt_tokens=24, steps=4, lean_host=True)
+    assert own[0].stats()["prefix_cache_hits"] - hits_before == 63 * 16
+    assert lean_prefill_tokens(24) == 8
     assert recorder.types() == ["started"] + ["batch"] * 6
     assert outcome.summary["lean_host"]
     for row in outcome.summary["batches"]:
@@ -95,6 +101,12 @@ def test_the_lean_host_lever_runs(own, recorder) -> None:
     assert f"{last['lean']['host_ms']:.3g} ms instead of {last['host_ms']:.3g} ms" in note
 
 
+def test_the_lean_pass_counts_the_demo_engines_block() -> None:
+    """The utilization demo's work counts the block the lean pass recomputes, at the size the
+    demos' engine uses."""
+    from worker.demo_engine import BLOCK_SIZE
+
+    assert CACHE_BLOCK_TOKENS == BLOCK_SIZE
 
 def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None:
     outcome = run("profile", own, recorder, num_sequences=2, prompt_tokens=16,

@@ -72,3 +72,22 @@ def test_sources_are_titled_links() -> None:
     assert len(p14.SOURCES) >= 8
     for title, url in p14.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_the_spinning_collective_names_its_source(client) -> None:
+    """A collective waiting for a slower peer reads as busy: NVML counts time a kernel ran, and
+    NCCL's collectives are kernels that wait on the GPU; both named in the Sources."""
+    concepts = section_text(client, 14, "concepts")
+    assert "spins while it waits for a slower peer counts as busy" in concepts
+    urls = [url for _, url in p14.SOURCES]
+    assert "https://github.com/NVIDIA/nccl/issues/146" in urls
+    assert "https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html" in urls
+
+
+def test_the_demo_says_how_each_host_grows_with_the_batch(client) -> None:
+    """The usual host's per-sequence work (top-p, a seeded draw over the vocabulary, text; see
+    tests/engine/test_profiling.py) grows about as fast as the batch, not more slowly; only the
+    lean host's grows more slowly."""
+    demo = section_text(client, 14, "demo")
+    assert "so host time grows about as fast as the batch" in demo
+    assert "so its host time grows with the batch, more slowly than the batch itself" not in demo

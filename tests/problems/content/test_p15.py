@@ -81,21 +81,28 @@ def test_sources_are_titled_links() -> None:
 
 
 def test_the_one_token_floors_are_computed_for_the_learners_inputs(client) -> None:
-    """The decode-of-one-sequence remark quotes the floors at one token of the learner's hidden
-    size: 4,096 in BF16 on an H100 is 36 × 4,096 + 24 + 8,192 B = 155,672 B ÷ 3.35 TB/s ≈ 46.5
-    ns eager, (4 × 4,096 + 8,192) B ÷ 3.35 TB/s ≈ 7.34 ns fused; FP32 at 65,536 on an L4 is
-    microseconds, not nanoseconds."""
+    """The decode-of-one-sequence remark quotes the floors of the add and norm whose launches it
+    counts, at one token of the learner's hidden size: 4,096 in BF16 on an H100 is
+    (36 × 4,096 + 24 + 8,192) + 3 × 2 × 4,096 B = 180,248 B ÷ 3.35 TB/s ≈ 53.8 ns eager and
+    (4 × 2 × 4,096 + 8,192) B = 40,960 B ÷ 3.35 TB/s ≈ 12.2 ns fused, 9 launches against one.
+    FP32 at 65,536 on an L4 is microseconds (2,883,608 B ÷ 300 GB/s ≈ 9.61 µs eager, 1,310,720 B
+    ≈ 4.37 µs fused), where fusion saves bytes too."""
     worked = section_text(client, 15, "worked")
     one = api_get(client, "rmsnorm-fusion", tokens=1)
-    assert (f"one sequence the floors here are {seconds_format(one['norm_eager_seconds'])} "
-            f"eager and {seconds_format(one['norm_fused_seconds'])} fused, well under one launch"
-            ) in worked
-    assert seconds_format(one["norm_eager_seconds"]) == seconds_format(155_672 / 3.35e12)
+    eager, fused = (seconds_format(one["add_eager_seconds"]),
+                    seconds_format(one["add_fused_seconds"]))
+    assert (eager, fused) == (seconds_format(180_248 / 3.35e12), seconds_format(40_960 / 3.35e12))
+    assert (f"one sequence the add and norm's floors here are {eager} eager and {fused} fused, "
+            "well under one launch, so what fusion saves is the kernel count: 9 launches down "
+            "to one, per add and norm") in worked
     query = calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="fp32", hidden_size=65_536,
                              gpu="l4")
     wide = section_text(client, 15, "worked", query)
     one = api_get(client, "rmsnorm-fusion", tokens=1, dtype="fp32", hidden_size=65_536,
                   gpu="l4")
-    assert "µs" in seconds_format(one["norm_eager_seconds"])
-    assert f"floors here are {seconds_format(one['norm_eager_seconds'])} eager" in wide
+    eager, fused = (seconds_format(one["add_eager_seconds"]),
+                    seconds_format(one["add_fused_seconds"]))
+    assert (eager, fused) == (seconds_format(2_883_608 / 300e9), seconds_format(1_310_720 / 300e9))
+    assert (f"floors here are {eager} eager and {fused} fused, so fusion saves bytes there too, "
+            "and the kernel count: 7 launches down to one") in wide
     assert "well under one launch" not in wide

@@ -19,9 +19,10 @@ import triton.language as tl
 
 from worker.engine.kernels import triton_mode
 
-# One row is one block held in registers: at most 64 KiB of it, the limit Triton's layer-norm
-# tutorial sets (16,384 columns in FP32, 32,768 in BF16; the course's catalogue tops out at
-# 16,384). Wider rows would spill registers and need a loop over chunks instead.
+# One row is one block held in registers: at most 64 KiB of input a row, the limit Triton's
+# layer-norm tutorial sets (65,536 // element size: 16,384 columns in FP32, 32,768 in BF16; the
+# course's catalogue tops out at 16,384). The row is upcast to FP32 in registers, so a BF16 row
+# at the limit holds 128 KiB there. Wider rows would spill and need a loop over chunks instead.
 MAX_ROW_BYTES = 65_536
 # The interpreter cannot autotune (it has no GPU to time on), so it launches a fixed width.
 WARPS_INTERPRETER = 4
