@@ -595,6 +595,7 @@ def figures(inputs: dict) -> dict:
         "active_card_text": f"{number_format((m.active_params_published or 0) / 1e9)}B",
         "h100_node_gpus": h100_gpn, "h100_node_usable_text": _gb(h100_gpn * h100_usable),
         "h100_gpu_usable_text": _gb(h100_usable), "h100_node_fits": h100_row["valid"],
+        "h100_node_weights_fit": h100_row.get("weights_fit", False),
         "h100_node_w_gpu_text": _gb(h100_row.get("weights", total_bytes / h100_gpn)),
         "h100_node_max_seq": f"{h100_row.get('max_seq', 0):,}",
         "h100_node_short": h100_row["valid"] and h100_row["max_seq"] < batch,
