@@ -1,8 +1,8 @@
 """From users to a fleet (problem 25): chat demand in requests and tokens per second at the peak
 (every turn resends the conversation), concurrency by Little's law, decode replicas sized by
-throughput and by KV memory (whichever needs more), a prefill pool sized by FLOPs after prefix
-cache hits, regions that survive losing one, and the monthly bill peak-sized and scaled; then a
-tornado of which assumption moves that bill most.
+throughput and by KV memory (whichever needs more), a prefill pool sized by the roofline of a
+prompt's pass after prefix cache hits, regions that survive losing one, and the monthly bill
+peak-sized and scaled; then a tornado of which assumption moves that bill most.
 
 The decode replica is problem 24's (`replica.replica_decode`); nothing is computed twice.
 """
