@@ -1,8 +1,8 @@
 """From users to a fleet (problem 25): chat demand in requests and tokens per second at the peak
 (every turn resends the conversation), concurrency by Little's law, decode replicas sized by
-throughput and by KV memory (whichever needs more), a prefill pool sized by FLOPs after prefix
-cache hits, regions that survive losing one, and the monthly bill peak-sized and scaled; then a
-tornado of which assumption moves that bill most.
+throughput and by KV memory (whichever needs more), a prefill pool sized by the roofline of a
+prompt's pass after prefix cache hits, regions that survive losing one, and the monthly bill
+peak-sized and scaled; then a tornado of which assumption moves that bill most.
 
 The decode replica is problem 24's (`replica.replica_decode`); nothing is computed twice.
 """
@@ -23,6 +23,7 @@ from problems.arithmetic.replica import (
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
+    bandwidth_format,
     bytes_format,
     bytes_short,
     count_format,
@@ -294,7 +295,8 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"max({number_format(pf['computed'])} tokens × {flops_format(p['prefill_flops'])} "
              f"÷ {tp} GPUs ÷ ({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
              f"{number_format(k['mfu_prefill'])} MFU), {bytes_short(pf['bytes'])} of weights "
-             f"and KV per GPU ÷ {number_format(k['bandwidth_efficiency'])} of the bandwidth)",
+             f"and KV per GPU ÷ ({bandwidth_format(g.bandwidth_bytes_per_second)} × "
+             f"{number_format(k['bandwidth_efficiency'])}))",
              pf["seconds"], "s", seconds_format(pf["seconds"])),
         Step("Prefill GPUs at the peak",
              f"{number_format(d['peak_prefill'])} tokens/s × "

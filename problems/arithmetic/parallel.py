@@ -689,5 +689,5 @@ def layout_row(*, model: str, gpu: str, layout: Layout, microbatches: int | None
         why = ("the weights do not fit" if not r["weights_fit"]
                else "no room for one sequence's KV")
         return {"name": label, "valid": False, "reason": why, "weights": r["weights"],
-                "usable": r["usable"]}
+                "usable": r["usable"], "weights_fit": r["weights_fit"]}
     return {**r, "name": label, "valid": True, "gpu_name": g.name}

@@ -74,8 +74,9 @@ DEEPSEEK_KV_LENGTH = 4_989  # Day 6 overview: average KV length per output token
 MTP_ACCEPTANCE = "85–90%"  # DeepSeek-V3 report §5.4.3, the second token's acceptance rate
 MTP_SPEEDUP = 1.8  # the same section: tokens per second with MTP, ×
 # DeepSeek-V3's node-limited routing: the router keeps the best `topk_group` of `n_group` expert
-# groups (config.json: 4 of 8; report §2.1.2: at most 4 nodes per token in training), and the
-# bandwidths its report measured on H800 nodes (§3.2.2).
+# groups (config.json: 4 of 8; report §2.1.2 the mechanism, §3.2.2 and §4.2 at most 4 nodes per
+# token in training), and the link bandwidths the report gives for its H800 cluster (§3.2.2; it
+# does not say they were measured).
 EXPERT_GROUPS, GROUPS_PER_TOKEN = 8, 4
 H800_NVLINK_GBPS, H800_IB_GBPS = 160, 50
 MS = 1e3
@@ -455,9 +456,10 @@ ROUTING = calculator_register(Calculator(
 
 SOURCES: list[tuple[str, str]] = [
     ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (§2.1.2 auxiliary-loss-free balancing, "
-     "node-limited routing to at most 4 nodes, and no token dropping; §3.2.2 NVLink 160 GB/s "
-     "and InfiniBand 50 GB/s measured on H800 nodes; §3.4 the prefill and decode "
-     "deployments; §5.4.3 multi-token prediction)", "https://arxiv.org/abs/2412.19437"),
+     "node-limited routing and no token dropping; §3.2.2 NVLink 160 GB/s and InfiniBand "
+     "50 GB/s in its H800 cluster, each token sent to at most 4 nodes (also §4.2); §3.4 the "
+     "prefill and decode deployments; §5.4.3 multi-token prediction)",
+     "https://arxiv.org/abs/2412.19437"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (EP32 prefill, "
      "EP144 decode, 32 redundant experts, FP8 dispatch and BF16 combine, average KV length "
      "4,989 tokens)",
@@ -593,6 +595,7 @@ def figures(inputs: dict) -> dict:
         "active_card_text": f"{number_format((m.active_params_published or 0) / 1e9)}B",
         "h100_node_gpus": h100_gpn, "h100_node_usable_text": _gb(h100_gpn * h100_usable),
         "h100_gpu_usable_text": _gb(h100_usable), "h100_node_fits": h100_row["valid"],
+        "h100_node_weights_fit": h100_row.get("weights_fit", False),
         "h100_node_w_gpu_text": _gb(h100_row.get("weights", total_bytes / h100_gpn)),
         "h100_node_max_seq": f"{h100_row.get('max_seq', 0):,}",
         "h100_node_short": h100_row["valid"] and h100_row["max_seq"] < batch,

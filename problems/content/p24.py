@@ -551,7 +551,8 @@ def figures(inputs: dict) -> dict:
             entry.update(dtype_name=s["w"].name,
                          weights_gpu_text=bytes_in(b["weights"], "GB"),
                          kv_per_token_text=bytes_in(kv_bytes_per_token_model(m, s["kv"]),
-                                                    "kB"))
+                                                    "kB"),
+                         prefill_bound=b["prefill"]["bound"])
         elif lever == "prefix":
             entry.update(hit_text=percent_format(s["prefix_hit"]))
         elif lever == "gpu":

@@ -187,7 +187,8 @@ CALCULATOR = calculator_register(Calculator(
     title="ChatGPT-style serving: from users to GPUs and dollars",
     explanation=("Every assumption is an input. Demand becomes tokens per second at the peak, "
                  "concurrency by Little's law, decode replicas by throughput and by KV memory, a "
-                 "prefill pool by FLOPs, regions with failover, and a monthly bill, peak-sized "
+                 "prefill pool by the roofline of a prompt's pass (its FLOPs, or its reads when "
+                 "those take longer), regions with failover, and a monthly bill, peak-sized "
                  "and scaled. The tornado varies one assumption at a time."),
     inputs=CAPSTONE_INPUTS, compute=capstone, plots=capstone_plots, listed=False,
     api_path="/capstone",

@@ -120,3 +120,24 @@ def test_the_hottest_expert_runs_further_above_its_mean_than_the_busiest_gpu():
     assert 1.2 < experts[0.0] < 1 + 5 * math.sqrt(2_048 * 8 / 256 * (1 - 8 / 256)) / 64
     assert experts[1.0] > 5 * gpus[1.0] > 5
     assert experts[2.0] > experts[1.0] > experts[0.5] > experts[0.0]
+
+
+def test_the_hottest_expert_at_zipf_1_is_about_25_times_the_mean_for_256_experts_top_8():
+    """DeepSeek-V3's 256 experts, top-8, Zipf 1: the hottest expert's weight is 1/H₂₅₆ =
+    1/6.1243 = 0.1633 of the whole. A token picks 8 distinct experts, so the hottest is picked
+    by a share of tokens between 1 − (1 − 0.1633)⁸ = 0.760 (every draw at its bare weight) and
+    1 − ∏ⱼ(1 − 0.1633 ÷ (1 − the next j experts' weight)) = 0.832 (the heaviest others drawn
+    first), while the mean expert gets 8/256 = 1/32 of the tokens: 24.3× to 26.6× the mean, never
+    the 256 ÷ 6.124 = 41.8× of drawing with replacement, nor above 32 (one pick per token)."""
+    harmonic = sum(1 / r for r in range(1, 257))
+    top = 1 / harmonic
+    low = 1 - (1 - top) ** 8
+    miss = 1.0
+    for j in range(8):
+        miss *= 1 - top / (1 - (sum(1 / r for r in range(2, j + 2))) / harmonic)
+    assert (32 * low, 32 * (1 - miss)) == pytest.approx((24.31, 26.62), abs=0.01)
+    run = simulate(experts=256, k=8, gpus=8, tokens=4_096, skew=1.0, redundant=0, steps=2,
+                   seed=1, **H200)
+    hottest = dict(zip(run["skews"], run["ratio_expert"], strict=True))[1.0]
+    # 8,192 token draws: the share's standard error is under 0.005, 0.15 on the ratio.
+    assert 32 * low - 0.5 < hottest < 32 * (1 - miss) + 0.5

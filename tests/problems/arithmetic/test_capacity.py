@@ -133,3 +133,13 @@ def test_the_kv_transfer_moves_each_gpus_own_share():
     mla = fleet_plan_model(capstone_checked(**{**DEFAULTS, "model": "deepseek-v3",
                                                "gpu": "h200", "tp": 8}))
     assert mla["kv_transfer"] == pytest.approx(61_488_000 / 40e9)
+
+
+def test_the_prefill_step_divides_its_reads_by_the_achieved_bandwidth():
+    """The typical prompt's pass reads 17.7 GB per GPU over 3.35 TB/s × 0.8 = 2.68 TB/s, 6.61 ms;
+    the working shows that divisor, not a bare '÷ 0.8 of the bandwidth'."""
+    step = next(s for s in capstone(**DEFAULTS).steps if s.label.startswith("A typical prompt's "
+                                                                            "prefill"))
+    assert "17.7 GB of weights and KV per GPU ÷ (3.35 TB/s × 0.8))" in step.expression
+    assert "of the bandwidth" not in step.expression
+    assert step.label == "A typical prompt's prefill (compute-bound)"

@@ -143,8 +143,27 @@ def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) ->
     assert "does not fit" not in text
 
 
+def test_the_one_node_hint_says_when_the_weights_fit_but_no_sequence_does(client) -> None:
+    """INT4 experts, a 15 GB reserve and 131,072-token sequences: each H100 can give
+    85.5 GB × 0.9 − 15 GB = 61.97 GB, the weights take 54.1 GB of it, and the 7.87 GB left is
+    less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the hint must
+    not say they do not."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4", reserve_gb=15,
+                             context_tokens=131_072)
+    text = followups_text(client, query)
+    assert ("the weights take 54.1 GB per GPU, but what is left cannot hold the KV of one "
+            "sequence of 131,072 tokens") in text
+    assert "does not fit before any KV cache" not in text
+    assert "(62 GB each at the same share and reserve)" in text
+
+
 def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:
     concepts = text_of(section_html(problem_html(page_get(client), 23), 23, "concepts"))
     assert "it first keeps the best 4 of 8 groups of experts" in concepts
-    assert "about 160 GB/s over the H800's NVLink against 50 GB/s over InfiniBand, 3.2 times" \
-        in concepts
+    assert ("the report gives NVLink in its H800 cluster 160 GB/s against 50 GB/s for "
+            "InfiniBand, 3.2 times as fast") in concepts
+    # §3.2.2 states the figures ("NVLink offers a bandwidth of 160 GB/s"); it does not call
+    # them measured.
+    assert "measured" not in concepts.split("Its router also limits")[1].split("Memory per GPU")[0]
+    sources = " ".join(title for title, _ in p23.SOURCES)
+    assert "measured on H800" not in sources and "at most 4 nodes (also §4.2)" in sources

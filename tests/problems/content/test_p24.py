@@ -148,3 +148,15 @@ def test_the_output_cap_names_its_own_cut_per_request(client) -> None:
             f"{money_format(after, significant=3)}, this lever's own "
             f"{percent_format(1 - after / before)}") in text
     assert 0.03 < 1 - after / before < 0.125  # less than the 12.5% fewer output tokens
+
+
+def test_the_fp8_lever_says_why_input_falls_by_the_prefill_bound(client) -> None:
+    """2,000-token prompts: prefill is compute-bound, so FP8 helps through the FP8 rate. 20-token
+    prompts on 4 × H100 in FP8: 20 × about 1.37×10¹¹ FLOP ÷ 4 ÷ 989.5 TFLOP/s ≈ 0.7 ms of
+    compute against 18.2 GB of weights ÷ 2.68 TB/s ≈ 6.8 ms of reads: memory-bound, so the
+    narrower weights, not the FP8 rate, cut the input cost."""
+    text = worked_text(client)
+    assert "Prefill runs at the FP8 (E4M3) rate, so input falls to" in text
+    text = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, input_tokens=20))
+    assert "Prefill, memory-bound here, reads the narrower weights, so input falls to" in text
+    assert "Prefill runs at the" not in text
