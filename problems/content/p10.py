@@ -132,10 +132,10 @@ SOURCES: list[tuple[str, str]] = [
     ("Chen et al., 'Accelerating Large Language Model Decoding with Speculative Sampling' "
      "(DeepMind, the same acceptance rule, Chinchilla 70B)", "https://arxiv.org/abs/2302.01318"),
     ("Li et al., 'EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty' "
-     "(draft head on the target's features; 2.7×–3.5× on LLaMA2-Chat 70B)",
+     "(draft head on the target's features; its speedups on LLaMA2-Chat 70B)",
      "https://arxiv.org/abs/2401.15077"),
     ("Cai et al., 'Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding "
-     "Heads' (ICML 2024: extra heads, tree attention; Medusa-1 over 2.2×; §2.3.1 typical "
+     "Heads' (ICML 2024: extra heads, tree attention; Medusa-1's speedup; §2.3.1 typical "
      "acceptance, a threshold on the original model's probability with the first token taken "
      "greedily; Appendix A: no exact match to the model's distribution is sought; rejection "
      "sampling as the distribution-preserving alternative)", "https://arxiv.org/abs/2401.10774"),

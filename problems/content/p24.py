@@ -479,7 +479,7 @@ SOURCES: list[tuple[str, str]] = [
      "PagedAttention'", "https://arxiv.org/abs/2309.06180"),
     ("Leviathan et al., 'Fast Inference from Transformers via Speculative Decoding' (expected "
      "tokens per verification step)", "https://arxiv.org/abs/2211.17192"),
-    ("Ong et al., 'RouteLLM: Learning to Route LLMs with Preference Data' (over 2× cost cut "
+    ("Ong et al., 'RouteLLM: Learning to Route LLMs with Preference Data' (cost cuts "
      "without losing quality on their benchmarks)", "https://arxiv.org/abs/2406.18665"),
     ("Patel et al., 'Splitwise: Efficient Generative LLM Inference Using Phase Splitting'",
      "https://arxiv.org/abs/2311.18677"),
