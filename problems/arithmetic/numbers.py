@@ -61,13 +61,25 @@ def _rate(value: float | None, *, ops: bool = False) -> str:
     return ops_format(value) if ops else flops_rate_format(value)
 
 
+def _gpu_link(g):  # noqa: ANN001, ANN202
+    """The links-table entry a PCIe card talks over, or None (the GPU's own link)."""
+    return next((link for link in LINKS.values() if g.interconnect.startswith(link.name)), None)
+
+
 def _gpu_link_one_way(g) -> float:  # noqa: ANN001
     """A GPU's link to its neighbour, one direction. A PCIe card talks over PCIe, whose rate the
     links table derives (after 128b/130b encoding): the same figure in both tables."""
-    for link in LINKS.values():
-        if g.interconnect.startswith(link.name):
-            return link.bytes_per_second
-    return g.interconnect_one_way_bytes_per_second
+    link = _gpu_link(g)
+    return link.bytes_per_second if link else g.interconnect_one_way_bytes_per_second
+
+
+def _gpu_source(g) -> str:  # noqa: ANN001
+    """The GPU's datasheet, and for a PCIe card the standard its link figure is derived from
+    (the datasheet prints the rounded total for both directions, not this figure)."""
+    link = _gpu_link(g)
+    if link is None:
+        return g.source
+    return f"{g.source}; link: {link.source} ({link.derivation})"
 
 
 def _gpu_link_text(g) -> str:  # noqa: ANN001
@@ -84,7 +96,7 @@ def gpus_section() -> Section:
                    bandwidth_format(g.bandwidth_bytes_per_second), _rate(g.bf16_flops),
                    _rate(g.fp8_flops), _rate(g.int8_ops, ops=True), _rate(g.fp4_flops),
                    f"{number_format(ridge)} FLOP/B", _gpu_link_text(g)),
-            source=g.source,
+            source=_gpu_source(g),
             values={"memory_bytes": g.memory_total_bytes,
                     "link_one_way_bytes_per_second": _gpu_link_one_way(g),
                     "bandwidth_bytes_per_second": g.bandwidth_bytes_per_second,

@@ -104,6 +104,11 @@ def test_a_pcie_card_link_is_the_same_figure_as_the_links_table():
     assert gpu_rows["l40s"].values["link_one_way_bytes_per_second"] == pcie4
     assert gpu_rows["l40s"].cells[-1].endswith("31.5 GB/s each way")
     assert gpu_rows["h100-sxm"].values["link_one_way_bytes_per_second"] == 450e9
+    # 31.5 GB/s is not in the L40S datasheet (it prints 64 GB/s both ways): the row cites the
+    # PCIe standard and the derivation it comes from; an NVLink GPU cites its datasheet alone.
+    assert LINKS["pcie-gen4-x16"].source in gpu_rows["l40s"].source
+    assert "128/130" in gpu_rows["l40s"].source
+    assert gpu_rows["h100-sxm"].source == GPUS["h100-sxm"].source
 
 
 def test_the_fit_check_counts_weights_kv_and_the_reserve():
