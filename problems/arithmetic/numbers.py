@@ -92,7 +92,8 @@ def gpus_section() -> Section:
         ridge = g.bf16_flops / g.bandwidth_bytes_per_second
         rows.append(Row(
             cells=(g.name, f"{g.memory_label} {g.memory_kind} "
-                   f"({number_format(g.memory_total_bytes / GB)} GB reported)",
+                   f"({number_format(g.memory_reported_mib)} MiB reported = "
+                   f"{number_format(g.memory_total_bytes / GB)} GB)",
                    bandwidth_format(g.bandwidth_bytes_per_second), _rate(g.bf16_flops),
                    _rate(g.fp8_flops), _rate(g.int8_ops, ops=True), _rate(g.fp4_flops),
                    f"{number_format(ridge)} FLOP/B", _gpu_link_text(g)),
@@ -106,8 +107,10 @@ def gpus_section() -> Section:
         slug="gpus", title="GPUs: memory, bandwidth, dense compute, ridge point", problem=12,
         note=("Dense tensor-core rates (datasheets print twice these, with 2:4 sparsity). The "
               "ridge point is BF16 peak ÷ bandwidth: a kernel doing fewer FLOPs per byte than "
-              "this is memory-bound. Memory: the datasheet's label, then the bytes the driver "
-              "reports (what the fit checks on this sheet count)."),
+              "this is memory-bound. Memory: the datasheet's label, then what the driver reports, "
+              "in MiB as nvidia-smi prints it and in decimal GB (what the fit checks on this "
+              "sheet count): a datasheet's GB is a round label, and the driver's 2²⁰-byte MiB "
+              "make the two differ."),
         headers=("GPU", "memory", "bandwidth", "BF16", "FP8", "INT8", "FP4", "BF16 ridge",
                  "GPU-to-GPU link"),
         rows=tuple(rows))
