@@ -107,10 +107,10 @@ def gpus_section() -> Section:
         slug="gpus", title="GPUs: memory, bandwidth, dense compute, ridge point", problem=12,
         note=("Dense tensor-core rates (datasheets print twice these, with 2:4 sparsity). The "
               "ridge point is BF16 peak ÷ bandwidth: a kernel doing fewer FLOPs per byte than "
-              "this is memory-bound. Memory: the datasheet's label, then what the driver reports, "
-              "in MiB as nvidia-smi prints it and in decimal GB (what the fit checks on this "
-              "sheet count): a datasheet's GB is a round label, and the driver's 2²⁰-byte MiB "
-              "make the two differ."),
+              "this is memory-bound. Memory: the datasheet's label, then what the driver "
+              "reports, in MiB as nvidia-smi (ROCm for the MI300X) prints it and in decimal GB "
+              "(what the fit checks on this sheet count): a datasheet's GB is a round label, "
+              "and the driver's 2²⁰-byte MiB make the two differ."),
         headers=("GPU", "memory", "bandwidth", "BF16", "FP8", "INT8", "FP4", "BF16 ridge",
                  "GPU-to-GPU link"),
         rows=tuple(rows))
