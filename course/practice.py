@@ -441,6 +441,10 @@ def review_on_attempt(*, request: HttpRequest, attempt: PracticeAttempt,
     review.due_on = today + datetime.timedelta(days=REVIEW_INTERVALS_DAYS[review.step])
     review.last_reviewed_on = today
     review.save(update_fields=["step", "due_on", "last_reviewed_on"])
+    if not request.user.is_authenticated:
+        # The review just moved up to 60 days past today, which may be later than the attempt
+        # that kept the session: keep it 90 days from now, so the review still finds them.
+        request.session.set_expiry(VISITOR_KEEP_SECONDS)
     return review
 
 

@@ -61,13 +61,25 @@ def _rate(value: float | None, *, ops: bool = False) -> str:
     return ops_format(value) if ops else flops_rate_format(value)
 
 
+def _gpu_link(g):  # noqa: ANN001, ANN202
+    """The links-table entry a PCIe card talks over, or None (the GPU's own link)."""
+    return next((link for link in LINKS.values() if g.interconnect.startswith(link.name)), None)
+
+
 def _gpu_link_one_way(g) -> float:  # noqa: ANN001
     """A GPU's link to its neighbour, one direction. A PCIe card talks over PCIe, whose rate the
     links table derives (after 128b/130b encoding): the same figure in both tables."""
-    for link in LINKS.values():
-        if g.interconnect.startswith(link.name):
-            return link.bytes_per_second
-    return g.interconnect_one_way_bytes_per_second
+    link = _gpu_link(g)
+    return link.bytes_per_second if link else g.interconnect_one_way_bytes_per_second
+
+
+def _gpu_source(g) -> str:  # noqa: ANN001
+    """The GPU's datasheet, and for a PCIe card the standard its link figure is derived from
+    (the datasheet prints the rounded total for both directions, not this figure)."""
+    link = _gpu_link(g)
+    if link is None:
+        return g.source
+    return f"{g.source}; link: {link.source} ({link.derivation})"
 
 
 def _gpu_link_text(g) -> str:  # noqa: ANN001
@@ -80,11 +92,12 @@ def gpus_section() -> Section:
         ridge = g.bf16_flops / g.bandwidth_bytes_per_second
         rows.append(Row(
             cells=(g.name, f"{g.memory_label} {g.memory_kind} "
-                   f"({number_format(g.memory_total_bytes / GB)} GB reported)",
+                   f"({number_format(g.memory_reported_mib)} MiB reported = "
+                   f"{number_format(g.memory_total_bytes / GB)} GB)",
                    bandwidth_format(g.bandwidth_bytes_per_second), _rate(g.bf16_flops),
                    _rate(g.fp8_flops), _rate(g.int8_ops, ops=True), _rate(g.fp4_flops),
                    f"{number_format(ridge)} FLOP/B", _gpu_link_text(g)),
-            source=g.source,
+            source=_gpu_source(g),
             values={"memory_bytes": g.memory_total_bytes,
                     "link_one_way_bytes_per_second": _gpu_link_one_way(g),
                     "bandwidth_bytes_per_second": g.bandwidth_bytes_per_second,
@@ -94,8 +107,10 @@ def gpus_section() -> Section:
         slug="gpus", title="GPUs: memory, bandwidth, dense compute, ridge point", problem=12,
         note=("Dense tensor-core rates (datasheets print twice these, with 2:4 sparsity). The "
               "ridge point is BF16 peak ÷ bandwidth: a kernel doing fewer FLOPs per byte than "
-              "this is memory-bound. Memory: the datasheet's label, then the bytes the driver "
-              "reports (what the fit checks on this sheet count)."),
+              "this is memory-bound. Memory: the datasheet's label, then what the driver "
+              "reports, in MiB as nvidia-smi (ROCm for the MI300X) prints it and in decimal GB "
+              "(what the fit checks on this sheet count): a datasheet's GB is a round label, "
+              "and the driver's 2²⁰-byte MiB make the two differ."),
         headers=("GPU", "memory", "bandwidth", "BF16", "FP8", "INT8", "FP4", "BF16 ridge",
                  "GPU-to-GPU link"),
         rows=tuple(rows))

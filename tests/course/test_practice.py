@@ -394,3 +394,23 @@ def test_an_anonymous_visitors_practice_outlives_the_default_session(client):
     client.post("/accounts/login/", {"username": "ada", "password": PASSWORD})
     from django.conf import settings
     assert client.session.get_expiry_age() == settings.SESSION_COOKIE_AGE
+
+
+def test_an_anonymous_review_graded_late_renews_the_session(client):
+    # The attempt kept the session 90 days; grading it as a review weeks later moves the next
+    # review up to 60 days past the grading day, so the grading must renew the session too.
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+    client.post("/pages/01/progress", {"done": "1"})
+    PageReview.objects.update(due_on=datetime.date(2000, 1, 1), step=4)  # due, top rung
+    attempt = _submit(client, 1)
+    key = client.session.session_key
+    soon = timezone.now() + datetime.timedelta(days=10)  # as if 80 of the 90 days had gone
+    Session.objects.filter(session_key=key).update(expire_date=soon)
+    heard = [str(i) for i in range(len(attempt.points))]
+    response = client.post(f"/practice/attempts/{attempt.uid}/", {"heard": heard})
+    assert response.status_code == 302
+    review = PageReview.objects.get()
+    assert review.due_on > timezone.localdate() + datetime.timedelta(days=10)
+    expire = Session.objects.get(session_key=key).expire_date
+    assert expire > timezone.now() + datetime.timedelta(days=89)
