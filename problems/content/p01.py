@@ -62,7 +62,7 @@ def request_for_scale_plot(*, inputs: dict, result) -> Plot:
         ttft_seconds=float(result["ttft_seconds"]),
         step_seconds=float(result["decode_step_seconds"]),
         output_tokens=inputs["output_tokens"])
-    note = "" if result["fits"] else " (does not fit one GPU: times are a floor)"
+    note = "" if result["fits"] else " (does not fit one GPU: times as if it did)"
     return Plot(
         title="Prefill against the decode loop as the answer grows" + note,
         x_title="Output tokens (the first from prefill, one decode step each after)",
@@ -104,7 +104,8 @@ def long_prompt_plot(*, inputs: dict, result) -> Plot:
     def at(x: int):
         return a.chunked_prefill(**{**inputs, "chunk_tokens": x})
 
-    fits = "" if result["fits"] else " (the streams and prompt do not fit in memory: floors)"
+    fits = ("" if result["fits"]
+            else " (the streams and prompt do not fit in memory: times as if they did)")
     return Plot(
         title=f"The next token of {inputs['decode_batch']:,} running streams, as one prompt "
               "chunk grows" + fits,

@@ -88,7 +88,7 @@ def streaming_cost_plot(*, inputs: dict, result) -> Plot:
         blocks_at_cut=int(result["blocks_at_cut"]), blocks_at_end=int(result["blocks_at_end"]),
         held_seconds_without_cancel=float(result["held_seconds_without_cancel"]),
         held_seconds_with_cancel=float(result["held_seconds_with_cancel"]))
-    fits = "" if result["fits"] else " (this batch does not fit in memory: times are floors)"
+    fits = "" if result["fits"] else " (this batch does not fit in memory: times as if it did)"
     return Plot(
         title="KV blocks held after the client leaves" + fits,
         x_title="Seconds since the client left",

@@ -281,3 +281,25 @@ def test_the_long_prompt_plot_says_when_its_inputs_do_not_fit() -> None:
     default = p01.CHUNK_CALCULATOR.defaults()
     assert "do not fit" not in p01.long_prompt_plot(
         inputs=default, result=p01.a.chunked_prefill(**default)).title
+
+
+def test_a_model_that_does_not_fit_one_gpu_is_not_given_a_floor(client) -> None:
+    """Mixtral 8x7B in BF16 needs 97 GB with its KV and reserve against the H100's 77 GB
+    usable; Llama 3 70B's 141 GB of weights fit no batch. Split over several GPUs each reads
+    only its share of the weights, so the one-GPU times are not a floor for what would really
+    run, and neither the prose nor the plots call them one."""
+    worked = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-model=mixtral-8x7b"), 1), 1, "worked"))
+    assert "do not fit in one NVIDIA H100 SXM" in worked
+    assert "not a floor for the real deployment" in worked
+    assert "read them as a floor" not in worked
+    users = text_of(section_html(problem_html(page_get(
+        client, "?p1-users-model=llama-3-70b"), 1), 1, "worked"))
+    assert "no batch fits at all" in users and "only floors" not in users
+    for calculator, plot in ((p01.CALCULATOR, p01.request_for_scale_plot),
+                             (p01.CHUNK_CALCULATOR, p01.long_prompt_plot)):
+        inputs = {**calculator.defaults(), "model": "llama-3-70b"}
+        result = calculator.compute(**inputs)
+        assert result["fits"] is False
+        title = plot(inputs=inputs, result=result).title
+        assert "fit" in title and "floor" not in title, title

@@ -190,3 +190,15 @@ def test_the_keylogging_attack_is_quoted_by_its_published_figures(client) -> Non
                                     "concepts"))
     assert "reconstructed about 29% of an assistant's responses" in concepts
     assert "word for word" not in concepts
+
+
+def test_the_streaming_plot_flags_a_batch_that_does_not_fit_without_calling_it_a_floor() -> None:
+    """Llama 3 70B in BF16: 141 GB of weights exceed one H100's 77 GB usable, so the plot says
+    it does not fit; split over GPUs the steps would be shorter, so the times are no floor."""
+    from problems.content import p02
+
+    inputs = {**p02.CALCULATOR.defaults(), "model": "llama-3-70b", "gpu": "h100-sxm"}
+    result = p02.CALCULATOR.compute(**inputs)
+    assert result["fits"] is False
+    title = p02.streaming_cost_plot(inputs=inputs, result=result).title
+    assert "does not fit in memory" in title and "floor" not in title
