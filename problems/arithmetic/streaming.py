@@ -473,7 +473,9 @@ def streaming_for_scale(
                                   output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
                                   step_seconds=tpot, dtype=kv_dtype, block_size=block_size)
     abandoned_per_second = rps * abandon
-    wasted_rate = abandoned_per_second * float(abandoned["wasted_tokens"])
+    # Decode seats taken for nobody: one per decode step left (a token the prefill under way
+    # yields, when the client leaves before the first, takes no decode step).
+    wasted_rate = abandoned_per_second * float(abandoned["wasted_decode_steps"])
     capacity = float(dec["tokens_per_second"])
     # Little's law: abandoned streams arriving per second × block-seconds each = blocks held.
     blocks_held = abandoned_per_second * float(abandoned["block_seconds_wasted"])
@@ -497,7 +499,8 @@ def streaming_for_scale(
         Step(
             "Tokens decoded for nobody, per second",
             f"{count_format(abandoned_per_second, 'stream')} per second × "
-            f"{int(abandoned['wasted_tokens']):,} tokens left each, without cancellation",
+            f"{count_format(int(abandoned['wasted_decode_steps']), 'decode step')} left each, "
+            "without cancellation",
             wasted_rate,
             "tokens/s",
             f"{number_format(wasted_rate)} tokens/s",
