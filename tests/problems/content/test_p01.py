@@ -303,3 +303,18 @@ def test_a_model_that_does_not_fit_one_gpu_is_not_given_a_floor(client) -> None:
         assert result["fits"] is False
         title = plot(inputs=inputs, result=result).title
         assert "fit" in title and "floor" not in title, title
+
+
+def test_the_help_texts_sources_are_in_the_page_sources(client) -> None:
+    """The MFU and bandwidth helps on this page's calculators quote FlashAttention-2's 50–73%
+    and Databricks' 50% MBU example; both are in the page's Sources list."""
+    from problems.forms import BANDWIDTH_HELP, MFU_HELP
+
+    page = page_get(client)
+    assert "FlashAttention-2 reports" in page and "Databricks" in page
+    urls = [url for _, url in p01.SOURCES]
+    assert "FlashAttention-2" in MFU_HELP and "https://arxiv.org/abs/2307.08691" in urls
+    assert "Databricks" in BANDWIDTH_HELP and (
+        "https://www.databricks.com/blog/llm-inference-performance-engineering-best-practices"
+        in urls)
+    assert 'href="https://arxiv.org/abs/2307.08691"' in page
