@@ -311,7 +311,8 @@ def context(*, request: HttpRequest) -> dict:
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "memory_kind": gpu.memory_kind,
         "crossover_tokens": count_format(int(result["prefill_crossover_tokens"]), "token"),
-        "crossover_found": int(result["prefill_crossover_tokens"]) > 0,
+        # A crossover past the model's context window is no prompt anyone can send.
+        "crossover_found": 0 < int(result["prefill_crossover_tokens"]) <= (window or math.inf),
         "crossover_equal": count_format(int(equal["crossover_tokens"]), "token"),
         "ridge": number_format(ridge, digits=3),
         "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",

@@ -318,3 +318,16 @@ def test_the_help_texts_sources_are_in_the_page_sources(client) -> None:
         "https://www.databricks.com/blog/llm-inference-performance-engineering-best-practices"
         in urls)
     assert 'href="https://arxiv.org/abs/2307.08691"' in page
+
+
+def test_a_crossover_past_the_context_window_is_not_quoted_as_a_prompt_length(client) -> None:
+    """At 1% of the H100's bandwidth, reading Llama 3 8B's 15 GB of weights takes 448 ms, and
+    compute at the full 989.5 TFLOP/s overtakes it only near 26,431 tokens: past the 8,192-token
+    window, so no prompt makes this prefill compute-bound and the prose says so."""
+    problem = problem_html(page_get(client, "?p1-scale-bandwidth_efficiency=0.01"
+                                            "&p1-scale-mfu=1"), 1)
+    worked = text_of(section_html(problem, 1, "worked"))
+    followups = text_of(section_html(problem, 1, "followups"))
+    assert "No prompt within the window would make it compute-bound" in worked
+    assert "From about 26,431" not in worked and "26,431 tokens at the" not in followups
+    assert "past Llama 3 8B's 8,192-token context window" in worked  # the working's step
