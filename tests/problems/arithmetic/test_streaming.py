@@ -31,8 +31,11 @@ def test_bytes_per_event_are_the_measured_utf8_length() -> None:
                          chars_per_token=4.0)
     assert result["bytes_per_event"] == len(sse_chunk_event(content="xxxx").encode())
     assert result["envelope_bytes"] == result["bytes_per_event"] - 4
-    # Ten events of envelope, forty characters of text, and the closing sentinel.
-    assert result["stream_bytes"] == 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
+    # The opening role event (vLLM's first chunk: role "assistant", empty content), ten events
+    # of envelope, forty characters of text, and the closing sentinel.
+    role = len(sse_chunk_event(content="", role="assistant").encode())
+    assert role == 261
+    assert result["stream_bytes"] == role + 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
 
 
 def test_packing_tokens_into_events_cuts_bytes_but_never_delays_the_first_token() -> None:
