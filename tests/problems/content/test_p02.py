@@ -174,7 +174,7 @@ def test_hidden_reasoning_moves_the_first_visible_text_in_the_prose(client) -> N
         in worked
 
 
-def test_a_one_token_answer_is_smaller_streamed_and_owes_no_decode_step(client) -> None:
+def test_a_one_token_answer_is_not_called_alarming_and_owes_no_decode_step(client) -> None:
     """max_tokens 1: the 261-byte opening role event, one 246-byte event and [DONE] (521 B)
     are 1.6× the 328-byte plain body, 193 B more: not a ratio to call alarming, and not smaller
     either (vLLM opens every stream with a role chunk). A client gone before that token leaves
