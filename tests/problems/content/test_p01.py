@@ -331,3 +331,14 @@ def test_a_crossover_past_the_context_window_is_not_quoted_as_a_prompt_length(cl
     assert "No prompt within the window would make it compute-bound" in worked
     assert "From about 26,431" not in worked and "26,431 tokens at the" not in followups
     assert "past Llama 3 8B's 8,192-token context window" in worked  # the working's step
+
+
+def test_the_fit_check_in_the_prose_states_its_reserve(client) -> None:
+    """Weights 16.06 GB + KV 1,299 × 131,072 B (0.17 GB) + the 3.3 GB reserve = 19.5 GB, against
+    81,559 MiB × 0.9 = 77 GB usable: the prose names all three parts, the reserve by size."""
+    worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    assert "a runtime reserve of 3.3 GB for activations and buffers the request needs 20 GB" in (
+        " ".join(worked.split()))
+    changed = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-reserve_gb=10"), 1), 1, "worked"))
+    assert "a runtime reserve of 10 GB" in " ".join(changed.split())
