@@ -342,3 +342,11 @@ def test_the_fit_check_in_the_prose_states_its_reserve(client) -> None:
     changed = text_of(section_html(problem_html(page_get(
         client, "?p1-scale-reserve_gb=10"), 1), 1, "worked"))
     assert "a runtime reserve of 10 GB" in " ".join(changed.split())
+
+
+def test_chunks_with_no_streams_are_of_up_to_the_budget(client) -> None:
+    """8,000 tokens in a 2,048-token budget: ⌈8,000 ÷ 2,048⌉ = 4 chunks, three of 2,048 and a
+    last of 1,856, so the prose says "of up to", not four of 2,048."""
+    worked = " ".join(text_of(section_html(problem_html(page_get(
+        client, "?p1-chunk-decode_batch=0"), 1), 1, "worked")).split())
+    assert "split into 4 chunks of up to 2,048 tokens" in worked
