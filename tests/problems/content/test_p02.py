@@ -205,3 +205,13 @@ def test_the_streaming_plot_flags_a_batch_that_does_not_fit_without_calling_it_a
     assert result["fits"] is False
     title = p02.streaming_cost_plot(inputs=inputs, result=result).title
     assert "does not fit in memory" in title and "floor" not in title
+
+
+def test_the_warning_for_a_batch_that_does_not_fit_gives_no_floor(client) -> None:
+    """4,000 sequences of Llama 3 8B at 2,000 tokens need far more than the H100's 77 GB: the
+    engine would run fewer per step (shorter steps) or split the model, so the one-GPU times
+    bound nothing and the warning does not call them a floor."""
+    problem = problem_html(client.get(PAGE + "?p2-stream-batch=4000").content.decode(), 2)
+    worked = " ".join(text_of(section_html(problem, 2, "worked")).split())
+    assert "The times are as if they fitted, not a floor" in worked
+    assert "read the times as a floor" not in worked
