@@ -342,7 +342,9 @@ def prefill(
             f"the prompt length where compute time overtakes the weight reads, at "
             f"{number_format(mfu)} MFU and {number_format(bandwidth_efficiency)} of peak "
             "bandwidth"
-            + ("" if crossover else ": never, within any context window"),
+            + ("" if crossover else ": never, within any context window")
+            + (f": past {m.name}'s {m.context:,}-token context window, so no prompt gets there"
+               if m.context and crossover > m.context else ""),
             crossover,
             "tokens",
             count_format(crossover, "token") if crossover else "never",

@@ -167,9 +167,14 @@ def decode(
     per_sequence = 1 / step_seconds
     aggregate = batch / step_seconds
     reads = weights_read_model(model=m, tokens=batch, dtype=d, embedding=e)
-    # The rule of thumb reads every parameter a token uses once: all of a dense model, the
-    # active ones (shared weights and k experts) of an MoE model, embedding and head included.
-    rule_params = parts["active"]
+    # The rule of thumb reads every parameter the batch's tokens use once: all of a dense model;
+    # of an MoE model the shared weights and, per MoE layer, up to min(E, batch × k) experts
+    # (the k of one sequence at batch 1, every expert once the batch covers them), embedding
+    # and head included.
+    rule_experts = (min(m.experts_routed, batch * m.experts_per_token) if m.is_moe else 0)
+    rule_params = parts["active"] + (
+        (rule_experts - m.experts_per_token) * parts["expert"] * parts["moe_layers"]
+        if m.is_moe else 0)
     rule_weights = rule_params * d.bytes
     rule_floor = rule_weights / step["bandwidth"]
     weights_all = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
@@ -192,10 +197,15 @@ def decode(
     efficiency = bandwidth_efficiency if bound == "memory" else mfu
     steps = (
         Step(
-            "Rule of thumb: every active parameter once" if m.is_moe
+            "Rule of thumb: every active parameter once" if m.is_moe and batch == 1
+            else "Rule of thumb: every parameter the batch uses once" if m.is_moe
             else "Rule of thumb: every parameter once",
-            f"{number_format(rule_params)} {'active ' if m.is_moe else ''}parameters × "
-            f"{number_format(d.bytes)} B "
+            f"{number_format(rule_params)} {'active ' if m.is_moe and batch == 1 else ''}"
+            "parameters"
+            + (f" (shared + min({m.experts_routed:,} experts, {batch:,} sequences × "
+               f"{m.experts_per_token:,}) = {rule_experts:,} experts per MoE layer)"
+               if m.is_moe and batch > 1 else "")
+            + f" × {number_format(d.bytes)} B "
             f"= {bytes_short(rule_weights)}, ÷ {bandwidth_format(step['bandwidth'])}",
             rule_floor,
             "s",

@@ -19,6 +19,7 @@ from problems.arithmetic.memory import (
 from problems.arithmetic.memory import context_check as memory_context_check
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
+    GB,
     bytes_in,
     bytes_short,
     number_format,
@@ -184,6 +185,7 @@ def request_for_scale(
             "kv_text": bytes_in(kv["total_bytes"], "GB", digits=2),
             "decode_share_text": f"{number_format(decode_share * 100, digits=2)}%",
             "memory_needed_text": bytes_in(needed, "GB", digits=2),
+            "reserve_text": bytes_in(reserve_gb * GB, "GB", digits=2),
             "memory_usable_text": bytes_in(float(dec["memory_usable_bytes"]), "GB", digits=2),
         },
         steps=steps,

@@ -46,15 +46,19 @@ def _text(chars: int) -> str:
     return "x" * chars
 
 
-def sse_chunk_event(*, content: str, model_name: str = CHUNK_MODEL) -> str:
-    """One streamed event: `data: ` + a compact chat.completion.chunk JSON + a blank line."""
+def sse_chunk_event(*, content: str, model_name: str = CHUNK_MODEL, role: str = "") -> str:
+    """One streamed event: `data: ` + a compact chat.completion.chunk JSON + a blank line.
+
+    With `role`, the stream's opening event: vLLM's OpenAI-compatible server (like the OpenAI
+    API) first sends a chunk that declares the assistant's role with empty content."""
+    delta = {"role": role, "content": content} if role else {"content": content}
     chunk = {
         "id": CHUNK_ID,
         "object": "chat.completion.chunk",
         "created": CHUNK_CREATED,
         "model": model_name,
         "choices": [
-            {"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}
+            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
         ],
     }
     return SSE_PREFIX + json.dumps(chunk, separators=(",", ":")) + SSE_END
@@ -128,8 +132,10 @@ def stream_cost(
     # The first token goes out alone at once; the rest in events of `tokens_per_event`.
     events = 1 + math.ceil((output_tokens - 1) / tokens_per_event)
     answer_chars = max(1, round(chars_per_token * output_tokens))
-    # Every event carries its share of the text plus the same envelope; [DONE] closes it.
-    stream_bytes = events * overhead_bytes + answer_chars + len(SSE_DONE)
+    # An opening event declares the role; every later one carries its share of the text plus
+    # the same envelope; [DONE] closes it.
+    role_bytes = len(sse_chunk_event(content="", role="assistant").encode())
+    stream_bytes = role_bytes + events * overhead_bytes + answer_chars + len(SSE_DONE)
     plain_bytes = len(
         plain_response_body(
             content=_text(answer_chars),
@@ -168,8 +174,9 @@ def stream_cost(
         ),
         Step(
             "Bytes streamed",
-            f"{events:,} events × {overhead_bytes} B envelope + {answer_chars:,} B of text "
-            f"+ {len(SSE_DONE)} B [DONE]",
+            f"{role_bytes} B opening event (the assistant's role, no text) + {events:,} events "
+            f"× {overhead_bytes} B envelope + {answer_chars:,} B of text + {len(SSE_DONE)} B "
+            "[DONE]",
             stream_bytes,
             "B",
             bytes_format(stream_bytes),
@@ -473,7 +480,9 @@ def streaming_for_scale(
                                   output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
                                   step_seconds=tpot, dtype=kv_dtype, block_size=block_size)
     abandoned_per_second = rps * abandon
-    wasted_rate = abandoned_per_second * float(abandoned["wasted_tokens"])
+    # Decode seats taken for nobody: one per decode step left (a token the prefill under way
+    # yields, when the client leaves before the first, takes no decode step).
+    wasted_rate = abandoned_per_second * float(abandoned["wasted_decode_steps"])
     capacity = float(dec["tokens_per_second"])
     # Little's law: abandoned streams arriving per second × block-seconds each = blocks held.
     blocks_held = abandoned_per_second * float(abandoned["block_seconds_wasted"])
@@ -497,7 +506,8 @@ def streaming_for_scale(
         Step(
             "Tokens decoded for nobody, per second",
             f"{count_format(abandoned_per_second, 'stream')} per second × "
-            f"{int(abandoned['wasted_tokens']):,} tokens left each, without cancellation",
+            f"{count_format(int(abandoned['wasted_decode_steps']), 'decode step')} left each, "
+            "without cancellation",
             wasted_rate,
             "tokens/s",
             f"{number_format(wasted_rate)} tokens/s",

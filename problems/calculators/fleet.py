@@ -6,7 +6,7 @@ from problems.arithmetic.cost import INPUT_THROUGHPUT_DEFAULT, PRICE_MAX, THROUG
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.moe import GPUS_MAX
 from problems.arithmetic.steps import Result
-from problems.arithmetic.units import GB, money_format, number_format
+from problems.arithmetic.units import GB, money_format, number_format, percent_format
 from problems.calculators.registry import Calculator, calculator_register
 from problems.forms import (
     Input,
@@ -33,8 +33,10 @@ MS = 1e3  # seconds → milliseconds on plot axes
 # An example for the prompt-throughput help: Llama 3 8B prefilling 1,000-token prompts on an
 # H100 at 50% MFU, computed by the arithmetic rather than typed (about 35,000 tokens/s).
 EXAMPLE_PREFILL_TOKENS = 1_000
+EXAMPLE_PREFILL_MFU = 0.5
 EXAMPLE_PREFILL_RATE = EXAMPLE_PREFILL_TOKENS / float(a.prefill(
-    model="llama-3-8b", gpu="h100-sxm", prompt_tokens=EXAMPLE_PREFILL_TOKENS, mfu=0.5)["seconds"])
+    model="llama-3-8b", gpu="h100-sxm", prompt_tokens=EXAMPLE_PREFILL_TOKENS,
+    mfu=EXAMPLE_PREFILL_MFU)["seconds"])
 
 
 def _price_input() -> Input:
@@ -210,7 +212,8 @@ calculator_register(Calculator(
                    unit="tokens/s", initial=INPUT_THROUGHPUT_DEFAULT,
                    api=INPUT_THROUGHPUT_DEFAULT, minimum=0.001, maximum=THROUGHPUT_MAX,
                    help="An assumption: prefill tokens/s one GPU sustains. Compute-bound, so "
-                        "far above decode: Llama 3 8B on an H100 at 50% MFU prefills "
+                        "far above decode: Llama 3 8B on an H100 at "
+                        f"{percent_format(EXAMPLE_PREFILL_MFU)} MFU prefills "
                         f"{EXAMPLE_PREFILL_TOKENS:,}-token prompts at about "
                         f"{number_format(round(EXAMPLE_PREFILL_RATE, -3))} tokens/s (the prefill "
                         "calculator's figure)."),

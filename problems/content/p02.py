@@ -13,6 +13,7 @@ from problems.arithmetic.streaming import (
     streaming_for_scale,
 )
 from problems.arithmetic.units import (
+    bytes_format,
     bytes_in,
     count_format,
     number_format,
@@ -88,7 +89,7 @@ def streaming_cost_plot(*, inputs: dict, result) -> Plot:
         blocks_at_cut=int(result["blocks_at_cut"]), blocks_at_end=int(result["blocks_at_end"]),
         held_seconds_without_cancel=float(result["held_seconds_without_cancel"]),
         held_seconds_with_cancel=float(result["held_seconds_with_cancel"]))
-    fits = "" if result["fits"] else " (this batch does not fit in memory: times are floors)"
+    fits = "" if result["fits"] else " (this batch does not fit in memory: times as if it did)"
     return Plot(
         title="KV blocks held after the client leaves" + fits,
         x_title="Seconds since the client left",
@@ -206,8 +207,10 @@ def context(*, request: HttpRequest) -> dict:
         "has_reasoning": inputs["reasoning_tokens"] > 0,
         "keylogging_reconstructed": percent_format(KEYLOGGING_RECONSTRUCTED),
         "keylogging_topic": percent_format(KEYLOGGING_TOPIC),
-        # Streaming costs more bytes than one response except for the shortest answers.
-        "stream_larger": float(r["overhead_ratio"]) > 1,
+        # A ratio worth remarking on: streaming at least doubles the bytes (every answer but
+        # the shortest, or the most densely packed, at one token per event).
+        "stream_larger": float(r["overhead_ratio"]) >= 2,
+        "stream_extra": bytes_format(float(r["stream_bytes"]) - float(r["plain_bytes"])),
         "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
         "left_before_first": inputs["cut_after_tokens"] == 0,
         # A prefill at full efficiency on its binding side is a floor, and the prose says so.

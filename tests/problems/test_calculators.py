@@ -191,3 +191,14 @@ def test_kv_cache_formats_are_named_as_kv_formats_not_weight_formats():
     assert "FP32 (the course's CPU demo model only) (32 bits)" in labels
     step = memory.kv_cache(model="llama-3-8b", tokens=1, dtype="int8").steps[0]
     assert "INT8 KV cache (TensorRT-LLM)" in step.expression
+
+
+def test_the_prompt_throughput_example_is_computed_at_the_mfu_it_names():
+    """Llama 3 8B, 1,000 tokens on an H100 at 50% MFU: 1.43×10¹³ FLOP ÷ 494.8 TFLOP/s =
+    28.7 ms, so about 35,000 tokens/s; the MFU in the sentence is the one the figure used."""
+    from problems.calculators import fleet
+
+    help_text = next(i.help for i in calculator_get("capacity").inputs
+                     if i.name == "input_tokens_per_second_per_gpu")
+    assert fleet.EXAMPLE_PREFILL_RATE == pytest.approx(1_000 / 0.0287, rel=0.01)
+    assert "at 50% MFU prefills 1,000-token prompts at about 35,000 tokens/s" in help_text

@@ -143,3 +143,18 @@ def test_int8_rates_are_named_in_ops_wherever_a_step_shows_them() -> None:
         assert "TOPS" in shown or "POPS" in shown
     assert "OP/B" in " ".join(s.display for s in results[-1].steps)
     assert "FLOP/B" not in " ".join(s.expression for s in results[-1].steps)
+
+
+def test_the_moe_rule_of_thumb_at_a_batch_reads_the_experts_the_batch_uses() -> None:
+    """Mixtral 8x7B, 2 of 8 experts per token: at batch 100 the rule of thumb cannot read only
+    one sequence's 12.9B active parameters when the step really reads 93.1 GB; 100 × 2 routings
+    cover all 8 experts, so it reads all 46,702,792,704 parameters (93.4 GB). At batch 2 it
+    reads up to 4 experts per layer: 12,879,925,248 + 2 × 176,160,768 × 32 = 24,154,214,400."""
+    wide = decode(model="mixtral-8x7b", gpu="h100-sxm", batch=100, context_tokens=1000)
+    assert wide["rule_of_thumb_weight_bytes"] == 2 * 46_702_792_704
+    assert wide.steps[0].label == "Rule of thumb: every parameter the batch uses once"
+    assert "active" not in wide.steps[0].expression
+    two = decode(model="mixtral-8x7b", gpu="h100-sxm", batch=2, context_tokens=1000)
+    assert two["rule_of_thumb_weight_bytes"] == 2 * (12_879_925_248 + 2 * 176_160_768 * 32)
+    dense = decode(model="llama-3-8b", gpu="h100-sxm", batch=100, context_tokens=1000)
+    assert dense["rule_of_thumb_weight_bytes"] == 2 * 8_030_261_248

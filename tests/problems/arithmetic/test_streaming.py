@@ -31,8 +31,11 @@ def test_bytes_per_event_are_the_measured_utf8_length() -> None:
                          chars_per_token=4.0)
     assert result["bytes_per_event"] == len(sse_chunk_event(content="xxxx").encode())
     assert result["envelope_bytes"] == result["bytes_per_event"] - 4
-    # Ten events of envelope, forty characters of text, and the closing sentinel.
-    assert result["stream_bytes"] == 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
+    # The opening role event (vLLM's first chunk: role "assistant", empty content), ten events
+    # of envelope, forty characters of text, and the closing sentinel.
+    role = len(sse_chunk_event(content="", role="assistant").encode())
+    assert role == 261
+    assert result["stream_bytes"] == role + 10 * result["envelope_bytes"] + 40 + len(SSE_DONE)
 
 
 def test_packing_tokens_into_events_cuts_bytes_but_never_delays_the_first_token() -> None:
@@ -153,3 +156,16 @@ def test_an_abandoned_request_counts_the_first_token_as_prefill_not_a_decode_ste
     assert early["wasted_tokens"] == 1 and early["wasted_decode_steps"] == 0
     assert early["held_seconds_without_cancel"] == 0
     assert early["tokens_at_cut"] == 1000
+
+
+def test_abandoned_streams_before_the_first_token_take_one_decode_step_fewer_each() -> None:
+    """Cut at 0 of max_tokens 1,000: the first token comes from the prefill under way, so each
+    abandoned stream takes 999 decode steps, and 1 stream/s × 999 = 999 tokens/s of decode
+    spent on nobody, not 1,000. A one-token answer abandoned at 0 takes no decode seat at
+    all."""
+    early = streaming_for_scale(requests_per_second=10, abandon_rate=0.1, cut_after_tokens=0)
+    assert early["wasted_tokens"] == 1000
+    assert early["wasted_tokens_per_second"] == pytest.approx(999)
+    one = streaming_for_scale(requests_per_second=10, abandon_rate=0.1, cut_after_tokens=0,
+                              output_tokens=1)
+    assert one["wasted_tokens_per_second"] == 0

@@ -281,3 +281,72 @@ def test_the_long_prompt_plot_says_when_its_inputs_do_not_fit() -> None:
     default = p01.CHUNK_CALCULATOR.defaults()
     assert "do not fit" not in p01.long_prompt_plot(
         inputs=default, result=p01.a.chunked_prefill(**default)).title
+
+
+def test_a_model_that_does_not_fit_one_gpu_is_not_given_a_floor(client) -> None:
+    """Mixtral 8x7B in BF16 needs 97 GB with its KV and reserve against the H100's 77 GB
+    usable; Llama 3 70B's 141 GB of weights fit no batch. Split over several GPUs each reads
+    only its share of the weights, so the one-GPU times are not a floor for what would really
+    run, and neither the prose nor the plots call them one."""
+    worked = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-model=mixtral-8x7b"), 1), 1, "worked"))
+    assert "do not fit in one NVIDIA H100 SXM" in worked
+    assert "not a floor for the real deployment" in worked
+    assert "read them as a floor" not in worked
+    users = text_of(section_html(problem_html(page_get(
+        client, "?p1-users-model=llama-3-70b"), 1), 1, "worked"))
+    assert "no batch fits at all" in users and "only floors" not in users
+    for calculator, plot in ((p01.CALCULATOR, p01.request_for_scale_plot),
+                             (p01.CHUNK_CALCULATOR, p01.long_prompt_plot)):
+        inputs = {**calculator.defaults(), "model": "llama-3-70b"}
+        result = calculator.compute(**inputs)
+        assert result["fits"] is False
+        title = plot(inputs=inputs, result=result).title
+        assert "fit" in title and "floor" not in title, title
+
+
+def test_the_help_texts_sources_are_in_the_page_sources(client) -> None:
+    """The MFU and bandwidth helps on this page's calculators quote FlashAttention-2's 50–73%
+    and Databricks' 50% MBU example; both are in the page's Sources list."""
+    from problems.forms import BANDWIDTH_HELP, MFU_HELP
+
+    page = page_get(client)
+    assert "FlashAttention-2 reports" in page and "Databricks" in page
+    urls = [url for _, url in p01.SOURCES]
+    assert "FlashAttention-2" in MFU_HELP and "https://arxiv.org/abs/2307.08691" in urls
+    assert "Databricks" in BANDWIDTH_HELP and (
+        "https://www.databricks.com/blog/llm-inference-performance-engineering-best-practices"
+        in urls)
+    assert 'href="https://arxiv.org/abs/2307.08691"' in page
+
+
+def test_a_crossover_past_the_context_window_is_not_quoted_as_a_prompt_length(client) -> None:
+    """At 1% of the H100's bandwidth, reading Llama 3 8B's 15 GB of weights takes 448 ms, and
+    compute at the full 989.5 TFLOP/s overtakes it only near 26,431 tokens: past the 8,192-token
+    window, so no prompt makes this prefill compute-bound and the prose says so."""
+    problem = problem_html(page_get(client, "?p1-scale-bandwidth_efficiency=0.01"
+                                            "&p1-scale-mfu=1"), 1)
+    worked = text_of(section_html(problem, 1, "worked"))
+    followups = text_of(section_html(problem, 1, "followups"))
+    assert "No prompt within the window would make it compute-bound" in worked
+    assert "From about 26,431" not in worked and "26,431 tokens at the" not in followups
+    assert "past Llama 3 8B's 8,192-token context window" in worked  # the working's step
+
+
+def test_the_fit_check_in_the_prose_states_its_reserve(client) -> None:
+    """Weights 16.06 GB + KV 1,299 × 131,072 B (0.17 GB) + the 3.3 GB reserve = 19.5 GB, against
+    81,559 MiB × 0.9 = 77 GB usable: the prose names all three parts, the reserve by size."""
+    worked = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    assert "a runtime reserve of 3.3 GB for activations and buffers the request needs 20 GB" in (
+        " ".join(worked.split()))
+    changed = text_of(section_html(problem_html(page_get(
+        client, "?p1-scale-reserve_gb=10"), 1), 1, "worked"))
+    assert "a runtime reserve of 10 GB" in " ".join(changed.split())
+
+
+def test_chunks_with_no_streams_are_of_up_to_the_budget(client) -> None:
+    """8,000 tokens in a 2,048-token budget: ⌈8,000 ÷ 2,048⌉ = 4 chunks, three of 2,048 and a
+    last of 1,856, so the prose says "of up to", not four of 2,048."""
+    worked = " ".join(text_of(section_html(problem_html(page_get(
+        client, "?p1-chunk-decode_batch=0"), 1), 1, "worked")).split())
+    assert "split into 4 chunks of up to 2,048 tokens" in worked

@@ -174,14 +174,17 @@ def test_hidden_reasoning_moves_the_first_visible_text_in_the_prose(client) -> N
         in worked
 
 
-def test_a_one_token_answer_is_smaller_streamed_and_owes_no_decode_step(client) -> None:
-    """max_tokens 1: one 246-byte event and [DONE] are 0.79× the plain body, so the prose must
-    not call the ratio alarming; a client gone before that token leaves it to the prefill."""
+def test_a_one_token_answer_is_not_called_alarming_and_owes_no_decode_step(client) -> None:
+    """max_tokens 1: the 261-byte opening role event, one 246-byte event and [DONE] (521 B)
+    are 1.6× the 328-byte plain body, 193 B more: not a ratio to call alarming, and not smaller
+    either (vLLM opens every stream with a role chunk). A client gone before that token leaves
+    it to the prefill."""
     worked = text_of(section_html(problem_html(client.get(
         PAGE + "?p2-stream-output_tokens=1&p2-stream-cut_after_tokens=0").content.decode(), 2),
         2, "worked"))
-    assert "0.79×" in worked and "sounds alarming" not in worked
-    assert "smaller streamed than sent whole" in worked
+    assert "1.6×" in worked and "sounds alarming" not in worked
+    assert "differ by only 193 B" in worked
+    assert "smaller streamed" not in worked
     assert "from the prefill under way (no decode step)" in worked
 
 
@@ -190,3 +193,25 @@ def test_the_keylogging_attack_is_quoted_by_its_published_figures(client) -> Non
                                     "concepts"))
     assert "reconstructed about 29% of an assistant's responses" in concepts
     assert "word for word" not in concepts
+
+
+def test_the_streaming_plot_flags_a_batch_that_does_not_fit_without_calling_it_a_floor() -> None:
+    """Llama 3 70B in BF16: 141 GB of weights exceed one H100's 77 GB usable, so the plot says
+    it does not fit; split over GPUs the steps would be shorter, so the times are no floor."""
+    from problems.content import p02
+
+    inputs = {**p02.CALCULATOR.defaults(), "model": "llama-3-70b", "gpu": "h100-sxm"}
+    result = p02.CALCULATOR.compute(**inputs)
+    assert result["fits"] is False
+    title = p02.streaming_cost_plot(inputs=inputs, result=result).title
+    assert "does not fit in memory" in title and "floor" not in title
+
+
+def test_the_warning_for_a_batch_that_does_not_fit_gives_no_floor(client) -> None:
+    """4,000 sequences of Llama 3 8B at 2,000 tokens need far more than the H100's 77 GB: the
+    engine would run fewer per step (shorter steps) or split the model, so the one-GPU times
+    bound nothing and the warning does not call them a floor."""
+    problem = problem_html(client.get(PAGE + "?p2-stream-batch=4000").content.decode(), 2)
+    worked = " ".join(text_of(section_html(problem, 2, "worked")).split())
+    assert "The times are as if they fitted, not a floor" in worked
+    assert "read the times as a floor" not in worked
