@@ -198,9 +198,11 @@ def test_tokens_spent_count_against_the_key(openai_client, api_key):
 @pytest.mark.worker
 @pytest.mark.slow
 def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
+    # As long an answer as the context allows (some 4 s on a fast idle machine), so the abort
+    # lands before the end: 500 tokens were once all written before the disconnect was seen.
     stream = openai_client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "Tell me about GPUs."}],
-        max_tokens=500, stream=True, extra_body={"ignore_eos": True})
+        max_tokens=960, stream=True, extra_body={"ignore_eos": True})
     first = next(iter(stream))
     request_id = first.id.removeprefix("chatcmpl-")
     stream.close()  # the client goes away mid-answer
@@ -208,7 +210,7 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
                                 if e.type in ("aborted", "done")])
     assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
     delivered = sum(e.data["tokens"] for e in _stream_events(request_id) if e.type == "delta")
-    assert delivered < 500
+    assert delivered < 960
 
     # Without streaming too: the client gives up waiting, the request is aborted.
     import openai
