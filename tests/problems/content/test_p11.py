@@ -175,7 +175,7 @@ def test_the_e2m1_diagram_draws_the_fifteen_e2m1_values(client) -> None:
 def test_the_answer_names_the_bound_the_calculator_finds(client) -> None:
     """Llama 3 8B on an H100 at 256 sequences of 100 tokens: INT4's decode is compute-bound (its
     BF16 matmuls), BF16's still memory-bound; the model answer must not call every step
-    memory-bound then."""
+    memory-bound then, and it names the formats whose step is compute-bound, and only those."""
     query = ("?p11-formats-model=llama-3-8b&p11-formats-batch=256"
              "&p11-formats-prompt_tokens=100")
     body = api_get(client, "quantization-formats", model="llama-3-8b", batch=256,
@@ -185,18 +185,6 @@ def test_the_answer_names_the_bound_the_calculator_finds(client) -> None:
     answer = section_text(client, "answer", query)
     assert "some formats' steps are compute-bound" in answer
     assert "Decode is memory-bound at this batch" in section_text(client, "answer")
-
-
-def test_the_answer_names_which_formats_decode_compute_bound(client) -> None:
-    """Llama 3 8B on an H100 at 256 sequences of 100 tokens: the answer names the formats whose
-    step the calculator finds compute-bound, and only those."""
-    query = ("?p11-formats-model=llama-3-8b&p11-formats-batch=256"
-             "&p11-formats-prompt_tokens=100")
-    body = api_get(client, "quantization-formats", model="llama-3-8b", batch=256,
-                   prompt_tokens=100)
-    bounds = {f["dtype"]: f["decode_bound"] for f in body["formats"]}
-    assert bounds["int4"] == "compute" and bounds["bf16"] == "memory"
-    answer = section_text(client, "answer", query)
     named = answer.split("some formats' steps are compute-bound (", 1)[1].split(")", 1)[0]
     short = {"bf16": "BF16", "fp8": "FP8", "int8": "INT8", "int4": "INT4", "nvfp4": "NVFP4",
              "mxfp4": "MXFP4"}
