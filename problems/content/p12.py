@@ -401,14 +401,14 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA H200 Tensor Core GPU datasheet (HBM3e memory and bandwidth, the H100's tensor "
      "rates, power)", "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
-    ("NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e and 64 TB/s, so 180 GB and "
-     "8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
+    ("NVIDIA DGX B200 datasheet (eight B200s' HBM3e memory and bandwidth, the catalog's figures "
+     "a GPU)", "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
     ("NVIDIA HGX platform specifications (HGX B200: tensor rates for eight GPUs, dense half the "
-     "sparse; NVLink 5 at 1.8 TB/s a GPU)", "https://www.nvidia.com/en-us/data-center/hgx/"),
-    ("Glenn K. Lockwood, 'B200' notes (HGX at 1,000 W and GB200 at 1,200 W; 192 GB and 8 TB/s "
-     "at the announcement)", "https://glennklockwood.com/garden/processors/B200"),
+     "sparse; NVLink 5's bandwidth a GPU)", "https://www.nvidia.com/en-us/data-center/hgx/"),
+    ("Glenn K. Lockwood, 'B200' notes (HGX and GB200 power; memory and bandwidth at the "
+     "announcement)", "https://glennklockwood.com/garden/processors/B200"),
     ("pytorch/ao pull request 4002, 'update b200 peak memory bandwidth' (a shipping B200's driver "
-     "reports a 7,680-bit memory bus at 3,996 MHz: 7.67 TB/s)",
+     "reports its memory bus width and clock, from which the peak bandwidth follows)",
      "https://github.com/pytorch/ao/pull/4002"),
     ("NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink, FP8 tensor cores, "
      "350 W)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
