@@ -350,3 +350,14 @@ def test_chunks_with_no_streams_are_of_up_to_the_budget(client) -> None:
     worked = " ".join(text_of(section_html(problem_html(page_get(
         client, "?p1-chunk-decode_batch=0"), 1), 1, "worked")).split())
     assert "split into 4 chunks of up to 2,048 tokens" in worked
+
+
+def test_long_answer_hint_does_not_quote_zero_percent_decode_for_one_token(client) -> None:
+    """With a one-token answer there is no decode step; the hint used to say "decode is 0% of
+    the request" right after "almost all of it in the decode loop"."""
+    one = text_of(section_html(problem_html(
+        page_get(client, "?p1-scale-output_tokens=1"), 1), 1, "followups"))
+    assert "decode is 0%" not in one
+    assert "asks for a single token, so it has no decode step" in one
+    default = text_of(section_html(problem_html(page_get(client), 1), 1, "followups"))
+    assert "an answer of 300 tokens, decode is 98% of the request" in default
