@@ -227,6 +227,7 @@ def context(*, request: HttpRequest) -> dict:
         "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
         "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
         "wasted_share": percent_format(float(r["wasted_share"])),
+        "wasted_over_capacity": float(r["wasted_share"]) > 1,
         "abandoned_kv": r["abandoned_kv_text"],
         "fits": r["fits"],
         "memory_needed": bytes_in(float(r["memory_needed_bytes"]), "GB", digits=2),

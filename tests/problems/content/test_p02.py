@@ -215,3 +215,15 @@ def test_the_warning_for_a_batch_that_does_not_fit_gives_no_floor(client) -> Non
     worked = " ".join(text_of(section_html(problem, 2, "worked")).split())
     assert "The times are as if they fitted, not a floor" in worked
     assert "read the times as a floor" not in worked
+
+
+def test_waste_beyond_one_gpu_is_not_called_a_share_of_it(client) -> None:
+    """At 50% abandoned after 500 of 1,000 tokens on Llama 3 70B (H200, FP8), 2,500 tokens/s go
+    to nobody against the GPU's 1,895: the page said "132% of what this GPU's step produces" as
+    if it were a part of it."""
+    over = worked_text(client, stream_query(model="llama-3-70b", gpu="h200", dtype="fp8",
+                                            cut_after_tokens=500, abandon_rate=0.5))
+    assert "132% of what this GPU's step produces: more than one such GPU can decode" in over
+    default = worked_text(client)
+    assert "16.1% of what this GPU's step produces, and by Little's law" in default
+    assert "more than one such GPU" not in default
