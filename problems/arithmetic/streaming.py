@@ -125,7 +125,10 @@ def stream_cost(
             field="reasoning_tokens", message="must be fewer than output_tokens"
         )
 
-    event_chars = max(1, round(chars_per_token * tokens_per_event))
+    # A later event holds at most the later answer: a stream interval longer than the answer
+    # packs all of it into one event.
+    event_tokens = min(tokens_per_event, max(1, output_tokens - 1))
+    event_chars = max(1, round(chars_per_token * event_tokens))
     event = sse_chunk_event(content=_text(event_chars))
     event_bytes = len(event.encode())
     overhead_bytes = event_bytes - event_chars
@@ -146,20 +149,21 @@ def stream_cost(
     first_text = ttft_seconds
     first_visible = ttft_seconds + reasoning_tokens * tpot_seconds
     full_answer = ttft_seconds + (output_tokens - 1) * tpot_seconds
-    rate = event_bytes / (tokens_per_event * tpot_seconds) if tpot_seconds > 0 else 0.0
+    rate = event_bytes / (event_tokens * tpot_seconds) if tpot_seconds > 0 else 0.0
+    event_held = ", all the later answer," if event_tokens < tokens_per_event else ""
     steps = (
         Step(
             "Bytes per event",
-            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with {event_chars} characters "
-            f"of text ({tokens_per_event} token{'s' if tokens_per_event != 1 else ''} × "
-            f"{number_format(chars_per_token)} characters) + blank line",
+            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with {event_chars:,} "
+            f"characters of text ({event_tokens:,} token{'s' if event_tokens != 1 else ''}"
+            f"{event_held} × {number_format(chars_per_token)} characters) + blank line",
             event_bytes,
             "B",
             bytes_format(event_bytes),
         ),
         Step(
             "Envelope per event",
-            f"{event_bytes} B − {event_chars} B of text",
+            f"{event_bytes:,} B − {event_chars:,} B of text",
             overhead_bytes,
             "B",
             bytes_format(overhead_bytes),
@@ -167,7 +171,7 @@ def stream_cost(
         Step(
             "Events",
             f"1 for the first token, sent at once + ⌈{output_tokens - 1:,} later tokens ÷ "
-            f"{tokens_per_event} per event⌉",
+            f"{tokens_per_event:,} per event⌉",
             events,
             "events",
             f"{events:,} events",
@@ -197,7 +201,7 @@ def stream_cost(
         ),
         Step(
             "Bandwidth per stream",
-            f"{event_bytes} B per event ÷ ({tokens_per_event} × {seconds_format(tpot_seconds)} "
+            f"{event_bytes:,} B per event ÷ ({event_tokens:,} × {seconds_format(tpot_seconds)} "
             f"per token)",
             rate,
             "B/s",

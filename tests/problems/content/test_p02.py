@@ -227,3 +227,12 @@ def test_waste_beyond_one_gpu_is_not_called_a_share_of_it(client) -> None:
     default = worked_text(client)
     assert "16.1% of what this GPU's step produces, and by Little's law" in default
     assert "more than one such GPU" not in default
+
+
+def test_an_event_never_holds_more_tokens_than_the_answer_has(client) -> None:
+    """A stream interval of 5,000 on a two-token answer: the page sized its one later event at
+    20,000 characters (20,242 B) and the stream at 706 B/s, for an answer of 8 characters."""
+    worked = worked_text(client, stream_query(output_tokens=2, cut_after_tokens=1,
+                                              tokens_per_event=5000))
+    assert "20,242 B" not in worked and "20242 B" not in worked
+    assert "An event like the one above is 246 B when it carries 4 characters" in worked
