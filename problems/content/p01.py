@@ -328,6 +328,7 @@ def context(*, request: HttpRequest) -> dict:
         "r": result.values,
         # A hundred users in one step.
         "users_batch": f"{users_inputs['batch']:,}",
+        "users_single": users_inputs["batch"] == 1,
         "users_context": f"{users_inputs['context_tokens']:,}",
         "users_model": users_model.name,
         "users_kv_text": bytes_in(float(users["kv_bytes_per_step"]), "GB", digits=2),

@@ -361,3 +361,14 @@ def test_long_answer_hint_does_not_quote_zero_percent_decode_for_one_token(clien
     assert "asks for a single token, so it has no decode step" in one
     default = text_of(section_html(problem_html(page_get(client), 1), 1, "followups"))
     assert "an answer of 300 tokens, decode is 98% of the request" in default
+
+
+def test_a_batch_of_one_is_not_compared_with_itself(client) -> None:
+    """With the users calculator at one sequence the prose read "Give each of 1 sequences",
+    "1 times as long" and "Throughput still wins: at most 190 ... against 190"."""
+    query = "?p1-users-batch=1"
+    worked = text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
+    assert "1 times" not in worked and "each of 1 sequences" not in worked
+    assert "a batch of one shows nothing of it" in worked
+    default = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    assert "Give each of 100 sequences" in default
