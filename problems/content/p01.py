@@ -341,6 +341,9 @@ def context(*, request: HttpRequest) -> dict:
         "users_end_tokens": f"{users_end:,}",
         "users_weight_share": percent_format(float(users["weight_share"])),
         "users_even_context": f"{round(even_context):,}",
+        "users_even_past_window": bool(users_model.context)
+        and even_context > users_model.context,
+        "users_window": f"{users_model.context:,}" if users_model.context else "",
         "users_aggregate": significant_format(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
         "users_largest_batch": f"{int(users['largest_batch']):,}",

@@ -372,3 +372,13 @@ def test_a_batch_of_one_is_not_compared_with_itself(client) -> None:
     assert "a batch of one shows nothing of it" in worked
     default = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
     assert "Give each of 100 sequences" in default
+
+
+def test_an_even_context_past_the_window_is_called_unreachable(client) -> None:
+    """Mixtral 8x7B, two sequences on an H200: the KV reads would match the weights only at
+    about 161,778 tokens each, five times Mixtral's 32,768-token window."""
+    query = "?p1-users-model=mixtral-8x7b&p1-users-gpu=h200&p1-users-batch=2"
+    worked = text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
+    assert "past the model's 32,768-token window, so in practice never" in worked
+    default = text_of(section_html(problem_html(page_get(client), 1), 1, "worked"))
+    assert "at about 1,145 tokens each)." in default
