@@ -96,6 +96,16 @@ def test_p07_worked_figures_equal_the_api(client) -> None:
     assert seconds_format(seventy["ttft_chunked_seconds"]) in worked
 
 
+def test_p07_a_prompt_in_one_chunk_reads_as_one_chunk(client) -> None:
+    query = "?p07-long-prompt_tokens=4000&p07-long-token_budget=8192"
+    worked = section_text(client, 7, "worked", query)
+    assert "1 chunk." in worked and "1 chunks" not in worked
+    # One chunk has no later chunks to grow, so the growth sentence is not written.
+    assert "The later chunks cost" not in worked and "fits one chunk" in worked
+    several = section_text(client, 7, "worked")
+    assert "The later chunks cost" in several and "fits one chunk" not in several
+
+
 def test_p07_a_model_that_does_not_fit_says_so(client) -> None:
     worked = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=1")
     assert "it does not fit" in worked
