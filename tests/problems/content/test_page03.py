@@ -220,3 +220,16 @@ def test_p07_budget_defaults_are_vllms_from_the_catalog(client) -> None:
             f"{count_format(d['other_gpu_server'], 'token')} on smaller GPUs") in tradeoffs
     assert "defaults of a few thousand tokens are common" not in tradeoffs
     assert any("arg_utils.py" in url for _, url in p07.SOURCES)
+
+
+def test_p06_source_titles_type_no_figures_beyond_a_quoted_title() -> None:
+    # The Anyscale gains and GPU memory live in the catalog and the computed prose; only the
+    # blog's own title, in quotes, keeps its figure.
+    for title, _url in p06.SOURCES:
+        notes = re.sub(r"'[^']*'", "", title)
+        assert not re.search(r"\d+(\.\d+)?x\b|\d+ GB", notes), title
+
+
+def test_p06_says_why_uniform_lengths_cap_the_ratio_at_two(client) -> None:
+    worked = section_text(client, 6, "worked")
+    assert "the mean is at least half the longest" in worked
