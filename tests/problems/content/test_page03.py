@@ -233,3 +233,10 @@ def test_p06_source_titles_type_no_figures_beyond_a_quoted_title() -> None:
 def test_p06_says_why_uniform_lengths_cap_the_ratio_at_two(client) -> None:
     worked = section_text(client, 6, "worked")
     assert "the mean is at least half the longest" in worked
+
+
+def test_p21_a_bucket_that_refuses_nothing_does_not_claim_refusals(client) -> None:
+    within = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=5")
+    assert "refuses nothing" in within and "that refuses 0" not in within
+    over = section_text(client, 21, "worked")
+    assert "refuses nothing" not in over and "At its current rate that refuses" in over
