@@ -240,3 +240,11 @@ def test_p21_a_bucket_that_refuses_nothing_does_not_claim_refusals(client) -> No
     assert "refuses nothing" in within and "that refuses 0" not in within
     over = section_text(client, 21, "worked")
     assert "refuses nothing" not in over and "At its current rate that refuses" in over
+
+
+def test_p21_the_answer_gives_the_light_wait_as_a_bound(client) -> None:
+    # At low load the light tenant waits less than its own slice's M/M/1 wait (FCFS's shared
+    # queue is then shorter), so the answer may only quote that wait as an upper bound.
+    answer = section_text(client, 21, "answer", "?p21-tenants-heavy_rate=5")
+    r = api(client, "tenant-fairness", heavy_rate=5)
+    assert f"at most {seconds_format(r['light_wait_seconds'])} here" in answer
