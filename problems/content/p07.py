@@ -223,6 +223,7 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_text": count_format(r["chunk_tokens"], "token"),
         "chunks_text": count_format(r["chunks"], "chunk"),
         "several_chunks": r["chunks"] > 1,
+        "streams_decoding": inputs["decode_batch"] > 0,
         "decode_step_text": _s(r["decode_step_seconds"]),
         "decode_step_bound": r["decode_step_bound"],
         "first_step_text": _s(r["first_chunk_step_seconds"]),

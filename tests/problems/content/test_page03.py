@@ -248,3 +248,11 @@ def test_p21_the_answer_gives_the_light_wait_as_a_bound(client) -> None:
     answer = section_text(client, 21, "answer", "?p21-tenants-heavy_rate=5")
     r = api(client, "tenant-fairness", heavy_rate=5)
     assert f"at most {seconds_format(r['light_wait_seconds'])} here" in answer
+
+
+def test_p07_with_no_streams_decoding_no_stall_is_claimed(client) -> None:
+    alone = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
+    assert "No streams are decoding" in alone
+    assert "on every stream's next token" not in alone and "stalls every stream" not in alone
+    busy = section_text(client, 7, "worked")
+    assert "No streams are decoding" not in busy and "stalls every stream" in busy
