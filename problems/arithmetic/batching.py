@@ -179,7 +179,7 @@ def chunked_prefill(
                 f"⌈{prompt_tokens:,} tokens ÷ {chunk_tokens:,} per chunk⌉",
                 chunks,
                 "chunks",
-                f"{chunks:,} chunks",
+                count_format(chunks, "chunk"),
             ),
             Step(
                 "Compute rate",

@@ -230,10 +230,10 @@ SOURCES: list[tuple[str, str]] = [
      "PagedAttention' (SOSP 2023: reserving max length wastes KV memory; paging lets more "
      "sequences share a batch)", "https://arxiv.org/abs/2309.06180"),
     ("Cade Daniel et al., Anyscale blog 'How continuous batching enables 23x throughput in LLM "
-     "inference while reducing p50 latency' (2023-06-22): 8x the throughput of static batching "
-     "with Hugging Face Pipelines from continuous batching (text-generation-inference, Ray "
-     "Serve), up to 23x with vLLM; OPT-13B on one 40 GB A100, output lengths exponential and "
-     "capped", "https://www.anyscale.com/blog/continuous-batching-llm-inference"),
+     "inference while reducing p50 latency' (2023-06-22): the gains over static batching with "
+     "Hugging Face Pipelines from continuous batching (text-generation-inference, Ray Serve) "
+     "and with vLLM; OPT-13B on one A100, output lengths exponential and capped",
+     "https://www.anyscale.com/blog/continuous-batching-llm-inference"),
     ("David and Nagaraja, 'Order Statistics' (3rd ed., 2003): expected maximum of uniform and "
      "exponential samples (the exponential's is θ·H_B)", "https://doi.org/10.1002/0471722162"),
 ]

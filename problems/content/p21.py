@@ -171,6 +171,7 @@ def context(*, request: HttpRequest) -> dict:
         # The header's own value, in whole seconds (seconds_format would say "3.33 min").
         "retry_after_header_text": f"{r['retry_after_header_seconds']:,} s",
         "capped_refused_text": _rate(r["capped_refused_rate"]),
+        "capped_refuses": r["capped_refused_rate"] > 0,
         "vtc_input_weight": VTC_WEIGHTS["input"],
         "vtc_output_weight": VTC_WEIGHTS["output"],
     }

@@ -96,6 +96,16 @@ def test_p07_worked_figures_equal_the_api(client) -> None:
     assert seconds_format(seventy["ttft_chunked_seconds"]) in worked
 
 
+def test_p07_a_prompt_in_one_chunk_reads_as_one_chunk(client) -> None:
+    query = "?p07-long-prompt_tokens=4000&p07-long-token_budget=8192"
+    worked = section_text(client, 7, "worked", query)
+    assert "1 chunk." in worked and "1 chunks" not in worked
+    # One chunk has no later chunks to grow, so the growth sentence is not written.
+    assert "The later chunks cost" not in worked and "fits one chunk" in worked
+    several = section_text(client, 7, "worked")
+    assert "The later chunks cost" in several and "fits one chunk" not in several
+
+
 def test_p07_a_model_that_does_not_fit_says_so(client) -> None:
     worked = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=1")
     assert "it does not fit" in worked
@@ -210,3 +220,39 @@ def test_p07_budget_defaults_are_vllms_from_the_catalog(client) -> None:
             f"{count_format(d['other_gpu_server'], 'token')} on smaller GPUs") in tradeoffs
     assert "defaults of a few thousand tokens are common" not in tradeoffs
     assert any("arg_utils.py" in url for _, url in p07.SOURCES)
+
+
+def test_p06_source_titles_type_no_figures_beyond_a_quoted_title() -> None:
+    # The Anyscale gains and GPU memory live in the catalog and the computed prose; only the
+    # blog's own title, in quotes, keeps its figure.
+    for title, _url in p06.SOURCES:
+        notes = re.sub(r"'[^']*'", "", title)
+        assert not re.search(r"\d+(\.\d+)?x\b|\d+ GB", notes), title
+
+
+def test_p06_says_why_uniform_lengths_cap_the_ratio_at_two(client) -> None:
+    worked = section_text(client, 6, "worked")
+    assert "the mean is at least half the longest" in worked
+
+
+def test_p21_a_bucket_that_refuses_nothing_does_not_claim_refusals(client) -> None:
+    within = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=5")
+    assert "refuses nothing" in within and "that refuses 0" not in within
+    over = section_text(client, 21, "worked")
+    assert "refuses nothing" not in over and "At its current rate that refuses" in over
+
+
+def test_p21_the_answer_gives_the_light_wait_as_a_bound(client) -> None:
+    # At low load the light tenant waits less than its own slice's M/M/1 wait (FCFS's shared
+    # queue is then shorter), so the answer may only quote that wait as an upper bound.
+    answer = section_text(client, 21, "answer", "?p21-tenants-heavy_rate=5")
+    r = api(client, "tenant-fairness", heavy_rate=5)
+    assert f"at most {seconds_format(r['light_wait_seconds'])} here" in answer
+
+
+def test_p07_with_no_streams_decoding_no_stall_is_claimed(client) -> None:
+    alone = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
+    assert "No streams are decoding" in alone
+    assert "on every stream's next token" not in alone and "stalls every stream" not in alone
+    busy = section_text(client, 7, "worked")
+    assert "No streams are decoding" not in busy and "stalls every stream" in busy
