@@ -94,6 +94,10 @@ def figures(inputs: dict) -> dict:
         "decode_busy_text": seconds_format(r["decode_busy"]),
         "ratio_text": number_format(r["ratio"]),
         "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
+        "prefill_busy_text": percent_format(
+            inputs["requests_per_second"] * r["prefill_seconds"] / r["prefill_replicas"]),
+        "decode_pool_busy_text": percent_format(
+            inputs["requests_per_second"] * r["decode_busy"] / r["decode_replicas"]),
         "short_tokens": f"{SHORT_PROMPT:,}",
         "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
         "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),

@@ -231,3 +231,15 @@ def test_problem_22_decode_side_prefix_hits_name_their_source(client) -> None:
     cited = [url for _, url in p22.SOURCES if url.endswith("nixl_connector.py")]
     assert len(cited) == 1 and cited[0] in page_get(client)
     assert "asks for the blocks it lacks" in section_text(page_get(client), 22, "tradeoffs")
+
+
+def test_problem_22_pools_quote_how_busy_the_rounded_up_replicas_are(client) -> None:
+    # 2 requests/s × 611 ms = 1.22 prefill replicas, rounded up to 2: not "full use".
+    api = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    worked = section_text(page_get(client), 22, "worked")
+    assert "at full use" not in worked
+    pre = percent_format(2 * api["prefill_seconds"] / api["prefill_replicas"])
+    dec = percent_format(2 * api["decode_busy"] / api["decode_replicas"])
+    assert f"prefill pool is then busy {pre} of the time and the decode pool {dec}" in worked
