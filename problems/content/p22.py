@@ -75,6 +75,9 @@ def figures(inputs: dict) -> dict:
                    "layered_text": seconds_format(x["exposed_layered"]),
                    "rate_text": bandwidth_format(x["line_rate"])}
                   for x in r["links"]],
+        "outlasting_links": [{"name": x["name"],
+                              "layered_text": seconds_format(x["exposed_layered"])}
+                             for x in r["links"] if x["ratio"] > 1],
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),

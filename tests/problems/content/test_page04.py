@@ -243,3 +243,20 @@ def test_problem_22_pools_quote_how_busy_the_rounded_up_replicas_are(client) -> 
     pre = percent_format(2 * api["prefill_seconds"] / api["prefill_replicas"])
     dec = percent_format(2 * api["decode_busy"] / api["decode_replicas"])
     assert f"prefill pool is then busy {pre} of the time and the decode pool {dec}" in worked
+
+
+def test_problem_22_model_answer_names_links_that_do_not_keep_up_with_the_prefill(client) -> None:
+    # Llama 2 7B on one B200: 1.84 GB over 100 GbE at 80% takes 184 ms against a 43.2 ms
+    # prefill, so sending layer by layer does not leave only the last layer's share.
+    query = ("?p22-disagg-model=llama-2-7b&p22-disagg-gpu=b200&p22-disagg-tp=1"
+             "&p22-disagg-prompt_tokens=3500")
+    api = api_get(client, "disagg-plan", model="llama-2-7b", gpu="b200", tp=1,
+                  prompt_tokens=3500, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    eth = api["links"][2]
+    assert eth["ratio"] > 1
+    model = section_text(page_get(client, query), 22, "answer")
+    assert "on a link that keeps up with the prefill" in model
+    assert f"100 Gigabit Ethernet does not ({seconds_format(eth['exposed_layered'])} lands" in model
+    # At the defaults (Llama 3.1 70B, 4 × H100) every link keeps up, and the caveat is absent.
+    assert "keeps up" not in section_text(page_get(client), 22, "answer")
