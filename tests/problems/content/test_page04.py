@@ -260,3 +260,15 @@ def test_problem_22_model_answer_names_links_that_do_not_keep_up_with_the_prefil
     assert f"100 Gigabit Ethernet does not ({seconds_format(eth['exposed_layered'])} lands" in model
     # At the defaults (Llama 3.1 70B, 4 × H100) every link keeps up, and the caveat is absent.
     assert "keeps up" not in section_text(page_get(client), 22, "answer")
+
+
+def test_problem_22_one_gpu_replicas_are_not_described_as_tensor_parallel(client) -> None:
+    query = "?p22-disagg-model=llama-3.1-8b&p22-disagg-gpu=b200&p22-disagg-tp=1"
+    content = page_get(client, query)
+    worked = section_text(content, 22, "worked")
+    answer = section_text(content, 22, "answer")
+    assert "each of the 1 GPUs" not in worked and "1.07 GB for the prompt, all held" in worked
+    assert "1-way tensor parallelism" not in answer and "1.07 GB of KV, sent from one GPU" in answer
+    default = page_get(client)
+    assert "each of the 4 GPUs holds and sends 671 MB" in section_text(default, 22, "worked")
+    assert "4-way tensor parallelism" in section_text(default, 22, "answer")
