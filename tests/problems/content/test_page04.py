@@ -272,3 +272,17 @@ def test_problem_22_one_gpu_replicas_are_not_described_as_tensor_parallel(client
     default = page_get(client)
     assert "each of the 4 GPUs holds and sends 671 MB" in section_text(default, 22, "worked")
     assert "4-way tensor parallelism" in section_text(default, 22, "answer")
+
+
+def test_problem_8_one_application_and_one_prefix_read_in_the_singular(client) -> None:
+    # 1 GB of cache ÷ 655 MB per prefix keeps one prefix.
+    one = section_text(page_get(client, "?p8-routing-applications=1&p8-routing-cache_gb=1"),
+                       8, "worked")
+    assert "With 1 application, random routing" in one
+    assert "a replica keeps 1 prefix." in one
+    assert "With one application, as here: both policies hit" in one
+    assert "Set the applications to one" not in one
+    default = section_text(page_get(client), 8, "worked")
+    assert "With 40 applications, random routing" in default
+    assert "a replica keeps 15 prefixes." in default
+    assert "Set the applications to one: both policies hit" in default
