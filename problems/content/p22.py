@@ -75,6 +75,9 @@ def figures(inputs: dict) -> dict:
                    "layered_text": seconds_format(x["exposed_layered"]),
                    "rate_text": bandwidth_format(x["line_rate"])}
                   for x in r["links"]],
+        "outlasting_links": [{"name": x["name"],
+                              "layered_text": seconds_format(x["exposed_layered"])}
+                             for x in r["links"] if x["ratio"] > 1],
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),
@@ -94,6 +97,10 @@ def figures(inputs: dict) -> dict:
         "decode_busy_text": seconds_format(r["decode_busy"]),
         "ratio_text": number_format(r["ratio"]),
         "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
+        "prefill_busy_text": percent_format(
+            inputs["requests_per_second"] * r["prefill_seconds"] / r["prefill_replicas"]),
+        "decode_pool_busy_text": percent_format(
+            inputs["requests_per_second"] * r["decode_busy"] / r["decode_replicas"]),
         "short_tokens": f"{SHORT_PROMPT:,}",
         "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
         "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),

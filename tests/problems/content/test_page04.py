@@ -231,3 +231,58 @@ def test_problem_22_decode_side_prefix_hits_name_their_source(client) -> None:
     cited = [url for _, url in p22.SOURCES if url.endswith("nixl_connector.py")]
     assert len(cited) == 1 and cited[0] in page_get(client)
     assert "asks for the blocks it lacks" in section_text(page_get(client), 22, "tradeoffs")
+
+
+def test_problem_22_pools_quote_how_busy_the_rounded_up_replicas_are(client) -> None:
+    # 2 requests/s × 611 ms = 1.22 prefill replicas, rounded up to 2: not "full use".
+    api = api_get(client, "disagg-plan", model="llama-3.1-70b", gpu="h100-sxm", tp=4,
+                  prompt_tokens=8192, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    worked = section_text(page_get(client), 22, "worked")
+    assert "at full use" not in worked
+    pre = percent_format(2 * api["prefill_seconds"] / api["prefill_replicas"])
+    dec = percent_format(2 * api["decode_busy"] / api["decode_replicas"])
+    assert f"prefill pool is then busy {pre} of the time and the decode pool {dec}" in worked
+
+
+def test_problem_22_model_answer_names_links_that_do_not_keep_up_with_the_prefill(client) -> None:
+    # Llama 2 7B on one B200: 1.84 GB over 100 GbE at 80% takes 184 ms against a 43.2 ms
+    # prefill, so sending layer by layer does not leave only the last layer's share.
+    query = ("?p22-disagg-model=llama-2-7b&p22-disagg-gpu=b200&p22-disagg-tp=1"
+             "&p22-disagg-prompt_tokens=3500")
+    api = api_get(client, "disagg-plan", model="llama-2-7b", gpu="b200", tp=1,
+                  prompt_tokens=3500, output_tokens=512, requests_per_second=2,
+                  link_efficiency=0.8, mfu_prefill=0.5)
+    eth = api["links"][2]
+    assert eth["ratio"] > 1
+    model = section_text(page_get(client, query), 22, "answer")
+    assert "on a link that keeps up with the prefill" in model
+    assert f"100 Gigabit Ethernet does not ({seconds_format(eth['exposed_layered'])} lands" in model
+    # At the defaults (Llama 3.1 70B, 4 × H100) every link keeps up, and the caveat is absent.
+    assert "keeps up" not in section_text(page_get(client), 22, "answer")
+
+
+def test_problem_22_one_gpu_replicas_are_not_described_as_tensor_parallel(client) -> None:
+    query = "?p22-disagg-model=llama-3.1-8b&p22-disagg-gpu=b200&p22-disagg-tp=1"
+    content = page_get(client, query)
+    worked = section_text(content, 22, "worked")
+    answer = section_text(content, 22, "answer")
+    assert "each of the 1 GPUs" not in worked and "1.07 GB for the prompt, all held" in worked
+    assert "1-way tensor parallelism" not in answer and "1.07 GB of KV, sent from one GPU" in answer
+    default = page_get(client)
+    assert "each of the 4 GPUs holds and sends 671 MB" in section_text(default, 22, "worked")
+    assert "4-way tensor parallelism" in section_text(default, 22, "answer")
+
+
+def test_problem_8_one_application_and_one_prefix_read_in_the_singular(client) -> None:
+    # 1 GB of cache ÷ 655 MB per prefix keeps one prefix.
+    one = section_text(page_get(client, "?p8-routing-applications=1&p8-routing-cache_gb=1"),
+                       8, "worked")
+    assert "With 1 application, random routing" in one
+    assert "a replica keeps 1 prefix." in one
+    assert "With one application, as here: both policies hit" in one
+    assert "Set the applications to one" not in one
+    default = section_text(page_get(client), 8, "worked")
+    assert "With 40 applications, random routing" in default
+    assert "a replica keeps 15 prefixes." in default
+    assert "Set the applications to one: both policies hit" in default
