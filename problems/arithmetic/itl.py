@@ -259,7 +259,8 @@ def _levers_result(b: dict) -> Result:
     }
     steps = [
         Step("Bytes per step (batch " + f"{batch:,})",
-             f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch) + "
+             f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch; the "
+             f"embedding table is only gathered, a row per token) + "
              f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
              f"{bytes_short(base_cfg['kv_token'])} of KV ({kv.kv_label})",
              step["bytes"], "B", bytes_short(step["bytes"])),

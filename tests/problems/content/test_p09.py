@@ -113,3 +113,11 @@ def test_tensor_parallel_more_than_doubles_the_batch_for_the_reason_given(client
     concepts = section_text(client, 9, "concepts")
     assert "with the KV heads split too, of each sequence's KV" in concepts
     assert "holds more KV" not in concepts
+
+
+def test_the_bytes_read_say_why_they_are_below_the_weights_stored(client) -> None:
+    """The step reads 15 GB of Llama 3 8B's 16.1 GB: the page must say the embedding is gathered."""
+    worked = section_text(client, 9, "worked")
+    r = api_get(client, "itl-levers")
+    assert r["weights_bytes"] < 16e9  # the stored BF16 weights are 16.1 GB
+    assert "the embedding table is only gathered, a row per token" in " ".join(worked.split())
