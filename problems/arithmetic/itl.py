@@ -245,6 +245,7 @@ def _levers_result(b: dict) -> Result:
     values = {
         "levers": rows,
         "gpu_step_seconds": step["gpu"], "gpu_step_bound": step["bound"],
+        "allreduce_seconds": step["allreduce"],
         "memory_seconds": step["memory"], "compute_seconds": step["compute"],
         "weights_bytes": step["weights"], "kv_bytes": step["kv"],
         "tpot_seconds": base["tpot_seconds"],
@@ -267,7 +268,9 @@ def _levers_result(b: dict) -> Result:
         Step(f"GPU step ({step['bound']}-bound)",
              f"max({seconds_format(step['memory'])} reading at "
              f"{bandwidth_format(g.bandwidth_bytes_per_second * bw_eff)}, "
-             f"{seconds_format(step['compute'])} computing)",
+             f"{seconds_format(step['compute'])} computing)"
+             + (f" + {seconds_format(step['allreduce'])} of all-reduces over {tp} GPUs"
+                if tp > 1 else ""),
              step["gpu"], "s", seconds_format(step["gpu"])),
         Step("TPOT: GPU step + host time",
              f"{seconds_format(step['gpu'])}"

@@ -121,3 +121,17 @@ def test_the_bytes_read_say_why_they_are_below_the_weights_stored(client) -> Non
     r = api_get(client, "itl-levers")
     assert r["weights_bytes"] < 16e9  # the stored BF16 weights are 16.1 GB
     assert "the embedding table is only gathered, a row per token" in " ".join(worked.split())
+
+
+def test_under_tensor_parallelism_the_gpu_step_names_its_all_reduces(client) -> None:
+    """At tp 4 the step is max(read, compute) plus all-reduces; the page must not pass the sum
+    off as the bound alone."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b", tp="4", batch=32)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    r = api_get(client, "itl-levers", model="llama-3-70b", tp="4", batch=32)
+    assert r["allreduce_seconds"] > 0
+    assert r["gpu_step_seconds"] > max(r["memory_seconds"], r["compute_seconds"])
+    assert (f"the all-reduces over the 4 GPUs add {seconds_format(r['allreduce_seconds'])}: "
+            f"{seconds_format(r['gpu_step_seconds'])}") in worked
+    default = " ".join(section_text(client, 9, "worked").split())
+    assert "all-reduces over the" not in default
