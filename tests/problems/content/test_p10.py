@@ -98,3 +98,18 @@ def test_bad_input_is_refused_naming_the_field(client, field: str, value: str) -
     response = client.get("/api/calc/speculative-plan", {field: value})
     assert response.status_code in (400, 422), (field, value, response.status_code)
     assert response.json()["field"] == field
+
+
+def test_a_drafter_that_never_pays_is_not_said_to_reverse_at_one_sequence(client) -> None:
+    """α = 0.1, c = 0.3: slower already at batch one, so no 'from about 1 sequence' at large
+    batches, and no 'at batch 2 ... speedup' as if the loss came from batching."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.1, draft_cost=0.3,
+                             draft_tokens=8)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    answer = " ".join(section_text(client, 10, "answer", query).split())
+    assert "from 1 sequence" not in worked and "at batch 2 verification" not in worked
+    assert "slower than plain decoding from one sequence on" in worked
+    assert "from about 1 sequence" not in answer
+    assert "here it never pays at all, even at batch one" in answer
+    default = " ".join(section_text(client, 10, "answer").split())
+    assert "here that happens from about" in default
