@@ -113,3 +113,23 @@ def test_a_drafter_that_never_pays_is_not_said_to_reverse_at_one_sequence(client
     assert "here it never pays at all, even at batch one" in answer
     default = " ".join(section_text(client, 10, "answer").split())
     assert "here that happens from about" in default
+
+
+def test_a_long_context_that_never_makes_verification_costly_reads_as_never(client) -> None:
+    """At 32,000 tokens of context the KV reads keep verification memory-bound at every batch
+    tried: the page must not print 'at never'."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, model="llama-3.1-8b",
+                             context_tokens=32000)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "at never" not in worked and "from never" not in worked
+    assert "never costs more than 1.1 plain steps at the batches tried" in worked
+    assert "stays faster than plain decoding at every batch tried" in worked
+
+
+def test_a_loss_at_batch_one_is_not_called_a_cut_in_tpot(client) -> None:
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.1, draft_cost=0.3,
+                             draft_tokens=8)
+    tradeoffs = " ".join(section_text(client, 10, "tradeoffs", query).split())
+    assert "it lengthens TPOT even at batch one" in tradeoffs
+    default = " ".join(section_text(client, 10, "tradeoffs").split())
+    assert "lengthens TPOT" not in default
