@@ -190,11 +190,15 @@ def _levers_build(
 
     levers = [
         ("baseline", "Baseline", config(), "the curve itself"),
-        ("weights", f"{lever_w.name} weights", config(weights=lever_w), "moves the curve"),
-        ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv), "moves the curve"),
+        ("weights", f"{lever_w.name} weights", config(weights=lever_w),
+         "moves the curve" if lever_w.bits < w.bits
+         else "no gain: not fewer bits than the baseline's weights"),
+        ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv),
+         "moves the curve" if lever_kv.bits < kv.bits
+         else "no gain: not fewer bits than the baseline's KV cache"),
         ("tp", f"Tensor parallel × {2 * tp}", config(group=2 * tp), "moves the curve"),
         ("overlap", "Host work hidden (CUDA graphs, overlap)", config(overlap=True),
-         "moves the curve"),
+         "moves the curve" if host > 0 else "no gain: no host time to hide"),
         ("speculative", f"Speculative decoding, γ = {gamma}", config(spec=True),
          "moves the curve at small batches"),
     ]

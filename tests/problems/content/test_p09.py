@@ -135,3 +135,17 @@ def test_under_tensor_parallelism_the_gpu_step_names_its_all_reduces(client) -> 
             f"{seconds_format(r['gpu_step_seconds'])}") in worked
     default = " ".join(section_text(client, 9, "worked").split())
     assert "all-reduces over the" not in default
+
+
+def test_a_lever_the_baseline_already_has_is_not_said_to_move_the_curve(client) -> None:
+    """Baseline weights already FP8: the FP8-weights lever changes nothing and must say so."""
+    r = api_get(client, "itl-levers", dtype="fp8")
+    rows = {x["id"]: x for x in r["levers"]}
+    assert rows["weights"]["tpot_seconds"] == rows["baseline"]["tpot_seconds"]
+    assert rows["weights"]["effect"].startswith("no gain")
+    assert rows["kv"]["effect"] == "moves the curve"
+    worked = " ".join(section_text(
+        client, 9, "worked", calculator_query(p09.CALCULATOR, p09.PREFIX, dtype="fp8")).split())
+    assert "no gain: not fewer bits than the baseline's weights" in worked
+    default = api_get(client, "itl-levers")
+    assert all(not x["effect"].startswith("no gain") for x in default["levers"])
