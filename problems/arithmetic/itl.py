@@ -190,11 +190,15 @@ def _levers_build(
 
     levers = [
         ("baseline", "Baseline", config(), "the curve itself"),
-        ("weights", f"{lever_w.name} weights", config(weights=lever_w), "moves the curve"),
-        ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv), "moves the curve"),
+        ("weights", f"{lever_w.name} weights", config(weights=lever_w),
+         "moves the curve" if lever_w.bits < w.bits
+         else "no gain: not fewer bits than the baseline's weights"),
+        ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv),
+         "moves the curve" if lever_kv.bits < kv.bits
+         else "no gain: not fewer bits than the baseline's KV cache"),
         ("tp", f"Tensor parallel × {2 * tp}", config(group=2 * tp), "moves the curve"),
         ("overlap", "Host work hidden (CUDA graphs, overlap)", config(overlap=True),
-         "moves the curve"),
+         "moves the curve" if host > 0 else "no gain: no host time to hide"),
         ("speculative", f"Speculative decoding, γ = {gamma}", config(spec=True),
          "moves the curve at small batches"),
     ]
@@ -245,6 +249,7 @@ def _levers_result(b: dict) -> Result:
     values = {
         "levers": rows,
         "gpu_step_seconds": step["gpu"], "gpu_step_bound": step["bound"],
+        "allreduce_seconds": step["allreduce"],
         "memory_seconds": step["memory"], "compute_seconds": step["compute"],
         "weights_bytes": step["weights"], "kv_bytes": step["kv"],
         "tpot_seconds": base["tpot_seconds"],
@@ -259,14 +264,17 @@ def _levers_result(b: dict) -> Result:
     }
     steps = [
         Step("Bytes per step (batch " + f"{batch:,})",
-             f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch) + "
+             f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch; the "
+             f"embedding table is only gathered, a row per token) + "
              f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
              f"{bytes_short(base_cfg['kv_token'])} of KV ({kv.kv_label})",
              step["bytes"], "B", bytes_short(step["bytes"])),
         Step(f"GPU step ({step['bound']}-bound)",
              f"max({seconds_format(step['memory'])} reading at "
              f"{bandwidth_format(g.bandwidth_bytes_per_second * bw_eff)}, "
-             f"{seconds_format(step['compute'])} computing)",
+             f"{seconds_format(step['compute'])} computing)"
+             + (f" + {seconds_format(step['allreduce'])} of all-reduces over {tp} GPUs"
+                if tp > 1 else ""),
              step["gpu"], "s", seconds_format(step["gpu"])),
         Step("TPOT: GPU step + host time",
              f"{seconds_format(step['gpu'])}"

@@ -218,6 +218,7 @@ def context(*, request: HttpRequest) -> dict:
         "memory_time_text": seconds_format(r["memory_seconds"]),
         "compute_time_text": seconds_format(r["compute_seconds"]),
         "gpu_step_text": seconds_format(r["gpu_step_seconds"]),
+        "allreduce_text": seconds_format(r["allreduce_seconds"]),
         "bound": r["gpu_step_bound"],
         "tpot_text": seconds_format(r["tpot_seconds"]),
         "per_gpu_text": rate_format(r["tokens_per_second"], "tokens/s"),

@@ -194,7 +194,11 @@ def context(*, request: HttpRequest) -> dict:
         else "never",
         "slower_text": count_format(r["slower_batch"], "sequence") if r["slower_batch"]
         else "never",
-        "big_batch": f"{big:,}" if big else "",
+        "slower_at_one": r["slower_batch"] == 1,
+        "never_costly": not r["costly_batch"],
+        "paper_below_one": r["memory_bound_speedup"] < 1,
+        "never_slower": not r["slower_batch"],
+        "big_batch": f"{big:,}" if big and r["slower_batch"] > 1 else "",
         "slower_fits": bool(speculative(**{**inputs, "batch": r["slower_batch"]})["fits"])
         if r["slower_batch"] else True,
         "big_speedup_text": f"{number_format(at_big['speedup'])}×" if at_big else "",

@@ -12,7 +12,7 @@ from problems.arithmetic.queueing import (
     tail_latency,
 )
 from problems.arithmetic.steps import Result
-from problems.arithmetic.units import number_format, percent_format, seconds_format
+from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
@@ -132,6 +132,8 @@ def context(*, request: HttpRequest) -> dict:
         "question_ratio": QUESTION_RATIO,
         "service_text": seconds_format(inputs["mean_service_seconds"]),
         "servers": f"{inputs['servers']:,}",
+        "seats_text": count_format(inputs["servers"], "seat"),
+        "many_seats": inputs["servers"] > 1,
         "util_text": percent_format(inputs["utilization"]),
         "rows": [{"one": a, "many": b} for a, b in zip(one, many, strict=True)],
         "low_util_text": percent_format(low["utilization"]),

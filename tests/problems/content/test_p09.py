@@ -113,3 +113,39 @@ def test_tensor_parallel_more_than_doubles_the_batch_for_the_reason_given(client
     concepts = section_text(client, 9, "concepts")
     assert "with the KV heads split too, of each sequence's KV" in concepts
     assert "holds more KV" not in concepts
+
+
+def test_the_bytes_read_say_why_they_are_below_the_weights_stored(client) -> None:
+    """The step reads 15 GB of Llama 3 8B's 16.1 GB: the page must say the embedding is gathered."""
+    worked = section_text(client, 9, "worked")
+    r = api_get(client, "itl-levers")
+    assert r["weights_bytes"] < 16e9  # the stored BF16 weights are 16.1 GB
+    assert "the embedding table is only gathered, a row per token" in " ".join(worked.split())
+
+
+def test_under_tensor_parallelism_the_gpu_step_names_its_all_reduces(client) -> None:
+    """At tp 4 the step is max(read, compute) plus all-reduces; the page must not pass the sum
+    off as the bound alone."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b", tp="4", batch=32)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    r = api_get(client, "itl-levers", model="llama-3-70b", tp="4", batch=32)
+    assert r["allreduce_seconds"] > 0
+    assert r["gpu_step_seconds"] > max(r["memory_seconds"], r["compute_seconds"])
+    assert (f"the all-reduces over the 4 GPUs add {seconds_format(r['allreduce_seconds'])}: "
+            f"{seconds_format(r['gpu_step_seconds'])}") in worked
+    default = " ".join(section_text(client, 9, "worked").split())
+    assert "all-reduces over the" not in default
+
+
+def test_a_lever_the_baseline_already_has_is_not_said_to_move_the_curve(client) -> None:
+    """Baseline weights already FP8: the FP8-weights lever changes nothing and must say so."""
+    r = api_get(client, "itl-levers", dtype="fp8")
+    rows = {x["id"]: x for x in r["levers"]}
+    assert rows["weights"]["tpot_seconds"] == rows["baseline"]["tpot_seconds"]
+    assert rows["weights"]["effect"].startswith("no gain")
+    assert rows["kv"]["effect"] == "moves the curve"
+    worked = " ".join(section_text(
+        client, 9, "worked", calculator_query(p09.CALCULATOR, p09.PREFIX, dtype="fp8")).split())
+    assert "no gain: not fewer bits than the baseline's weights" in worked
+    default = api_get(client, "itl-levers")
+    assert all(not x["effect"].startswith("no gain") for x in default["levers"])

@@ -98,3 +98,38 @@ def test_bad_input_is_refused_naming_the_field(client, field: str, value: str) -
     response = client.get("/api/calc/speculative-plan", {field: value})
     assert response.status_code in (400, 422), (field, value, response.status_code)
     assert response.json()["field"] == field
+
+
+def test_a_drafter_that_never_pays_is_not_said_to_reverse_at_one_sequence(client) -> None:
+    """α = 0.1, c = 0.3: slower already at batch one, so no 'from about 1 sequence' at large
+    batches, and no 'at batch 2 ... speedup' as if the loss came from batching."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.1, draft_cost=0.3,
+                             draft_tokens=8)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    answer = " ".join(section_text(client, 10, "answer", query).split())
+    assert "from 1 sequence" not in worked and "at batch 2 verification" not in worked
+    assert "slower than plain decoding from one sequence on" in worked
+    assert "from about 1 sequence" not in answer
+    assert "here it never pays at all, even at batch one" in answer
+    default = " ".join(section_text(client, 10, "answer").split())
+    assert "here that happens from about" in default
+
+
+def test_a_long_context_that_never_makes_verification_costly_reads_as_never(client) -> None:
+    """At 32,000 tokens of context the KV reads keep verification memory-bound at every batch
+    tried: the page must not print 'at never'."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, model="llama-3.1-8b",
+                             context_tokens=32000)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "at never" not in worked and "from never" not in worked
+    assert "never costs more than 1.1 plain steps at the batches tried" in worked
+    assert "stays faster than plain decoding at every batch tried" in worked
+
+
+def test_a_loss_at_batch_one_is_not_called_a_cut_in_tpot(client) -> None:
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.1, draft_cost=0.3,
+                             draft_tokens=8)
+    tradeoffs = " ".join(section_text(client, 10, "tradeoffs", query).split())
+    assert "it lengthens TPOT even at batch one" in tradeoffs
+    default = " ".join(section_text(client, 10, "tradeoffs").split())
+    assert "lengthens TPOT" not in default

@@ -100,3 +100,15 @@ def test_service_variability_is_not_overclaimed(client) -> None:
     assert "kindest" not in concepts
     assert "zero for a fixed time" in concepts
     assert "Output lengths with a long tail can have C above one" in concepts
+
+
+def test_one_seat_reads_as_one_seat_not_many(client) -> None:
+    """Seats c = 1 (the input's own 'gives M/M/1') must not print '1 seats' or praise many seats."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, servers=1)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    answer = " ".join(section_text(client, 17, "answer", query).split())
+    assert "1 seats" not in worked and "1 seats" not in answer
+    assert "for one server and for 1 seat:" in worked
+    assert "Many seats keep the median" not in worked
+    default = " ".join(section_text(client, 17, "worked").split())
+    assert "16 seats at" in default and "Many seats keep the median" in default
