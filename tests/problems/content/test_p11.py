@@ -205,3 +205,23 @@ def test_the_answer_does_not_call_a_short_prompts_prefill_compute_bound(client) 
     assert "Prefill is compute-bound once prompts are long (one of 100 tokens" in answer
     assert "Prefill is compute-bound, and then it only speeds up" in section_text(client,
                                                                                   "answer")
+
+
+def test_the_three_passes_follow_the_bounds_the_calculator_finds(client) -> None:
+    """Llama 3.1 8B on an H100 at 4,096 sequences of 64 tokens: decode steps are compute-bound
+    and a 64-token prefill memory-bound in some formats, so the worked answer's passes must not
+    say every format decodes faster by its bytes, nor that weight-only INT4 'stays at' a gain."""
+    query = ("?p11-formats-model=llama-3.1-8b&p11-formats-batch=4096"
+             "&p11-formats-prompt_tokens=64")
+    body = api_get(client, "quantization-formats", model="llama-3.1-8b", batch=4096,
+                   prompt_tokens=64)
+    assert any(f["decode_bound"] == "compute" for f in body["formats"])
+    assert any(f["prefill_bound"] == "memory" for f in body["formats"])
+    worked = section_text(client, "worked", query)
+    assert "every format is faster, by its bytes" not in worked
+    assert "weight-only, stays at" not in worked
+    assert "some steps are compute-bound" in worked
+    assert "is still memory-bound in some formats" in worked
+    default = section_text(client, "worked")
+    assert "every format is faster, by its bytes" in default
+    assert "only formats whose multiplications run natively get faster" in default
