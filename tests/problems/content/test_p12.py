@@ -225,3 +225,13 @@ def test_a_short_prompt_is_not_said_to_prefill_compute_bound(client) -> None:
     default = section_text(client, "answer")
     assert "prefill, which is compute-bound:" in default
     assert "both take the same time" in default
+
+
+def test_bf16_weights_do_not_fall_back_to_bf16(client) -> None:
+    """With BF16 weights the prefill step names the BF16 rate once, without the weight-only
+    fallback aside that only makes sense for a narrower format."""
+    html = client.get("/pages/06/?p12-gpus-dtype=bf16").content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "the linear layers run at the BF16 rate, attention" in text
+    default = " ".join(re.sub(r"<[^>]+>", " ", client.get("/pages/06/").content.decode()).split())
+    assert "(or BF16 where that format is weight-only)" in default
