@@ -225,3 +225,12 @@ def test_the_three_passes_follow_the_bounds_the_calculator_finds(client) -> None
     default = section_text(client, "worked")
     assert "every format is faster, by its bytes" in default
     assert "only formats whose multiplications run natively get faster" in default
+
+
+def test_mxfp4_scale_is_not_said_to_suit_powers_of_two(client) -> None:
+    """An E8M0 scale of 2^(floor(log2 max) - 2) puts a block's maximum at 4 to 8 times the scale;
+    a power-of-two maximum lands on 4, leaving 4 to 6 unused, so the concepts must not imply a
+    power-of-two maximum is the case that avoids saturation or waste."""
+    concepts = section_text(client, "concepts")
+    assert "not a power of two has it saturate" not in concepts
+    assert "lands anywhere from 4 to just under 8 times the scale" in concepts
