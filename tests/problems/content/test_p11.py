@@ -234,3 +234,19 @@ def test_mxfp4_scale_is_not_said_to_suit_powers_of_two(client) -> None:
     concepts = section_text(client, "concepts")
     assert "not a power of two has it saturate" not in concepts
     assert "lands anywhere from 4 to just under 8 times the scale" in concepts
+
+
+def test_the_int4_prefill_hint_holds_when_a_short_prompt_is_memory_bound(client) -> None:
+    """A 64-token prompt leaves INT4's prefill memory-bound, with a gain from bytes: the hint
+    must not present that gain as the compute-bound prefill speedup it explains away."""
+    query = ("?p11-formats-model=llama-3.1-8b&p11-formats-batch=1"
+             "&p11-formats-prompt_tokens=64")
+    body = api_get(client, "quantization-formats", model="llama-3.1-8b", batch=1,
+                   prompt_tokens=64)
+    int4 = next(f for f in body["formats"] if f["dtype"] == "int4")
+    assert int4["prefill_bound"] == "memory"
+    followups = section_text(client, "followups", query)
+    assert "In the worked example INT4's prefill speedup is" not in followups
+    assert "short enough to be memory-bound in some formats" in followups
+    assert "In the worked example INT4's prefill speedup is 1×" in section_text(client,
+                                                                               "followups")
