@@ -250,3 +250,12 @@ def test_the_int4_prefill_hint_holds_when_a_short_prompt_is_memory_bound(client)
     assert "short enough to be memory-bound in some formats" in followups
     assert "In the worked example INT4's prefill speedup is 1×" in section_text(client,
                                                                                "followups")
+
+
+def test_the_embedding_hint_does_not_call_a_large_share_small(client) -> None:
+    """Llama 3.1 8B's embedding and head are about an eighth of its parameters: the hint must
+    not call that 'a small share'; Llama 3 70B's (about 3%) it may."""
+    small = section_text(client, "followups", "?p11-formats-model=llama-3.1-8b")
+    assert "Both are a small share of a model this size" not in small
+    assert "of Llama 3.1 8B's parameters, a share that stays at full size" in small
+    assert "Both are a small share of a model this size" in section_text(client, "followups")
