@@ -235,3 +235,12 @@ def test_bf16_weights_do_not_fall_back_to_bf16(client) -> None:
     assert "the linear layers run at the BF16 rate, attention" in text
     default = " ".join(re.sub(r"<[^>]+>", " ", client.get("/pages/06/").content.decode()).split())
     assert "(or BF16 where that format is weight-only)" in default
+
+
+def test_the_answer_calls_board_power_a_rating_not_a_draw(client) -> None:
+    """TDP is the board's power limit (the worked table says 'not measured draw'), so the model
+    answer must not say the B200 'draws' it."""
+    html = client.get("/pages/06/").content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "board draws" not in text
+    assert "the B200's board is rated for up to" in text
