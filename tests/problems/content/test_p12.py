@@ -244,3 +244,10 @@ def test_the_answer_calls_board_power_a_rating_not_a_draw(client) -> None:
     text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
     assert "board draws" not in text
     assert "the B200's board is rated for up to" in text
+
+
+def test_one_conversation_is_not_all_1_conversations(client) -> None:
+    html = client.get("/pages/06/?p12-gpus-context_tokens=32&p12-gpus-concurrency=1")
+    text = " ".join(re.sub(r"<[^>]+>", " ", html.content.decode()).split())
+    assert "all 1 conversations" not in text
+    assert "Every GPU holds the one conversation." in text
