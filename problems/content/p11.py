@@ -62,6 +62,7 @@ PREFIX = "p11-formats"
 TOKENS_MAX = 1_000_000
 BATCH_MAX = 4096
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+EMB_HEAD_SMALL_SHARE = 0.05
 MS = 1e3
 
 # The worked NVFP4 block: a 48-value tensor (three blocks of 16), of which the page shows the
@@ -340,6 +341,8 @@ def context(*, request: HttpRequest) -> dict:
         "emb_head_params_text": f"{emb:,.0f}",
         "emb_head_bytes_text": bytes_short(emb * 2),
         "emb_head_share_text": percent_format(emb / parts["total"]),
+        # Below this share the embedding and head are called "a small share" of the model.
+        "emb_head_share_small": emb / parts["total"] < EMB_HEAD_SMALL_SHARE,
         "kv_per_token_text": bytes_short(float(result["kv_bytes_per_token"])),
         "kv_bytes_text": bytes_short(kv_bytes),
         "kv_share_bf16_text": percent_format(kv_bytes / read_bf16) if read_bf16 else "0%",

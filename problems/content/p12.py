@@ -423,7 +423,8 @@ SOURCES: list[tuple[str, str]] = [
      "https://www.cs.virginia.edu/stream/"),
     ("Shoeybi et al., 'Megatron-LM' (tensor parallelism: two all-reduces per layer)",
      "https://arxiv.org/abs/1909.08053"),
-    ("Shah et al., 'FlashAttention-3' (about 75% of the H100's BF16 peak in its best kernel)",
+    ("Shah et al., 'FlashAttention-3' (about 75% of the H100's FP16 peak, equal to its BF16 "
+     "peak, in its best kernel)",
      "https://arxiv.org/abs/2407.08608"),
     ("vLLM engine arguments (gpu_memory_utilization, 0.9 by default)",
      "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),

@@ -205,3 +205,57 @@ def test_the_answer_does_not_call_a_short_prompts_prefill_compute_bound(client) 
     assert "Prefill is compute-bound once prompts are long (one of 100 tokens" in answer
     assert "Prefill is compute-bound, and then it only speeds up" in section_text(client,
                                                                                   "answer")
+
+
+def test_the_three_passes_follow_the_bounds_the_calculator_finds(client) -> None:
+    """Llama 3.1 8B on an H100 at 4,096 sequences of 64 tokens: decode steps are compute-bound
+    and a 64-token prefill memory-bound in some formats, so the worked answer's passes must not
+    say every format decodes faster by its bytes, nor that weight-only INT4 'stays at' a gain."""
+    query = ("?p11-formats-model=llama-3.1-8b&p11-formats-batch=4096"
+             "&p11-formats-prompt_tokens=64")
+    body = api_get(client, "quantization-formats", model="llama-3.1-8b", batch=4096,
+                   prompt_tokens=64)
+    assert any(f["decode_bound"] == "compute" for f in body["formats"])
+    assert any(f["prefill_bound"] == "memory" for f in body["formats"])
+    worked = section_text(client, "worked", query)
+    assert "every format is faster, by its bytes" not in worked
+    assert "weight-only, stays at" not in worked
+    assert "some steps are compute-bound" in worked
+    assert "is still memory-bound in some formats" in worked
+    default = section_text(client, "worked")
+    assert "every format is faster, by its bytes" in default
+    assert "only formats whose multiplications run natively get faster" in default
+
+
+def test_mxfp4_scale_is_not_said_to_suit_powers_of_two(client) -> None:
+    """An E8M0 scale of 2^(floor(log2 max) - 2) puts a block's maximum at 4 to 8 times the scale;
+    a power-of-two maximum lands on 4, leaving 4 to 6 unused, so the concepts must not imply a
+    power-of-two maximum is the case that avoids saturation or waste."""
+    concepts = section_text(client, "concepts")
+    assert "not a power of two has it saturate" not in concepts
+    assert "lands anywhere from 4 to just under 8 times the scale" in concepts
+
+
+def test_the_int4_prefill_hint_holds_when_a_short_prompt_is_memory_bound(client) -> None:
+    """A 64-token prompt leaves INT4's prefill memory-bound, with a gain from bytes: the hint
+    must not present that gain as the compute-bound prefill speedup it explains away."""
+    query = ("?p11-formats-model=llama-3.1-8b&p11-formats-batch=1"
+             "&p11-formats-prompt_tokens=64")
+    body = api_get(client, "quantization-formats", model="llama-3.1-8b", batch=1,
+                   prompt_tokens=64)
+    int4 = next(f for f in body["formats"] if f["dtype"] == "int4")
+    assert int4["prefill_bound"] == "memory"
+    followups = section_text(client, "followups", query)
+    assert "In the worked example INT4's prefill speedup is" not in followups
+    assert "short enough to be memory-bound in some formats" in followups
+    assert "In the worked example INT4's prefill speedup is 1×" in section_text(client,
+                                                                               "followups")
+
+
+def test_the_embedding_hint_does_not_call_a_large_share_small(client) -> None:
+    """Llama 3.1 8B's embedding and head are about an eighth of its parameters: the hint must
+    not call that 'a small share'; Llama 3 70B's (about 3%) it may."""
+    small = section_text(client, "followups", "?p11-formats-model=llama-3.1-8b")
+    assert "Both are a small share of a model this size" not in small
+    assert "of Llama 3.1 8B's parameters, a share that stays at full size" in small
+    assert "Both are a small share of a model this size" in section_text(client, "followups")

@@ -225,3 +225,29 @@ def test_a_short_prompt_is_not_said_to_prefill_compute_bound(client) -> None:
     default = section_text(client, "answer")
     assert "prefill, which is compute-bound:" in default
     assert "both take the same time" in default
+
+
+def test_bf16_weights_do_not_fall_back_to_bf16(client) -> None:
+    """With BF16 weights the prefill step names the BF16 rate once, without the weight-only
+    fallback aside that only makes sense for a narrower format."""
+    html = client.get("/pages/06/?p12-gpus-dtype=bf16").content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "the linear layers run at the BF16 rate, attention" in text
+    default = " ".join(re.sub(r"<[^>]+>", " ", client.get("/pages/06/").content.decode()).split())
+    assert "(or BF16 where that format is weight-only)" in default
+
+
+def test_the_answer_calls_board_power_a_rating_not_a_draw(client) -> None:
+    """TDP is the board's power limit (the worked table says 'not measured draw'), so the model
+    answer must not say the B200 'draws' it."""
+    html = client.get("/pages/06/").content.decode()
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "board draws" not in text
+    assert "the B200's board is rated for up to" in text
+
+
+def test_one_conversation_is_not_all_1_conversations(client) -> None:
+    html = client.get("/pages/06/?p12-gpus-context_tokens=32&p12-gpus-concurrency=1")
+    text = " ".join(re.sub(r"<[^>]+>", " ", html.content.decode()).split())
+    assert "all 1 conversations" not in text
+    assert "Every GPU holds the one conversation." in text
