@@ -91,3 +91,16 @@ def test_the_demo_says_how_each_host_grows_with_the_batch(client) -> None:
     demo = section_text(client, 14, "demo")
     assert "so host time grows about as fast as the batch" in demo
     assert "so its host time grows with the batch, more slowly than the batch itself" not in demo
+
+
+def test_the_model_answer_counts_the_kv_cache_in_the_batch_one_step(client) -> None:
+    """At batch 1 the step's floor reads the weights and the sequence's KV cache; at 100,000
+    tokens of Llama 3.1 8B's context that cache (13.1 GB) rivals the weights, so the answer must
+    not call the step pure weight reading."""
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, model="llama-3.1-8b",
+                             context_tokens=100_000)
+    answer = section_text(client, 14, "answer", query)
+    r = api_get(client, "gpu-utilization", model="llama-3.1-8b", gpu="h100-sxm",
+                context_tokens=100_000)
+    assert f"a decode step is {seconds_format(r['small']['gpu_seconds'])} of reading" in answer
+    assert "pure weight reading" not in answer

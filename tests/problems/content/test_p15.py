@@ -51,6 +51,18 @@ def test_fp32_has_no_casts_in_the_prose(client) -> None:
     assert seconds_format(r["norm_eager_seconds"]) in worked and "ns" in worked
 
 
+def test_the_model_answer_counts_the_eager_kernels_for_the_format(client) -> None:
+    """In FP32 Hugging Face's casts are no-ops, so eager runs 6 kernels, not 8: the model
+    answer names the count and lists no cast; in BF16 it lists both casts among 8."""
+    fp32 = section_text(client, 15, "answer",
+                        calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="fp32"))
+    assert "runs 6 kernels, square, mean, add ε, rsqrt, multiply, multiply by the weight" in fp32
+    assert "cast" not in fp32.split("multiply by the weight")[0]
+    bf16 = section_text(client, 15, "answer")
+    assert ("runs 8 kernels, cast, square, mean, add ε, rsqrt, multiply, cast back, multiply "
+            "by the weight") in bf16
+
+
 def test_a_format_the_kernel_does_not_take_is_named_beside_its_field(client) -> None:
     content = page_get(client, calculator_query(p15.CALCULATOR, p15.PREFIX, dtype="int4"))
     error = re.search(r'id="id_p15-rmsnorm-dtype_error"[^>]*>(.*?)<', content, re.S)
@@ -106,3 +118,14 @@ def test_the_one_token_floors_are_computed_for_the_learners_inputs(client) -> No
     assert (f"floors here are {eager} eager and {fused} fused, so fusion saves bytes there too, "
             "and the kernel count: 7 launches down to one") in wide
     assert "well under one launch" not in wide
+
+
+def test_the_model_answer_ties_the_saving_to_the_learners_token_count(client) -> None:
+    """At one token the pass saves nanoseconds: the answer states the saving for the tokens set,
+    not as what prefill and large batches save."""
+    r = api_get(client, "rmsnorm-fusion", tokens=1)
+    answer = section_text(client, 15, "answer",
+                          calculator_query(p15.CALCULATOR, p15.PREFIX, tokens=1))
+    saved = seconds_format(r["pass_saved_seconds"])
+    assert f"A forward pass of 1 tokens saves {saved}." in answer
+    assert "where a forward pass saves" not in answer
