@@ -125,3 +125,16 @@ def test_the_kv_per_token_is_split_per_gpu_where_it_can_be(client) -> None:
     text = worked_text(client, query)
     assert ("A token's KV is 35.1 kB, of which each GPU keeps 35.1 kB (all of it: tensor "
             "parallelism cannot split MLA's latent)") in text
+
+
+def test_the_model_answer_names_the_prefill_bound_the_worked_answer_found(client) -> None:
+    """With every repeated token cached only the 150-token new message is computed, and reading
+    the weights then takes longer than its FLOPs: the model answer must not still call it
+    compute-bound."""
+    for hit, bound in ((0.5, "compute"), (1.0, "memory")):
+        query = calculator_query(p25.CALCULATOR, p25.PREFIX, prefix_hit=hit)
+        problem = problem_html(page_get(client, query), 25)
+        worked = text_of(section_html(problem, 25, "worked"))
+        answer = text_of(section_html(problem, 25, "answer"))
+        assert f"so a prefill is {bound}-bound at" in worked
+        assert f"Prefill is {bound}-bound:" in answer
