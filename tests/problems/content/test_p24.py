@@ -160,3 +160,11 @@ def test_the_fp8_lever_says_why_input_falls_by_the_prefill_bound(client) -> None
     text = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, input_tokens=20))
     assert "Prefill, memory-bound here, reads the narrower weights, so input falls to" in text
     assert "Prefill runs at the" not in text
+
+
+def test_the_model_answer_claims_margin_only_when_the_target_is_reached(client) -> None:
+    for cut, reached in ((0.7, True), (0.99, False)):
+        query = calculator_query(p24.CALCULATOR, p24.PREFIX, target_cut=cut)
+        answer = text_of(section_html(problem_html(page_get(client, query), 24), 24, "answer"))
+        assert ("so there's margin to skip the risky ones" in answer) is reached
+        assert ("short of the 99% target" in answer) is not reached
