@@ -184,6 +184,8 @@ def test_a_context_neither_layout_holds_is_not_claimed_for_dp_attention(client) 
     assert f"carrying {f['a_dp_full_comm_bytes_text']}" in worked
     assert f["a_dp_full_comm_bytes_text"] != f["a_dp_comm_bytes_text"]
     assert f"at the {f['a_dp_max_seq']} sequences it holds:" in worked
+    answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
+    assert f"at the {f['a_dp_max_seq']} sequences the node holds nearly every expert" in answer
 
 
 def test_the_model_answer_names_the_weight_format_it_sizes(client) -> None:
