@@ -138,3 +138,13 @@ def test_the_model_answer_names_the_prefill_bound_the_worked_answer_found(client
         answer = text_of(section_html(problem, 25, "answer"))
         assert f"so a prefill is {bound}-bound at" in worked
         assert f"Prefill is {bound}-bound:" in answer
+
+
+def test_a_throughput_bound_pool_names_the_bound_of_its_step(client) -> None:
+    """Single-turn chats at a 25 ms target: the latency target limits the batch, throughput sizes
+    the pool, and the step is compute-bound, so bandwidth must not be named as the limit."""
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, tpot_target_ms=25, turns=1)
+    worked = worked_text(client, query)
+    assert "limited by the latency target. A step then takes 25 ms (compute-bound)" in worked
+    assert "so the compute-bound step at the latency target sizes the decode pool" in worked
+    assert "bandwidth at the latency target" not in worked
