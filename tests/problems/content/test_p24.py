@@ -181,3 +181,14 @@ def test_fp8_under_the_engine_cap_shortens_the_step_rather_than_filling_memory(c
     assert "about as many bytes as before" not in worked
     default = text_of(section_html(problem_html(page_get(client), 24), 24, "worked"))
     assert "the step reads about as many bytes as before but serves" in default
+
+
+def test_levers_after_a_capped_batch_do_not_claim_more_sequences(client) -> None:
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, batching="off")
+    worked = text_of(section_html(problem_html(page_get(client, query), 24), 24, "worked"))
+    assert "a batch of 64 sequences, set by the engine cap" in worked
+    assert "the batch stays at 64:" in worked
+    assert "fit a few more sequences" not in worked
+    default = text_of(section_html(problem_html(page_get(client), 24), 24, "worked"))
+    assert "the memory left for KV after the weights holds" in default
+    assert "the shorter contexts fit a few more sequences" in default
