@@ -148,3 +148,11 @@ def test_a_throughput_bound_pool_names_the_bound_of_its_step(client) -> None:
     assert "limited by the latency target. A step then takes 25 ms (compute-bound)" in worked
     assert "so the compute-bound step at the latency target sizes the decode pool" in worked
     assert "bandwidth at the latency target" not in worked
+
+
+def test_one_turn_in_one_region_reads_in_the_singular(client) -> None:
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, turns=1, regions=1)
+    worked = worked_text(client, query)
+    assert "1 turn per session" in worked and "1 turns per session" not in worked
+    assert "1 region, able to take the peak ÷ 1" in worked
+    assert "5 turns per session" in worked_text(client)
