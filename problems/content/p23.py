@@ -555,6 +555,7 @@ def figures(inputs: dict) -> dict:
     a_dp = _layout(inputs, Layout(nodes, gpn, 1, 1, "ep"))
     a_tp = _layout(inputs, Layout(nodes, gpn, 1, n, "tp"))
     a_tp_full = _layout(inputs, Layout(nodes, gpn, 1, n, "tp"), cap_batch=False)
+    a_dp_full = _layout(inputs, Layout(nodes, gpn, 1, 1, "ep"), cap_batch=False)
     dp_stage = a_dp["stages"][0]
     tp_stage = a_tp["stages"][0]
     usable = a_dp["usable"]
@@ -648,6 +649,9 @@ def figures(inputs: dict) -> dict:
         "a_tp_comm_time_text": seconds_format(a_tp_full["comm_time"]),
         "a_dp_comm_bytes_text": _mb(a_dp["comm_nvl"] + a_dp["comm_ib"]),
         "a_dp_comm_time_text": seconds_format(a_dp["comm_time"]),
+        "a_dp_full_comm_bytes_text": _mb(a_dp_full["comm_nvl"] + a_dp_full["comm_ib"]),
+        "a_dp_full_comm_time_text": seconds_format(a_dp_full["comm_time"]),
+        "a_dp_fits": a_dp["fits"],
         "a_dp_attn_bytes_text": _gb(dp_stage["attn_bytes"]),
         "a_dp_attn_time_text": seconds_format(dp_stage["t_attn"]),
         "a_dp_attn_bound": dp_stage["attn_bound"],

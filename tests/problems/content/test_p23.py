@@ -167,3 +167,29 @@ def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:
     assert "measured" not in concepts.split("Its router also limits")[1].split("Memory per GPU")[0]
     sources = " ".join(title for title, _ in p23.SOURCES)
     assert "measured on H800" not in sources and "at most 4 nodes (also §4.2)" in sources
+
+
+def test_a_context_neither_layout_holds_is_not_claimed_for_dp_attention(client) -> None:
+    """At 20,000 tokens DP attention + EP8 on the H200 node holds 168 sequences, not the 256 asked
+    for: the worked answer must not say it can run them, must compare the wire bytes of both at the
+    full batch, and must say which batch its step bounds are worked at."""
+    inputs = {**p23.CALCULATOR.defaults(), "context_tokens": 20_000}
+    f = p23.figures(inputs)
+    assert not f["a_tp_fits"] and not f["a_dp_fits"]
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, context_tokens=20_000)
+    worked = text_of(section_html(problem_html(page_get(client, query), 23), 23, "worked"))
+    assert "DP attention can." not in worked
+    assert "Neither holds the batch of 256 at this context" in worked
+    assert "(as if both layouts had the memory for them)" in worked
+    assert f"carrying {f['a_dp_full_comm_bytes_text']}" in worked
+    assert f["a_dp_full_comm_bytes_text"] != f["a_dp_comm_bytes_text"]
+    assert f"at the {f['a_dp_max_seq']} sequences it holds:" in worked
+    answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
+    assert f"at the {f['a_dp_max_seq']} sequences the node holds nearly every expert" in answer
+
+
+def test_the_model_answer_names_the_weight_format_it_sizes(client) -> None:
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4")
+    answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
+    assert "in INT4 (group 128) with the embeddings in BF16" in answer
+    assert "in FP8 with" not in answer

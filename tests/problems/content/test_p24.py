@@ -160,3 +160,35 @@ def test_the_fp8_lever_says_why_input_falls_by_the_prefill_bound(client) -> None
     text = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, input_tokens=20))
     assert "Prefill, memory-bound here, reads the narrower weights, so input falls to" in text
     assert "Prefill runs at the" not in text
+
+
+def test_the_model_answer_claims_margin_only_when_the_target_is_reached(client) -> None:
+    for cut, reached in ((0.7, True), (0.99, False)):
+        query = calculator_query(p24.CALCULATOR, p24.PREFIX, target_cut=cut)
+        answer = text_of(section_html(problem_html(page_get(client, query), 24), 24, "answer"))
+        assert ("so there's margin to skip the risky ones" in answer) is reached
+        assert ("short of the 99% target" in answer) is not reached
+
+
+def test_fp8_under_the_engine_cap_shortens_the_step_rather_than_filling_memory(client) -> None:
+    """With the batching lever off the cap keeps 64 sequences: FP8 then halves the bytes a step
+    reads (17.3 ms to 8.73 ms), and must not be said to read as many bytes for a fuller batch."""
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, batching="off")
+    worked = text_of(section_html(problem_html(page_get(client, query), 24), 24, "worked"))
+    v = p24.figures({**p24.CALCULATOR.defaults(), "batching": "off"})["lv"]["fp8"]
+    assert f"but the batch stays at {v['batch_after']}, set by the engine cap" in worked
+    assert f"falls to {v['step_text']}" in worked
+    assert "about as many bytes as before" not in worked
+    default = text_of(section_html(problem_html(page_get(client), 24), 24, "worked"))
+    assert "the step reads about as many bytes as before but serves" in default
+
+
+def test_levers_after_a_capped_batch_do_not_claim_more_sequences(client) -> None:
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, batching="off")
+    worked = text_of(section_html(problem_html(page_get(client, query), 24), 24, "worked"))
+    assert "a batch of 64 sequences, set by the engine cap" in worked
+    assert "the batch stays at 64:" in worked
+    assert "fit a few more sequences" not in worked
+    default = text_of(section_html(problem_html(page_get(client), 24), 24, "worked"))
+    assert "the memory left for KV after the weights holds" in default
+    assert "the shorter contexts fit a few more sequences" in default

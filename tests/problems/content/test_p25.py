@@ -125,3 +125,34 @@ def test_the_kv_per_token_is_split_per_gpu_where_it_can_be(client) -> None:
     text = worked_text(client, query)
     assert ("A token's KV is 35.1 kB, of which each GPU keeps 35.1 kB (all of it: tensor "
             "parallelism cannot split MLA's latent)") in text
+
+
+def test_the_model_answer_names_the_prefill_bound_the_worked_answer_found(client) -> None:
+    """With every repeated token cached only the 150-token new message is computed, and reading
+    the weights then takes longer than its FLOPs: the model answer must not still call it
+    compute-bound."""
+    for hit, bound in ((0.5, "compute"), (1.0, "memory")):
+        query = calculator_query(p25.CALCULATOR, p25.PREFIX, prefix_hit=hit)
+        problem = problem_html(page_get(client, query), 25)
+        worked = text_of(section_html(problem, 25, "worked"))
+        answer = text_of(section_html(problem, 25, "answer"))
+        assert f"so a prefill is {bound}-bound at" in worked
+        assert f"Prefill is {bound}-bound:" in answer
+
+
+def test_a_throughput_bound_pool_names_the_bound_of_its_step(client) -> None:
+    """Single-turn chats at a 25 ms target: the latency target limits the batch, throughput sizes
+    the pool, and the step is compute-bound, so bandwidth must not be named as the limit."""
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, tpot_target_ms=25, turns=1)
+    worked = worked_text(client, query)
+    assert "limited by the latency target. A step then takes 25 ms (compute-bound)" in worked
+    assert "so the compute-bound step at the latency target sizes the decode pool" in worked
+    assert "bandwidth at the latency target" not in worked
+
+
+def test_one_turn_in_one_region_reads_in_the_singular(client) -> None:
+    query = calculator_query(p25.CALCULATOR, p25.PREFIX, turns=1, regions=1)
+    worked = worked_text(client, query)
+    assert "1 turn per session" in worked and "1 turns per session" not in worked
+    assert "1 region, able to take the peak ÷ 1" in worked
+    assert "5 turns per session" in worked_text(client)
