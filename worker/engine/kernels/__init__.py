@@ -1,4 +1,8 @@
-"""Custom kernels for the engine, written in Triton. Only worker processes import them.
+"""Custom kernels for the engine. Only worker processes import them.
+
+`cpu.py` builds and loads `cpu_fused.c`, the C kernels that run the forward pass on a CPU
+(packed matrix multiplies, fused RMSNorm, RoPE, decode attention and SwiGLU); `rmsnorm.py` is a
+fused RMSNorm written in Triton, for CUDA. The rest of this docstring is about Triton.
 
 Triton runs a kernel one of two ways: compiled for the GPU (CUDA present), or by its
 interpreter, which executes the same kernel on the CPU with NumPy (TRITON_INTERPRET=1). Triton

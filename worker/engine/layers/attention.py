@@ -87,21 +87,49 @@ class PagedAttention(nn.Module):
                  for g in meta.groups]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
+    def forward_fused(self, kern, qkv: torch.Tensor, k_cache: torch.Tensor,  # noqa: ANN001
+                      v_cache: torch.Tensor, meta: AttentionMetadata, threads: int
+                      ) -> torch.Tensor:
+        """`forward` for the fused CPU path (kernels/cpu.py), which has already rotated q and k
+        in `qkv` [T, (heads + 2 kv_heads) * D] and written K/V into the pool: decodes attend
+        in one kernel call over their slots, other groups as in `forward`."""
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        outs = []
+        if meta.decode is not None:
+            d = meta.decode
+            keys, values = meta.slots.keys[self.layer_index], meta.slots.values[self.layer_index]
+            if d.join_slots is not None:
+                self._join(keys, values, k_cache, v_cache, d)
+            outs.append(kern.decode_attention(
+                qkv[d.token_start : d.token_end], num_heads=heads, num_kv_heads=kv_heads,
+                head_dim=dim, keys=keys, values=values, rows=d.slots, positions=d.positions,
+                scale=self.scale, threads=threads))
+        if meta.groups:
+            q = qkv[:, : heads * dim].view(-1, heads, dim)
+            outs += [self._group(q[g.token_start : g.token_end], k_cache, v_cache, g)
+                     for g in meta.groups]
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+    def _join(self, keys: torch.Tensor, values: torch.Tensor, k_cache: torch.Tensor,
+              v_cache: torch.Tensor, d: DecodeGroup) -> None:
+        """Newcomers' context, this token included, copied from the pool into their slots."""
+        kv_heads, dim = self.num_kv_heads, self.head_dim
+        n = d.join_blocks * k_cache.shape[1]
+        j = len(d.join_block_ids) // d.join_blocks
+        taken_k = pool_gather(k_cache, d.join_block_ids, keys.dtype).view(j, n, kv_heads, dim)
+        taken_v = pool_gather(v_cache, d.join_block_ids, values.dtype).view(j, n, kv_heads, dim)
+        keys[d.join_slots, :, :, :n] = taken_k.permute(0, 2, 3, 1)  # keys are stored transposed
+        values[d.join_slots, :, :n] = taken_v.transpose(1, 2)
+
     def _decode(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
                 v_cache: torch.Tensor, d: DecodeGroup, slots: DecodeSlots) -> torch.Tensor:
         kv_heads, dim = self.num_kv_heads, self.head_dim
         per_kv = self.num_heads // kv_heads
         keys, values = slots.keys[self.layer_index], slots.values[self.layer_index]
         if d.join_slots is not None:
-            # Newcomers: their context, this token included, copied from the pool once.
-            n = d.join_blocks * k_cache.shape[1]
-            j = len(d.join_block_ids) // d.join_blocks
-            keys[d.join_slots, :n] = pool_gather(k_cache, d.join_block_ids, keys.dtype).view(
-                j, n, kv_heads, dim)
-            values[d.join_slots, :n] = pool_gather(v_cache, d.join_block_ids,
-                                                   values.dtype).view(j, n, kv_heads, dim)
-        keys.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, k)
-        values.view(-1, kv_heads, dim).index_copy_(0, d.write_rows, v)
+            self._join(keys, values, k_cache, v_cache, d)
+        keys[d.slots, :, :, d.positions] = k  # [S, kv_heads, D] at each slot's position
+        values[d.slots, :, d.positions] = v
         if d.in_order and d.rows == len(q):
             queries = q
         else:
@@ -110,8 +138,8 @@ class PagedAttention(nn.Module):
         # [rows, kv_heads, per_kv, D]: the query heads sharing a KV head are its query rows.
         out = F.scaled_dot_product_attention(
             queries.view(d.rows, kv_heads, per_kv, dim),
-            keys[: d.rows, : d.kv_len].transpose(1, 2),
-            values[: d.rows, : d.kv_len].transpose(1, 2),
+            keys[: d.rows, :, :, : d.kv_len].transpose(2, 3),
+            values[: d.rows, :, : d.kv_len],
             attn_mask=d.mask, scale=self.scale,
         ).reshape(d.rows, self.num_heads * dim)
         return out if d.in_order and d.rows == len(q) else out[d.slots]

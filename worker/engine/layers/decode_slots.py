@@ -4,8 +4,7 @@ Paged attention in pure torch has to gather a sequence's blocks into one contigu
 `scaled_dot_product_attention` can read them. Done naively, every decode step copies every
 sequence's whole context out of the pool, once per layer: as many bytes as the weights
 themselves at batch 16 on the demo model. Here each decoding sequence gets a slot, a row of a
-per-layer buffer `[rows, capacity, kv_heads, head_dim]`, filled from the pool once when the
-sequence starts decoding. Later steps only write the new token's K/V into the pool and into the
+per-layer pair of buffers, filled from the pool once when the sequence starts decoding. Later steps only write the new token's K/V into the pool and into the
 slot, and attention reads the slots as they are.
 
 A slot stays valid while every write to its sequence's blocks is mirrored into it, which holds
@@ -13,6 +12,12 @@ while the sequence is only ever scheduled as a one-token decode. The runner drop
 its sequence is scheduled any other way (a prefill chunk, a speculative check) and when the
 engine says it finished, was aborted or was preempted. The pool stays the truth: prefix
 caching, preemption and KV transfer never look at slots.
+
+Layout, per layer: values `[rows, kv_heads, capacity, head_dim]` (what attention reads as
+V), keys `[rows, kv_heads, head_dim, capacity]`, transposed, so that scoring a query against a
+head's keys runs along contiguous positions: the fused CPU kernel (kernels/cpu_fused.c)
+accumulates each channel's contribution to every position's score with vector instructions and
+no horizontal sums. PyTorch's path reads the same keys through a transposed view.
 """
 
 from dataclasses import dataclass
@@ -21,6 +26,8 @@ import torch
 
 # Extra positions given to a slot buffer when it grows, so it does not grow every block.
 _CAPACITY_HEADROOM = 128
+# Capacities are a multiple of this, so the fused CPU kernel can score whole 32-position tiles.
+_CAPACITY_MULTIPLE = 32
 
 
 @dataclass
@@ -30,8 +37,8 @@ class DecodeGroup:
     token_start: int  # the group's tokens are packed rows token_start .. token_end - 1
     token_end: int
     slots: torch.Tensor  # [S] each sequence's slot (its row in the buffers)
+    positions: torch.Tensor  # [S] each new token's position
     in_order: bool  # slots == 0 .. S-1: queries and outputs need no scatter
-    write_rows: torch.Tensor  # [S] flat row (slot * capacity + position) of each new token
     rows: int  # attention runs over slots 0 .. rows - 1
     kv_len: int  # and over positions 0 .. kv_len - 1
     mask: torch.Tensor  # [rows, 1, 1, kv_len]: 0 where a slot's query may look, -inf elsewhere
@@ -91,6 +98,7 @@ class DecodeSlots:
         if rows > self.rows or need_capacity > self.capacity:
             new_rows = max(rows, self.rows)
             new_capacity = max(self.capacity, need_capacity + _CAPACITY_HEADROOM)
+            new_capacity = -(-new_capacity // _CAPACITY_MULTIPLE) * _CAPACITY_MULTIPLE
             if self._bytes(new_rows, new_capacity) > self.max_bytes:
                 self.slot_of.clear()
                 return None
@@ -118,21 +126,22 @@ class DecodeSlots:
                  for i in joiners], dtype=torch.long, device=dev).view(-1)
         return DecodeGroup(
             token_start=token_start, token_end=token_start + len(seq_ids), slots=slots_t,
+            positions=starts_t,
             in_order=slots == list(range(len(slots))),
-            write_rows=slots_t * self.capacity + starts_t, rows=rows, kv_len=kv_len,
+            rows=rows, kv_len=kv_len,
             mask=mask.view(rows, 1, 1, kv_len), join_slots=join_slots, join_block_ids=join_ids,
             join_blocks=join_blocks,
         )
 
     def _grow(self, rows: int, capacity: int) -> None:
-        shape = (rows, capacity, self.num_kv_heads, self.head_dim)
+        heads, dim = self.num_kv_heads, self.head_dim
         grown_k, grown_v = [], []
         for layer in range(self.num_layers):
-            k = torch.zeros(shape, dtype=self.dtype, device=self.device)
-            v = torch.zeros(shape, dtype=self.dtype, device=self.device)
+            k = torch.zeros((rows, heads, dim, capacity), dtype=self.dtype, device=self.device)
+            v = torch.zeros((rows, heads, capacity, dim), dtype=self.dtype, device=self.device)
             if self.keys:
-                k[: self.rows, : self.capacity] = self.keys[layer]
-                v[: self.rows, : self.capacity] = self.values[layer]
+                k[: self.rows, :, :, : self.capacity] = self.keys[layer]
+                v[: self.rows, :, : self.capacity] = self.values[layer]
             grown_k.append(k)
             grown_v.append(v)
         self.keys, self.values = grown_k, grown_v

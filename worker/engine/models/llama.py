@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from worker.engine.config import ModelConfig
+from worker.engine.kernels.cpu import CpuKernels, PackedLinear, cpu_kernels
 from worker.engine.layers.attention import AttentionMetadata, PagedAttention
 from worker.engine.layers.norm import RMSNorm
 from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
@@ -93,6 +94,12 @@ class LlamaForCausalLM(nn.Module):
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.lm_head_weight: torch.Tensor | None = None  # see column_major_weights
+        # The fused CPU kernels (kernels/cpu.py) and this model's weights packed for them, set
+        # up on the first forward pass; None when this model runs PyTorch's ops (CUDA,
+        # fp16/bf16, no compiler, ENGINE_CPU_KERNELS=0).
+        self.cpu_kernels: CpuKernels | None | bool = False  # False: not decided yet
+        self.packed: list[dict[str, PackedLinear]] = []
+        self.head_packed: PackedLinear | None = None
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -124,6 +131,13 @@ class LlamaForCausalLM(nn.Module):
         logits_indices: torch.Tensor,
     ) -> torch.Tensor:
         """Logits [len(logits_indices), vocab] for the packed tokens at `logits_indices`."""
+        if self.cpu_kernels is False:
+            self.cpu_kernels = self._cpu_kernels_setup()
+        # A narrower KV cache rounds on write, which PyTorch's ops do (layers/kv_dtype.py); the
+        # same model may serve runners with different pools, so this is checked every call.
+        if self.cpu_kernels is not None and kv_caches[0][0].dtype == torch.float32:
+            return self.forward_fused(self.cpu_kernels, input_ids, positions, kv_caches, meta,
+                                      logits_indices)
         x = self.embed_tokens(input_ids)
         rope = self.rotary.tables(positions, x.dtype)
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
@@ -131,6 +145,59 @@ class LlamaForCausalLM(nn.Module):
         # Only the rows that sample a token need the norm and the (wide) LM head.
         head = self.lm_head_weight if self.lm_head_weight is not None else self.lm_head.weight
         return F.linear(self.norm.forward(x[logits_indices]), head).float()
+
+    def _cpu_kernels_setup(self) -> CpuKernels | None:
+        """The fused kernels for this model, with its linear weights packed for them (a copy:
+        the parameters stay as loaded), or None where PyTorch's ops run instead."""
+        weight = self.embed_tokens.weight
+        if weight.device.type != "cpu" or weight.dtype != torch.float32:
+            return None
+        kern = cpu_kernels()
+        if kern is None:
+            return None
+        with torch.no_grad():
+            self.packed = [
+                {"qkv": kern.pack(layer.self_attn.qkv_proj.weight, layer.self_attn.qkv_proj.bias),
+                 "o": kern.pack(layer.self_attn.o_proj.weight),
+                 "gate_up": kern.pack(layer.mlp.gate_up_proj.weight),
+                 "down": kern.pack(layer.mlp.down_proj.weight)}
+                for layer in self.layers]
+            self.head_packed = kern.pack(self.lm_head.weight)
+        return kern
+
+    def __getstate__(self) -> dict:
+        """A copy (copy.deepcopy, pickle) packs its own weights again on its first forward
+        pass: quantization copies a model and then changes the copy's weights."""
+        state = super().__getstate__()
+        return {**state, "cpu_kernels": False, "packed": [], "head_packed": None}
+
+    def forward_fused(self, kern: CpuKernels, input_ids: torch.Tensor, positions: torch.Tensor,
+                      kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+                      meta: AttentionMetadata, logits_indices: torch.Tensor) -> torch.Tensor:
+        """`forward` with the fused CPU kernels: the same maths in four kernel calls and four
+        packed matrix multiplies a layer. Each block's output (`delta`) is added to the
+        residual stream `x` by the next RMSNorm, in place."""
+        c = self.config
+        eps, threads = c.rms_norm_eps, torch.get_num_threads()
+        x = F.embedding(input_ids, self.embed_tokens.weight)
+        delta = None
+        for layer, packed, (k_cache, v_cache) in zip(self.layers, self.packed, kv_caches,
+                                                      strict=True):
+            h = kern.add_rmsnorm(x, delta, layer.input_layernorm.weight, eps)
+            qkv = kern.linear(h, packed["qkv"], threads)
+            kern.rope_store(qkv, num_heads=c.num_heads, num_kv_heads=c.num_kv_heads,
+                            head_dim=c.head_dim, cos=self.rotary.cos, sin=self.rotary.sin,
+                            positions=positions, pool_k=k_cache, pool_v=v_cache,
+                            slots=meta.slot_mapping)
+            with phase("attention"):
+                out = layer.self_attn.attn.forward_fused(kern, qkv, k_cache, v_cache, meta,
+                                                         threads)
+            delta = kern.linear(out, packed["o"], threads)
+            h = kern.add_rmsnorm(x, delta, layer.post_attention_layernorm.weight, eps)
+            gate_up = kern.linear(h, packed["gate_up"], threads)
+            delta = kern.linear(kern.silu_mul(gate_up), packed["down"], threads)
+        h = kern.add_rmsnorm(x, delta, self.norm.weight, eps, select=logits_indices)
+        return kern.linear(h, self.head_packed, threads)
 
     # Weight loading ---------------------------------------------------------------------------
 

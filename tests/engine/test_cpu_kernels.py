@@ -1,0 +1,218 @@
+"""The fused CPU kernels (worker/engine/kernels/cpu_fused.c) against PyTorch's ops.
+
+Each kernel is checked against the PyTorch code it replaces, at shapes that reach its edge
+cases (rows past a multiple of the micro-kernel's, columns past a packed panel, head sizes that
+are not a multiple of a vector, one-token contexts); then whole engines with the kernels on and
+off must give the same greedy tokens and close prompt logits.
+"""
+
+import copy
+import shutil
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from worker.engine.kernels import cpu as cpu_mod
+from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
+
+pytestmark = pytest.mark.skipif(
+    not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")),
+    reason="no C compiler on PATH: the engine runs PyTorch's ops (tested everywhere else)")
+
+
+@pytest.fixture(scope="module")
+def kern() -> cpu_mod.CpuKernels:
+    k = cpu_mod.cpu_kernels()
+    assert k is not None, "a C compiler is on PATH, so the kernels must build"
+    return k
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8, 9, 17, 80])
+@pytest.mark.parametrize(("out_features", "in_features"), [(5, 7), (32, 64), (33, 64), (100, 40)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_packed_matmul_is_f_linear(kern, rows, out_features, in_features, bias) -> None:
+    torch.manual_seed(rows * 1000 + out_features)
+    w = torch.randn(out_features, in_features)
+    b = torch.randn(out_features) if bias else None
+    x = torch.randn(rows, in_features)
+    got = kern.linear(x, kern.pack(w, b), threads=2)
+    torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-5)
+
+
+def test_packed_matmul_reads_rows_with_a_stride_and_leaves_the_weight(kern) -> None:
+    torch.manual_seed(1)
+    wide = torch.randn(6, 50)
+    x = wide[:, 10:40]  # rows 50 floats apart
+    w = torch.randn(20, 30)
+    before = w.clone()
+    torch.testing.assert_close(kern.linear(x, kern.pack(w), threads=1), F.linear(x, w),
+                               rtol=1e-5, atol=1e-5)
+    assert torch.equal(w, before)
+
+
+def test_add_rmsnorm_adds_the_residual_then_normalises(kern) -> None:
+    torch.manual_seed(2)
+    x, delta, weight = torch.randn(7, 48), torch.randn(7, 48), torch.randn(48)
+    expected_x = x + delta
+    # Hugging Face's LlamaRMSNorm, in fp32.
+    expected = weight * (expected_x * torch.rsqrt(expected_x.pow(2).mean(-1, keepdim=True) + 1e-5))
+    got = kern.add_rmsnorm(x, delta, weight, 1e-5)
+    assert torch.equal(x, expected_x)  # x is the residual stream, updated in place
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    select = torch.tensor([6, 0, 3])
+    picked = kern.add_rmsnorm(x, None, weight, 1e-5, select=select)
+    torch.testing.assert_close(picked, expected[select], rtol=1e-5, atol=1e-6)
+    assert torch.equal(x, expected_x)  # no delta: nothing added
+
+
+@pytest.mark.parametrize("head_dim", [8, 24, 32])
+def test_rope_store_rotates_q_and_k_and_writes_the_pool(kern, head_dim) -> None:
+    torch.manual_seed(3)
+    heads, kv_heads, tokens, block_size = 4, 2, 5, 4
+    rotary = RotaryEmbedding(head_dim=head_dim, max_positions=64,
+                             rope={"rope_theta": 10000.0, "rope_type": "default"})
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim)
+    positions = torch.tensor([0, 1, 17, 40, 63])
+    slots = torch.tensor([3, 0, 9, 14, 5])
+    pool_k = torch.zeros(4, block_size, kv_heads, head_dim)
+    pool_v = torch.zeros_like(pool_k)
+    cos, sin = rotary.tables(positions, torch.float32)
+    qk = rope_apply(qkv[:, : (heads + kv_heads) * head_dim].view(tokens, -1, head_dim), cos, sin)
+    v = qkv[:, (heads + kv_heads) * head_dim :].view(tokens, kv_heads, head_dim).clone()
+    kern.rope_store(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                    cos=rotary.cos, sin=rotary.sin, positions=positions, pool_k=pool_k,
+                    pool_v=pool_v, slots=slots)
+    got_qk = qkv[:, : (heads + kv_heads) * head_dim].view(tokens, -1, head_dim)
+    torch.testing.assert_close(got_qk, qk, rtol=1e-5, atol=1e-6)
+    flat_k, flat_v = pool_k.view(-1, kv_heads, head_dim), pool_v.view(-1, kv_heads, head_dim)
+    torch.testing.assert_close(flat_k[slots], qk[:, heads:], rtol=1e-5, atol=1e-6)
+    assert torch.equal(flat_v[slots], v)
+    untouched = torch.ones(flat_k.shape[0], dtype=torch.bool)
+    untouched[slots] = False
+    assert not flat_k[untouched].any() and not flat_v[untouched].any()
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 2, 32), (4, 4, 16), (8, 2, 24)])
+def test_decode_attention_writes_its_slot_and_attends_over_real_context(
+        kern, heads, kv_heads, head_dim) -> None:
+    torch.manual_seed(4)
+    capacity, rows = 96, 5
+    positions = torch.tensor([0, 31, 32, 70, 95])  # one token; tile edges; the last position
+    slot_rows = torch.tensor([2, 0, 4, 1, 3])
+    keys = torch.randn(rows, kv_heads, head_dim, capacity)  # transposed, as decode slots keep
+    values = torch.randn(rows, kv_heads, capacity, head_dim)
+    qkv = torch.randn(len(positions), (heads + 2 * kv_heads) * head_dim)
+    scale = head_dim**-0.5
+    out = kern.decode_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                                keys=keys, values=values, rows=slot_rows, positions=positions,
+                                scale=scale, threads=2)
+    per_kv = heads // kv_heads
+    for t, (row, pos) in enumerate(zip(slot_rows.tolist(), positions.tolist(), strict=True)):
+        k_new = qkv[t, heads * head_dim : (heads + kv_heads) * head_dim].view(kv_heads, head_dim)
+        v_new = qkv[t, (heads + kv_heads) * head_dim :].view(kv_heads, head_dim)
+        assert torch.equal(keys[row, :, :, pos], k_new)
+        assert torch.equal(values[row, :, pos], v_new)
+        q = qkv[t, : heads * head_dim].view(kv_heads, per_kv, head_dim)
+        k = keys[row, :, :, : pos + 1].transpose(1, 2)  # [kv_heads, n, D]
+        expected = F.scaled_dot_product_attention(q, k, values[row, :, : pos + 1], scale=scale)
+        torch.testing.assert_close(out[t], expected.reshape(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_silu_mul_is_swiglus_elementwise_half(kern) -> None:
+    torch.manual_seed(5)
+    gate_up = torch.randn(9, 2 * 37) * 4
+    gate, up = gate_up.split(37, dim=-1)
+    torch.testing.assert_close(kern.silu_mul(gate_up), F.silu(gate) * up, rtol=1e-5, atol=1e-6)
+
+
+def _run(path, monkeypatch, setting: str, prompts, **engine_args):
+    from worker.engine import Engine, SamplingParams
+    from worker.engine.model_runner import BatchEntry
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", setting)
+    engine = Engine.from_pretrained(path, **engine_args)
+    outputs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=24,
+                                                      ignore_eos=True))
+    logits = engine.runner.execute([BatchEntry(prompts[0], 0, list(range(4)), len(prompts[0]))])
+    fused = engine.runner.model.cpu_kernels is not None
+    return [o.token_ids for o in outputs], logits, fused
+
+
+@pytest.mark.parametrize("family", ["llama", "llama_tied", "qwen2", "mistral"])
+def test_engines_with_and_without_the_kernels_agree(tiny_models, monkeypatch, kern,
+                                                    family) -> None:
+    prompts = [[5, 9, 11, 200, 17, 3, 44, 90, 12, 13], [7, 7, 8], list(range(20, 61))]
+    # Small blocks and chunks: prefill chunks, decode slots and mixed steps all run.
+    args = dict(num_kv_blocks=64, block_size=4, max_num_batched_tokens=16)
+    tokens_off, logits_off, fused_off = _run(tiny_models[family], monkeypatch, "0", prompts,
+                                             **args)
+    tokens_on, logits_on, fused_on = _run(tiny_models[family], monkeypatch, "1", prompts,
+                                          **args)
+    assert (fused_off, fused_on) == (False, True)
+    assert tokens_on == tokens_off
+    torch.testing.assert_close(logits_on, logits_off, rtol=1e-4, atol=1e-4)
+
+
+def test_a_copied_model_packs_its_own_weights(tiny_models, monkeypatch, kern) -> None:
+    """Quantization deep-copies a model and changes the copy's weights: the copy must not run
+    on the original's packed weights."""
+    from worker.engine import Engine
+    from worker.engine.model_runner import BatchEntry
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=16, block_size=4)
+    entry = [BatchEntry([5, 6, 7, 8], 0, [0], 4)]
+    before = engine.runner.execute(entry)
+    model = engine.runner.model
+    assert model.cpu_kernels is not None and model.packed
+    copied = copy.deepcopy(model)
+    assert copied.cpu_kernels is False and copied.packed == []
+    with torch.no_grad():
+        copied.layers[0].mlp.down_proj.weight.mul_(0.5)
+    engine.runner.model = copied
+    after = engine.runner.execute(entry)
+    assert not torch.allclose(after, before)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    reference = copy.deepcopy(copied)  # decides again: PyTorch's ops this time
+    engine.runner.model = reference
+    torch.testing.assert_close(engine.runner.execute(entry), after, rtol=1e-4, atol=1e-4)
+    assert reference.cpu_kernels is None
+
+
+def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog) -> None:
+    from worker.engine import Engine, SamplingParams
+
+    def no_compiler() -> str:
+        raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+    monkeypatch.setattr(cpu_mod, "_loaded", False)
+    monkeypatch.setattr(cpu_mod, "_compiler", no_compiler)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
+    with caplog.at_level("WARNING"):
+        assert cpu_mod.cpu_kernels() is None
+    assert "no C compiler" in caplog.text
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=16, block_size=4)
+    out = engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=3))[0]
+    assert len(out.token_ids) == 3 and engine.runner.model.cpu_kernels is None
+
+
+def test_the_build_is_reused(kern, monkeypatch) -> None:
+    """A second build finds the library already compiled for this source, compiler and CPU."""
+    calls = []
+    real_run = cpu_mod.subprocess.run
+
+    def counting_run(args, **kwargs):  # noqa: ANN001, ANN003
+        calls.append(args)
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(cpu_mod.subprocess, "run", counting_run)
+    assert cpu_mod._build() == kern.path
+    assert all("--version" in args for args in calls)  # the compiler was only asked its version
+
+
+def test_env_setting_turns_the_kernels_off(monkeypatch) -> None:
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    assert cpu_mod.cpu_kernels() is None
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
+    assert cpu_mod.cpu_kernels_wanted()

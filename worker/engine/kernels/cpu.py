@@ -1,0 +1,225 @@
+"""Fused CPU kernels (`cpu_fused.c`), compiled on this machine and called through ctypes.
+
+On a model as small as the course's, a decode step on the CPU is mostly overhead, not
+arithmetic: each PyTorch op pays for dispatch and reads and writes its whole tensor, and a
+layer's RMSNorm, RoPE, K/V writes, masked attention and SwiGLU are about twenty of them. And the
+matrix multiplies themselves run slowly at a few rows: MKL, which PyTorch calls, takes its AVX2
+code on AMD processors, and reads a weight matrix with strides that the prefetcher does not
+follow. Here a layer is four matrix multiplies on weights packed in panels (read as one stream,
+with AVX-512 where the CPU has it) and four fused calls, and decode attention reads only each
+sequence's real context (no padding, no mask).
+
+The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
+-fopenmp`, about a second) into `var/kernels/`, named by a hash of the source, the flags, the
+compiler and the CPU, so a changed file or another CPU builds afresh and processes share the
+build. Without OpenMP it builds single-threaded; without a compiler, or with
+ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's ops, which stay the
+reference the tests hold these kernels to.
+"""
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("cpu_fused.c")
+# -ffast-math lets the compiler reorder sums and call the vectorised expf of glibc's libmvec;
+# the kernels never see inf or NaN on purpose (softmax subtracts the row's maximum). Tried in
+# order: a compiler without OpenMP (Apple's clang) or without -march=native still builds.
+FLAG_SETS = [
+    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-shared"],
+    ["-O3", "-march=native", "-ffast-math", "-fPIC", "-shared"],
+    ["-O3", "-ffast-math", "-fPIC", "-shared"],
+]
+_CACHE_DIR = Path(__file__).resolve().parents[3] / "var" / "kernels"
+
+_lock = threading.Lock()
+_loaded: "CpuKernels | None | bool" = False  # False: not tried yet
+
+
+def cpu_kernels_wanted() -> bool:
+    """ENGINE_CPU_KERNELS: auto (default) or 1 uses the kernels when they build; 0 never."""
+    setting = os.environ.get("ENGINE_CPU_KERNELS", "auto").strip().lower()
+    return setting not in ("0", "off", "false", "no")
+
+
+def cpu_kernels() -> "CpuKernels | None":
+    """The compiled kernels, built on first use in this process; None when unavailable."""
+    global _loaded
+    if not cpu_kernels_wanted():
+        return None
+    with _lock:
+        if _loaded is False:
+            try:
+                _loaded = CpuKernels(_build())
+            except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+                log.warning("CPU kernels unavailable, using PyTorch ops: %s", exc)
+                _loaded = None
+        return _loaded
+
+
+def _compiler() -> str:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+
+def _cpu_signature() -> str:
+    """What -march=native depends on: the CPU's model and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return os.uname().machine
+    lines = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))]
+    return "\n".join(sorted(set(lines)))
+
+
+def _build() -> Path:
+    """The compiled library's path, built now unless this machine already has it."""
+    cc = _compiler()
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
+                             check=True).stdout.splitlines()[0]
+    source = SOURCE.read_bytes()
+    cache = _CACHE_DIR
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        cache = Path(tempfile.gettempdir()) / "course-engine-kernels"
+        cache.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for flags in FLAG_SETS:
+        key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
+                                         _cpu_signature().encode()])).hexdigest()[:16]
+        target = cache / f"cpu_fused-{key}.so"
+        if target.exists():
+            return target
+        # Built under a temporary name and renamed into place: processes that build at once
+        # never load a half-written file.
+        fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
+        os.close(fd)
+        try:
+            done = subprocess.run([cc, *flags, "-o", partial, str(SOURCE), "-lm"],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode == 0:
+                os.replace(partial, target)
+                for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
+                    if stale != target:
+                        stale.unlink(missing_ok=True)
+                return target
+            errors.append(f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}")
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+    raise RuntimeError("; ".join(errors))
+
+
+_P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+@dataclass
+class PackedLinear:
+    """A linear layer's weight [N, K] as gemm_packed reads it: panels of `panel` columns,
+    [ceil(N / panel), K, panel], zero past N; the bias, if any, padded to match."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    out_features: int
+    in_features: int
+
+
+class CpuKernels:
+    """Typed wrappers over the compiled functions. Callers pass contiguous fp32 CPU tensors
+    (and int64 index tensors); see cpu_fused.c for each function's layout. `threads` is how
+    many threads a kernel may split its work across (the caller's torch.get_num_threads())."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        lib = ctypes.CDLL(str(path))
+        lib.add_rmsnorm.argtypes = [_P, _P, _P, _P, _I, _I, _F, _P, _I]
+        lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _P, _P, _P, _P]
+        lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _F, _P, _I]
+        lib.silu_mul.argtypes = [_P, _I, _I, _P]
+        lib.gemm_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _I, _I]
+        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.silu_mul,
+                   lib.gemm_packed):
+            fn.restype = None
+        lib.gemm_panel_width.restype = _I
+        self.panel = lib.gemm_panel_width()
+        self._lib = lib
+
+    def pack(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> PackedLinear:
+        """`weight` [N, K] (and `bias` [N]) laid out for `linear`: a copy, the original is
+        left as it is."""
+        n, k = weight.shape
+        panels = -(-n // self.panel)
+        padded = torch.zeros(panels * self.panel, k)
+        padded[:n] = weight.detach()
+        packed = padded.view(panels, self.panel, k).transpose(1, 2).contiguous()
+        if bias is not None:
+            bias = torch.cat([bias.detach(), torch.zeros(panels * self.panel - n)])
+        return PackedLinear(packed, bias, n, k)
+
+    def linear(self, x: torch.Tensor, w: PackedLinear, threads: int) -> torch.Tensor:
+        """x [M, K] @ W^T (+ bias): what F.linear computes, summed in a fixed order."""
+        if x.stride(-1) != 1:
+            x = x.contiguous()
+        out = torch.empty(x.shape[0], w.out_features)
+        self._lib.gemm_packed(x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
+                              w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
+                              w.out_features, threads)
+        return out
+
+    def add_rmsnorm(self, x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor,
+                    eps: float, select: torch.Tensor | None = None) -> torch.Tensor:
+        """x += delta in place (when given), then RMSNorm of x's rows (or of `select`'s)."""
+        rows, dim = x.shape
+        n = rows if select is None else len(select)
+        out = torch.empty(n, dim)
+        self._lib.add_rmsnorm(x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(), rows,
+                              dim, eps, _ptr(select), n)
+        return out
+
+    def rope_store(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int, head_dim: int,
+                   cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
+                   pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
+        """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
+        self._lib.rope_store(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
+                             num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(),
+                             positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
+                             slots.data_ptr())
+
+    def decode_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
+                         head_dim: int, keys: torch.Tensor, values: torch.Tensor,
+                         rows: torch.Tensor, positions: torch.Tensor, scale: float,
+                         threads: int) -> torch.Tensor:
+        """Each qkv row's new K/V into its slot row at its position, then its attention over
+        positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
+        (values.shape[2]) must be a multiple of 32."""
+        out = torch.empty(qkv.shape[0], num_heads * head_dim)
+        self._lib.decode_attention(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
+                                   num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
+                                   values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
+                                   out.data_ptr(), threads)
+        return out
+
+    def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
+        """silu(gate) * up for gate_up [rows, 2 * inter] (gate, then up): [rows, inter]."""
+        rows, width = gate_up.shape
+        out = torch.empty(rows, width // 2)
+        self._lib.silu_mul(gate_up.data_ptr(), rows, width // 2, out.data_ptr())
+        return out
