@@ -4,8 +4,9 @@ Paged attention in pure torch has to gather a sequence's blocks into one contigu
 `scaled_dot_product_attention` can read them. Done naively, every decode step copies every
 sequence's whole context out of the pool, once per layer: as many bytes as the weights
 themselves at batch 16 on the demo model. Here each decoding sequence gets a slot, a row of a
-per-layer pair of buffers, filled from the pool once when the sequence starts decoding. Later steps only write the new token's K/V into the pool and into the
-slot, and attention reads the slots as they are.
+per-layer pair of buffers, filled from the pool once when the sequence starts decoding. Later
+steps only write the new token's K/V into the pool and into the slot, and attention reads the
+slots as they are.
 
 A slot stays valid while every write to its sequence's blocks is mirrored into it, which holds
 while the sequence is only ever scheduled as a one-token decode. The runner drops a slot when
