@@ -113,6 +113,54 @@ class EngineClient:
         self._events.put(event)
 
 
+class FairLock:
+    """A re-entrant lock handed out first come, first served.
+
+    The loop holds the engine's lock for each step and takes it again as soon as the step is
+    done. A plain lock lets the thread that just released it win that race nearly every time,
+    so a client thread waiting to abort could wait out whole answers: a timed-out client's
+    1,000-token request once ran to its end before the abort got in. Here each acquirer draws a
+    ticket, and the loop's next step waits behind any client already waiting.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._owner: int | None = None
+        self._depth = 0
+        self._next_ticket = 0
+        self._serving = 0
+
+    def acquire(self) -> bool:
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                self._depth += 1
+                return True
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while self._serving != ticket:
+                self._cond.wait()
+            self._owner, self._depth = me, 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("release of a FairLock this thread does not hold")
+            self._depth -= 1
+            if self._depth == 0:
+                self._owner = None
+                self._serving += 1
+                self._cond.notify_all()
+
+    def __enter__(self) -> "FairLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class EngineLoop:
     def __init__(self, engine=None, *, model_name: str = "",  # noqa: ANN001
                  setup: Callable[[], object] | None = None,
@@ -132,7 +180,7 @@ class EngineLoop:
         self.model_name = model_name
         self.engine_factory = engine_factory
         self.on_events = on_events
-        self.lock = threading.RLock()
+        self.lock = FairLock()  # the engine's: clients take it between the loop's steps
         self.clients: dict[str, EngineClient] = {}  # request id -> its client
         self.steps = 0
         self._work = threading.Event()

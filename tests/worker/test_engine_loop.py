@@ -92,3 +92,27 @@ def test_closing_a_client_aborts_what_it_left_running(model_dir):
         assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
     finally:
         loop.stop()
+
+
+def test_a_waiting_client_gets_the_lock_before_the_loops_next_step(model_dir):
+    """The loop takes the lock again right after each step; a client already waiting for it
+    (to abort, say) must get it first, not after however many steps the loop wins."""
+    loop = EngineLoop(Engine.from_pretrained(model_dir, num_kv_blocks=32)).start()
+    try:
+        client = loop.client(owner="session:a")
+        request_id = client.add_request([5, 6, 7], SamplingParams(temperature=0, max_tokens=240,
+                                                                  ignore_eos=True))
+        while loop.steps < 3:
+            time.sleep(0.001)
+        steps_waited = []
+        for _ in range(10):
+            before = loop.steps
+            with loop.lock:  # at most the step in progress ends first
+                steps_waited.append(loop.steps - before)
+                still_running = loop.engine.has_unfinished()
+            time.sleep(0.002)
+        assert still_running  # the loop was busy the whole time
+        assert max(steps_waited) <= 1, steps_waited
+        client.abort(request_id)
+    finally:
+        loop.stop()
