@@ -82,8 +82,15 @@ def test_special_tokens_show_by_name_on_the_chips(serving, client, recorder):
     assert len(tokenized["pieces"]) == tokenized["token_count"]
 
 
-def test_cancel_aborts_and_frees_every_block(serving, client, recorder):
+def test_cancel_aborts_and_frees_every_block(serving, client, recorder, monkeypatch):
     recorder.cancel_after = ("token", None, "all", "cancelled")
+    # 200 tokens take some 0.15 s on an idle machine, less than it may take the runner to read
+    # the cancel (it looks every 20 ms, between batches of events). So once the cancel is set,
+    # the loop takes no step but the one that hands out the abort's events.
+    engine = serving.loop.engine
+    ready = engine.seconds_until_ready
+    monkeypatch.setattr(engine, "seconds_until_ready",
+                        lambda: 0.01 if recorder.cancel else ready())
     with pytest.raises(RunCancelled) as caught:
         lifecycle_run(client=client, machine=serving.machine,
                       params={**PARAMS, "max_tokens": 200, "ignore_eos": True},
