@@ -46,7 +46,7 @@ def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
     """Estimated prefill time, TTFT and TPOT (ms) for this run's sizes on the measured machine.
 
     Each is a roofline bound, as on the pages: the larger of the FLOPs at the measured matmul
-    rate and the bytes at the measured copy bandwidth (a short prompt's prefill still reads
+    rate and the bytes at the measured memory bandwidth (a short prompt's prefill still reads
     every weight once). `machine` has matmul_flops_per_s (FLOP/s), memory_bytes_per_s (B/s),
     dtype and model_path; `measured` the run's own ttft_ms, tpot_ms and prefill_ms, for the
     ratios.
@@ -86,9 +86,11 @@ def lifecycle_estimate(*, machine: dict, prompt_tokens: int, output_tokens: int,
              f"parameters × {prompt_tokens:,} tokens + the output head at the last position + "
              "causal attention", prefill["flops_total"], "FLOP",
              flops_format(prefill["flops_total"])),
-        Step("Measured matmul rate", "best of 5 fp32 matmuls on this machine", flops_rate,
+        Step("Measured matmul rate",
+             machine.get("matmul_how", "best of 5 fp32 matmuls on this machine"), flops_rate,
              "FLOP/s", flops_rate_format(flops_rate)),
-        Step("Measured copy bandwidth", "best of 5 copies of 64 MiB on this machine", bandwidth,
+        Step("Measured memory bandwidth",
+             machine.get("memory_how", "best of 5 copies of 64 MiB on this machine"), bandwidth,
              "B/s", bandwidth_format(bandwidth)),
         Step("Prefill bytes", "the weights read once (the embedding only gathered) + the "
              "prompt's KV written", prefill["bytes"], "B", bytes_format(prefill["bytes"])),
@@ -160,7 +162,7 @@ def forward_floor_model(*, model, dtype, machine: dict, prefill_tokens: int,
                         prefill_sequences: int, decode_sequences: int,
                         decode_context: float) -> dict:
     """The arithmetic's floor for one engine step's forward pass on the measured machine
-    (seconds): the decode rows by kernel group (each group's max of bytes at the measured copy
+    (seconds): the decode rows by kernel group (each group's max of bytes at the measured memory
     bandwidth and FLOPs at the measured matmul rate, summed), plus any prefill rows (their
     FLOPs, per prompt, against the weights read once and the KV written), whichever of the
     prefill's two sides is slower. `bound` names what limits the step."""

@@ -91,8 +91,10 @@ def run_execute(run_id: str) -> str:
                                      params=run.params, ctx=ctx)
             else:
                 engine = engine_build(settings.ENGINE_MODEL, device=device)
-                machine = {**machine_measure(device=device), **model_facts(engine),
-                           "model_path": settings.ENGINE_MODEL, "device": device}
+                facts = model_facts(engine)
+                machine = {**machine_measure(device=device,
+                                             working_set_bytes=facts["weight_bytes"]),
+                           **facts, "model_path": settings.ENGINE_MODEL, "device": device}
                 ctx.started = time.perf_counter()
                 outcome = runner.run(engine=engine, machine=machine, params=run.params, ctx=ctx)
         except RunCancelled as cancelled:

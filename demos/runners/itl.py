@@ -169,9 +169,9 @@ def _note(plain: list[dict], levered: list[dict], *, lever: str, alpha: float) -
             f"time per token: the same curve, travelled along. The measured TPOT sat "
             f"{first['tpot_ms'] / first['floor_ms']:.3g}× above the floor at batch 1 and "
             f"{last['tpot_ms'] / last['floor_ms']:.3g}× at batch {last['batch']}: the floor "
-            "counts only the forward pass at one large matmul's rate and a plain copy's "
-            "bandwidth, while each step here also pays the host (scheduling, sampling, "
-            "Python) and a small model's many small operators. ")
+            "counts only the forward pass at the best matmul rate and memory bandwidth this "
+            "worker measured, while each step here also pays the host (scheduling, sampling, "
+            "Python) and a fixed cost for each of the model's kernels. ")
     text += (f"With speculation (γ = {GAMMA}) the target kept {alpha:.0%} of guesses; "
              f"it lowered TPOT at {len(moved)} of {len(plain)} batch sizes. ")
     text += ("On a GPU at small batches the verification pass rides on the weight reads and "

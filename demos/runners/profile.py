@@ -276,9 +276,9 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
              "as the peaks it divides by." if ratio < 1 else "")
     text = (f"The decode steps' forward passes took {ratio:.3g}× the floor on average. The "
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
-            "at start-up and every byte moves at its copy bandwidth; this small model's "
-            f"matmuls are far smaller, and each of its {ops:.0f} or so operators per step pays a "
-            "fixed framework cost that no floor counts. "
+            "at start-up and every byte moves at the memory bandwidth it measured; this small "
+            f"model's matmuls are far smaller, and each of its {ops:.0f} or so operators per step "
+            "pays a fixed cost that no floor counts. "
             f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
             "preparing inputs, sampling and detokenizing, host work a GPU would wait for"
             + _host_ranges_said(timeline=timeline, estimate=estimate) + ". The "

@@ -100,7 +100,9 @@ def utilization_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> 
     on_gpu = device.startswith("cuda")
     vocab = int(engine.runner.config.vocab_size)
     rates = {"matmul_flops_per_s": float(machine["matmul_flops_per_s"]),
-             "memory_bytes_per_s": float(machine["memory_bytes_per_s"])}
+             "memory_bytes_per_s": float(machine["memory_bytes_per_s"]),
+             "matmul_how": str(machine.get("matmul_how", "a large matmul")),
+             "memory_how": str(machine.get("memory_how", "a copy"))}
     ctx.publish("started", {"device": device, "model": Path(machine["model_path"]).name,
                             "batches": list(BATCHES), "steps": steps,
                             "prompt_tokens": prompt_len, "lean_host": lean, "machine": rates})
@@ -258,9 +260,9 @@ def _note(rows: list[dict], *, lean: bool) -> str:
             f"step); at batch {last['batch']} the forward took "
             f"{last['forward_over_floor']:.3g}× its floor and the host's share "
             f"{'fell' if share_last < share_first else 'rose'} to {share_last:.0%}. The floor "
-            "assumes the rate of one large matmul and a plain copy's bandwidth; this small "
-            "model's many small operators pay fixed costs that the floor leaves out, which "
-            "matters most at small batches. ")
+            "assumes the best matmul rate and memory bandwidth this worker measured as it "
+            "started; a step's fixed costs (launching each kernel, the host's work) are left "
+            "out, and they matter most at small batches. ")
     if min(first["forward_over_floor"], last["forward_over_floor"]) < 1:
         text += ("Where the forward pass ran faster than its floor, the rates this worker "
                  "measured when it started were low (other work was sharing its cores then): "

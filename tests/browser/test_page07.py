@@ -71,19 +71,23 @@ def test_a_bad_value_shows_beside_its_field(page, asgi_server):  # noqa: F811
 def test_the_utilization_rates_read_in_plain_units(page, asgi_server):  # noqa: F811
     """A GPU worker's peaks and per-step rates, handed to the demo's own handlers: 989 TFLOP/s
     and 4.8 TB/s read as such (toPrecision alone would print "9.89e+5 GFLOP/s"), a CPU's
-    120 GFLOP/s stays in G."""
+    120 GFLOP/s stays in G; each peak says how the worker measured it."""
     page.goto(f"http://127.0.0.1:{asgi_server}/demos/utilization/")
     texts = page.evaluate("""() => {
         const root = document.querySelector('#demo-utilization');
         const h = window.courseDemos.modules.utilization.handlers(root);
         h.started({device: 'cuda:0', machine: {matmul_flops_per_s: 9.894e14,
-                                               memory_bytes_per_s: 4.8e12}});
+                                               memory_bytes_per_s: 4.8e12,
+                                               matmul_how: 'a large matmul',
+                                               memory_how: 'a copy'}});
         h.batch({batch: 32, step_ms: 2, model_ms: 1.5, host_ms: 0.5, device_busy: 0.75,
                  forward_share: 0.75, flops: 2.4e11, bytes: 1.5e9, mfu_wall: 0.1,
                  mbu_wall: 0.2, predicted_floor_ms: 1, predicted_bound: 'memory'});
         const peaks = root.querySelector('.utilization-peaks').textContent;
         h.started({device: 'cpu', machine: {matmul_flops_per_s: 1.2e11,
-                                            memory_bytes_per_s: 9.5e9}});
+                                            memory_bytes_per_s: 9.5e9,
+                                            matmul_how: "the engine's own kernel",
+                                            memory_how: "reads of the model's weights"}});
         return [peaks, root.querySelector('.utilization-table tbody td:nth-of-type(5)')
                 .textContent, root.querySelector('.utilization-peaks').textContent];
     }""")
@@ -91,4 +95,5 @@ def test_the_utilization_rates_read_in_plain_units(page, asgi_server):  # noqa: 
     assert "989 TFLOP/s (a large matmul) and 4.8 TB/s (a copy), on cuda:0" in gpu_peaks
     # 2.4e11 FLOP and 1.5e9 B in 2 ms: 120 TFLOP/s and 750 GB/s.
     assert achieved == "120 TFLOP/s, 750 GB/s"
-    assert "120 GFLOP/s (a large matmul) and 9.5 GB/s (a copy), on cpu" in cpu_peaks
+    assert ("120 GFLOP/s (the engine's own kernel) and 9.5 GB/s (reads of the model's weights), "
+            "on cpu") in cpu_peaks

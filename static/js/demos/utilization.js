@@ -30,7 +30,8 @@
         // The peaks every MFU and MBU below is divided by, measured when this worker started.
         const peaks = root.querySelector(".utilization-peaks");
         peaks.textContent = "This worker's measured peaks: " + rate(d.machine.matmul_flops_per_s / 1e3, "FLOP") +
-          " (a large matmul) and " + rate(d.machine.memory_bytes_per_s / 1e3, "B") + " (a copy), on " + d.device + ".";
+          " (" + d.machine.matmul_how + ") and " + rate(d.machine.memory_bytes_per_s / 1e3, "B") + " (" +
+          d.machine.memory_how + "), on " + d.device + ".";
         peaks.hidden = false;
       },
       batch: function (d) {
