@@ -3,11 +3,12 @@
 On a model as small as the course's, a decode step on the CPU is mostly overhead, not
 arithmetic: each PyTorch op pays for dispatch and reads and writes its whole tensor, and a
 layer's RMSNorm, RoPE, K/V writes, masked attention and SwiGLU are about twenty of them. And the
-matrix multiplies themselves run slowly at a few rows: MKL, which PyTorch calls, takes its AVX2
-code on AMD processors, and reads a weight matrix with strides that the prefetcher does not
-follow. Here a layer is four matrix multiplies on weights packed in panels (read as one stream,
-with AVX-512 where the CPU has it) and four fused calls, and decode attention reads only each
-sequence's real context (no padding, no mask).
+matrix multiplies themselves ran slowly: PyTorch's (MKL) at under 40% of what the course
+machine's AMD cores allow with AVX-512, slower still at a few rows once the weights came from
+L3. Here a layer is four matrix multiplies on weights packed in panels (each read as one
+contiguous stream, with AVX-512 where the CPU has it) and four fused calls, and decode attention
+reads only each sequence's real context (no padding, no mask). worker/engine/README.md has the
+measurements.
 
 The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
 -fopenmp`, about a second) into `var/kernels/`, named by a hash of the source, the flags, the
