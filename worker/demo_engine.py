@@ -43,20 +43,11 @@ def machine_measure(*, device: str = "cpu", matmul_size: int = 512,
     """
     import torch
 
-    def sync() -> None:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+    from worker.hardware import fastest_seconds
 
     def fastest(run) -> float:  # noqa: ANN001
-        run()  # warm-up: first call pays for thread-pool (or kernel) start-up
-        sync()
-        best = float("inf")
-        for _ in range(repeats):
-            t = time.perf_counter()
-            run()
-            sync()
-            best = min(best, time.perf_counter() - t)
-        return best
+        # One warm-up: the first call pays for thread-pool (or kernel) start-up.
+        return fastest_seconds(run, device=device, repeats=repeats, warmups=1)
 
     a = torch.randn(matmul_size, matmul_size, device=device)
     b = torch.randn(matmul_size, matmul_size, device=device)

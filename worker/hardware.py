@@ -28,7 +28,7 @@ def sweep_intensity(*, batch: int, k: int, bytes_per_value: int) -> float:
     return 2 * batch * k * k / (bytes_per_value * (k * k + 2 * batch * k))
 
 
-def _fastest(run, *, device: str, repeats: int, warmups: int = 2) -> float:  # noqa: ANN001
+def fastest_seconds(run, *, device: str, repeats: int, warmups: int = 2) -> float:  # noqa: ANN001
     """The fastest of `repeats` timed calls of `run()` after `warmups` untimed ones (seconds)."""
     def sync() -> None:
         if device.startswith("cuda"):
@@ -64,17 +64,17 @@ def hardware_measure(*, device: str = "cpu", matmul_n: int | None = None,
     with torch.inference_mode():
         a = torch.randn(matmul_n, matmul_n, device=device).to(dtype)
         b = torch.randn(matmul_n, matmul_n, device=device).to(dtype)
-        seconds = _fastest(lambda a=a, b=b: torch.mm(a, b), device=device, repeats=repeats)
+        seconds = fastest_seconds(lambda a=a, b=b: torch.mm(a, b), device=device, repeats=repeats)
         peak = 2 * matmul_n**3 / seconds
         src = torch.ones(copy_bytes // value_bytes, dtype=dtype, device=device)
         dst = torch.empty_like(src)
-        seconds = _fastest(lambda d=dst, s=src: d.copy_(s), device=device, repeats=repeats)
+        seconds = fastest_seconds(lambda d=dst, s=src: d.copy_(s), device=device, repeats=repeats)
         bandwidth = 2 * src.numel() * value_bytes / seconds
         weight = torch.randn(sweep_k, sweep_k, device=device).to(dtype)
         sweep = []
         for batch in batches:
             x = torch.randn(batch, sweep_k, device=device).to(dtype)
-            seconds = _fastest(lambda x=x: x @ weight.T, device=device, repeats=3, warmups=1)
+            seconds = fastest_seconds(lambda x=x: x @ weight.T, device=device, repeats=3, warmups=1)
             intensity = sweep_intensity(batch=batch, k=sweep_k, bytes_per_value=value_bytes)
             achieved = 2 * batch * sweep_k * sweep_k / seconds
             predicted = min(peak, intensity * bandwidth)
