@@ -119,6 +119,42 @@ def test_decode_attention_writes_its_slot_and_attends_over_real_context(
         torch.testing.assert_close(out[t], expected.reshape(-1), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 2, 32), (4, 4, 16), (8, 2, 24)])
+def test_paged_attention_attends_causally_over_each_sequences_blocks(kern, heads, kv_heads,
+                                                                     head_dim) -> None:
+    torch.manual_seed(6)
+    block_size, num_blocks = 4, 80
+    pool_k = torch.randn(num_blocks, block_size, kv_heads, head_dim)
+    pool_v = torch.randn_like(pool_k)
+    # (first position, queries): a whole prompt, a later chunk crossing 32-position tiles, one
+    # query (a decode in a group), a chunk ending on a block edge.
+    seqs = [(0, 9), (30, 40), (5, 1), (8, 8)]
+    tables = torch.randperm(num_blocks)[: 4 * 18].view(4, 18)  # shuffled blocks, padded rows
+    q_lens = torch.tensor([n for _, n in seqs])
+    starts = torch.tensor([p for p, _ in seqs])
+    offsets = torch.cumsum(q_lens, 0) - q_lens
+    qkv = torch.randn(int(q_lens.sum()), (heads + 2 * kv_heads) * head_dim)
+    scale = head_dim**-0.5
+    out = kern.paged_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                               pool_k=pool_k, pool_v=pool_v, block_tables=tables,
+                               offsets=offsets, query_lens=q_lens, starts=starts, scale=scale,
+                               threads=2)
+    per_kv = heads // kv_heads
+    flat_k = pool_k.view(-1, kv_heads, head_dim)
+    flat_v = pool_v.view(-1, kv_heads, head_dim)
+    for s, (first, count) in enumerate(seqs):
+        context = first + count
+        slots = (tables[s, torch.arange(context) // block_size] * block_size
+                 + torch.arange(context) % block_size)
+        k, v = flat_k[slots].transpose(0, 1), flat_v[slots].transpose(0, 1)  # [kv, n, D]
+        for i in range(count):
+            row = int(offsets[s]) + i
+            q = qkv[row, : heads * head_dim].view(kv_heads, per_kv, head_dim)
+            n = first + i + 1  # causal: up to the query's own position
+            expected = F.scaled_dot_product_attention(q, k[:, :n], v[:, :n], scale=scale)
+            torch.testing.assert_close(out[row], expected.reshape(-1), rtol=1e-5, atol=1e-5)
+
+
 def test_silu_mul_is_swiglus_elementwise_half(kern) -> None:
     torch.manual_seed(5)
     gate_up = torch.randn(9, 2 * 37) * 4

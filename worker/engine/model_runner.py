@@ -237,13 +237,13 @@ class ModelRunner:
                   for e in entries]
         block_tables = torch.tensor(tables, dtype=torch.long, device=dev)
         starts_t = torch.tensor([e.start for e in entries], device=dev)
+        q_lens_t = torch.tensor(q_lens, device=dev)
         if max_q == min(q_lens):
             # Equal lengths (all decodes, say): the packed rows already form the grid.
             seq_of_token = torch.arange(num_seqs, device=dev).repeat_interleave(max_q)
             local = torch.arange(max_q, device=dev).repeat(num_seqs)
             query_index = None
         else:
-            q_lens_t = torch.tensor(q_lens, device=dev)
             seq_of_token = torch.repeat_interleave(torch.arange(num_seqs, device=dev), q_lens_t)
             first_token = torch.cumsum(q_lens_t, 0) - q_lens_t
             local = torch.arange(total, device=dev) - first_token[seq_of_token]
@@ -260,5 +260,6 @@ class ModelRunner:
             token_start=token_start, token_end=token_start + total,
             block_ids=block_tables.view(-1),
             query_index=query_index, mask=mask, num_seqs=num_seqs, max_query_len=max_q,
+            starts=starts_t, query_lens=q_lens_t, offsets=torch.cumsum(q_lens_t, 0) - q_lens_t,
         )
         return group, positions, slot_mapping

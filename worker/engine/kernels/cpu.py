@@ -6,8 +6,9 @@ layer's RMSNorm, RoPE, K/V writes, masked attention and SwiGLU are about twenty 
 matrix multiplies themselves ran slowly: PyTorch's (MKL) at under 40% of what the course
 machine's AMD cores allow with AVX-512, slower still at a few rows once the weights came from
 L3. Here a layer is four matrix multiplies on weights packed in panels (each read as one
-contiguous stream, with AVX-512 where the CPU has it) and four fused calls, and decode attention
-reads only each sequence's real context (no padding, no mask). worker/engine/README.md has the
+contiguous stream, with AVX-512 where the CPU has it) and four fused calls, and attention
+reads only each sequence's real context (no padding, no mask): decodes from their slots,
+prefill chunks from the pool's blocks. worker/engine/README.md has the
 measurements.
 
 The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
@@ -156,8 +157,10 @@ class CpuKernels:
         lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _F, _P, _I]
         lib.silu_mul.argtypes = [_P, _I, _I, _P]
         lib.gemm_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _I, _I]
+        lib.paged_attention.argtypes = [_P, _I, _I, _I, _I, _P, _P, _I, _P, _I, _P, _P, _P, _I,
+                                        _F, _P, _I]
         for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.silu_mul,
-                   lib.gemm_packed):
+                   lib.gemm_packed, lib.paged_attention):
             fn.restype = None
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
@@ -216,6 +219,23 @@ class CpuKernels:
                                    num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
                                    values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
                                    out.data_ptr(), threads)
+        return out
+
+    def paged_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
+                        head_dim: int, pool_k: torch.Tensor, pool_v: torch.Tensor,
+                        block_tables: torch.Tensor, offsets: torch.Tensor,
+                        query_lens: torch.Tensor, starts: torch.Tensor, scale: float,
+                        threads: int) -> torch.Tensor:
+        """Causal attention for sequences with several queries each, over the paged pool:
+        sequence s's queries are qkv rows offsets[s] .. + query_lens[s], at positions
+        starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim]."""
+        out = torch.empty(qkv.shape[0], num_heads * head_dim)
+        self._lib.paged_attention(qkv.data_ptr(), qkv.stride(0), num_heads, num_kv_heads,
+                                  head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
+                                  pool_k.shape[1], block_tables.data_ptr(),
+                                  block_tables.shape[1], offsets.data_ptr(),
+                                  query_lens.data_ptr(), starts.data_ptr(), len(starts), scale,
+                                  out.data_ptr(), threads)
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:

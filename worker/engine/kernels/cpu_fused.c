@@ -247,6 +247,57 @@ void decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64_t 
     }
 }
 
+/* Attention for a group of sequences that each bring several queries (prefill chunks,
+ * speculative checks), reading K and V from the paged pool [slots, nkv, dim] through each
+ * sequence's block table: sequence s has query_lens[s] queries at positions starts[s] ..,
+ * packed from row offsets[s] of qkv (q heads first, already rotated; its K/V already in the
+ * pool) and of out [rows, nh * dim]. Each (sequence, KV head) pair copies its context out of
+ * the pool once, keys transposed, then every query of the pair's heads attends causally over
+ * positions 0 .. its own. Pairs are split across threads. */
+void paged_attention(const float *qkv, int64_t stride, int64_t nh, int64_t nkv, int64_t dim,
+                     const float *pool_k, const float *pool_v, int64_t block_size,
+                     const int64_t *block_tables, int64_t max_blocks, const int64_t *offsets,
+                     const int64_t *query_lens, const int64_t *starts, int64_t num_seqs,
+                     float scale, float *out, int64_t threads) {
+    const int64_t per_kv = nh / nkv, kv_width = nkv * dim;
+    int64_t longest = 0;
+    for (int64_t s = 0; s < num_seqs; s++)
+        if (starts[s] + query_lens[s] > longest) longest = starts[s] + query_lens[s];
+    /* A tile-aligned capacity, so scores_row reads whole tiles of zeroed keys past the end. */
+    const int64_t capacity = (longest + 2 * VW - 1) / (2 * VW) * (2 * VW);
+#pragma omp parallel num_threads(threads)
+    {
+        float *kt = calloc((size_t)(dim * capacity), sizeof(float));
+        float *vs = malloc(sizeof(float) * (size_t)(capacity * dim));
+        float *scores = malloc(sizeof(float) * (size_t)capacity);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < num_seqs * nkv; i++) {
+            const int64_t s = i / nkv, g = i % nkv, n_ctx = starts[s] + query_lens[s];
+            const int64_t *table = block_tables + s * max_blocks;
+            for (int64_t p = 0; p < n_ctx; p++) {
+                const int64_t slot = table[p / block_size] * block_size + p % block_size;
+                const float *k = pool_k + slot * kv_width + g * dim;
+                for (int64_t j = 0; j < dim; j++) kt[j * capacity + p] = k[j];
+                memcpy(vs + p * dim, pool_v + slot * kv_width + g * dim, dim * sizeof(float));
+            }
+            /* Past the context: zeros, not an earlier pair's keys (read, never used). */
+            for (int64_t j = 0; j < dim; j++)
+                memset(kt + j * capacity + n_ctx, 0, (size_t)(capacity - n_ctx) * sizeof(float));
+            for (int64_t q = 0; q < query_lens[s]; q++) {
+                const int64_t row = offsets[s] + q, n = starts[s] + q + 1;
+                for (int64_t h = g * per_kv; h < (g + 1) * per_kv; h++) {
+                    scores_row(qkv + row * stride + h * dim, kt, dim, capacity, n, scale, scores);
+                    softmax(scores, n);
+                    weighted_sum(scores, vs, dim, n, out + row * nh * dim + h * dim);
+                }
+            }
+        }
+        free(scores);
+        free(vs);
+        free(kt);
+    }
+}
+
 /* SwiGLU's elementwise half: out[r, i] = silu(gate) * up, with gate_up [rows, 2 * inter]
  * holding gate then up (the packed gate/up projection); silu(x) = x / (1 + exp(-x)). */
 void silu_mul(const float *gate_up, int64_t rows, int64_t inter, float *out) {

@@ -37,6 +37,11 @@ class AttentionGroup:
     mask: torch.Tensor
     num_seqs: int
     max_query_len: int
+    # Per sequence (what the fused CPU kernel reads instead of the grid and the mask): the
+    # position of its first query, its number of queries, its first row within the group.
+    starts: torch.Tensor
+    query_lens: torch.Tensor
+    offsets: torch.Tensor
 
 
 @dataclass
@@ -92,7 +97,7 @@ class PagedAttention(nn.Module):
                       ) -> torch.Tensor:
         """`forward` for the fused CPU path (kernels/cpu.py), which has already rotated q and k
         in `qkv` [T, (heads + 2 kv_heads) * D] and written K/V into the pool: decodes attend
-        in one kernel call over their slots, other groups as in `forward`."""
+        in one kernel call over their slots, each other group in one call over the pool."""
         heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
         outs = []
         if meta.decode is not None:
@@ -104,10 +109,12 @@ class PagedAttention(nn.Module):
                 qkv[d.token_start : d.token_end], num_heads=heads, num_kv_heads=kv_heads,
                 head_dim=dim, keys=keys, values=values, rows=d.slots, positions=d.positions,
                 scale=self.scale, threads=threads))
-        if meta.groups:
-            q = qkv[:, : heads * dim].view(-1, heads, dim)
-            outs += [self._group(q[g.token_start : g.token_end], k_cache, v_cache, g)
-                     for g in meta.groups]
+        outs += [kern.paged_attention(
+            qkv[g.token_start : g.token_end], num_heads=heads, num_kv_heads=kv_heads,
+            head_dim=dim, pool_k=k_cache, pool_v=v_cache,
+            block_tables=g.block_ids.view(g.num_seqs, -1), offsets=g.offsets,
+            query_lens=g.query_lens, starts=g.starts, scale=self.scale, threads=threads)
+            for g in meta.groups]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     def _join(self, keys: torch.Tensor, values: torch.Tensor, k_cache: torch.Tensor,
