@@ -13,6 +13,9 @@ decode is never padded to a prefill chunk's length.
 One-token decodes of sequences the runner can identify skip the gather: they read their
 context from slots, contiguous copies kept across steps (`decode_slots.py`), and only the new
 token's K/V is written there.
+
+On a CPU in fp32 the model calls `forward_fused` instead: the same reads in C
+(kernels/cpu_fused.c), over each sequence's real context only, with no padded grid and no mask.
 """
 
 from dataclasses import dataclass
