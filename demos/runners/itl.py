@@ -204,7 +204,8 @@ def _note(plain: list[dict], levered: list[dict], *, lever: str, alpha: float) -
              f"{first['verify_floor_ratio']:.3g}× a plain step's floor at batch 1 and "
              f"{last['verify_floor_ratio']:.3g}× at batch {last['batch']}")
     if cheap and len(cheap) < len(plain):
-        text += (f": nearly free up to batch {cheap[-1]}, where the weights' reads set the "
+        upto = "at batch 1" if cheap[-1] == 1 else f"up to batch {cheap[-1]}"
+        text += (f": nearly free {upto}, where the weights' reads set the "
                  "floor, and close to the extra positions' full compute beyond, where the "
                  "matmuls do. ")
     elif cheap:

@@ -29,7 +29,7 @@ def test_the_itl_note_says_where_verification_is_nearly_free_from_the_ratios() -
     text = itl._note(plain, levered, lever="speculation", alpha=0.6)
     assert "lowered TPOT at 1 of 3 batch sizes" in text
     assert "1.02× a plain step's floor at batch 1 and 3× at batch 32" in text
-    assert "nearly free up to batch 1" in text and "the draft model's own steps" in text
+    assert "nearly free at batch 1," in text and "the draft model's own steps" in text
     assert "mostly arithmetic" not in text
     every = itl._note([row(1, 0.9, 0.25, 1.1), row(32, 3.0, 1.5, 1.2)], levered[:2],
                       lever="ngram", alpha=0.5)
