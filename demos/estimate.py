@@ -1,7 +1,7 @@
 """The arithmetic's estimate for the lifecycle demo's own run, on the machine that ran it.
 
 No Django. The formulas are problems/arithmetic's (prefill FLOPs; a decode step's bytes and
-FLOPs); the rates are what the worker measured on this machine at load (matmul FLOP/s and copy
+FLOPs); the rates are what the worker measured on this machine at load (matmul FLOP/s and memory
 bandwidth), standing in for a datasheet's peaks. Called by the worker when a run finishes.
 """
 
@@ -133,7 +133,7 @@ def rmsnorm_estimate(*, tokens: int, hidden: int, dtype: str, residual: bool, ti
                      machine: dict) -> dict:
     """The byte arithmetic's floors for the triton-rmsnorm demo's shape on the measured machine
     (µs): Hugging Face's eager code (with the eager add when `residual`) and the fused kernel,
-    each its DRAM bytes ÷ the copy bandwidth the worker measured; the fused kernel's achieved
+    each its DRAM bytes ÷ the memory bandwidth the worker measured; the fused kernel's achieved
     GB/s from `timing` (µs per call, measured)."""
     from problems.arithmetic.fusion import rmsnorm_traffic_model
 

@@ -231,7 +231,7 @@ def _note(runs: dict, *, predicted: dict) -> str:
                     "shared machine, and the prompt's larger matmuls run faster than that, so "
                     "this floor is only as good as the rates it divides by)" if big < 1 else "")
                  + f", while a decode-only step took {small:.2g}× its floor: a small step is "
-                 "mostly fixed costs the floor leaves out (many small operators, scheduling, "
+                 "mostly fixed costs the floor leaves out (a call for each kernel, scheduling, "
                  "sampling, detokenizing), and every chunk pays them again, which is why "
                  "chunking costs the newcomer more here than on a GPU, where a step's fixed "
                  "costs are a smaller share.")

@@ -204,8 +204,9 @@ def kv_bytes_note(rows: list[dict], *, decode_slots_max_bytes: int, layers: int)
              "precision, and each halving of the element size halves it. " if exact else
              "Counted in whole blocks the formula should match the pool exactly; here it does "
              "not, which points at a block accounting error. ")
-    text += ("The pool is what shrinks: this engine's pure-PyTorch decode path also keeps each "
-             "decoding sequence's context in the model's own precision beside the pool (its "
+    text += ("The pool is what shrinks: this engine's decode path (its own CPU kernels or "
+             "PyTorch's ops) also keeps each decoding sequence's context in the model's own "
+             "precision beside the pool (its "
              f"decode slots, at most {bytes_short(decode_slots_max_bytes)}), which a GPU "
              "engine's attention kernel, reading the narrow blocks directly, does without. ")
     worst = min(rows, key=lambda r: r["agreement"])

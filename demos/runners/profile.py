@@ -180,7 +180,8 @@ def profile_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunO
         "profile_steps": steps, "step_events": step_events, "profile": profile_data,
         "estimate": estimate,
         "plots": _plots(timeline=timeline, estimate=estimate),
-        "note": _note(timeline=timeline, estimate=estimate, on_gpu=on_gpu),
+        "note": _note(timeline=timeline, estimate=estimate, on_gpu=on_gpu,
+                      own_kernels=own_cpu_kernels(engine)),
         "stats": {k: engine.stats()[k] for k in ("kv_blocks_free", "kv_blocks_total")},
     })
 
@@ -265,7 +266,15 @@ def _host_ranges_said(*, timeline: list[dict], estimate: dict) -> str:
         f"{name.replace('_', ' ')} {ms:.3g} ms" for name, ms in parts) + ")"
 
 
-def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
+def own_cpu_kernels(engine) -> bool:  # noqa: ANN001
+    """Whether the engine's forward pass ran its own compiled CPU kernels (kernels/cpu.py),
+    which the profiler does not see, rather than PyTorch's operators."""
+    kernels = getattr(getattr(engine.runner, "model", None), "cpu_kernels", None)
+    return kernels is not None and kernels is not False
+
+
+def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool,
+          own_kernels: bool = False) -> str:
     """Why the measured forward pass sits where it does against the floor, from this run."""
     decodes = [r for r in estimate["steps"] if r["kind"] == "decode"] or estimate["steps"]
     ratio = sum(r["ratio"] for r in decodes) / len(decodes)
@@ -277,9 +286,15 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool) -> str:
     text = (f"The decode steps' forward passes took {ratio:.3g}× the floor on average. The "
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
             "at start-up and every byte moves at the memory bandwidth it measured; this small "
-            f"model's matmuls are far smaller, and each of its {ops:.0f} or so operators per step "
-            "pays a fixed cost that no floor counts. "
-            f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
+            "model's matmuls are far smaller, and "
+            + ("every call a step makes pays a fixed cost that no floor counts: the engine's "
+               "own CPU kernels (four matrix multiplies and four or five fused calls a layer, "
+               "which the profiler does not list: their time shows only inside the forward "
+               f"and attention ranges) and the {ops:.0f} or so PyTorch operators it counted "
+               "per step (allocations, sampling and the rest). " if own_kernels else
+               f"each of its {ops:.0f} or so operators per step pays a fixed cost that no "
+               "floor counts. ")
+            + f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
             "preparing inputs, sampling and detokenizing, host work a GPU would wait for"
             + _host_ranges_said(timeline=timeline, estimate=estimate) + ". The "
             "profiler itself adds a cost to every operator it records, so these steps are "

@@ -34,6 +34,8 @@ REPEATING = ("The block table maps logical blocks to physical blocks. "
              "The block table maps logical blocks to physical blocks, and the block table "
              "maps logical blocks to")
 TRACE_STEPS_MAX = 16
+# A verification pass whose floor is under 1.5× a plain step's rides on the weight reads.
+VERIFY_NEARLY_FREE = 1.5
 ROUNDS = 3
 
 PARAMS = ParamSchema(
@@ -193,6 +195,19 @@ def _speculative_run(*, engine, machine: dict, params: dict, ctx: RunContext) ->
         speeds.append(row)
         ctx.publish("speed", row)
 
+    # What the arithmetic says checking γ + 1 positions costs against a plain step here.
+    verify_floor = {}
+    try:
+        from demos.runners.itl import verify_floor_ratio
+
+        context = n_out / 2 + (statistics.mean(len(tokenizer.encode(p)) for p in PROMPTS)
+                               if tokenizer is not None else 0)
+        for label, batch in (("one", 1), ("large", large)):
+            verify_floor[label] = verify_floor_ratio(machine=machine, batch=batch,
+                                                     context_tokens=context, gamma=k_max)
+    except (KeyError, ValueError):  # no measured rates, or no config.json to count from
+        verify_floor = {}
+
     # 4. Both drafters on a prompt that repeats itself.
     compare = []
     plain_rep = _generate(engine, [REPEATING], greedy, ctx)
@@ -216,8 +231,9 @@ def _speculative_run(*, engine, machine: dict, params: dict, ctx: RunContext) ->
         "acceptance": rates, "predicted_acceptance": predicted, "speeds": speeds,
         "compare": compare, "identical": identical,
         "plots": _plots(rates, predicted, speeds, large=large),
+        "verify_floor_ratio": verify_floor,
         "note": _note(alpha=alpha, c=c, speeds=speeds, large=large, drafter=drafter,
-                      compare=compare, identical=identical),
+                      compare=compare, identical=identical, verify_floor=verify_floor),
         "stats": {k: engine.stats()[k] for k in ("kv_blocks_free", "kv_blocks_total")},
     })
 
@@ -253,8 +269,10 @@ def _plots(rates: list[float], predicted: list[float], speeds: list[dict], *,
 
 
 def _note(*, alpha: float, c: float, speeds: list[dict], large: int, drafter: str,
-          compare: list[dict], identical: bool) -> str:
-    """Why the measured speedups sit where they do against the formula, in this run's numbers."""
+          compare: list[dict], identical: bool, verify_floor: dict | None = None) -> str:
+    """Why the measured speedups sit where they do against the formula, in this run's numbers.
+    `verify_floor`: the arithmetic's floor for verifying γ + 1 positions over a plain step's,
+    at batch 1 ("one") and at the large batch ("large"), on this machine's measured rates."""
     top = speeds[-1]
     verify = top["spec_step_ms_one"] / top["plain_step_ms_one"] if top["plain_step_ms_one"] else 0
     text = (f"Over the four prompts the target kept {alpha:.0%} of first guesses. At "
@@ -263,11 +281,23 @@ def _note(*, alpha: float, c: float, speeds: list[dict], large: int, drafter: st
             f"{top['alpha_one']:.0%} on that prompt) and {top['predicted_large']:.3g}× at batch "
             f"{large}; measured: {top['speedup_one']:.3g}× and {top['speedup_large']:.3g}×. ")
     text += (f"Here a speculative step (drafting included) took {verify:.3g}× a plain one at "
-             f"batch 1{f', the draft model alone {c:.2g} of a target step' if c else ''}: "
-             "on a CPU even a small batch's decode step is largely arithmetic, not waiting on "
-             "memory, so checking γ + 1 positions costs close to γ + 1 steps' compute instead of "
-             "riding free on the weight reads, and at the larger batch more so. On a GPU at "
-             "batch 1 the step is memory-bound and the formula's assumption holds far better. ")
+             f"batch 1{f', the draft model alone {c:.2g} of a target step' if c else ''}. ")
+    if verify_floor:
+        one, big = verify_floor["one"], verify_floor["large"]
+        text += (f"On this machine's measured rates the arithmetic puts verifying "
+                 f"{top['k'] + 1} positions at {one:.3g}× a plain step's floor at batch 1 "
+                 + ("(the weights' reads set it, and the extra positions ride on them)"
+                    if one < VERIFY_NEARLY_FREE else "(the matmuls' compute sets it)")
+                 + f" and {big:.3g}× at batch {large}"
+                 + (", where the matmuls' compute grows with every position. "
+                    if big >= VERIFY_NEARLY_FREE else ". "))
+    text += ("What the measured step adds beyond that is what neither floor nor formula "
+             "counts: every step's fixed costs (the host's work, a call for each kernel), paid "
+             + ("again for each of the draft model's steps however small that model is"
+                if drafter == "model" else "and the lookup's own host work")
+             + ". On a GPU at batch 1 the "
+             "step is memory-bound with fixed costs a small share, and the formula's "
+             "assumption holds far better. ")
     ngram = next((r for r in compare if r["drafter"] == "ngram"), None)
     if ngram:
         text += (f"On the prompt that repeats itself, prompt lookup had its guesses kept "
