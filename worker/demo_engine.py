@@ -36,9 +36,10 @@ def machine_measure(*, device: str = "cpu", matmul_size: int = 512,
     Best of `repeats` timings. Matmul: a square matmul of `matmul_size` (2·n³ FLOPs) with
     torch.mm and, on a CPU, with the engine's own packed C kernel (kernels/cpu.py), which is
     what the engine runs there. Memory: a copy of `copy_bytes` (read and write, so 2× the bytes
-    move) and, given `working_set_bytes` (the model's weights), a read of a buffer that size
-    over and over, as decode steps read the same weights: a model small enough for the CPU's
-    caches is read from them, faster than any copy through DRAM. `matmul_how` and
+    move) and, on a CPU given `working_set_bytes` (the model's weights), a read of a buffer
+    that size over and over, as decode steps read the same weights: a model small enough for
+    the CPU's caches is read from them, faster than any copy through DRAM. (A GPU keeps the copy
+    alone, the DRAM figure its demos' floors are written for.) `matmul_how` and
     `memory_how` say which measurement set each rate.
     """
     import torch
@@ -75,7 +76,7 @@ def machine_measure(*, device: str = "cpu", matmul_size: int = 512,
     copy_rate = 2 * copy_bytes / fastest(lambda: dst.copy_(src))
     bytes_per_s = copy_rate
     memory_how = f"best of {repeats} copies of {copy_bytes / 2**20:,.0f} MiB on this machine"
-    if working_set_bytes:
+    if working_set_bytes and device == "cpu":
         weights = torch.ones(max(working_set_bytes // 4, 1), dtype=torch.float32, device=device)
         read_rate = weights.numel() * 4 / fastest(lambda: weights.sum())
         if read_rate > copy_rate:

@@ -41,6 +41,11 @@ PARAMS = ParamSchema(
 )
 
 
+# What counts as an operator: PyTorch's, and the engine's own CPU kernels, which record a
+# `cpu_fused::<name>` range each while a profiler records (worker/engine/kernels/cpu.py).
+OPERATOR_PREFIXES = ("aten::", "cpu_fused::")
+
+
 def _phase(name: str) -> str | None:
     """"forward" for the engine's range `engine.forward` (None for any other event)."""
     if not name.startswith("engine."):
@@ -74,9 +79,10 @@ def profile_timeline(events) -> list[dict]:  # noqa: ANN001 (profiler FunctionEv
                 ranges[phase] = {"name": phase,
                                  "start_ms": (e.time_range.start - start) / 1e3,
                                  "dur_ms": duration, "count": 1}
-        operators = sum(1 for e in inside if e.name.startswith("aten::") and not _device(e)
+        operators = sum(1 for e in inside if e.name.startswith(OPERATOR_PREFIXES)
+                        and not _device(e)
                         and not (e.cpu_parent is not None
-                                 and e.cpu_parent.name.startswith("aten::")))
+                                 and e.cpu_parent.name.startswith(OPERATOR_PREFIXES)))
         kernels = sum(1 for e in inside if _device(e))
         timeline.append({
             "index": index,
@@ -268,7 +274,7 @@ def _host_ranges_said(*, timeline: list[dict], estimate: dict) -> str:
 
 def own_cpu_kernels(engine) -> bool:  # noqa: ANN001
     """Whether the engine's forward pass ran its own compiled CPU kernels (kernels/cpu.py),
-    which the profiler does not see, rather than PyTorch's operators."""
+    listed in the profile as `cpu_fused::` operators, rather than PyTorch's."""
     kernels = getattr(getattr(engine.runner, "model", None), "cpu_kernels", None)
     return kernels is not None and kernels is not False
 
@@ -287,11 +293,10 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool,
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
             "at start-up and every byte moves at the memory bandwidth it measured; this small "
             "model's matmuls are far smaller, and "
-            + ("every call a step makes pays a fixed cost that no floor counts: the engine's "
-               "own CPU kernels (four matrix multiplies and four or five fused calls a layer, "
-               "which the profiler does not list: their time shows only inside the forward "
-               f"and attention ranges) and the {ops:.0f} or so PyTorch operators it counted "
-               "per step (allocations, sampling and the rest). " if own_kernels else
+            + (f"each of the {ops:.0f} or so operators a step ran pays a fixed cost that no "
+               "floor counts: the engine's own CPU kernels (`cpu_fused::`, four matrix "
+               "multiplies and four or five fused calls a layer) and PyTorch's operators "
+               "around them (allocations, sampling and the rest). " if own_kernels else
                f"each of its {ops:.0f} or so operators per step pays a fixed cost that no "
                "floor counts. ")
             + f"{host:.0%} of each decode step was outside the forward pass: scheduling, "

@@ -54,3 +54,11 @@ def test_the_engines_kernel_is_timed_for_real_when_it_builds(monkeypatch) -> Non
         pytest.skip("no C compiler here")
     machine = machine_measure(matmul_size=256, copy_bytes=2**20, repeats=3)
     assert machine["matmul_flops_per_s"] > 0 and "matmul" in machine["matmul_how"]
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_a_gpu_keeps_the_copy_alone() -> None:
+    """On a GPU the copy alone sets the bandwidth (the triton-rmsnorm floors are DRAM's)."""
+    gpu = machine_measure(device="cuda", matmul_size=64, copy_bytes=2**20,
+                          working_set_bytes=2**20, repeats=2)
+    assert gpu["memory_how"] == "best of 2 copies of 1 MiB on this machine"

@@ -115,27 +115,31 @@ def test_profile_reports_steps_operators_and_the_estimate(own, recorder) -> None
     summary = outcome.summary
     steps = summary["profile"]["steps"]
     assert len(steps) == 2 and all(s["operators"] > 10 for s in steps)
-    assert summary["profile"]["top_ops"][0]["name"].startswith("aten::")
+    assert summary["profile"]["top_ops"][0]["name"].startswith(("aten::", "cpu_fused::"))
     assert summary["profile"]["trace"]["url"] == "/kept/trace.json.gz"
     estimate = summary["estimate"]["steps"]
     assert [r["kind"] for r in estimate] == ["prefill", "decode"]
     assert all(r["predicted_forward_ms"] > 0 and r["ratio"] > 0 for r in estimate)
     assert len(summary["plots"]) == 2 and "floor" in summary["note"]
-    # The engine's own CPU kernels are invisible to the profiler, and the note says so.
+    # The engine's own CPU kernels are in the profile, as cpu_fused:: operators, and the note
+    # names them.
     from worker.engine.kernels.cpu import cpu_kernels
 
-    assert ("PyTorch operators it counted" in summary["note"]) == (cpu_kernels() is not None)
+    fused = cpu_kernels() is not None
+    assert ("cpu_fused::" in summary["note"]) == fused
+    top = summary["profile"]["top_ops"]
+    assert any(op["name"] == "cpu_fused::gemm_packed" for op in top) == fused
 
 
-def test_the_profile_note_names_the_kernels_the_profiler_cannot_see() -> None:
+def test_the_profile_note_names_the_engines_own_kernels() -> None:
     from demos.runners.profile import _note
 
     timeline = [{"index": 0, "operators": 150, "ranges": []}]
     estimate = {"steps": [{"index": 0, "kind": "decode", "ratio": 2.0, "host_ms": 0.2,
                            "step_ms": 0.8}]}
     fused = _note(timeline=timeline, estimate=estimate, on_gpu=False, own_kernels=True)
-    assert "the engine's own CPU kernels" in fused and "does not list" in fused
-    assert "150 or so PyTorch operators it counted per step" in fused
+    assert "the engine's own CPU kernels (`cpu_fused::`" in fused
+    assert "each of the 150 or so operators a step ran pays a fixed cost" in fused
     plain = _note(timeline=timeline, estimate=estimate, on_gpu=False)
     assert "each of its 150 or so operators per step pays a fixed cost" in plain
     assert "CPU kernels" not in plain

@@ -166,6 +166,15 @@ class CpuKernels:
         self.panel = lib.gemm_panel_width()
         self._lib = lib
 
+    def _run(self, name: str, *args: object) -> None:
+        """Call a compiled function; while a PyTorch profiler records, inside a range named
+        `cpu_fused::<name>`, so a profile lists the kernels beside PyTorch's `aten::` ops."""
+        if torch.autograd._profiler_enabled():
+            with torch.profiler.record_function(f"cpu_fused::{name}"):
+                getattr(self._lib, name)(*args)
+        else:
+            getattr(self._lib, name)(*args)
+
     def pack(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> PackedLinear:
         """`weight` [N, K] (and `bias` [N]) laid out for `linear`: a copy, the original is
         left as it is."""
@@ -183,9 +192,9 @@ class CpuKernels:
         if x.stride(-1) != 1:
             x = x.contiguous()
         out = torch.empty(x.shape[0], w.out_features)
-        self._lib.gemm_packed(x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
-                              w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
-                              w.out_features, threads)
+        self._run("gemm_packed", x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
+                  w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
+                  w.out_features, threads)
         return out
 
     def add_rmsnorm(self, x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor,
@@ -194,18 +203,18 @@ class CpuKernels:
         rows, dim = x.shape
         n = rows if select is None else len(select)
         out = torch.empty(n, dim)
-        self._lib.add_rmsnorm(x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(), rows,
-                              dim, eps, _ptr(select), n)
+        self._run("add_rmsnorm", x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(), rows,
+                  dim, eps, _ptr(select), n)
         return out
 
     def rope_store(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int, head_dim: int,
                    cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
                    pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
         """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
-        self._lib.rope_store(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                             num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(),
-                             positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
-                             slots.data_ptr())
+        self._run("rope_store", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
+                  num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(),
+                  positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
+                  slots.data_ptr())
 
     def decode_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
                          head_dim: int, keys: torch.Tensor, values: torch.Tensor,
@@ -215,10 +224,10 @@ class CpuKernels:
         positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
         (values.shape[2]) must be a multiple of 32."""
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
-        self._lib.decode_attention(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                                   num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
-                                   values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
-                                   out.data_ptr(), threads)
+        self._run("decode_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
+                  num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
+                  values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
+                  out.data_ptr(), threads)
         return out
 
     def paged_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
@@ -230,17 +239,17 @@ class CpuKernels:
         sequence s's queries are qkv rows offsets[s] .. + query_lens[s], at positions
         starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim]."""
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
-        self._lib.paged_attention(qkv.data_ptr(), qkv.stride(0), num_heads, num_kv_heads,
-                                  head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
-                                  pool_k.shape[1], block_tables.data_ptr(),
-                                  block_tables.shape[1], offsets.data_ptr(),
-                                  query_lens.data_ptr(), starts.data_ptr(), len(starts), scale,
-                                  out.data_ptr(), threads)
+        self._run("paged_attention", qkv.data_ptr(), qkv.stride(0), num_heads, num_kv_heads,
+                  head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
+                  pool_k.shape[1], block_tables.data_ptr(),
+                  block_tables.shape[1], offsets.data_ptr(),
+                  query_lens.data_ptr(), starts.data_ptr(), len(starts), scale,
+                  out.data_ptr(), threads)
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         """silu(gate) * up for gate_up [rows, 2 * inter] (gate, then up): [rows, inter]."""
         rows, width = gate_up.shape
         out = torch.empty(rows, width // 2)
-        self._lib.silu_mul(gate_up.data_ptr(), rows, width // 2, out.data_ptr())
+        self._run("silu_mul", gate_up.data_ptr(), rows, width // 2, out.data_ptr())
         return out
