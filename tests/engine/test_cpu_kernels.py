@@ -7,7 +7,9 @@ off must give the same greedy tokens and close prompt logits.
 """
 
 import copy
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -216,3 +218,67 @@ def test_env_setting_turns_the_kernels_off(monkeypatch) -> None:
     assert cpu_mod.cpu_kernels() is None
     monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
     assert cpu_mod.cpu_kernels_wanted()
+
+
+def test_loading_the_kernels_keeps_subnormal_floats() -> None:
+    """Linked with -ffast-math, GCC before 13 adds a constructor that turns on flush-to-zero
+    for the whole process when the library loads: PyTorch's ops would then round subnormal
+    floats to zero. A fresh process, so the check sees the library's first load."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from worker.engine.kernels import cpu\n"
+        "tiny = lambda: (torch.tensor([1e-38]) / 1000.0).item()\n"
+        "before = tiny()\n"
+        "assert cpu.cpu_kernels() is not None\n"
+        "print(before > 0, tiny() == before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "ENGINE_CPU_KERNELS": "1"},
+                          cwd=str(cpu_mod._CACHE_DIR.parents[1]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_an_unwritable_build_directory_falls_back_to_a_temporary_one(kern, tmp_path,
+                                                                     monkeypatch) -> None:
+    """var/kernels/ exists but cannot be written (a read-only checkout): the build goes to the
+    temporary directory instead of leaving the engine on PyTorch's ops."""
+    locked, scratch = tmp_path / "kernels", tmp_path / "tmp"
+    locked.mkdir()
+    scratch.mkdir()
+    real_mkstemp = cpu_mod.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, A002
+        if dir is not None and Path(dir) == locked:
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", locked)
+    monkeypatch.setattr(cpu_mod.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(cpu_mod.tempfile, "tempdir", str(scratch))
+    built = cpu_mod._build()
+    assert built.parent == scratch / "course-engine-kernels" and built.exists()
+    assert not any(locked.iterdir())
+
+
+def test_a_build_deleted_before_it_loads_is_built_again(kern, tmp_path, monkeypatch) -> None:
+    """Another process (another source) may delete a build as stale between this process
+    finding it and loading it."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    built = cpu_mod._build()
+    real_build = cpu_mod._build
+    calls = []
+
+    def build_then_lose_it() -> object:
+        path = real_build()
+        if not calls:
+            path.unlink()  # the other process's cleanup, just before dlopen
+        calls.append(path)
+        return path
+
+    monkeypatch.setattr(cpu_mod, "_build", build_then_lose_it)
+    loaded = cpu_mod._load()
+    assert loaded.path == built and len(calls) == 2 and built.exists()

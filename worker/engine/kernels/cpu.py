@@ -37,10 +37,15 @@ SOURCE = Path(__file__).with_name("cpu_fused.c")
 # the kernels never see inf or NaN on purpose (softmax subtracts the row's maximum). Tried in
 # order: a compiler without OpenMP (Apple's clang) or without -march=native still builds.
 FLAG_SETS = [
-    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-shared"],
-    ["-O3", "-march=native", "-ffast-math", "-fPIC", "-shared"],
-    ["-O3", "-ffast-math", "-fPIC", "-shared"],
+    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC"],
+    ["-O3", "-march=native", "-ffast-math", "-fPIC"],
+    ["-O3", "-ffast-math", "-fPIC"],
 ]
+# The flags are for compiling only: the library is linked in a second command without them.
+# Linked with -ffast-math, GCC before 13 adds crtfastmath.o, whose constructor turns on
+# flush-to-zero for the whole process the moment the library loads, so PyTorch's own ops (the
+# reference these kernels are held to) would start rounding subnormal floats to zero.
+_LINK_ONLY = ["-fopenmp"]  # the runtime library, kept when compiling asked for it
 _CACHE_DIR = Path(__file__).resolve().parents[3] / "var" / "kernels"
 
 _lock = threading.Lock()
@@ -61,7 +66,7 @@ def cpu_kernels() -> "CpuKernels | None":
     with _lock:
         if _loaded is False:
             try:
-                _loaded = CpuKernels(_build())
+                _loaded = _load()
             except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
                 log.warning("CPU kernels unavailable, using PyTorch ops: %s", exc)
                 _loaded = None
@@ -85,18 +90,28 @@ def _cpu_signature() -> str:
     return "\n".join(sorted(set(lines)))
 
 
+def _cache_dir() -> Path:
+    """Where builds go: var/kernels/ in the checkout, or a temporary directory when that
+    cannot be written (a read-only checkout)."""
+    for cache in (_CACHE_DIR, Path(tempfile.gettempdir()) / "course-engine-kernels"):
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=cache)
+        except OSError:
+            continue
+        os.close(fd)
+        os.unlink(probe)
+        return cache
+    raise RuntimeError(f"cannot write a kernel build to {_CACHE_DIR} or the temporary directory")
+
+
 def _build() -> Path:
     """The compiled library's path, built now unless this machine already has it."""
     cc = _compiler()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
                              check=True).stdout.splitlines()[0]
     source = SOURCE.read_bytes()
-    cache = _CACHE_DIR
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        cache = Path(tempfile.gettempdir()) / "course-engine-kernels"
-        cache.mkdir(parents=True, exist_ok=True)
+    cache = _cache_dir()
     errors = []
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
@@ -108,9 +123,14 @@ def _build() -> Path:
         # never load a half-written file.
         fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
         os.close(fd)
+        obj = partial[: -len(".so")] + ".o"
         try:
-            done = subprocess.run([cc, *flags, "-o", partial, str(SOURCE), "-lm"],
+            done = subprocess.run([cc, *flags, "-c", "-o", obj, str(SOURCE)],
                                   capture_output=True, text=True, timeout=120)
+            if done.returncode == 0:
+                link = [f for f in flags if f in _LINK_ONLY]
+                done = subprocess.run([cc, "-shared", *link, "-o", partial, obj, "-lm"],
+                                      capture_output=True, text=True, timeout=120)
             if done.returncode == 0:
                 os.replace(partial, target)
                 for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
@@ -119,9 +139,22 @@ def _build() -> Path:
                 return target
             errors.append(f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}")
         finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
+            for leftover in (partial, obj):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
     raise RuntimeError("; ".join(errors))
+
+
+def _load() -> "CpuKernels":
+    """Build (or find) the library and load it. Another process with another source may
+    delete a build as stale between this one finding it and loading it: then build again."""
+    path = _build()
+    try:
+        return CpuKernels(path)
+    except OSError:
+        if path.exists():
+            raise
+        return CpuKernels(_build())
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
