@@ -282,3 +282,36 @@ def test_a_build_deleted_before_it_loads_is_built_again(kern, tmp_path, monkeypa
     monkeypatch.setattr(cpu_mod, "_build", build_then_lose_it)
     loaded = cpu_mod._load()
     assert loaded.path == built and len(calls) == 2 and built.exists()
+
+
+def test_indices_out_of_range_raise_and_change_nothing(kern) -> None:
+    """Where PyTorch's indexing raises (a position past the RoPE tables or a slot's capacity, a
+    pool slot or slot row that does not exist, a selected row past the batch), the kernels
+    raise too, before writing anything, instead of reading or writing past a buffer."""
+    torch.manual_seed(6)
+    heads, kv_heads, dim, capacity = 2, 1, 16, 32
+    rotary = RotaryEmbedding(head_dim=dim, max_positions=8,
+                             rope={"rope_theta": 10000.0, "rope_type": "default"})
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    pool_k, pool_v = torch.zeros(2, 4, kv_heads, dim), torch.zeros(2, 4, kv_heads, dim)
+    qkv_before = qkv.clone()
+    for positions, slots in (([0, 8], [0, 1]), ([0, -1], [0, 1]), ([0, 1], [0, 8])):
+        with pytest.raises(IndexError, match="rope_store"):
+            kern.rope_store(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim,
+                            cos=rotary.cos, sin=rotary.sin, positions=torch.tensor(positions),
+                            pool_k=pool_k, pool_v=pool_v, slots=torch.tensor(slots))
+    assert torch.equal(qkv, qkv_before) and not pool_k.any() and not pool_v.any()
+
+    keys = torch.randn(2, kv_heads, dim, capacity)
+    values = torch.randn(2, kv_heads, capacity, dim)
+    keys_before, values_before = keys.clone(), values.clone()
+    for rows, positions in (([0, 1], [3, capacity]), ([0, 2], [3, 4]), ([0, 1], [-1, 4])):
+        with pytest.raises(IndexError, match="decode_attention"):
+            kern.decode_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim,
+                                  keys=keys, values=values, rows=torch.tensor(rows),
+                                  positions=torch.tensor(positions), scale=0.25, threads=2)
+    assert torch.equal(keys, keys_before) and torch.equal(values, values_before)
+
+    x = torch.randn(3, dim)
+    with pytest.raises(IndexError, match="add_rmsnorm"):
+        kern.add_rmsnorm(x, None, torch.ones(dim), 1e-5, select=torch.tensor([0, 3]))

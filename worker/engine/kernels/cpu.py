@@ -158,6 +158,15 @@ def _load() -> "CpuKernels":
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c); it changed nothing.
+_FAILURES = {1: (IndexError, "an index (position, pool slot, slot row or row) is out of range"),
+             2: (MemoryError, "no memory for the attention scores")}
+
+
+def _check(status: int, kernel: str) -> None:
+    if status:
+        error, what = _FAILURES[status]
+        raise error(f"{kernel}: {what}")
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -184,13 +193,15 @@ class CpuKernels:
         self.path = path
         lib = ctypes.CDLL(str(path))
         lib.add_rmsnorm.argtypes = [_P, _P, _P, _P, _I, _I, _F, _P, _I]
-        lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _P, _P, _P, _P]
-        lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _F, _P, _I]
+        lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _P, _I, _P]
+        lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _P, _F, _P,
+                                         _I]
         lib.silu_mul.argtypes = [_P, _I, _I, _P]
         lib.gemm_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _I, _I]
-        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.silu_mul,
-                   lib.gemm_packed):
+        for fn in (lib.silu_mul, lib.gemm_packed):
             fn.restype = None
+        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention):
+            fn.restype = _I  # 0, or one of _FAILURES
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
         self._lib = lib
@@ -223,18 +234,19 @@ class CpuKernels:
         rows, dim = x.shape
         n = rows if select is None else len(select)
         out = torch.empty(n, dim)
-        self._lib.add_rmsnorm(x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(), rows,
-                              dim, eps, _ptr(select), n)
+        _check(self._lib.add_rmsnorm(x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(),
+                                     rows, dim, eps, _ptr(select), n), "add_rmsnorm")
         return out
 
     def rope_store(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int, head_dim: int,
                    cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
                    pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
         """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
-        self._lib.rope_store(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                             num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(),
-                             positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
-                             slots.data_ptr())
+        _check(self._lib.rope_store(
+            qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads, num_kv_heads, head_dim,
+            cos.data_ptr(), sin.data_ptr(), cos.shape[0], positions.data_ptr(),
+            pool_k.data_ptr(), pool_v.data_ptr(), pool_k.shape[0] * pool_k.shape[1],
+            slots.data_ptr()), "rope_store")
 
     def decode_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
                          head_dim: int, keys: torch.Tensor, values: torch.Tensor,
@@ -242,12 +254,14 @@ class CpuKernels:
                          threads: int) -> torch.Tensor:
         """Each qkv row's new K/V into its slot row at its position, then its attention over
         positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
-        (values.shape[2]) must be a multiple of 32."""
+        (values.shape[2]) should be a multiple of 32 (whole vector tiles; any capacity is
+        read within bounds). Raises IndexError for a row or position outside the buffers."""
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
-        self._lib.decode_attention(qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                                   num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
-                                   values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
-                                   out.data_ptr(), threads)
+        _check(self._lib.decode_attention(
+            qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads, num_kv_heads, head_dim,
+            keys.data_ptr(), values.data_ptr(), values.shape[0], values.shape[2],
+            rows.data_ptr(), positions.data_ptr(), scale, out.data_ptr(), threads),
+            "decode_attention")
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
