@@ -277,11 +277,14 @@ int64_t decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64
 }
 
 /* SwiGLU's elementwise half: out[r, i] = silu(gate) * up, with gate_up [rows, 2 * inter]
- * holding gate then up (the packed gate/up projection); silu(x) = x / (1 + exp(-x)). */
+ * holding gate then up (the packed gate/up projection); silu(x) = x / (1 + exp(-x)).
+ * exp's argument is capped at 80 so it stays finite: under -ffast-math the division becomes a
+ * reciprocal estimate refined by a Newton step, which turns 1 / inf into NaN (a gate below
+ * about -88 gave NaN). At the cap silu(x) is below 1e-33 in size either way. */
 void silu_mul(const float *gate_up, int64_t rows, int64_t inter, float *out) {
     for (int64_t r = 0; r < rows; r++) {
         const float *g = gate_up + r * 2 * inter, *u = g + inter;
         float *o = out + r * inter;
-        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + expf(fminf(-g[i], 80.0f))) * u[i];
     }
 }
