@@ -317,3 +317,48 @@ def test_indices_out_of_range_raise_and_change_nothing(kern) -> None:
     x = torch.randn(3, dim)
     with pytest.raises(IndexError, match="add_rmsnorm"):
         kern.add_rmsnorm(x, None, torch.ones(dim), 1e-5, select=torch.tensor([0, 3]))
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 4, 16), (8, 2, 20)])
+def test_engines_agree_at_other_gqa_ratios_and_head_sizes(tmp_path, monkeypatch, kern, heads,
+                                                           kv_heads, head_dim) -> None:
+    """The tiny families share one GQA ratio (2); here one query head per KV head, and four
+    with a head size that is not a multiple of a vector, through prefill chunks, decode slots
+    and contexts that cross several 32-position tiles."""
+    from tests.engine.conftest import tiny_model_save
+
+    path = tiny_model_save("llama_tied", tmp_path / "m", num_attention_heads=heads,
+                           num_key_value_heads=kv_heads, head_dim=head_dim)
+    prompts = [list(range(3, 80)), [9], [4, 5, 6, 7, 8, 30, 31]]
+    args = dict(num_kv_blocks=96, block_size=4, max_num_batched_tokens=16)
+    tokens_off, logits_off, _ = _run(path, monkeypatch, "0", prompts, **args)
+    tokens_on, logits_on, fused_on = _run(path, monkeypatch, "1", prompts, **args)
+    assert fused_on and tokens_on == tokens_off
+    torch.testing.assert_close(logits_on, logits_off, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_shared_by_runners_with_different_kv_dtypes(tiny_models, monkeypatch,
+                                                             kern) -> None:
+    """The kernels write an fp32 pool; a second runner over the same model with a bfloat16
+    pool must run PyTorch's ops (which round K/V on write), and the first keep the kernels."""
+    from worker.engine import Engine
+    from worker.engine.model_runner import BatchEntry, ModelRunner
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models["qwen2"], num_kv_blocks=16, block_size=4)
+    entry = [BatchEntry([5, 6, 7, 8, 9, 10], 0, [0, 1], 6)]
+    fp32_logits = engine.runner.execute(entry)
+    model = engine.runner.model
+    assert model.cpu_kernels is not None
+    narrow = ModelRunner(model, engine.config, num_blocks=16, block_size=4, device="cpu",
+                         dtype=torch.float32, kv_cache_dtype=torch.bfloat16)
+    narrow_logits = narrow.execute(entry)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    reference = Engine.from_pretrained(tiny_models["qwen2"], num_kv_blocks=16, block_size=4,
+                                       kv_cache_dtype="bfloat16")
+    assert reference.runner.model.cpu_kernels is False  # decided on its first forward
+    torch.testing.assert_close(narrow_logits, reference.runner.execute(entry), rtol=1e-5,
+                               atol=1e-5)
+    assert reference.runner.model.cpu_kernels is None
+    assert not torch.allclose(narrow_logits, fp32_logits, rtol=0, atol=1e-6)  # K/V rounded
+    torch.testing.assert_close(engine.runner.execute(entry), fp32_logits, rtol=1e-5, atol=1e-5)
