@@ -106,6 +106,7 @@ def test_decode_attention_writes_its_slot_and_attends_over_real_context(
     values = torch.randn(rows, kv_heads, capacity, head_dim)
     qkv = torch.randn(len(positions), (heads + 2 * kv_heads) * head_dim)
     scale = head_dim**-0.5
+    keys_before, values_before = keys.clone(), values.clone()
     out = kern.decode_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                                 keys=keys, values=values, rows=slot_rows, positions=positions,
                                 scale=scale, threads=2)
@@ -115,10 +116,13 @@ def test_decode_attention_writes_its_slot_and_attends_over_real_context(
         v_new = qkv[t, (heads + kv_heads) * head_dim :].view(kv_heads, head_dim)
         assert torch.equal(keys[row, :, :, pos], k_new)
         assert torch.equal(values[row, :, pos], v_new)
+        keys_before[row, :, :, pos], values_before[row, :, pos] = k_new, v_new
         q = qkv[t, : heads * head_dim].view(kv_heads, per_kv, head_dim)
         k = keys[row, :, :, : pos + 1].transpose(1, 2)  # [kv_heads, n, D]
         expected = F.scaled_dot_product_attention(q, k, values[row, :, : pos + 1], scale=scale)
         torch.testing.assert_close(out[t], expected.reshape(-1), rtol=1e-5, atol=1e-5)
+    # Nothing else in the slots was written (a stray write would also change `expected`).
+    assert torch.equal(keys, keys_before) and torch.equal(values, values_before)
 
 
 def test_silu_mul_is_swiglus_elementwise_half(kern) -> None:
