@@ -285,6 +285,7 @@ void silu_mul(const float *gate_up, int64_t rows, int64_t inter, float *out) {
     for (int64_t r = 0; r < rows; r++) {
         const float *g = gate_up + r * 2 * inter, *u = g + inter;
         float *o = out + r * inter;
-        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + expf(fminf(-g[i], 80.0f))) * u[i];
+        for (int64_t i = 0; i < inter; i++)
+            o[i] = g[i] / (1.0f + expf(fminf(-g[i], 80.0f))) * u[i];
     }
 }
