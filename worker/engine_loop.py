@@ -120,7 +120,9 @@ class FairLock:
     done. A plain lock lets the thread that just released it win that race nearly every time,
     so a client thread waiting to abort could wait out whole answers: a timed-out client's
     1,000-token request once ran to its end before the abort got in. Here each acquirer draws a
-    ticket, and the loop's next step waits behind any client already waiting.
+    ticket, and the loop's next step waits behind any client already waiting. A waiter
+    interrupted before its turn (KeyboardInterrupt, an exception raised into its thread) gives
+    its ticket up, so the threads behind it are still served.
     """
 
     def __init__(self) -> None:
@@ -129,6 +131,7 @@ class FairLock:
         self._depth = 0
         self._next_ticket = 0
         self._serving = 0
+        self._abandoned: set[int] = set()  # tickets whose threads stopped waiting
 
     def acquire(self) -> bool:
         me = threading.get_ident()
@@ -138,10 +141,26 @@ class FairLock:
                 return True
             ticket = self._next_ticket
             self._next_ticket += 1
-            while self._serving != ticket:
-                self._cond.wait()
+            try:
+                while self._serving != ticket:
+                    self._cond.wait()
+            except BaseException:
+                # Wait re-takes the condition's lock before raising: the state is ours here.
+                if self._serving == ticket:
+                    self._serve_next()  # its turn had come: pass it on
+                else:
+                    self._abandoned.add(ticket)
+                raise
             self._owner, self._depth = me, 1
             return True
+
+    def _serve_next(self) -> None:
+        """The next waiting ticket's turn (called holding the condition's lock)."""
+        self._serving += 1
+        while self._serving in self._abandoned:
+            self._abandoned.remove(self._serving)
+            self._serving += 1
+        self._cond.notify_all()
 
     def release(self) -> None:
         with self._cond:
@@ -150,8 +169,7 @@ class FairLock:
             self._depth -= 1
             if self._depth == 0:
                 self._owner = None
-                self._serving += 1
-                self._cond.notify_all()
+                self._serve_next()
 
     def __enter__(self) -> "FairLock":
         self.acquire()

@@ -7,7 +7,9 @@ off must give the same greedy tokens and close prompt logits.
 """
 
 import copy
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -104,6 +106,7 @@ def test_decode_attention_writes_its_slot_and_attends_over_real_context(
     values = torch.randn(rows, kv_heads, capacity, head_dim)
     qkv = torch.randn(len(positions), (heads + 2 * kv_heads) * head_dim)
     scale = head_dim**-0.5
+    keys_before, values_before = keys.clone(), values.clone()
     out = kern.decode_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                                 keys=keys, values=values, rows=slot_rows, positions=positions,
                                 scale=scale, threads=2)
@@ -113,10 +116,13 @@ def test_decode_attention_writes_its_slot_and_attends_over_real_context(
         v_new = qkv[t, (heads + kv_heads) * head_dim :].view(kv_heads, head_dim)
         assert torch.equal(keys[row, :, :, pos], k_new)
         assert torch.equal(values[row, :, pos], v_new)
+        keys_before[row, :, :, pos], values_before[row, :, pos] = k_new, v_new
         q = qkv[t, : heads * head_dim].view(kv_heads, per_kv, head_dim)
         k = keys[row, :, :, : pos + 1].transpose(1, 2)  # [kv_heads, n, D]
         expected = F.scaled_dot_product_attention(q, k, values[row, :, : pos + 1], scale=scale)
         torch.testing.assert_close(out[t], expected.reshape(-1), rtol=1e-5, atol=1e-5)
+    # Nothing else in the slots was written (a stray write would also change `expected`).
+    assert torch.equal(keys, keys_before) and torch.equal(values, values_before)
 
 
 @pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 2, 32), (4, 4, 16), (8, 2, 24)])
@@ -158,6 +164,8 @@ def test_paged_attention_attends_causally_over_each_sequences_blocks(kern, heads
 def test_silu_mul_is_swiglus_elementwise_half(kern) -> None:
     torch.manual_seed(5)
     gate_up = torch.randn(9, 2 * 37) * 4
+    # Gates far out on both sides too: exp(-gate) overflows below about -88.
+    gate_up[0, :8] = torch.tensor([-1e4, -200.0, -100.0, -89.0, -87.0, 89.0, 200.0, 1e4])
     gate, up = gate_up.split(37, dim=-1)
     torch.testing.assert_close(kern.silu_mul(gate_up), F.silu(gate) * up, rtol=1e-5, atol=1e-6)
 
@@ -252,3 +260,157 @@ def test_env_setting_turns_the_kernels_off(monkeypatch) -> None:
     assert cpu_mod.cpu_kernels() is None
     monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
     assert cpu_mod.cpu_kernels_wanted()
+
+
+def test_loading_the_kernels_keeps_subnormal_floats() -> None:
+    """Linked with -ffast-math, GCC before 13 adds a constructor that turns on flush-to-zero
+    for the whole process when the library loads: PyTorch's ops would then round subnormal
+    floats to zero. A fresh process, so the check sees the library's first load."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from worker.engine.kernels import cpu\n"
+        "tiny = lambda: (torch.tensor([1e-38]) / 1000.0).item()\n"
+        "before = tiny()\n"
+        "assert cpu.cpu_kernels() is not None\n"
+        "print(before > 0, tiny() == before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "ENGINE_CPU_KERNELS": "1"},
+                          cwd=str(cpu_mod._CACHE_DIR.parents[1]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_an_unwritable_build_directory_falls_back_to_a_temporary_one(kern, tmp_path,
+                                                                     monkeypatch) -> None:
+    """var/kernels/ exists but cannot be written (a read-only checkout): the build goes to the
+    temporary directory instead of leaving the engine on PyTorch's ops."""
+    locked, scratch = tmp_path / "kernels", tmp_path / "tmp"
+    locked.mkdir()
+    scratch.mkdir()
+    real_mkstemp = cpu_mod.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, A002
+        if dir is not None and Path(dir) == locked:
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", locked)
+    monkeypatch.setattr(cpu_mod.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(cpu_mod.tempfile, "tempdir", str(scratch))
+    built = cpu_mod._build()
+    assert built.parent == scratch / "course-engine-kernels" and built.exists()
+    assert not any(locked.iterdir())
+
+
+def test_a_build_deleted_before_it_loads_is_built_again(kern, tmp_path, monkeypatch) -> None:
+    """Another process (another source) may delete a build as stale between this process
+    finding it and loading it."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    built = cpu_mod._build()
+    real_build = cpu_mod._build
+    calls = []
+
+    def build_then_lose_it() -> object:
+        path = real_build()
+        if not calls:
+            path.unlink()  # the other process's cleanup, just before dlopen
+        calls.append(path)
+        return path
+
+    monkeypatch.setattr(cpu_mod, "_build", build_then_lose_it)
+    loaded = cpu_mod._load()
+    assert loaded.path == built and len(calls) == 2 and built.exists()
+
+
+def test_indices_out_of_range_raise_and_change_nothing(kern) -> None:
+    """Where PyTorch's indexing raises (a position past the RoPE tables or a slot's capacity, a
+    pool slot or slot row that does not exist, a selected row past the batch), the kernels
+    raise too, before writing anything, instead of reading or writing past a buffer."""
+    torch.manual_seed(6)
+    heads, kv_heads, dim, capacity = 2, 1, 16, 32
+    rotary = RotaryEmbedding(head_dim=dim, max_positions=8,
+                             rope={"rope_theta": 10000.0, "rope_type": "default"})
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    pool_k, pool_v = torch.zeros(2, 4, kv_heads, dim), torch.zeros(2, 4, kv_heads, dim)
+    qkv_before = qkv.clone()
+    for positions, slots in (([0, 8], [0, 1]), ([0, -1], [0, 1]), ([0, 1], [0, 8])):
+        with pytest.raises(IndexError, match="rope_store"):
+            kern.rope_store(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim,
+                            cos=rotary.cos, sin=rotary.sin, positions=torch.tensor(positions),
+                            pool_k=pool_k, pool_v=pool_v, slots=torch.tensor(slots))
+    assert torch.equal(qkv, qkv_before) and not pool_k.any() and not pool_v.any()
+
+    keys = torch.randn(2, kv_heads, dim, capacity)
+    values = torch.randn(2, kv_heads, capacity, dim)
+    keys_before, values_before = keys.clone(), values.clone()
+    for rows, positions in (([0, 1], [3, capacity]), ([0, 2], [3, 4]), ([0, 1], [-1, 4])):
+        with pytest.raises(IndexError, match="decode_attention"):
+            kern.decode_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim,
+                                  keys=keys, values=values, rows=torch.tensor(rows),
+                                  positions=torch.tensor(positions), scale=0.25, threads=2)
+    assert torch.equal(keys, keys_before) and torch.equal(values, values_before)
+
+    x = torch.randn(3, dim)
+    with pytest.raises(IndexError, match="add_rmsnorm"):
+        kern.add_rmsnorm(x, None, torch.ones(dim), 1e-5, select=torch.tensor([0, 3]))
+
+    # Paged attention: a block id past the pool, a context past the block table, queries past
+    # the rows given.
+    one = torch.tensor([1])
+    for table, start, count, offset in (([0, 2], 0, 5, 0), ([0, 1], 5, 4, 0),
+                                        ([0, 1], 0, 2, 1)):
+        with pytest.raises(IndexError, match="paged_attention"):
+            kern.paged_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim,
+                                 pool_k=pool_k, pool_v=pool_v,
+                                 block_tables=torch.tensor([table]),
+                                 offsets=torch.tensor([offset]), query_lens=one * count,
+                                 starts=one * start, scale=0.25, threads=2)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 4, 16), (8, 2, 20)])
+def test_engines_agree_at_other_gqa_ratios_and_head_sizes(tmp_path, monkeypatch, kern, heads,
+                                                           kv_heads, head_dim) -> None:
+    """The tiny families share one GQA ratio (2); here one query head per KV head, and four
+    with a head size that is not a multiple of a vector, through prefill chunks, decode slots
+    and contexts that cross several 32-position tiles."""
+    from tests.engine.conftest import tiny_model_save
+
+    path = tiny_model_save("llama_tied", tmp_path / "m", num_attention_heads=heads,
+                           num_key_value_heads=kv_heads, head_dim=head_dim)
+    prompts = [list(range(3, 80)), [9], [4, 5, 6, 7, 8, 30, 31]]
+    args = dict(num_kv_blocks=96, block_size=4, max_num_batched_tokens=16)
+    tokens_off, logits_off, _ = _run(path, monkeypatch, "0", prompts, **args)
+    tokens_on, logits_on, fused_on = _run(path, monkeypatch, "1", prompts, **args)
+    assert fused_on and tokens_on == tokens_off
+    torch.testing.assert_close(logits_on, logits_off, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_shared_by_runners_with_different_kv_dtypes(tiny_models, monkeypatch,
+                                                             kern) -> None:
+    """The kernels write an fp32 pool; a second runner over the same model with a bfloat16
+    pool must run PyTorch's ops (which round K/V on write), and the first keep the kernels."""
+    from worker.engine import Engine
+    from worker.engine.model_runner import BatchEntry, ModelRunner
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models["qwen2"], num_kv_blocks=16, block_size=4)
+    entry = [BatchEntry([5, 6, 7, 8, 9, 10], 0, [0, 1], 6)]
+    fp32_logits = engine.runner.execute(entry)
+    model = engine.runner.model
+    assert model.cpu_kernels is not None
+    narrow = ModelRunner(model, engine.config, num_blocks=16, block_size=4, device="cpu",
+                         dtype=torch.float32, kv_cache_dtype=torch.bfloat16)
+    narrow_logits = narrow.execute(entry)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    reference = Engine.from_pretrained(tiny_models["qwen2"], num_kv_blocks=16, block_size=4,
+                                       kv_cache_dtype="bfloat16")
+    assert reference.runner.model.cpu_kernels is False  # decided on its first forward
+    torch.testing.assert_close(narrow_logits, reference.runner.execute(entry), rtol=1e-5,
+                               atol=1e-5)
+    assert reference.runner.model.cpu_kernels is None
+    assert not torch.allclose(narrow_logits, fp32_logits, rtol=0, atol=1e-6)  # K/V rounded
+    torch.testing.assert_close(engine.runner.execute(entry), fp32_logits, rtol=1e-5, atol=1e-5)

@@ -116,3 +116,67 @@ def test_a_waiting_client_gets_the_lock_before_the_loops_next_step(model_dir):
         client.abort(request_id)
     finally:
         loop.stop()
+
+
+def test_the_fair_lock_is_re_entrant_and_only_its_holder_releases_it():
+    import threading
+
+    from worker.engine_loop import FairLock
+
+    lock = FairLock()
+    with lock, lock:  # the holder takes it again without waiting on itself
+        errors = []
+
+        def release_from_another_thread():
+            try:
+                lock.release()
+            except RuntimeError as exc:
+                errors.append(exc)
+
+        other = threading.Thread(target=release_from_another_thread)
+        other.start()
+        other.join()
+        assert len(errors) == 1
+    got = []
+    taker = threading.Thread(target=lambda: got.append(lock.acquire()) or lock.release())
+    taker.start()
+    taker.join(timeout=30)
+    assert got == [True]  # released both times: free for the next thread
+
+
+def test_a_waiter_interrupted_before_its_turn_does_not_stall_the_lock():
+    """A thread that stops waiting (KeyboardInterrupt, an exception raised into it) has drawn a
+    ticket it will never use: the threads behind it must still be served."""
+    import threading
+
+    from worker.engine_loop import FairLock
+
+    class Interrupted(BaseException):
+        pass
+
+    lock = FairLock()
+    lock.acquire()
+    real_wait = lock._cond.wait
+
+    def interrupted_wait(timeout=None):
+        raise Interrupted
+
+    lock._cond.wait = interrupted_wait
+    outcome = []
+
+    def waiter():
+        try:
+            lock.acquire()
+        except Interrupted:
+            outcome.append("interrupted")
+
+    first = threading.Thread(target=waiter)
+    first.start()
+    first.join()
+    lock._cond.wait = real_wait
+    assert outcome == ["interrupted"]
+    lock.release()
+    later = threading.Thread(target=lambda: (lock.acquire(), lock.release()), daemon=True)
+    later.start()
+    later.join(timeout=30)
+    assert not later.is_alive(), "the lock stalled behind the interrupted waiter's ticket"

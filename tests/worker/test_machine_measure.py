@@ -1,38 +1,62 @@
 """The rates the engine demos divide by for their floors: each is the fastest this worker was
 seen to go, and says how it was measured."""
 
-import time
-
 import pytest
 
 import worker.engine.kernels.cpu as cpu_mod
 from worker.demo_engine import machine_measure
 
 
-class FakeKernels:
-    """Stands in for the compiled kernels: a matmul that takes `seconds`."""
+class FakeClock:
+    """time.perf_counter for machine_measure: each reading moves on by a millisecond, and the
+    fakes below move it on by the time they stand for, so which rate wins is decided by the
+    test, not by how busy the machine is."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1e-3
+        return self.now
+
+
+class FakeKernels:
+    """Stands in for the compiled kernels: a matmul that takes `seconds` of the fake clock."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
 
     def pack(self, weight):  # noqa: ANN001, ANN201
         return weight
 
     def linear(self, x, packed, threads):  # noqa: ANN001, ANN201
-        if self.seconds:
-            time.sleep(self.seconds)
+        self.clock.now += self.seconds
         return x
 
 
-@pytest.mark.parametrize(("seconds", "winner"), [(0.0, "the engine's own kernel"),
-                                                 (0.05, "(torch.mm) on this machine")])
-def test_the_matmul_rate_is_the_faster_of_torch_and_the_engines_kernel(monkeypatch, seconds,
-                                                                       winner) -> None:
-    monkeypatch.setattr(cpu_mod, "cpu_kernels", lambda: FakeKernels(seconds))
+@pytest.mark.parametrize(("kernel_s", "mm_s", "winner"),
+                         [(0.0, 0.01, "the engine's own kernel"),
+                          (0.05, 0.0, "(torch.mm) on this machine")])
+def test_the_matmul_rate_is_the_faster_of_torch_and_the_engines_kernel(monkeypatch, kernel_s,
+                                                                       mm_s, winner) -> None:
+    import torch
+
+    import worker.hardware as hardware
+
+    clock = FakeClock()
+    real_mm = torch.mm
+
+    def timed_mm(a, b):  # noqa: ANN001, ANN202
+        clock.now += mm_s
+        return real_mm(a, b)
+
+    monkeypatch.setattr(hardware, "time", clock)  # machine_measure times with its fastest_seconds
+    monkeypatch.setattr(torch, "mm", timed_mm)
+    monkeypatch.setattr(cpu_mod, "cpu_kernels", lambda: FakeKernels(clock, kernel_s))
     machine = machine_measure(matmul_size=128, copy_bytes=2**20, repeats=2)
     assert winner in machine["matmul_how"]
-    if seconds:  # 2·128³ FLOPs can't take 50 ms on the torch side
-        assert machine["matmul_flops_per_s"] > 2 * 128**3 / 0.05
+    fastest = 1e-3 + min(kernel_s, mm_s)  # one clock tick plus the faster fake's time
+    assert machine["matmul_flops_per_s"] == pytest.approx(2 * 128**3 / fastest)
 
 
 def test_a_working_set_is_read_and_the_faster_of_read_and_copy_wins(monkeypatch) -> None:

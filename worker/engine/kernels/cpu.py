@@ -39,10 +39,15 @@ SOURCE = Path(__file__).with_name("cpu_fused.c")
 # the kernels never see inf or NaN on purpose (softmax subtracts the row's maximum). Tried in
 # order: a compiler without OpenMP (Apple's clang) or without -march=native still builds.
 FLAG_SETS = [
-    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC", "-shared"],
-    ["-O3", "-march=native", "-ffast-math", "-fPIC", "-shared"],
-    ["-O3", "-ffast-math", "-fPIC", "-shared"],
+    ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-fPIC"],
+    ["-O3", "-march=native", "-ffast-math", "-fPIC"],
+    ["-O3", "-ffast-math", "-fPIC"],
 ]
+# The flags are for compiling only: the library is linked in a second command without them.
+# Linked with -ffast-math, GCC before 13 adds crtfastmath.o, whose constructor turns on
+# flush-to-zero for the whole process the moment the library loads, so PyTorch's own ops (the
+# reference these kernels are held to) would start rounding subnormal floats to zero.
+_LINK_ONLY = ["-fopenmp"]  # the runtime library, kept when compiling asked for it
 _CACHE_DIR = Path(__file__).resolve().parents[3] / "var" / "kernels"
 
 _lock = threading.Lock()
@@ -63,7 +68,7 @@ def cpu_kernels() -> "CpuKernels | None":
     with _lock:
         if _loaded is False:
             try:
-                _loaded = CpuKernels(_build())
+                _loaded = _load()
             except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
                 log.warning("CPU kernels unavailable, using PyTorch ops: %s", exc)
                 _loaded = None
@@ -87,18 +92,28 @@ def _cpu_signature() -> str:
     return "\n".join(sorted(set(lines)))
 
 
+def _cache_dir() -> Path:
+    """Where builds go: var/kernels/ in the checkout, or a temporary directory when that
+    cannot be written (a read-only checkout)."""
+    for cache in (_CACHE_DIR, Path(tempfile.gettempdir()) / "course-engine-kernels"):
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=cache)
+        except OSError:
+            continue
+        os.close(fd)
+        os.unlink(probe)
+        return cache
+    raise RuntimeError(f"cannot write a kernel build to {_CACHE_DIR} or the temporary directory")
+
+
 def _build() -> Path:
     """The compiled library's path, built now unless this machine already has it."""
     cc = _compiler()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
                              check=True).stdout.splitlines()[0]
     source = SOURCE.read_bytes()
-    cache = _CACHE_DIR
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        cache = Path(tempfile.gettempdir()) / "course-engine-kernels"
-        cache.mkdir(parents=True, exist_ok=True)
+    cache = _cache_dir()
     errors = []
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
@@ -110,9 +125,14 @@ def _build() -> Path:
         # never load a half-written file.
         fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
         os.close(fd)
+        obj = partial[: -len(".so")] + ".o"
         try:
-            done = subprocess.run([cc, *flags, "-o", partial, str(SOURCE), "-lm"],
+            done = subprocess.run([cc, *flags, "-c", "-o", obj, str(SOURCE)],
                                   capture_output=True, text=True, timeout=120)
+            if done.returncode == 0:
+                link = [f for f in flags if f in _LINK_ONLY]
+                done = subprocess.run([cc, "-shared", *link, "-o", partial, obj, "-lm"],
+                                      capture_output=True, text=True, timeout=120)
             if done.returncode == 0:
                 os.replace(partial, target)
                 for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
@@ -121,12 +141,35 @@ def _build() -> Path:
                 return target
             errors.append(f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}")
         finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
+            for leftover in (partial, obj):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
     raise RuntimeError("; ".join(errors))
 
 
+def _load() -> "CpuKernels":
+    """Build (or find) the library and load it. Another process with another source may
+    delete a build as stale between this one finding it and loading it: then build again."""
+    path = _build()
+    try:
+        return CpuKernels(path)
+    except OSError:
+        if path.exists():
+            raise
+        return CpuKernels(_build())
+
+
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c); it changed nothing.
+_FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
+                             "of range"),
+             2: (MemoryError, "no memory for attention's scratch buffers")}
+
+
+def _check(status: int, kernel: str) -> None:
+    if status:
+        error, what = _FAILURES[status]
+        raise error(f"{kernel}: {what}")
 
 
 def _ptr(t: torch.Tensor | None) -> int | None:
@@ -153,27 +196,30 @@ class CpuKernels:
         self.path = path
         lib = ctypes.CDLL(str(path))
         lib.add_rmsnorm.argtypes = [_P, _P, _P, _P, _I, _I, _F, _P, _I]
-        lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _P, _P, _P, _P]
-        lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _F, _P, _I]
+        lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _P, _I, _P]
+        lib.decode_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _P, _F, _P,
+                                         _I]
         lib.silu_mul.argtypes = [_P, _I, _I, _P]
         lib.gemm_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _I, _I]
-        lib.paged_attention.argtypes = [_P, _I, _I, _I, _I, _P, _P, _I, _P, _I, _P, _P, _P, _I,
-                                        _F, _P, _I]
-        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.silu_mul,
-                   lib.gemm_packed, lib.paged_attention):
+        lib.paged_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _I, _P, _P,
+                                        _P, _I, _F, _P, _I]
+        for fn in (lib.silu_mul, lib.gemm_packed):
             fn.restype = None
+        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.paged_attention):
+            fn.restype = _I  # 0, or one of _FAILURES
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
         self._lib = lib
 
     def _run(self, name: str, *args: object) -> None:
-        """Call a compiled function; while a PyTorch profiler records, inside a range named
+        """Call a compiled function, raising what a non-zero status means (the call changed
+        nothing then); while a PyTorch profiler records, inside a range named
         `cpu_fused::<name>`, so a profile lists the kernels beside PyTorch's `aten::` ops."""
         if torch.autograd._profiler_enabled():
             with torch.profiler.record_function(f"cpu_fused::{name}"):
-                getattr(self._lib, name)(*args)
+                _check(getattr(self._lib, name)(*args), name)
         else:
-            getattr(self._lib, name)(*args)
+            _check(getattr(self._lib, name)(*args), name)
 
     def pack(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> PackedLinear:
         """`weight` [N, K] (and `bias` [N]) laid out for `linear`: a copy, the original is
@@ -203,8 +249,8 @@ class CpuKernels:
         rows, dim = x.shape
         n = rows if select is None else len(select)
         out = torch.empty(n, dim)
-        self._run("add_rmsnorm", x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(), rows,
-                  dim, eps, _ptr(select), n)
+        self._run("add_rmsnorm", x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(),
+                  rows, dim, eps, _ptr(select), n)
         return out
 
     def rope_store(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int, head_dim: int,
@@ -212,9 +258,9 @@ class CpuKernels:
                    pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
         """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
         self._run("rope_store", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                  num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(),
+                  num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(), cos.shape[0],
                   positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
-                  slots.data_ptr())
+                  pool_k.shape[0] * pool_k.shape[1], slots.data_ptr())
 
     def decode_attention(self, qkv: torch.Tensor, *, num_heads: int, num_kv_heads: int,
                          head_dim: int, keys: torch.Tensor, values: torch.Tensor,
@@ -222,10 +268,11 @@ class CpuKernels:
                          threads: int) -> torch.Tensor:
         """Each qkv row's new K/V into its slot row at its position, then its attention over
         positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
-        (values.shape[2]) must be a multiple of 32."""
+        (values.shape[2]) should be a multiple of 32 (whole vector tiles; any capacity is
+        read within bounds). Raises IndexError for a row or position outside the buffers."""
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("decode_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
-                  num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(),
+                  num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(), values.shape[0],
                   values.shape[2], rows.data_ptr(), positions.data_ptr(), scale,
                   out.data_ptr(), threads)
         return out
@@ -239,12 +286,11 @@ class CpuKernels:
         sequence s's queries are qkv rows offsets[s] .. + query_lens[s], at positions
         starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim]."""
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
-        self._run("paged_attention", qkv.data_ptr(), qkv.stride(0), num_heads, num_kv_heads,
-                  head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
-                  pool_k.shape[1], block_tables.data_ptr(),
-                  block_tables.shape[1], offsets.data_ptr(),
-                  query_lens.data_ptr(), starts.data_ptr(), len(starts), scale,
-                  out.data_ptr(), threads)
+        self._run("paged_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
+                  num_kv_heads, head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
+                  pool_k.shape[0], pool_k.shape[1], block_tables.data_ptr(),
+                  block_tables.shape[1], offsets.data_ptr(), query_lens.data_ptr(),
+                  starts.data_ptr(), len(starts), scale, out.data_ptr(), threads)
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:

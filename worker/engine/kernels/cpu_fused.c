@@ -8,13 +8,20 @@
  *
  * Every tensor is fp32 and row-major; `stride` and `ld*` arguments are in floats. Kernels
  * that split work across threads take `threads` (OpenMP; PyTorch's own runtime when PyTorch
- * is loaded first, so the two share one pool of threads).
+ * is loaded first, so the two share one pool of threads). Kernels that index one tensor with
+ * another's values (positions, pool slots, slot rows, selected rows) check every index first
+ * and return KERNEL_BAD_INDEX, having changed nothing, where PyTorch's indexing would raise;
+ * 0 when done.
  */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define KERNEL_OK 0
+#define KERNEL_BAD_INDEX 1
+#define KERNEL_NO_MEMORY 2
 
 /* VW floats as one value: GCC and Clang compile arithmetic on it to vector instructions
  * (one AVX-512 register of 16 floats; elsewhere 8 floats, one AVX2 register or two NEON ones). */
@@ -106,8 +113,14 @@ void gemm_packed(const float *x, int64_t m, int64_t k_len, int64_t ldx, const fl
  * If delta is not NULL: x[r] += delta[r] for every one of `rows` rows (the residual stream).
  * Then out[i] = w * x[r] / sqrt(mean(x[r]^2) + eps) for the rows named by `select` (n_select
  * of them; row i when select is NULL), the formula of Hugging Face's LlamaRMSNorm. */
-void add_rmsnorm(float *x, const float *delta, const float *w, float *out, int64_t rows,
-                 int64_t dim, float eps, const int64_t *select, int64_t n_select) {
+int64_t add_rmsnorm(float *x, const float *delta, const float *w, float *out, int64_t rows,
+                    int64_t dim, float eps, const int64_t *select, int64_t n_select) {
+    if (select != NULL) {
+        for (int64_t i = 0; i < n_select; i++)
+            if (select[i] < 0 || select[i] >= rows) return KERNEL_BAD_INDEX;
+    } else if (n_select > rows) {
+        return KERNEL_BAD_INDEX;
+    }
     if (delta != NULL) {
         for (int64_t i = 0; i < rows * dim; i++) x[i] += delta[i];
     }
@@ -119,6 +132,7 @@ void add_rmsnorm(float *x, const float *delta, const float *w, float *out, int64
         float *o = out + i * dim;
         for (int64_t j = 0; j < dim; j++) o[j] = w[j] * (row[j] * inv);
     }
+    return KERNEL_OK;
 }
 
 /* One head of RoPE in place: x * cos + rotate_half(x) * sin, with the tables as
@@ -136,12 +150,16 @@ static void rope_head(float *x, const float *cos, const float *sin, int64_t dim)
 
 /* RoPE on the q and k heads of a packed qkv row block, in place, then K and V into the pool.
  * qkv [T, stride]: q (nh heads), then k (nkv heads), then v (nkv heads), head_dim each.
- * cos/sin [positions, dim]; positions [T]; slots [T] flat pool slots (block * block_size +
- * offset); pools [slots, nkv, dim]. */
-void rope_store(float *qkv, int64_t tokens, int64_t stride, int64_t nh, int64_t nkv,
-                int64_t dim, const float *cos, const float *sin, const int64_t *positions,
-                float *pool_k, float *pool_v, const int64_t *slots) {
+ * cos/sin [table_len, dim]; positions [T]; slots [T] flat pool slots (block * block_size +
+ * offset); pools [pool_len, nkv, dim]. */
+int64_t rope_store(float *qkv, int64_t tokens, int64_t stride, int64_t nh, int64_t nkv,
+                   int64_t dim, const float *cos, const float *sin, int64_t table_len,
+                   const int64_t *positions, float *pool_k, float *pool_v, int64_t pool_len,
+                   const int64_t *slots) {
     const int64_t kv_width = nkv * dim;
+    for (int64_t t = 0; t < tokens; t++)
+        if (positions[t] < 0 || positions[t] >= table_len || slots[t] < 0 || slots[t] >= pool_len)
+            return KERNEL_BAD_INDEX;
     for (int64_t t = 0; t < tokens; t++) {
         float *row = qkv + t * stride;
         const float *c = cos + positions[t] * dim, *s = sin + positions[t] * dim;
@@ -149,6 +167,7 @@ void rope_store(float *qkv, int64_t tokens, int64_t stride, int64_t nh, int64_t 
         memcpy(pool_k + slots[t] * kv_width, row + nh * dim, kv_width * sizeof(float));
         memcpy(pool_v + slots[t] * kv_width, row + (nh + nkv) * dim, kv_width * sizeof(float));
     }
+    return KERNEL_OK;
 }
 
 /* Scaled scores of one query against keys kt [dim, capacity] at positions 0 .. n-1: channel
@@ -214,21 +233,31 @@ static void weighted_sum(const float *w, const float *vs, int64_t dim, int64_t n
  * then each query head attends over positions 0 .. positions[t] of its KV head (grouped-query:
  * nh / nkv query heads share one). keys [slot rows, nkv, dim, capacity] (transposed, so a
  * channel's keys are contiguous over positions), values [slot rows, nkv, capacity, dim];
- * out [T, nh * dim]. Only real context is read: no padding, no mask. */
-void decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64_t nh,
-                      int64_t nkv, int64_t dim, float *keys, float *values, int64_t capacity,
-                      const int64_t *rows, const int64_t *positions, float scale, float *out,
-                      int64_t threads) {
+ * out [T, nh * dim]. Only real context is read: no padding, no mask. Each slot row appears at
+ * most once in `rows` (one token per decoding sequence): two tokens of one row would race. */
+int64_t decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64_t nh,
+                         int64_t nkv, int64_t dim, float *keys, float *values, int64_t n_rows,
+                         int64_t capacity, const int64_t *rows, const int64_t *positions,
+                         float scale, float *out, int64_t threads) {
     const int64_t per_kv = nh / nkv;
     int64_t longest = 0;
-    for (int64_t t = 0; t < tokens; t++)
+    for (int64_t t = 0; t < tokens; t++) {
+        if (positions[t] < 0 || positions[t] >= capacity || rows[t] < 0 || rows[t] >= n_rows)
+            return KERNEL_BAD_INDEX;
         if (positions[t] + 1 > longest) longest = positions[t] + 1;
+    }
+    int64_t status = KERNEL_OK;
 #pragma omp parallel num_threads(threads)
     {
         float *scores = malloc(sizeof(float) * (size_t)(longest + 2 * VW));
         /* One (token, KV head) pair per iteration; pairs write disjoint slots and outputs. */
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < tokens * nkv; i++) {
+            if (scores == NULL) {
+#pragma omp atomic write
+                status = KERNEL_NO_MEMORY;
+                continue;
+            }
             const int64_t t = i / nkv, g = i % nkv;
             const float *row = qkv + t * stride;
             const int64_t pos = positions[t], n = pos + 1;
@@ -245,6 +274,7 @@ void decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64_t 
         }
         free(scores);
     }
+    return status;
 }
 
 /* Attention for a group of sequences that each bring several queries (prefill chunks,
@@ -254,17 +284,28 @@ void decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64_t 
  * pool) and of out [rows, nh * dim]. Each (sequence, KV head) pair copies its context out of
  * the pool once, keys transposed, then every query of the pair's heads attends causally over
  * positions 0 .. its own. Pairs are split across threads. */
-void paged_attention(const float *qkv, int64_t stride, int64_t nh, int64_t nkv, int64_t dim,
-                     const float *pool_k, const float *pool_v, int64_t block_size,
-                     const int64_t *block_tables, int64_t max_blocks, const int64_t *offsets,
-                     const int64_t *query_lens, const int64_t *starts, int64_t num_seqs,
-                     float scale, float *out, int64_t threads) {
+int64_t paged_attention(const float *qkv, int64_t rows, int64_t stride, int64_t nh, int64_t nkv,
+                        int64_t dim, const float *pool_k, const float *pool_v, int64_t num_blocks,
+                        int64_t block_size, const int64_t *block_tables, int64_t max_blocks,
+                        const int64_t *offsets, const int64_t *query_lens,
+                        const int64_t *starts, int64_t num_seqs, float scale, float *out,
+                        int64_t threads) {
     const int64_t per_kv = nh / nkv, kv_width = nkv * dim;
     int64_t longest = 0;
-    for (int64_t s = 0; s < num_seqs; s++)
-        if (starts[s] + query_lens[s] > longest) longest = starts[s] + query_lens[s];
+    for (int64_t s = 0; s < num_seqs; s++) {
+        const int64_t n_ctx = starts[s] + query_lens[s];
+        if (starts[s] < 0 || query_lens[s] < 0 || offsets[s] < 0
+            || offsets[s] + query_lens[s] > rows || n_ctx > max_blocks * block_size)
+            return KERNEL_BAD_INDEX;
+        for (int64_t b = 0; b < (n_ctx + block_size - 1) / block_size; b++)
+            if (block_tables[s * max_blocks + b] < 0
+                || block_tables[s * max_blocks + b] >= num_blocks)
+                return KERNEL_BAD_INDEX;
+        if (n_ctx > longest) longest = n_ctx;
+    }
     /* A tile-aligned capacity, so scores_row reads whole tiles of zeroed keys past the end. */
     const int64_t capacity = (longest + 2 * VW - 1) / (2 * VW) * (2 * VW);
+    int64_t status = KERNEL_OK;
 #pragma omp parallel num_threads(threads)
     {
         float *kt = calloc((size_t)(dim * capacity), sizeof(float));
@@ -272,6 +313,11 @@ void paged_attention(const float *qkv, int64_t stride, int64_t nh, int64_t nkv, 
         float *scores = malloc(sizeof(float) * (size_t)capacity);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < num_seqs * nkv; i++) {
+            if (kt == NULL || vs == NULL || scores == NULL) {
+#pragma omp atomic write
+                status = KERNEL_NO_MEMORY;
+                continue;
+            }
             const int64_t s = i / nkv, g = i % nkv, n_ctx = starts[s] + query_lens[s];
             const int64_t *table = block_tables + s * max_blocks;
             for (int64_t p = 0; p < n_ctx; p++) {
@@ -296,14 +342,19 @@ void paged_attention(const float *qkv, int64_t stride, int64_t nh, int64_t nkv, 
         free(vs);
         free(kt);
     }
+    return status;
 }
 
 /* SwiGLU's elementwise half: out[r, i] = silu(gate) * up, with gate_up [rows, 2 * inter]
- * holding gate then up (the packed gate/up projection); silu(x) = x / (1 + exp(-x)). */
+ * holding gate then up (the packed gate/up projection); silu(x) = x / (1 + exp(-x)).
+ * exp's argument is capped at 80 so it stays finite: under -ffast-math the division becomes a
+ * reciprocal estimate refined by a Newton step, which turns 1 / inf into NaN (a gate below
+ * about -88 gave NaN). At the cap silu(x) is below 1e-33 in size either way. */
 void silu_mul(const float *gate_up, int64_t rows, int64_t inter, float *out) {
     for (int64_t r = 0; r < rows; r++) {
         const float *g = gate_up + r * 2 * inter, *u = g + inter;
         float *o = out + r * inter;
-        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        for (int64_t i = 0; i < inter; i++)
+            o[i] = g[i] / (1.0f + expf(fminf(-g[i], 80.0f))) * u[i];
     }
 }
