@@ -34,8 +34,6 @@ REPEATING = ("The block table maps logical blocks to physical blocks. "
              "The block table maps logical blocks to physical blocks, and the block table "
              "maps logical blocks to")
 TRACE_STEPS_MAX = 16
-# A verification pass whose floor is under 1.5× a plain step's rides on the weight reads.
-VERIFY_NEARLY_FREE = 1.5
 ROUNDS = 3
 
 PARAMS = ParamSchema(
@@ -283,18 +281,21 @@ def _note(*, alpha: float, c: float, speeds: list[dict], large: int, drafter: st
     text += (f"Here a speculative step (drafting included) took {verify:.3g}× a plain one at "
              f"batch 1{f', the draft model alone {c:.2g} of a target step' if c else ''}. ")
     if verify_floor:
+        from problems.arithmetic.speculative import NEARLY_FREE
+
         one, big = verify_floor["one"], verify_floor["large"]
         text += (f"On this machine's measured rates the arithmetic puts verifying "
                  f"{top['k'] + 1} positions at {one:.3g}× a plain step's floor at batch 1 "
-                 + ("(the weights' reads set it, and the extra positions ride on them)"
-                    if one < VERIFY_NEARLY_FREE else "(the matmuls' compute sets it)")
+                 + ("(nearly free: the weights' reads set it, and the extra positions ride on "
+                    "them)" if one <= NEARLY_FREE else
+                    "(not nearly free: the matmuls' compute already weighs in)")
                  + f" and {big:.3g}× at batch {large}"
                  + (", where the matmuls' compute grows with every position. "
-                    if big >= VERIFY_NEARLY_FREE else ". "))
+                    if big > NEARLY_FREE else ", still nearly free. "))
     text += ("What the measured step adds beyond that is what neither floor nor formula "
-             "counts: every step's fixed costs (the host's work, a call for each kernel), paid "
-             + ("again for each of the draft model's steps however small that model is"
-                if drafter == "model" else "and the lookup's own host work")
+             "counts: every step's fixed costs (the host's work, a call for each kernel), "
+             + ("paid again for each of the draft model's steps however small that model is"
+                if drafter == "model" else "and the lookup's own work on the host")
              + ". On a GPU at batch 1 the "
              "step is memory-bound with fixed costs a small share, and the formula's "
              "assumption holds far better. ")

@@ -75,22 +75,26 @@ def decode_groups_model(
     bandwidth_bytes_per_second: float,
     peak_flops: float,
     embedding_bytes_per_param: float | None = None,
+    queries_per_sequence: int = 1,
 ) -> list[dict[str, float | str]]:
     """One decode step of `batch` sequences split into kernel groups, each with its parameters
     read, bytes, FLOPs, memory and compute seconds, floor (the larger) and bound.
 
     No catalog lookups: the rates are arguments (a datasheet's, or a machine's measured ones).
     `context_tokens` is each sequence's KV length; the head is read at
-    `embedding_bytes_per_param` (default: the weights' format).
+    `embedding_bytes_per_param` (default: the weights' format). `queries_per_sequence`
+    positions per sequence (γ + 1 for a speculative verification pass) each run through every
+    matmul and attend over the context, while the weights and each sequence's KV are read once.
     """
     parts = params_count_model(model)
+    rows_in = batch * queries_per_sequence  # positions through the matmuls
     moe_layers = parts["moe_layers"]
     dense_layers = model.layers - moe_layers
     attn = parts["attention_per_layer"] * model.layers
     mlp_dense = parts["dense_ffn_per_layer"] * dense_layers
     if model.is_moe:
         router = model.hidden * model.experts_routed
-        touched = experts_touched(model=model, batch=batch)
+        touched = experts_touched(model=model, batch=rows_in)
         mlp_read = mlp_dense + moe_layers * (
             (model.experts_shared + touched) * parts["expert"] + router)
         mlp_used = mlp_dense + moe_layers * (
@@ -99,14 +103,14 @@ def decode_groups_model(
         mlp_read = mlp_used = mlp_dense
     head_bytes = embedding_bytes_per_param or weight_bytes_per_param
     rows = (
-        ("attn_proj", attn, attn * weight_bytes_per_param, 2 * attn * batch),
-        ("mlp", mlp_read, mlp_read * weight_bytes_per_param, 2 * mlp_used * batch),
-        ("lm_head", parts["head"], parts["head"] * head_bytes, 2 * parts["head"] * batch),
-        # Norm weights are counted as the other weights are (two FLOPs each per sequence).
+        ("attn_proj", attn, attn * weight_bytes_per_param, 2 * attn * rows_in),
+        ("mlp", mlp_read, mlp_read * weight_bytes_per_param, 2 * mlp_used * rows_in),
+        ("lm_head", parts["head"], parts["head"] * head_bytes, 2 * parts["head"] * rows_in),
+        # Norm weights are counted as the other weights are (two FLOPs each per position).
         ("norms", parts["norms"], parts["norms"] * weight_bytes_per_param,
-         2 * parts["norms"] * batch),
+         2 * parts["norms"] * rows_in),
         ("kv", 0.0, batch * context_tokens * kv_bytes_per_token,
-         batch * context_tokens * attention_flops_per_token_pair(model)),
+         rows_in * context_tokens * attention_flops_per_token_pair(model)),
     )
     groups = []
     for name, params, size, flops in rows:

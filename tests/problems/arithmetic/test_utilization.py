@@ -17,6 +17,7 @@ from problems.arithmetic import decode
 from problems.arithmetic.catalog import MODELS
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.utilization import (
+    decode_groups_model,
     decode_step_breakdown,
     gpu_utilization,
     utilization_point_model,
@@ -147,6 +148,24 @@ def test_overlapped_host_work_hides_until_it_is_longer() -> None:
     assert r["small"]["utilization"] == r["large"]["utilization"] == 1.0
     slow = gpu_utilization(model="llama-3-8b", gpu="h100-sxm", overlap="on", host_ms=10)
     assert slow["small"]["utilization"] == pytest.approx(0.4519678, rel=1e-6)
+
+
+def test_a_verification_pass_reads_once_and_multiplies_the_flops() -> None:
+    """Batch 64 × 1,000 tokens, 3 positions per sequence (γ = 2): the same 23,398,457,344 B as
+    a plain step (weights and KV read once), the FLOPs three times: MLP 2 × 5,637,144,576 × 192
+    = 2,164,663,517,184 (2.188 ms at the peak, still under its 3.365 ms of bytes); attention
+    192 × 1,000 × 524,288 = 100,663,296,000."""
+    at = dict(model=MODELS["llama-3-8b"], batch=64, context_tokens=1000,
+              weight_bytes_per_param=2, kv_bytes_per_token=131_072,
+              bandwidth_bytes_per_second=BW, peak_flops=PEAK)
+    plain = {g["name"]: g for g in decode_groups_model(**at)}
+    verify = {g["name"]: g for g in decode_groups_model(**at, queries_per_sequence=3)}
+    assert sum(g["bytes"] for g in verify.values()) == 23_398_457_344
+    assert verify["mlp"]["flops"] == 2_164_663_517_184
+    assert verify["kv"]["flops"] == 100_663_296_000
+    assert all(verify[n]["flops"] == 3 * plain[n]["flops"] for n in plain)
+    assert verify["mlp"]["bound"] == "memory"
+    assert verify["mlp"]["compute_seconds"] == pytest.approx(2.188e-3, rel=1e-3)
 
 
 def test_mbu_over_wall_time_is_the_utilisation_while_memory_bound() -> None:
