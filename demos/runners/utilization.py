@@ -261,7 +261,7 @@ def _note(rows: list[dict], *, lean: bool) -> str:
             f"{last['forward_over_floor']:.3g}× its floor and the host's share "
             f"{'fell' if share_last < share_first else 'rose'} to {share_last:.0%}. The floor "
             "assumes the best matmul rate and memory bandwidth this worker measured as it "
-            "started; a step's fixed costs (launching each kernel, the host's work) are left "
+            "started; a step's fixed costs (a call for each kernel, the host's work) are left "
             "out, and they matter most at small batches. ")
     if min(first["forward_over_floor"], last["forward_over_floor"]) < 1:
         text += ("Where the forward pass ran faster than its floor, the rates this worker "

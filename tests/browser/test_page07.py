@@ -92,8 +92,9 @@ def test_the_utilization_rates_read_in_plain_units(page, asgi_server):  # noqa: 
                 .textContent, root.querySelector('.utilization-peaks').textContent];
     }""")
     gpu_peaks, achieved, cpu_peaks = texts
-    assert "989 TFLOP/s (a large matmul) and 4.8 TB/s (a copy), on cuda:0" in gpu_peaks
+    assert gpu_peaks == ("This worker's measured peaks on cuda:0: 989 TFLOP/s, a large "
+                         "matmul; and 4.8 TB/s, a copy.")
     # 2.4e11 FLOP and 1.5e9 B in 2 ms: 120 TFLOP/s and 750 GB/s.
     assert achieved == "120 TFLOP/s, 750 GB/s"
-    assert ("120 GFLOP/s (the engine's own kernel) and 9.5 GB/s (reads of the model's weights), "
-            "on cpu") in cpu_peaks
+    assert cpu_peaks == ("This worker's measured peaks on cpu: 120 GFLOP/s, the engine's own "
+                         "kernel; and 9.5 GB/s, reads of the model's weights.")

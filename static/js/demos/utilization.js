@@ -29,9 +29,10 @@
       started: function (d) {
         // The peaks every MFU and MBU below is divided by, measured when this worker started.
         const peaks = root.querySelector(".utilization-peaks");
-        peaks.textContent = "This worker's measured peaks: " + rate(d.machine.matmul_flops_per_s / 1e3, "FLOP") +
-          " (" + d.machine.matmul_how + ") and " + rate(d.machine.memory_bytes_per_s / 1e3, "B") + " (" +
-          d.machine.memory_how + "), on " + d.device + ".";
+        // Each rate's `how` may hold parentheses of its own, so it follows after a comma.
+        peaks.textContent = "This worker's measured peaks on " + d.device + ": " +
+          rate(d.machine.matmul_flops_per_s / 1e3, "FLOP") + ", " + d.machine.matmul_how + "; and " +
+          rate(d.machine.memory_bytes_per_s / 1e3, "B") + ", " + d.machine.memory_how + ".";
         peaks.hidden = false;
       },
       batch: function (d) {
