@@ -291,14 +291,13 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool,
              "as the peaks it divides by." if ratio < 1 else "")
     text = (f"The decode steps' forward passes took {ratio:.3g}× the floor on average. The "
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
-            "at start-up and every byte moves at the memory bandwidth it measured; this small "
-            "model's matmuls are far smaller, and "
+            "at start-up and every byte moves at the memory bandwidth it measured; "
             + (f"each of the {ops:.0f} or so operators a step ran pays a fixed cost that no "
                "floor counts: the engine's own CPU kernels (`cpu_fused::`, four matrix "
                "multiplies and four or five fused calls a layer) and PyTorch's operators "
                "around them (allocations, sampling and the rest). " if own_kernels else
-               f"each of its {ops:.0f} or so operators per step pays a fixed cost that no "
-               "floor counts. ")
+               f"this small model's matmuls are far smaller, and each of its {ops:.0f} or so "
+               "operators per step pays a fixed cost that no floor counts. ")
             + f"{host:.0%} of each decode step was outside the forward pass: scheduling, "
             "preparing inputs, sampling and detokenizing, host work a GPU would wait for"
             + _host_ranges_said(timeline=timeline, estimate=estimate) + ". The "
