@@ -9,7 +9,8 @@
 3. Speedup against γ (1 to `draft_tokens`), measured at batch 1 and at `large_batch` against
    the plain engine on the same prompts, beside Leviathan et al.'s formula with the measured α
    and the measured cost of a draft step.
-4. Both drafters at batch 1 on a prompt that repeats itself, where prompt lookup shines.
+4. Both drafters at batch 1 on a prompt that repeats itself, the case prompt lookup is built for
+   (it pays off only when the answer repeats text already there).
 
 Greedy throughout, so every speculative answer must equal the plain one (checked: `identical`).
 Events, in order: started; trace; acceptance; speed (one per γ); compare; then the task
@@ -34,6 +35,8 @@ REPEATING = ("The block table maps logical blocks to physical blocks. "
              "The block table maps logical blocks to physical blocks, and the block table "
              "maps logical blocks to")
 TRACE_STEPS_MAX = 16
+# Below this acceptance the note says why prompt lookup's guesses were refused.
+LOOKUP_LOW = 0.2
 ROUNDS = 3
 
 PARAMS = ParamSchema(
@@ -306,6 +309,10 @@ def _note(*, alpha: float, c: float, speeds: list[dict], large: int, drafter: st
                  + ("" if drafter == "ngram" else ", against the draft model's "
                     f"{next((r['acceptance'] for r in compare if r['drafter'] == 'model'), 0):.0%}")
                  + ". ")
+        if ngram["acceptance"] < LOOKUP_LOW:
+            text += ("Its guesses are the tokens that followed an earlier occurrence of the "
+                     "last few tokens, so they are kept only when the answer repeats text that "
+                     "is already there; this small model's greedy answer mostly did not. ")
     text += ("Every speculative answer equalled the plain engine's, token for token."
              if identical else "Some speculative answer differed from the plain engine's: "
              "greedy near-ties can flip when the same step is computed in another batch shape.")

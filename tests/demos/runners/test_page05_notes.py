@@ -88,3 +88,19 @@ def test_the_speculative_note_sets_the_measured_step_beside_the_arithmetic() -> 
     assert "1.05× at batch 8, still nearly free. " in small
     assert "arithmetic puts" not in speculative._note(c=0.0, drafter="ngram", verify_floor={},
                                                       **common)
+
+
+def test_the_speculative_note_says_why_prompt_lookup_was_refused() -> None:
+    speeds = [{"k": 4, "spec_step_ms_one": 2.0, "plain_step_ms_one": 1.0,
+               "predicted_one": 2.1, "alpha_one": 0.6, "predicted_large": 2.0,
+               "speedup_one": 0.9, "speedup_large": 0.5}]
+
+    def note(acceptance: float) -> str:
+        compare = [{"drafter": "ngram", "acceptance": acceptance}]
+        return speculative._note(alpha=0.6, c=0.0, speeds=speeds, large=8, drafter="ngram",
+                                 compare=compare, identical=True, verify_floor={})
+
+    refused = note(0.0)
+    assert "prompt lookup had its guesses kept 0% of the time" in refused
+    assert "kept only when the answer repeats text that is already there" in refused
+    assert "repeats text" not in note(0.75)
