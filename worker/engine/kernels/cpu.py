@@ -284,13 +284,25 @@ class CpuKernels:
                         threads: int) -> torch.Tensor:
         """Causal attention for sequences with several queries each, over the paged pool:
         sequence s's queries are qkv rows offsets[s] .. + query_lens[s], at positions
-        starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim]."""
+        starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim].
+        The sequences' rows must follow one another and cover qkv's rows (offsets[0] = 0,
+        each next offset the last plus its queries), else IndexError, as for a block id
+        outside the pool or a context longer than the table."""
+        num_seqs = len(starts)
+        for index in (offsets, query_lens, starts):
+            if index.dtype != torch.int64 or not index.is_contiguous() or len(index) != num_seqs:
+                raise ValueError("paged_attention: offsets, query_lens and starts must be "
+                                 "contiguous int64 tensors of one length each")
+        if (block_tables.dtype != torch.int64 or not block_tables.is_contiguous()
+                or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs):
+            raise ValueError("paged_attention: block_tables must be a contiguous int64 tensor "
+                             "[sequences, max_blocks]")
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("paged_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
                   pool_k.shape[0], pool_k.shape[1], block_tables.data_ptr(),
                   block_tables.shape[1], offsets.data_ptr(), query_lens.data_ptr(),
-                  starts.data_ptr(), len(starts), scale, out.data_ptr(), threads)
+                  starts.data_ptr(), num_seqs, scale, out.data_ptr(), threads)
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
