@@ -160,7 +160,9 @@ def _load() -> "CpuKernels":
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c); it changed nothing.
+# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c). A bad index is found
+# before anything is written; a failed allocation inside a thread is not, so decode attention
+# may have written some tokens' K/V into their slots (the values the call was to write).
 _FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
                              "of range"),
              2: (MemoryError, "no memory for attention's scratch buffers")}
@@ -212,8 +214,8 @@ class CpuKernels:
         self._lib = lib
 
     def _run(self, name: str, *args: object) -> None:
-        """Call a compiled function, raising what a non-zero status means (the call changed
-        nothing then); while a PyTorch profiler records, inside a range named
+        """Call a compiled function, raising what a non-zero status means (for a bad index,
+        the call changed nothing); while a PyTorch profiler records, inside a range named
         `cpu_fused::<name>`, so a profile lists the kernels beside PyTorch's `aten::` ops."""
         if torch.autograd._profiler_enabled():
             with torch.profiler.record_function(f"cpu_fused::{name}"):
