@@ -293,9 +293,10 @@ def _note(*, timeline: list[dict], estimate: dict, on_gpu: bool,
             "floor assumes every matmul runs at the rate of the large matmul this worker timed "
             "at start-up and every byte moves at the memory bandwidth it measured; "
             + (f"each of the {ops:.0f} or so operators a step ran pays a fixed cost that no "
-               "floor counts: the engine's own CPU kernels (`cpu_fused::`, four matrix "
-               "multiplies and four or five fused calls a layer) and PyTorch's operators "
-               "around them (allocations, sampling and the rest). " if own_kernels else
+               "floor counts: the engine's own CPU kernels (`cpu_fused::`: four matrix "
+               "multiplies and four other fused calls a layer, plus one attention call for "
+               "each group of sequences that attend together) and PyTorch's operators around "
+               "them (allocations, sampling and the rest). " if own_kernels else
                f"this small model's matmuls are far smaller, and each of its {ops:.0f} or so "
                "operators per step pays a fixed cost that no floor counts. ")
             + f"{host:.0%} of each decode step was outside the forward pass: scheduling, "

@@ -161,6 +161,74 @@ def test_paged_attention_attends_causally_over_each_sequences_blocks(kern, heads
             torch.testing.assert_close(out[row], expected.reshape(-1), rtol=1e-5, atol=1e-5)
 
 
+# Groups as ModelRunner._group builds them, as (first position, queries, blocks shared with the
+# previous sequence): prefill chunks of different lengths and starts, one of them after a prefix
+# cache hit; speculative checks of k + 1 = 5 queries; a one-token query beside long chunks (a
+# decode that gathers: its slots were over budget); samples forked from one prompt (n > 1),
+# which share its full blocks.
+REAL_GROUPS = {
+    "prefill_chunks": [(0, 37, 0), (48, 16, 0), (0, 9, 0), (33, 40, 0)],
+    "prefix_hit": [(32, 20, 0), (32, 20, 2), (31, 1, 2)],
+    "speculative_checks": [(12, 5, 0), (40, 5, 0), (3, 5, 0)],
+    "decode_beside_chunks": [(0, 50, 0), (70, 1, 0), (20, 30, 0)],
+    "forked_samples": [(21, 1, 0), (21, 1, 1), (21, 1, 1), (25, 4, 1)],
+}
+
+
+@pytest.mark.parametrize("block_size", [1, 4, 16])
+@pytest.mark.parametrize("kind", REAL_GROUPS)
+def test_paged_attention_equals_the_pytorch_group_path_on_real_metadata(kern, kind,
+                                                                          block_size) -> None:
+    """The kernel against PagedAttention._group, both reading the metadata ModelRunner._group
+    builds (block tables padded to the longest context, starts, query lengths, offsets)."""
+    from worker.engine.layers.attention import PagedAttention
+    from worker.engine.model_runner import BatchEntry, ModelRunner
+
+    torch.manual_seed(7)
+    heads, kv_heads, head_dim, num_blocks = 8, 2, 24, 200
+    pool_k = torch.randn(num_blocks, block_size, kv_heads, head_dim)
+    pool_v = torch.randn_like(pool_k)
+    free = torch.randperm(num_blocks).tolist()
+    entries: list[BatchEntry] = []
+    for first, count, shared in REAL_GROUPS[kind]:
+        table = [free.pop() for _ in range(-(-(first + count) // block_size) + 2)]
+        if entries:
+            table[:shared] = entries[-1].block_table[:shared]
+        entries.append(BatchEntry(list(range(count)), first, table, 1))
+    group, _, _ = ModelRunner._group(entries, 0, torch.device("cpu"), block_size,
+                                     heads // kv_heads)
+    qkv = torch.randn(group.token_end, (heads + 2 * kv_heads) * head_dim)
+    attn = PagedAttention(num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim)
+    expected = attn._group(qkv[:, : heads * head_dim].view(-1, heads, head_dim), pool_k,
+                           pool_v, group)
+    got = kern.paged_attention(qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                               pool_k=pool_k, pool_v=pool_v,
+                               block_tables=group.block_ids.view(group.num_seqs, -1),
+                               offsets=group.offsets, query_lens=group.query_lens,
+                               starts=group.starts, scale=attn.scale, threads=2)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_paged_attention_never_reads_a_later_position(kern) -> None:
+    """Causality: changing the pool at a sequence's later positions leaves its earlier queries'
+    outputs exactly as they were, and changes the later ones."""
+    torch.manual_seed(8)
+    heads, kv_heads, head_dim, block_size = 4, 2, 16, 4
+    pool_k = torch.randn(12, block_size, kv_heads, head_dim)
+    pool_v = torch.randn_like(pool_k)
+    qkv = torch.randn(40, (heads + 2 * kv_heads) * head_dim)
+    args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                block_tables=torch.arange(10).view(1, 10), offsets=torch.tensor([0]),
+                query_lens=torch.tensor([40]), starts=torch.tensor([0]), scale=0.25, threads=2)
+    before = kern.paged_attention(qkv, pool_k=pool_k, pool_v=pool_v, **args)
+    changed_k, changed_v = pool_k.clone(), pool_v.clone()
+    changed_k.view(-1, kv_heads, head_dim)[25:] += 1.0  # positions 25 .. 39 (and beyond)
+    changed_v.view(-1, kv_heads, head_dim)[25:] -= 1.0
+    after = kern.paged_attention(qkv, pool_k=changed_k, pool_v=changed_v, **args)
+    assert torch.equal(after[:25], before[:25])
+    assert not torch.isclose(after[25:], before[25:]).all(dim=-1).any()
+
+
 def test_silu_mul_is_swiglus_elementwise_half(kern) -> None:
     torch.manual_seed(5)
     gate_up = torch.randn(9, 2 * 37) * 4
@@ -195,6 +263,42 @@ def test_engines_with_and_without_the_kernels_agree(tiny_models, monkeypatch, ke
                                           **args)
     assert (fused_off, fused_on) == (False, True)
     assert tokens_on == tokens_off
+    torch.testing.assert_close(logits_on, logits_off, rtol=1e-4, atol=1e-4)
+
+
+def test_engines_agree_when_decodes_gather_samples_fork_and_prompts_hit_the_cache(
+        tiny_models, monkeypatch, kern) -> None:
+    """Decode slots over their budget (every decode a one-token query in a paged-attention
+    group), greedy samples forked from one prompt (n = 3: shared blocks, copy-on-write), and a
+    second pass whose prompts start past a prefix-cache hit: the same tokens with the kernels
+    and without, and the same logits for a prompt whose first two blocks are cached."""
+    from worker.engine import Engine, SamplingParams
+    from worker.engine.model_runner import BatchEntry
+
+    prompts = [list(range(10, 31)), [5, 9, 11, 200, 17, 3, 44, 90, 12], list(range(40, 53))]
+    results = {}
+    for setting in ("0", "1"):
+        monkeypatch.setenv("ENGINE_CPU_KERNELS", setting)
+        engine = Engine.from_pretrained(tiny_models["qwen2"], num_kv_blocks=96, block_size=4,
+                                        max_num_batched_tokens=16)
+        engine.runner.decode_slots.max_bytes = 0
+        greedy = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+        tokens = [[o.token_ids for o in engine.generate(prompts, greedy)] for _ in range(2)]
+        forked = engine.generate([prompts[0]], SamplingParams(temperature=0, max_tokens=10,
+                                                              ignore_eos=True, n=3))
+        stats = engine.stats()
+        assert stats["prefix_cache_hits"] > 0 and engine.runner.decode_slots.rows == 0
+        assert stats["kv_blocks_free"] == stats["kv_blocks_total"]
+        runner = engine.runner
+        runner.execute([BatchEntry(prompts[0][:8], 0, [0, 1, 2, 3, 4, 5], 0)])
+        logits = runner.execute([BatchEntry(prompts[0][8:], 8, [0, 1, 2, 3, 4, 5], 13)])
+        results[setting] = (tokens, [o.token_ids for o in forked], logits,
+                            runner.model.cpu_kernels is not None)
+    (tokens_off, forked_off, logits_off, fused_off), (tokens_on, forked_on, logits_on,
+                                                       fused_on) = results["0"], results["1"]
+    assert (fused_off, fused_on) == (False, True)
+    assert tokens_on == tokens_off and tokens_on[0] == tokens_on[1]
+    assert forked_on == forked_off
     torch.testing.assert_close(logits_on, logits_off, rtol=1e-4, atol=1e-4)
 
 
@@ -369,6 +473,41 @@ def test_indices_out_of_range_raise_and_change_nothing(kern) -> None:
                                  block_tables=torch.tensor([table]),
                                  offsets=torch.tensor([offset]), query_lens=one * count,
                                  starts=one * start, scale=0.25, threads=2)
+
+
+def test_paged_attention_refuses_rows_that_overlap_or_leave_gaps(kern) -> None:
+    """Two sequences given the same rows would race (two threads writing one output row), and a
+    row no sequence covers would come back as whatever torch.empty held: the sequences' rows
+    must follow one another and cover qkv's rows. Index tensors of another length or type than
+    the kernel reads are refused before it runs."""
+    torch.manual_seed(9)
+    heads, kv_heads, dim = 2, 1, 16
+    qkv = torch.randn(6, (heads + 2 * kv_heads) * dim)
+    pool_k, pool_v = torch.randn(4, 4, kv_heads, dim), torch.randn(4, 4, kv_heads, dim)
+    tables = torch.tensor([[0, 1], [2, 3]])
+
+    def call(offsets, query_lens, starts=(0, 0), block_tables=tables):  # noqa: ANN001, ANN202
+        return kern.paged_attention(
+            qkv, num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, pool_k=pool_k,
+            pool_v=pool_v, block_tables=block_tables, offsets=torch.tensor(offsets),
+            query_lens=torch.tensor(query_lens), starts=torch.tensor(starts), scale=0.25,
+            threads=2)
+
+    call([0, 3], [3, 3])  # the rows tiled: fine
+    # Overlapping rows; a gap at the end; a gap in the middle; a first sequence not at row 0.
+    for offsets, query_lens in (([0, 2], [3, 3]), ([0, 3], [3, 2]), ([0, 4], [3, 2]),
+                                ([1, 3], [2, 3])):
+        with pytest.raises(IndexError, match="paged_attention"):
+            call(offsets, query_lens)
+    # A start so large that start + queries would overflow int64.
+    with pytest.raises(IndexError, match="paged_attention"):
+        call([0, 3], [3, 3], starts=(0, 2**63 - 2))
+    with pytest.raises(ValueError, match="paged_attention"):
+        call([0, 3], [3, 3], block_tables=tables[:1])  # fewer tables than sequences
+    with pytest.raises(ValueError, match="paged_attention"):
+        call([0, 3], [3, 3], block_tables=tables.to(torch.int32))
+    with pytest.raises(ValueError, match="paged_attention"):
+        call([0], [3, 3])
 
 
 @pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 4, 16), (8, 2, 20)])

@@ -139,6 +139,10 @@ def test_the_profile_note_names_the_engines_own_kernels() -> None:
                            "step_ms": 0.8}]}
     fused = _note(timeline=timeline, estimate=estimate, on_gpu=False, own_kernels=True)
     assert "the engine's own CPU kernels (`cpu_fused::`" in fused
+    # A layer's calls: five fused ones in a step with one attention group, more with several
+    # (decodes from their slots beside prefill chunks), never "four or five".
+    assert ("four matrix multiplies and four other fused calls a layer, plus one attention "
+            "call for each group of sequences that attend together") in fused
     assert "each of the 150 or so operators a step ran pays a fixed cost" in fused
     # The engine's packed matmul nears the timed rate at a few dozen rows, and below that the
     # floor is the weights' reads: the matmuls' size is not the gap's reason on this path.
@@ -146,6 +150,74 @@ def test_the_profile_note_names_the_engines_own_kernels() -> None:
     plain = _note(timeline=timeline, estimate=estimate, on_gpu=False)
     assert "each of its 150 or so operators per step pays a fixed cost" in plain
     assert "CPU kernels" not in plain
+
+
+def _event(name: str, start: float, end: float, parent=None):  # noqa: ANN001, ANN202
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, time_range=SimpleNamespace(start=start, end=end),
+                           cpu_parent=parent, device_type=SimpleNamespace(name="CPU"))
+
+
+def test_the_timeline_counts_each_operator_once() -> None:
+    """A top-level aten op counts once (its aten children do not), a cpu_fused:: range counts
+    once, and an op inside a cpu_fused:: range would not count again; ranges outside the step
+    do not count."""
+    from demos.runners.profile import profile_timeline
+
+    step = _event("demo.step", 0.0, 1000.0)
+    forward = _event("engine.forward", 10.0, 900.0, step)
+    linear = _event("aten::linear", 20.0, 100.0, forward)
+    fused = _event("cpu_fused::gemm_packed", 200.0, 300.0, forward)
+    events = [step, forward, linear, _event("aten::addmm", 30.0, 90.0, linear), fused,
+              _event("aten::empty", 210.0, 220.0, fused),
+              _event("cpu_fused::silu_mul", 400.0, 450.0, forward),
+              _event("cpu_fused::silu_mul", 1100.0, 1150.0)]
+    [timeline] = profile_timeline(events)
+    assert timeline["operators"] == 3  # aten::linear, gemm_packed, silu_mul
+
+
+def test_the_profile_shows_the_kernels_as_leaf_operators(own, monkeypatch) -> None:
+    """In a real profile of the engine's steps (a prefill with paged attention, then decodes
+    from their slots), each kernel call is one cpu_fused:: range inside the engine's forward
+    pass with no operator inside it, so its self time is its whole time and the timeline
+    counts it once."""
+    from demos.runners import profile
+    from worker.engine import SamplingParams
+    from worker.engine.kernels.cpu import cpu_kernels
+    from worker.engine.profiling import profiler_activities, profiler_range, profiler_start
+
+    if cpu_kernels() is None:
+        pytest.skip("no C compiler: the engine runs PyTorch's ops")
+    engine, _ = own
+    ids = [engine.add_request(list(range(5, 5 + n)), SamplingParams(temperature=0, max_tokens=3,
+                                                                    ignore_eos=True))
+           for n in (20, 7)]
+    with profiler_start(profiler_activities(cuda=False)) as prof:
+        for _ in range(2):
+            with profiler_range(profile.STEP_RANGE):
+                engine.step()
+    for request_id in ids:
+        engine.abort(request_id)
+    engine.step()
+    events = prof.events()
+    fused = [e for e in events if e.name.startswith("cpu_fused::")]
+    names = {e.name.removeprefix("cpu_fused::") for e in fused}
+    assert {"gemm_packed", "add_rmsnorm", "rope_store", "paged_attention", "decode_attention",
+            "silu_mul"} <= names
+    for e in fused:
+        assert not e.cpu_children
+        assert e.self_cpu_time_total == e.cpu_time_total > 0
+        assert e.cpu_parent is not None and e.cpu_parent.name.startswith("engine.")
+    counted = [s["operators"] for s in profile.profile_timeline(events)]
+    steps = sorted((e for e in events if e.name == profile.STEP_RANGE),
+                   key=lambda e: e.time_range.start)
+    in_step = [sum(1 for e in fused if s.time_range.start <= e.time_range.start
+                   and e.time_range.end <= s.time_range.end) for s in steps]
+    monkeypatch.setattr(profile, "OPERATOR_PREFIXES", ("aten::",))
+    aten_only = [s["operators"] for s in profile.profile_timeline(events)]
+    assert all(n > 0 for n in in_step)
+    assert counted == [a + n for a, n in zip(aten_only, in_step, strict=True)]
 
 
 def test_profile_splits_each_step_into_the_engines_ranges(own, recorder) -> None:

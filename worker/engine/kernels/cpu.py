@@ -160,7 +160,9 @@ def _load() -> "CpuKernels":
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
-# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c); it changed nothing.
+# What a kernel's non-zero status means (KERNEL_* in cpu_fused.c). A bad index is found
+# before anything is written; a failed allocation inside a thread is not, so decode attention
+# may have written some tokens' K/V into their slots (the values the call was to write).
 _FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
                              "of range"),
              2: (MemoryError, "no memory for attention's scratch buffers")}
@@ -212,8 +214,8 @@ class CpuKernels:
         self._lib = lib
 
     def _run(self, name: str, *args: object) -> None:
-        """Call a compiled function, raising what a non-zero status means (the call changed
-        nothing then); while a PyTorch profiler records, inside a range named
+        """Call a compiled function, raising what a non-zero status means (for a bad index,
+        the call changed nothing); while a PyTorch profiler records, inside a range named
         `cpu_fused::<name>`, so a profile lists the kernels beside PyTorch's `aten::` ops."""
         if torch.autograd._profiler_enabled():
             with torch.profiler.record_function(f"cpu_fused::{name}"):
@@ -284,13 +286,25 @@ class CpuKernels:
                         threads: int) -> torch.Tensor:
         """Causal attention for sequences with several queries each, over the paged pool:
         sequence s's queries are qkv rows offsets[s] .. + query_lens[s], at positions
-        starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim]."""
+        starts[s] ..; block_tables [S, max_blocks]. Returns [rows of qkv, heads * head_dim].
+        The sequences' rows must follow one another and cover qkv's rows (offsets[0] = 0,
+        each next offset the last plus its queries), else IndexError, as for a block id
+        outside the pool or a context longer than the table."""
+        num_seqs = len(starts)
+        for index in (offsets, query_lens, starts):
+            if index.dtype != torch.int64 or not index.is_contiguous() or len(index) != num_seqs:
+                raise ValueError("paged_attention: offsets, query_lens and starts must be "
+                                 "contiguous int64 tensors of one length each")
+        if (block_tables.dtype != torch.int64 or not block_tables.is_contiguous()
+                or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs):
+            raise ValueError("paged_attention: block_tables must be a contiguous int64 tensor "
+                             "[sequences, max_blocks]")
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("paged_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
                   pool_k.shape[0], pool_k.shape[1], block_tables.data_ptr(),
                   block_tables.shape[1], offsets.data_ptr(), query_lens.data_ptr(),
-                  starts.data_ptr(), len(starts), scale, out.data_ptr(), threads)
+                  starts.data_ptr(), num_seqs, scale, out.data_ptr(), threads)
         return out
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:

@@ -281,28 +281,34 @@ int64_t decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64
  * speculative checks), reading K and V from the paged pool [slots, nkv, dim] through each
  * sequence's block table: sequence s has query_lens[s] queries at positions starts[s] ..,
  * packed from row offsets[s] of qkv (q heads first, already rotated; its K/V already in the
- * pool) and of out [rows, nh * dim]. Each (sequence, KV head) pair copies its context out of
- * the pool once, keys transposed, then every query of the pair's heads attends causally over
- * positions 0 .. its own. Pairs are split across threads. */
+ * pool) and of out [rows, nh * dim]. The sequences' rows follow one another and cover all
+ * `rows` (offsets[0] = 0, offsets[s + 1] = offsets[s] + query_lens[s]), so every output row
+ * is written, each of its heads by one pair only. Each (sequence, KV head) pair copies its context
+ * out of the pool once, keys transposed, then every query of the pair's heads attends
+ * causally over positions 0 .. its own. Pairs are split across threads. */
 int64_t paged_attention(const float *qkv, int64_t rows, int64_t stride, int64_t nh, int64_t nkv,
                         int64_t dim, const float *pool_k, const float *pool_v, int64_t num_blocks,
                         int64_t block_size, const int64_t *block_tables, int64_t max_blocks,
                         const int64_t *offsets, const int64_t *query_lens,
                         const int64_t *starts, int64_t num_seqs, float scale, float *out,
                         int64_t threads) {
-    const int64_t per_kv = nh / nkv, kv_width = nkv * dim;
-    int64_t longest = 0;
+    const int64_t per_kv = nh / nkv, kv_width = nkv * dim, positions = max_blocks * block_size;
+    int64_t longest = 0, next_row = 0;
     for (int64_t s = 0; s < num_seqs; s++) {
-        const int64_t n_ctx = starts[s] + query_lens[s];
-        if (starts[s] < 0 || query_lens[s] < 0 || offsets[s] < 0
-            || offsets[s] + query_lens[s] > rows || n_ctx > max_blocks * block_size)
+        /* Compared so that no sum can overflow, whatever the values. */
+        if (starts[s] < 0 || query_lens[s] < 0 || starts[s] > positions
+            || query_lens[s] > positions - starts[s] || offsets[s] != next_row
+            || query_lens[s] > rows - next_row)
             return KERNEL_BAD_INDEX;
+        const int64_t n_ctx = starts[s] + query_lens[s];
+        next_row += query_lens[s];
         for (int64_t b = 0; b < (n_ctx + block_size - 1) / block_size; b++)
             if (block_tables[s * max_blocks + b] < 0
                 || block_tables[s * max_blocks + b] >= num_blocks)
                 return KERNEL_BAD_INDEX;
         if (n_ctx > longest) longest = n_ctx;
     }
+    if (next_row != rows) return KERNEL_BAD_INDEX;
     /* A tile-aligned capacity, so scores_row reads whole tiles of zeroed keys past the end. */
     const int64_t capacity = (longest + 2 * VW - 1) / (2 * VW) * (2 * VW);
     int64_t status = KERNEL_OK;
