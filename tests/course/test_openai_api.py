@@ -198,14 +198,20 @@ def test_tokens_spent_count_against_the_key(openai_client, api_key):
 @pytest.mark.worker
 @pytest.mark.slow
 def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
-    # As long an answer as the context allows (some 4 s on a fast idle machine), so the abort
-    # lands before the end: 500 tokens were once all written before the disconnect was seen.
-    stream = openai_client.chat.completions.create(
+    import openai
+
+    # As long an answer as the context allows (some 1.5 s on an idle machine), on a connection
+    # of the client's own, which it closes as it leaves, as a client process that exits would.
+    # (Closing only the stream once left the socket open until the whole answer was written.)
+    leaving = openai.OpenAI(base_url=openai_client.base_url, api_key=openai_client.api_key,
+                            max_retries=0, timeout=60)
+    stream = leaving.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "Tell me about GPUs."}],
         max_tokens=960, stream=True, extra_body={"ignore_eos": True})
     first = next(iter(stream))
     request_id = first.id.removeprefix("chatcmpl-")
     stream.close()  # the client goes away mid-answer
+    leaving.close()
     events = _wait_for(lambda: [e for e in _stream_events(request_id)
                                 if e.type in ("aborted", "done")])
     assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
@@ -213,8 +219,6 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
     assert delivered < 960
 
     # Without streaming too: the client gives up waiting, the request is aborted.
-    import openai
-
     from demos import events as run_events
     from demos.services import redis
 
