@@ -174,9 +174,10 @@ class LlamaForCausalLM(nn.Module):
     def forward_fused(self, kern: CpuKernels, input_ids: torch.Tensor, positions: torch.Tensor,
                       kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
                       meta: AttentionMetadata, logits_indices: torch.Tensor) -> torch.Tensor:
-        """`forward` with the fused CPU kernels: the same maths in four kernel calls and four
-        packed matrix multiplies a layer. Each block's output (`delta`) is added to the
-        residual stream `x` by the next RMSNorm, in place."""
+        """`forward` with the fused CPU kernels: the same maths in four packed matrix
+        multiplies, four other kernel calls and one attention call per group of sequences a
+        layer. Each block's output (`delta`) is added to the residual stream `x` by the next
+        RMSNorm, in place."""
         c = self.config
         eps, threads = c.rms_norm_eps, torch.get_num_threads()
         x = F.embedding(input_ids, self.embed_tokens.weight)
