@@ -359,6 +359,29 @@ def test_the_build_is_reused(kern, monkeypatch) -> None:
     assert all("--version" in args for args in calls)  # the compiler was only asked its version
 
 
+def test_flags_the_compiler_refused_are_not_tried_again(kern, monkeypatch, tmp_path) -> None:
+    """A compiler without OpenMP (Apple's clang) refuses the first flag set: the refusal is
+    remembered beside the builds, so the next process goes straight to the next set."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O3", "--no-such-flag", "-fPIC"],
+                                               ["-O2", "-fPIC"]])
+    calls = []
+    real_run = cpu_mod.subprocess.run
+
+    def counting_run(args, **kwargs):  # noqa: ANN001, ANN003
+        calls.append(args)
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(cpu_mod.subprocess, "run", counting_run)
+    first = cpu_mod._build()
+    assert any("--no-such-flag" in args for args in calls)
+    assert len(list(tmp_path.glob("*.refused"))) == 1 and first.exists()
+    calls.clear()
+    assert cpu_mod._build() == first
+    assert not any("--no-such-flag" in args for args in calls)
+    assert cpu_mod.CpuKernels(first).panel in (16, 32)
+
+
 def test_env_setting_turns_the_kernels_off(monkeypatch) -> None:
     monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
     assert cpu_mod.cpu_kernels() is None

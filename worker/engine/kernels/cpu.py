@@ -14,7 +14,9 @@ measurements.
 The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
 -fopenmp`, about a second) into `var/kernels/`, named by a hash of the source, the flags, the
 compiler and the CPU, so a changed file or another CPU builds afresh and processes share the
-build. Without OpenMP it builds single-threaded; without a compiler, or with
+build. Without OpenMP it builds single-threaded (a flag set the compiler refused is remembered
+there as `cpu_fused-<hash>.refused`, so later processes skip it; delete `var/kernels/` to try
+again); without a compiler, or with
 ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's ops, which stay the
 reference the tests hold these kernels to.
 """
@@ -115,12 +117,17 @@ def _build() -> Path:
     source = SOURCE.read_bytes()
     cache = _cache_dir()
     errors = []
-    for flags in FLAG_SETS:
-        key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
-                                         _cpu_signature().encode()])).hexdigest()[:16]
+    keys = [hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
+                                       _cpu_signature().encode()])).hexdigest()[:16]
+            for flags in FLAG_SETS]
+    for flags, key in zip(FLAG_SETS, keys, strict=True):
         target = cache / f"cpu_fused-{key}.so"
+        refused = target.with_suffix(".refused")  # this compiler refused these flags before
         if target.exists():
             return target
+        if refused.exists():
+            errors.append(refused.read_text(errors="replace"))
+            continue
         # Built under a temporary name and renamed into place: processes that build at once
         # never load a half-written file.
         fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
@@ -138,8 +145,15 @@ def _build() -> Path:
                 for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
                     if stale != target:
                         stale.unlink(missing_ok=True)
+                for stale in cache.glob("cpu_fused-*.refused"):
+                    if stale.stem.removeprefix("cpu_fused-") not in keys:
+                        stale.unlink(missing_ok=True)
                 return target
-            errors.append(f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}")
+            error = f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}"
+            errors.append(error)
+            # Remembered, so later processes (every worker and test process) go straight to
+            # the next flag set instead of paying for a failing compile each time.
+            refused.write_text(error)
         finally:
             for leftover in (partial, obj):
                 if os.path.exists(leftover):
