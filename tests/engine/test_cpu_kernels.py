@@ -345,8 +345,9 @@ def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch
     assert len(out.token_ids) == 3 and engine.runner.model.cpu_kernels is None
 
 
-def test_the_build_is_reused(kern, monkeypatch) -> None:
-    """A second build finds the library already compiled for this source, compiler and CPU."""
+@pytest.fixture
+def compiler_calls(monkeypatch) -> list:
+    """Every command the build runs from here on (the compiler's), in order."""
     calls = []
     real_run = cpu_mod.subprocess.run
 
@@ -355,24 +356,24 @@ def test_the_build_is_reused(kern, monkeypatch) -> None:
         return real_run(args, **kwargs)
 
     monkeypatch.setattr(cpu_mod.subprocess, "run", counting_run)
+    return calls
+
+
+def test_the_build_is_reused(kern, compiler_calls) -> None:
+    """A second build finds the library already compiled for this source, compiler and CPU."""
+    calls = compiler_calls
     assert cpu_mod._build() == kern.path
     assert all("--version" in args for args in calls)  # the compiler was only asked its version
 
 
-def test_flags_the_compiler_refused_are_not_tried_again(kern, monkeypatch, tmp_path) -> None:
+def test_flags_the_compiler_refused_are_not_tried_again(kern, monkeypatch, tmp_path,
+                                                        compiler_calls) -> None:
     """A compiler without OpenMP (Apple's clang) refuses the first flag set: the refusal is
     remembered beside the builds, so the next process goes straight to the next set."""
     monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
     monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O3", "--no-such-flag", "-fPIC"],
                                                ["-O2", "-fPIC"]])
-    calls = []
-    real_run = cpu_mod.subprocess.run
-
-    def counting_run(args, **kwargs):  # noqa: ANN001, ANN003
-        calls.append(args)
-        return real_run(args, **kwargs)
-
-    monkeypatch.setattr(cpu_mod.subprocess, "run", counting_run)
+    calls = compiler_calls
     first = cpu_mod._build()
     assert any("--no-such-flag" in args for args in calls)
     assert len(list(tmp_path.glob("*.refused"))) == 1 and first.exists()
