@@ -231,7 +231,7 @@ SOURCES: list[tuple[str, str]] = [
      "note says)", "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache/"),
     ("vLLM pull request 10511 (the profiled runtime reserve behind the 3.3 GB default)",
      "https://github.com/vllm-project/vllm/pull/10511"),
-    ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 3.35 TB/s; PCIe Gen5 128 GB/s)",
+    ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 bandwidth; PCIe Gen5 host link)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA H200 Tensor Core GPU datasheet",
      "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),

@@ -215,6 +215,7 @@ def context(*, request: HttpRequest) -> dict:
     }
 
 
+_A100 = gpu_get("a100-80gb-sxm")  # its datasheet figures, as the sources list quotes them
 SOURCES: list[tuple[str, str]] = [
     ("Dao et al., 'FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness' "
      "(the standard algorithm's HBM accesses, tiling with an online softmax, recomputation; "
@@ -237,10 +238,12 @@ SOURCES: list[tuple[str, str]] = [
      "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
     ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs, 40 MB L2)",
      "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"),
-    ("NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80 GB of HBM2e at 2,039 GB/s)",
+    ("NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: "
+     f"{number_format(_A100.memory_bytes / 1e9)} GB of {_A100.memory_kind} at "
+     f"{number_format(_A100.bandwidth_bytes_per_second / 1e9)} GB/s)",
      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
      "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
-    ("NVIDIA H100 Tensor Core GPU datasheet (3.35 TB/s, dense BF16 peak)",
+    ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 bandwidth, dense BF16 peak)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("Kwon et al., PagedAttention (attention reading K and V through a block table)",
      "https://arxiv.org/abs/2309.06180"),

@@ -279,7 +279,7 @@ SOURCES: list[tuple[str, str]] = [
      "tokens scheduled alike; chunked prefill as a fixed token budget per step)",
      "https://blog.vllm.ai/2025/01/27/v1-alpha-release.html"),
     ("vLLM source, vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: the default "
-     "max_num_batched_tokens, larger on GPUs of 70 GiB or more other than the A100",
+     "max_num_batched_tokens, larger on GPUs past the memory size it names, the A100 excepted",
      "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"),
     ("vLLM documentation, 'Optimization and Tuning': chunked prefill always on by default in "
      "V1, max_num_batched_tokens, decodes scheduled before prefills",

@@ -447,7 +447,7 @@ SOURCES: list[tuple[str, str]] = [
      "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
     ("NVIDIA HGX platform specifications (HGX B200 tensor rates, FP4 tensor cores)",
      "https://www.nvidia.com/en-us/data-center/hgx/"),
-    ("NVIDIA DGX B200 datasheet (180 GB and 8 TB/s a GPU)",
+    ("NVIDIA DGX B200 datasheet (each GPU's memory and bandwidth)",
      "https://www.nvidia.com/en-us/data-center/dgx-b200/"),
     ("NVIDIA L40S datasheet (FP8 tensor cores, no FP4)",
      "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),

@@ -410,8 +410,8 @@ SOURCES: list[tuple[str, str]] = [
     ("pytorch/ao pull request 4002, 'update b200 peak memory bandwidth' (a shipping B200's driver "
      "reports its memory bus width and clock, from which the peak bandwidth follows)",
      "https://github.com/pytorch/ao/pull/4002"),
-    ("NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink, FP8 tensor cores, "
-     "350 W)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
+    ("NVIDIA L40S datasheet (GDDR6 memory and bandwidth, PCIe Gen4 x16, no NVLink, FP8 tensor "
+     "cores, power)", "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"),
     ("Modal, pricing (example per-second on-demand rates: H100 $0.001097, H200 $0.001261, "
      "B200 $0.001736, L40S $0.000542)", "https://modal.com/pricing"),
     ("techbytes.app, 'Serverless GPU Pricing Matrix' (Modal's H100 at $3.9492/h and L40S at "

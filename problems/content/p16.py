@@ -35,7 +35,7 @@ SLUG = "request-cost"
 PREFIX = "p16-cost"
 H100_PRICE = price_example_get("h100-sxm")
 
-# The concepts' example of why a mean hides the tail: 98 requests at 200 ms, two at 20 s.
+# The concepts' example of why a mean hides the tail: most requests fast, two very slow.
 TAIL_FAST_S, TAIL_FAST_N, TAIL_SLOW_S, TAIL_SLOW_N = 0.2, 98, 20.0, 2
 # The concepts' histogram example: vLLM's TTFT bucket bounds around one second, and counts.
 HISTOGRAM_EXAMPLE = ((0.5, 880), (0.75, 960), (1.0, 985), (2.5, 998), (5.0, 1000),

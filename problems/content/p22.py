@@ -151,8 +151,8 @@ SOURCES: list[tuple[str, str]] = [
      "v1/nixl_connector.py"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
-    ("NVIDIA H100 Tensor Core GPU datasheet (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 900 GB/s "
-     "both directions)",
+    ("NVIDIA H100 Tensor Core GPU datasheet (dense BF16 rate, HBM3 bandwidth, NVLink bandwidth "
+     "in both directions)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
     ("NVIDIA ConnectX-7 / Quantum-2 InfiniBand datasheets (NDR, 400 Gb/s per port)",
      "https://www.nvidia.com/en-us/networking/infiniband-adapters/"),
