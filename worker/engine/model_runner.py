@@ -238,6 +238,7 @@ class ModelRunner:
         block_tables = torch.tensor(tables, dtype=torch.long, device=dev)
         starts_t = torch.tensor([e.start for e in entries], device=dev)
         q_lens_t = torch.tensor(q_lens, device=dev)
+        offsets = torch.cumsum(q_lens_t, 0) - q_lens_t  # each sequence's first packed row
         if max_q == min(q_lens):
             # Equal lengths (all decodes, say): the packed rows already form the grid.
             seq_of_token = torch.arange(num_seqs, device=dev).repeat_interleave(max_q)
@@ -245,21 +246,14 @@ class ModelRunner:
             query_index = None
         else:
             seq_of_token = torch.repeat_interleave(torch.arange(num_seqs, device=dev), q_lens_t)
-            first_token = torch.cumsum(q_lens_t, 0) - q_lens_t
-            local = torch.arange(total, device=dev) - first_token[seq_of_token]
+            local = torch.arange(total, device=dev) - offsets[seq_of_token]
             query_index = seq_of_token * max_q + local
         positions = starts_t[seq_of_token] + local
         slot_mapping = block_tables[seq_of_token, positions // bs] * bs + positions % bs
-        # Query i of sequence s sits at position starts[s] + i and sees keys at or before it.
-        query_pos = starts_t.unsqueeze(1) + torch.arange(max_q, device=dev).unsqueeze(0)
-        key_pos = torch.arange(max_blocks * bs, device=dev)
-        mask = (key_pos.view(1, 1, -1) <= query_pos.unsqueeze(-1)).unsqueeze(1)
-        if max_q > 1:
-            mask = mask.repeat(1, 1, per_kv, 1)  # rows ordered (query head in group, position)
         group = AttentionGroup(
             token_start=token_start, token_end=token_start + total,
-            block_ids=block_tables.view(-1),
-            query_index=query_index, mask=mask, num_seqs=num_seqs, max_query_len=max_q,
-            starts=starts_t, query_lens=q_lens_t, offsets=torch.cumsum(q_lens_t, 0) - q_lens_t,
+            block_ids=block_tables.view(-1), query_index=query_index, num_seqs=num_seqs,
+            max_query_len=max_q, key_len=max_blocks * bs, per_kv=per_kv,
+            starts=starts_t, query_lens=q_lens_t, offsets=offsets,
         )
         return group, positions, slot_mapping

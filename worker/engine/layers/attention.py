@@ -19,6 +19,7 @@ On a CPU in fp32 the model calls `forward_fused` instead: the same reads in C
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 import torch.nn.functional as F
@@ -35,16 +36,29 @@ class AttentionGroup:
     block_ids: torch.Tensor  # [S * max_blocks] each sequence's block ids, padded with 0
     # [tokens] each token's slot in the padded [S * max_q] grid; None when all lengths are equal
     query_index: torch.Tensor | None
-    # [S, 1, per_kv * max_q, max_blocks * block_size]: True where a query may look (the
-    # query-position mask repeated for each query head sharing a KV head).
-    mask: torch.Tensor
     num_seqs: int
     max_query_len: int
+    key_len: int  # max_blocks * block_size: the gathered context's padded length
+    per_kv: int  # query heads per KV head
     # Per sequence (what the fused CPU kernel reads instead of the grid and the mask): the
     # position of its first query, its number of queries, its first row within the group.
     starts: torch.Tensor
     query_lens: torch.Tensor
     offsets: torch.Tensor
+
+    @cached_property
+    def mask(self) -> torch.Tensor:
+        """[S, 1, per_kv * max_q, key_len]: True where a query may look (query i of sequence s
+        sits at position starts[s] + i and sees keys at or before it), repeated for each query
+        head sharing a KV head. Built when PyTorch's path first reads it."""
+        dev = self.starts.device
+        query_pos = self.starts.unsqueeze(1) + torch.arange(self.max_query_len,
+                                                            device=dev).unsqueeze(0)
+        key_pos = torch.arange(self.key_len, device=dev)
+        mask = (key_pos.view(1, 1, -1) <= query_pos.unsqueeze(-1)).unsqueeze(1)
+        if self.max_query_len > 1:
+            mask = mask.repeat(1, 1, self.per_kv, 1)  # rows (query head in group, position)
+        return mask
 
 
 @dataclass

@@ -22,6 +22,7 @@ no horizontal sums. PyTorch's path reads the same keys through a transposed view
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -42,12 +43,23 @@ class DecodeGroup:
     in_order: bool  # slots == 0 .. S-1: queries and outputs need no scatter
     rows: int  # attention runs over slots 0 .. rows - 1
     kv_len: int  # and over positions 0 .. kv_len - 1
-    mask: torch.Tensor  # [rows, 1, 1, kv_len]: 0 where a slot's query may look, -inf elsewhere
+    query_pos: torch.Tensor  # [rows] each slot's query position (holes: 0)
+    dtype: torch.dtype  # the buffers'
     # Sequences that got their slot this step (a slice of slots, or their indices): their
     # blocks are copied in, once.
     join_slots: slice | torch.Tensor | None
     join_block_ids: torch.Tensor | None  # [J * join_blocks], padded with block 0
     join_blocks: int
+
+    @cached_property
+    def mask(self) -> torch.Tensor:
+        """[rows, 1, 1, kv_len]: 0 where a slot's query may look, -inf elsewhere; additive, in
+        the buffers' dtype (SDPA would convert a boolean mask in every layer). Built once a
+        step, when PyTorch's path first reads it: the fused CPU kernel reads positions."""
+        dev = self.query_pos.device
+        allowed = torch.arange(self.kv_len, device=dev).view(1, -1) <= self.query_pos.view(-1, 1)
+        mask = torch.zeros(allowed.shape, dtype=self.dtype, device=dev)
+        return mask.masked_fill_(~allowed, float("-inf")).view(self.rows, 1, 1, self.kv_len)
 
 
 class DecodeSlots:
@@ -110,11 +122,6 @@ class DecodeSlots:
         # Each slot's query position; unused slots (holes) look at position 0 only.
         query_pos = torch.zeros(rows, dtype=torch.long, device=dev)
         query_pos[slots_t] = starts_t
-        allowed = torch.arange(kv_len, device=dev).view(1, -1) <= query_pos.view(-1, 1)
-        # Additive (0 or -inf) in the buffers' dtype: SDPA would convert a boolean mask in
-        # every layer.
-        mask = torch.zeros(allowed.shape, dtype=self.dtype, device=dev).masked_fill_(
-            ~allowed, float("-inf"))
         join_slots = join_ids = None
         if joiners:
             first = slots[joiners[0]]
@@ -129,8 +136,8 @@ class DecodeSlots:
             token_start=token_start, token_end=token_start + len(seq_ids), slots=slots_t,
             positions=starts_t,
             in_order=slots == list(range(len(slots))),
-            rows=rows, kv_len=kv_len,
-            mask=mask.view(rows, 1, 1, kv_len), join_slots=join_slots, join_block_ids=join_ids,
+            rows=rows, kv_len=kv_len, query_pos=query_pos, dtype=self.dtype,
+            join_slots=join_slots, join_block_ids=join_ids,
             join_blocks=join_blocks,
         )
 
