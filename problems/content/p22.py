@@ -61,6 +61,7 @@ def figures(inputs: dict) -> dict:
         "gqa_ratio": (number_format(m.heads / m.kv_heads)
                       if m.attention != "MLA" and m.kv_heads and m.heads > m.kv_heads else ""),
         "model_name": m.name, "gpu_name": g.name, "tp": inputs["tp"], "layers": m.layers,
+        "mla": m.attention == "MLA",
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "output_tokens": f"{inputs['output_tokens']:,}",
         "rps": number_format(inputs["requests_per_second"]),
