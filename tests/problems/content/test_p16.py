@@ -122,3 +122,18 @@ def test_the_drop_reads_right_when_it_is_one_point_or_changes_nothing(client) ->
         assert "A drop in the hit rate." in worked
     assert "nothing to cache" in section_text(
         client, 16, "worked", calculator_query(p16.CALCULATOR, p16.PREFIX, prompt_tokens=0))
+
+
+def test_counts_of_one_read_in_the_singular(client) -> None:
+    """Review: one output token and one request a day read "1 output tokens", "decode 1
+    tokens" and "for 1 requests a day"."""
+    query = calculator_query(p16.CALCULATOR, p16.PREFIX, output_tokens=1, requests_per_day=1)
+    worked = section_text(client, 16, "worked", query)
+    answer = section_text(client, 16, "answer", query)
+    assert "2,000 prompt tokens and 1 output token." in worked
+    assert "decode 1 token at" in worked and "for 1 request a day" in worked
+    assert "at 1 request a day" in answer
+    assert "1 output tokens" not in worked and "1 requests a day" not in worked + answer
+    default = section_text(client, 16, "worked")
+    assert "2,000 prompt tokens and 300 output tokens." in default
+    assert "Prefill 1,000 tokens at" in default and "decode 300 tokens at" in default
