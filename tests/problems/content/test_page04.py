@@ -302,3 +302,15 @@ def test_problem_22_answer_names_the_gpus_own_link_and_the_latent_as_a_copy(clie
     assert "MB share" not in answer and "MB copy of the latent in parallel" in answer
     answer = section_text(page_get(client), 22, "answer")
     assert "each GPU sends its 671 MB share in parallel. Over NVLink 4 that is" in answer
+
+
+def test_problem_22_counts_of_one_read_in_the_singular(client) -> None:
+    """Review: one request a second and a one-token answer read "At 1 requests a second" and "1
+    tokens of answer"."""
+    content = page_get(client, p22_query(requests_per_second=1, output_tokens=1))
+    worked = section_text(content, 22, "worked")
+    assert "At 1 request a second" in worked and "and 1 token of answer" in worked
+    assert "1 requests a second" not in worked and "1 tokens of answer" not in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "a prompt of 8,192 tokens and 512 tokens of answer" in default
+    assert "At 2 requests a second" in default
