@@ -103,3 +103,37 @@ def test_the_clocks_are_placed_where_the_engines_put_them(client) -> None:
     assert "vLLM starts it in its API server when tokenization begins" in concepts
     assert "vllm:request_time_per_output_token_seconds" in concepts
     assert any("design/metrics" in url for _, url in p16.SOURCES)
+
+
+def test_the_drop_reads_right_when_it_is_one_point_or_changes_nothing(client) -> None:
+    """Review: a 1-point drop read "1 points"; a drop of 0 (or a prompt of 0 tokens, with
+    nothing to cache) still said the hit rate drops, the fleet "grows" from a figure to the same
+    figure and TTFT rises, and the model answer called it a drop that makes requests prefill
+    more."""
+    one = section_text(client, 16, "worked",
+                       calculator_query(p16.CALCULATOR, p16.PREFIX, hit_rate_drop=0.01))
+    assert "drops by 1 point ," in one and "1 points" not in one
+    for changes in ({"hit_rate_drop": 0}, {"prompt_tokens": 0}):
+        query = calculator_query(p16.CALCULATOR, p16.PREFIX, **changes)
+        worked = section_text(client, 16, "worked", query)
+        answer = section_text(client, 16, "answer", query)
+        assert "TTFT rises too" not in worked and "grows from" not in worked
+        assert "point drop makes every request prefill more" not in answer
+        assert "A drop in the hit rate." in worked
+    assert "nothing to cache" in section_text(
+        client, 16, "worked", calculator_query(p16.CALCULATOR, p16.PREFIX, prompt_tokens=0))
+
+
+def test_counts_of_one_read_in_the_singular(client) -> None:
+    """Review: one output token and one request a day read "1 output tokens", "decode 1
+    tokens" and "for 1 requests a day"."""
+    query = calculator_query(p16.CALCULATOR, p16.PREFIX, output_tokens=1, requests_per_day=1)
+    worked = section_text(client, 16, "worked", query)
+    answer = section_text(client, 16, "answer", query)
+    assert "2,000 prompt tokens and 1 output token." in worked
+    assert "decode 1 token at" in worked and "for 1 request a day" in worked
+    assert "at 1 request a day" in answer
+    assert "1 output tokens" not in worked and "1 requests a day" not in worked + answer
+    default = section_text(client, 16, "worked")
+    assert "2,000 prompt tokens and 300 output tokens." in default
+    assert "Prefill 1,000 tokens at" in default and "decode 300 tokens at" in default

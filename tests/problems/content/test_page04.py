@@ -286,3 +286,31 @@ def test_problem_8_one_application_and_one_prefix_read_in_the_singular(client) -
     assert "With 40 applications, random routing" in default
     assert "a replica keeps 15 prefixes." in default
     assert "Set the applications to one: both policies hit" in default
+
+
+def test_problem_22_answer_names_the_gpus_own_link_and_the_latent_as_a_copy(client) -> None:
+    """Review: the model answer said "Over NVLink" for an L40S (PCIe, no NVLink) and an MI300X
+    (Infinity Fabric), called each GPU's whole MLA latent its "share", and two GPUs read "all 2
+    GPUs"."""
+    content = page_get(client, p22_query(model="llama-3.1-8b", gpu="l40s", tp=2))
+    answer = section_text(content, 22, "answer")
+    assert "Over NVLink" not in answer and "Over PCIe Gen4 x16 (no NVLink) that is" in answer
+    worked = section_text(content, 22, "worked")
+    assert "all 2 GPUs" not in worked and "where both GPUs share one 100 GbE port" in worked
+    answer = section_text(page_get(client, p22_query(
+        model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")), 22, "answer")
+    assert "MB share" not in answer and "MB copy of the latent in parallel" in answer
+    answer = section_text(page_get(client), 22, "answer")
+    assert "each GPU sends its 671 MB share in parallel. Over NVLink 4 that is" in answer
+
+
+def test_problem_22_counts_of_one_read_in_the_singular(client) -> None:
+    """Review: one request a second and a one-token answer read "At 1 requests a second" and "1
+    tokens of answer"."""
+    content = page_get(client, p22_query(requests_per_second=1, output_tokens=1))
+    worked = section_text(content, 22, "worked")
+    assert "At 1 request a second" in worked and "and 1 token of answer" in worked
+    assert "1 requests a second" not in worked and "1 tokens of answer" not in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "a prompt of 8,192 tokens and 512 tokens of answer" in default
+    assert "At 2 requests a second" in default
