@@ -133,6 +133,7 @@ SOURCES: list[tuple[str, str]] = [
      "(a KV cache pooled in CPU memory and SSD)", "https://arxiv.org/abs/2407.00079"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
-    ("NVIDIA H100 Tensor Core GPU datasheet (dense BF16 rate, HBM3 bandwidth)",
+    ("NVIDIA H100 Tensor Core GPU datasheet (dense BF16 rate, HBM3 bandwidth, NVLink bandwidth "
+     "in both directions)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
 ]
