@@ -201,6 +201,8 @@ def context(*, request: HttpRequest) -> dict:
         "model_name": m.name, "gpu_name": g.name, "dtype_name": w.name,
         "kv_dtype_name": kv.kv_label,
         "batch": f"{inputs['batch']:,}",
+        "batch_one": inputs["batch"] == 1,
+        "batch_sequences_text": count_format(inputs["batch"], "sequence"),
         "half_batch": f"{max(1, inputs['batch'] // 2):,}",
         "double_batch": f"{inputs['batch'] * 2:,}",
         "context_tokens": f"{inputs['context_tokens']:,}",
@@ -241,6 +243,11 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_tokens": f"{inputs['chunk_tokens']:,}",
         "chunks_text": count_format(r["chunks"], "chunk"),
         "stall_total_text": seconds_format(r["prefill_stall_total_seconds"]),
+        "stall_chunked_text": seconds_format(r["prefill_stall_chunked_total_seconds"]),
+        "stall_chunked_less": r["prefill_stall_chunked_total_seconds"]
+        < r["prefill_stall_total_seconds"]
+        and seconds_format(r["prefill_stall_chunked_total_seconds"])
+        != seconds_format(r["prefill_stall_total_seconds"]),
         "acceptance_text": number_format(inputs["acceptance"]),
         "gamma": inputs["draft_tokens"],
         "draft_cost_text": number_format(inputs["draft_cost"]),

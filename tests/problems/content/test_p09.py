@@ -1,6 +1,7 @@
 """Problem 9 on page 05, through Django's test client: every section written, the worked
 figures equal to the JSON API's, inputs that move them, no typed figures, sources."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,39 @@ def test_a_lever_the_baseline_already_has_is_not_said_to_move_the_curve(client) 
     assert "no gain: not fewer bits than the baseline's weights" in worked
     default = api_get(client, "itl-levers")
     assert all(not x["effect"].startswith("no gain") for x in default["levers"])
+
+
+def test_chunked_prefill_adds_less_step_time_than_one_whole_prefill(client) -> None:
+    """Review: 'the same prefill work (252 ms of extra step time) is paid once or spread out'.
+    In 512-token chunks the chunks' steps add 141 ms in all, not 252 ms: each chunk's compute
+    runs partly under the decoders' memory-bound step."""
+    r = api_get(client, "itl-levers")
+    whole, chunked = r["prefill_stall_total_seconds"], r["prefill_stall_chunked_total_seconds"]
+    assert chunked == pytest.approx(0.141, abs=0.001) and whole == pytest.approx(0.252, abs=0.001)
+    worked = " ".join(section_text(client, 9, "worked").split())
+    assert "is paid once or spread out" not in worked
+    assert (f"the prefill adds {seconds_format(whole)} of step time in one step, or "
+            f"{seconds_format(chunked)} in all over the chunks (less, because") in worked
+    # One chunk holding the whole prompt adds what one whole prefill does, and says no more.
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, chunk_tokens=8_000)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    r = api_get(client, "itl-levers", chunk_tokens=8_000)
+    assert r["prefill_stall_chunked_total_seconds"] == pytest.approx(
+        r["prefill_stall_total_seconds"])
+    assert "(less, because" not in worked
+
+
+def test_a_batch_of_one_reads_in_the_singular(client) -> None:
+    """Review: batch 1 read '1 sequences each holding', 'every one of the 1 decoding users' and
+    'Batch 1 buys 1× the throughput of batch one for 1× the TPOT'."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, batch=1)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    assert "1 sequence holding 2,000 tokens" in worked
+    assert "the one decoding user sees one gap" in worked
+    assert not re.search(r"(?<![\d,.])1 sequences", worked)
+    assert "Batch 1 buys" not in worked
+    r = api_get(client, "itl-levers", batch=2)
+    assert f"At batch 2: {seconds_format(r['tpot_seconds'])}" in worked
+    default = " ".join(section_text(client, 9, "worked").split())
+    assert "64 sequences each holding" in default
+    assert "every one of the 64 decoding users" in default
