@@ -229,6 +229,10 @@ def context(*, request: HttpRequest) -> dict:
         "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
         "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
         "target_limit": base["limit_at_target"],
+        # No batch meets the target (or memory holds no sequence): there is no point to quote.
+        "target_none": base["batch_at_target"] == 0,
+        "target_none_memory": base["batch_at_target"] == 0
+        and base["limit_at_target"] == "memory",
         "alone_tpot_text": seconds_format(alone["tpot_seconds"]),
         "alone_per_gpu_text": rate_format(alone["tokens_per_second"], "tokens/s"),
         "half_tpot_text": seconds_format(half["tpot_seconds"]),

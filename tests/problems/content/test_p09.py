@@ -186,3 +186,28 @@ def test_a_batch_of_one_reads_in_the_singular(client) -> None:
     default = " ".join(section_text(client, 9, "worked").split())
     assert "64 sequences each holding" in default
     assert "every one of the 64 decoding users" in default
+
+
+def test_no_batch_within_the_target_is_not_quoted_as_a_point(client) -> None:
+    """Review: at a 1 ms target the page read 'the largest batch within 1 ms is 0 sequences ...
+    giving 0 tokens/s per GPU. That is the throughput a lever must beat', the scheduler capped
+    the batch at '0 sequences' and the model answer set the cap to '0 sequences here'."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, tpot_target_ms=1)
+    assert api_get(client, "itl-levers", tpot_target_ms=1)["batch_at_target"] == 0
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    answer = " ".join(section_text(client, 9, "answer", query).split())
+    assert "not even one sequence: a lever must move the curve" in worked
+    assert "is 0 sequences" not in worked and "step 5, 0 sequences" not in worked
+    assert "0 sequences here" not in answer and "once a lever lets some batch meet it" in answer
+    # Llama 3 70B in BF16 on one H100 holds no sequence at all: memory, not the target.
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b")
+    r = api_get(client, "itl-levers", model="llama-3-70b")
+    assert (r["batch_max_memory"], r["levers"][0]["limit_at_target"]) == (0, "memory")
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    tradeoffs = " ".join(section_text(client, 9, "tradeoffs", query).split())
+    assert "no room for one sequence's KV at this context" in worked
+    assert "cannot even hold one sequence beside its weights" in tradeoffs
+    assert "even with one sequence per step" not in tradeoffs
+    default = " ".join(section_text(client, 9, "answer").split())
+    assert f"{count_format(api_get(client, 'itl-levers')['batch_at_target'], 'sequence')} here" \
+        in default
