@@ -201,6 +201,8 @@ def context(*, request: HttpRequest) -> dict:
         "model_name": m.name, "gpu_name": g.name, "dtype_name": w.name,
         "kv_dtype_name": kv.kv_label,
         "batch": f"{inputs['batch']:,}",
+        "batch_one": inputs["batch"] == 1,
+        "batch_sequences_text": count_format(inputs["batch"], "sequence"),
         "half_batch": f"{max(1, inputs['batch'] // 2):,}",
         "double_batch": f"{inputs['batch'] * 2:,}",
         "context_tokens": f"{inputs['context_tokens']:,}",
@@ -227,6 +229,10 @@ def context(*, request: HttpRequest) -> dict:
         "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
         "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
         "target_limit": base["limit_at_target"],
+        # No batch meets the target (or memory holds no sequence): there is no point to quote.
+        "target_none": base["batch_at_target"] == 0,
+        "target_none_memory": base["batch_at_target"] == 0
+        and base["limit_at_target"] == "memory",
         "alone_tpot_text": seconds_format(alone["tpot_seconds"]),
         "alone_per_gpu_text": rate_format(alone["tokens_per_second"], "tokens/s"),
         "half_tpot_text": seconds_format(half["tpot_seconds"]),
@@ -241,6 +247,11 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_tokens": f"{inputs['chunk_tokens']:,}",
         "chunks_text": count_format(r["chunks"], "chunk"),
         "stall_total_text": seconds_format(r["prefill_stall_total_seconds"]),
+        "stall_chunked_text": seconds_format(r["prefill_stall_chunked_total_seconds"]),
+        "stall_chunked_less": r["prefill_stall_chunked_total_seconds"]
+        < r["prefill_stall_total_seconds"]
+        and seconds_format(r["prefill_stall_chunked_total_seconds"])
+        != seconds_format(r["prefill_stall_total_seconds"]),
         "acceptance_text": number_format(inputs["acceptance"]),
         "gamma": inputs["draft_tokens"],
         "draft_cost_text": number_format(inputs["draft_cost"]),

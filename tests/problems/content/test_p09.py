@@ -1,6 +1,7 @@
 """Problem 9 on page 05, through Django's test client: every section written, the worked
 figures equal to the JSON API's, inputs that move them, no typed figures, sources."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,64 @@ def test_a_lever_the_baseline_already_has_is_not_said_to_move_the_curve(client) 
     assert "no gain: not fewer bits than the baseline's weights" in worked
     default = api_get(client, "itl-levers")
     assert all(not x["effect"].startswith("no gain") for x in default["levers"])
+
+
+def test_chunked_prefill_adds_less_step_time_than_one_whole_prefill(client) -> None:
+    """Review: 'the same prefill work (252 ms of extra step time) is paid once or spread out'.
+    In 512-token chunks the chunks' steps add 141 ms in all, not 252 ms: each chunk's compute
+    runs partly under the decoders' memory-bound step."""
+    r = api_get(client, "itl-levers")
+    whole, chunked = r["prefill_stall_total_seconds"], r["prefill_stall_chunked_total_seconds"]
+    assert chunked == pytest.approx(0.141, abs=0.001) and whole == pytest.approx(0.252, abs=0.001)
+    worked = " ".join(section_text(client, 9, "worked").split())
+    assert "is paid once or spread out" not in worked
+    assert (f"the prefill adds {seconds_format(whole)} of step time in one step, or "
+            f"{seconds_format(chunked)} in all over the chunks (less, because") in worked
+    # One chunk holding the whole prompt adds what one whole prefill does, and says no more.
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, chunk_tokens=8_000)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    r = api_get(client, "itl-levers", chunk_tokens=8_000)
+    assert r["prefill_stall_chunked_total_seconds"] == pytest.approx(
+        r["prefill_stall_total_seconds"])
+    assert "(less, because" not in worked
+
+
+def test_a_batch_of_one_reads_in_the_singular(client) -> None:
+    """Review: batch 1 read '1 sequences each holding', 'every one of the 1 decoding users' and
+    'Batch 1 buys 1× the throughput of batch one for 1× the TPOT'."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, batch=1)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    assert "1 sequence holding 2,000 tokens" in worked
+    assert "the one decoding user sees one gap" in worked
+    assert not re.search(r"(?<![\d,.])1 sequences", worked)
+    assert "Batch 1 buys" not in worked
+    r = api_get(client, "itl-levers", batch=2)
+    assert f"At batch 2: {seconds_format(r['tpot_seconds'])}" in worked
+    default = " ".join(section_text(client, 9, "worked").split())
+    assert "64 sequences each holding" in default
+    assert "every one of the 64 decoding users" in default
+
+
+def test_no_batch_within_the_target_is_not_quoted_as_a_point(client) -> None:
+    """Review: at a 1 ms target the page read 'the largest batch within 1 ms is 0 sequences ...
+    giving 0 tokens/s per GPU. That is the throughput a lever must beat', the scheduler capped
+    the batch at '0 sequences' and the model answer set the cap to '0 sequences here'."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, tpot_target_ms=1)
+    assert api_get(client, "itl-levers", tpot_target_ms=1)["batch_at_target"] == 0
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    answer = " ".join(section_text(client, 9, "answer", query).split())
+    assert "not even one sequence: a lever must move the curve" in worked
+    assert "is 0 sequences" not in worked and "step 5, 0 sequences" not in worked
+    assert "0 sequences here" not in answer and "once a lever lets some batch meet it" in answer
+    # Llama 3 70B in BF16 on one H100 holds no sequence at all: memory, not the target.
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b")
+    r = api_get(client, "itl-levers", model="llama-3-70b")
+    assert (r["batch_max_memory"], r["levers"][0]["limit_at_target"]) == (0, "memory")
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    tradeoffs = " ".join(section_text(client, 9, "tradeoffs", query).split())
+    assert "no room for one sequence's KV at this context" in worked
+    assert "cannot even hold one sequence beside its weights" in tradeoffs
+    assert "even with one sequence per step" not in tradeoffs
+    default = " ".join(section_text(client, 9, "answer").split())
+    assert f"{count_format(api_get(client, 'itl-levers')['batch_at_target'], 'sequence')} here" \
+        in default

@@ -1,6 +1,7 @@
 """Problem 10 on page 05: every section written, the worked figures equal to the JSON API's,
 inputs that move them, no typed figures, sources."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,30 @@ def test_a_loss_at_batch_one_is_not_called_a_cut_in_tpot(client) -> None:
     assert "it lengthens TPOT even at batch one" in tradeoffs
     default = " ".join(section_text(client, 10, "tradeoffs").split())
     assert "lengthens TPOT" not in default
+
+
+def test_one_plain_step_reads_singular_and_the_paper_figure_is_not_repeated(client) -> None:
+    """Review: at batch one the page read 'costs 1 plain steps (memory-bound)' and then 'With
+    verification free (the paper's assumption) it would be 2.31×', the speedup just given."""
+    worked = section_text(client, 10, "worked")
+    r = api_get(client, "speculative-plan")
+    assert number_format(r["verify_ratio"]) == "1"
+    assert r["speedup"] == pytest.approx(r["memory_bound_speedup"])
+    assert not re.search(r"(?<![\d.])1 plain steps", worked)
+    assert "which here costs 1 plain step (memory-bound)" in worked
+    assert "so this is the paper's figure" in worked
+    assert "it would be" + f" {number_format(r['memory_bound_speedup'])}×" not in worked
+    big = calculator_query(p10.CALCULATOR, p10.PREFIX, batch=512)
+    worked = section_text(client, 10, "worked", big)
+    r = api_get(client, "speculative-plan", batch=512)
+    assert (f"With verification free (the paper's assumption) it would be "
+            f"{number_format(r['memory_bound_speedup'])}×") in worked
+    assert f"costs {number_format(r['verify_ratio'])} plain steps" in worked
+
+
+def test_the_draft_cost_bound_is_claimed_only_for_t5_small(client) -> None:
+    """Leviathan et al. give c < 0.05 for their small drafts; T5-large, quoted on the page,
+    costs more (its higher α bought the smaller speedup)."""
+    worked = section_text(client, 10, "worked")
+    assert "Their draft costs were under" not in worked
+    assert "Their T5-small drafts cost under c = 0.05" in worked
