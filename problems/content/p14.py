@@ -213,6 +213,7 @@ def context(*, request: HttpRequest) -> dict:
         "throughput_gain_text": f"{number_format(r['throughput_gain'])}×",
         "step_time_ratio_text": f"{number_format(r['step_time_ratio'])}×",
         "reserve_text": bytes_short(r["reserve_bytes"]),
+        "large_is_larger": inputs["batch_large"] > inputs["batch_small"],
         "small": _point(r["small"]),
         "large": _point(r["large"]),
         "sms": number_format(H100_SMS),

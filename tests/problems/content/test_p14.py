@@ -104,3 +104,25 @@ def test_the_model_answer_counts_the_kv_cache_in_the_batch_one_step(client) -> N
                 context_tokens=100_000)
     assert f"a decode step is {seconds_format(r['small']['gpu_seconds'])} of reading" in answer
     assert "pure weight reading" not in answer
+
+
+def test_a_second_batch_no_larger_than_the_first_is_not_said_to_raise_mfu(client) -> None:
+    """The two batches are the learner's: when the second is not larger, the answer must not
+    say MFU "rises" to it, nor the worked answer call it "the bigger batch"."""
+    for small, large in ((64, 1), (8, 8)):
+        query = calculator_query(p14.CALCULATOR, p14.PREFIX, batch_small=small,
+                                 batch_large=large)
+        answer = section_text(client, 14, "answer", query)
+        worked = section_text(client, 14, "worked", query)
+        assert "MFU rises" not in answer
+        assert "What the bigger batch buys" not in worked
+    default = section_text(client, 14, "answer")
+    assert "At batch 64, MFU rises to" in default
+    assert "What the bigger batch buys" in section_text(client, 14, "worked")
+
+
+def test_the_fit_step_counts_one_sequence_in_the_singular(client) -> None:
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm")
+    fit = next(s for s in r["steps"] if s["label"].startswith("Fits one") and "batch 1:" in
+               s["label"])
+    assert "1 sequences" not in fit["expression"] and "1 sequence's KV" in fit["expression"]
