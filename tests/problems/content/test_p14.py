@@ -126,3 +126,23 @@ def test_the_fit_step_counts_one_sequence_in_the_singular(client) -> None:
     fit = next(s for s in r["steps"] if s["label"].startswith("Fits one") and "batch 1:" in
                s["label"])
     assert "1 sequences" not in fit["expression"] and "1 sequence's KV" in fit["expression"]
+
+
+def test_no_host_time_is_not_said_to_lower_mfu(client) -> None:
+    """With no host time (or host work overlapped and shorter than the GPU's), the wall time is
+    the GPU time: MFU over wall time does not fall."""
+    for changes in ({"host_ms": 0}, {"overlap": "on"}):
+        query = calculator_query(p14.CALCULATOR, p14.PREFIX, **changes)
+        worked = section_text(client, 14, "worked", query)
+        assert "MFU over wall time falls" not in worked
+        assert "MFU over wall time comes to" in worked
+    assert "MFU over wall time falls to" in section_text(client, 14, "worked")
+
+
+def test_a_full_reading_to_explain_asks_for_no_host_time(client) -> None:
+    """At a target of 100% the host time that explains it is zero: the step that compares it
+    with an engine's host time ("if it is far less...") is left out."""
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, target_utilization=1.0)
+    worked = section_text(client, 14, "worked", query)
+    assert "would take." not in worked and "If it is far less" not in worked
+    assert "What 30% would take." in section_text(client, 14, "worked")
