@@ -188,6 +188,7 @@ def context(*, request: HttpRequest) -> dict:
         "tied": model.tied_embeddings,
         "kv_per_token_text": bytes_short(r["kv_bytes_per_token"]),
         "kv_intensity_text": f"{number_format(r['kv_intensity'])} FLOP",
+        "kv_below_ridge": r["kv_intensity"] < r["ridge_flops_per_byte"],
         "step_bytes_text": bytes_short(r["step_bytes"]),
         "step_floor_text": seconds_format(r["step_seconds"]),
         "step_bound": r["step_bound"],

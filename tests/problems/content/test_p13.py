@@ -111,3 +111,18 @@ def test_a_weight_only_format_names_the_rate_it_runs_at(client) -> None:
     assert "dense peak for INT4" not in worked
     assert "dense BF16 peak: INT4 (group 128) weights are dequantized and multiplied in BF16" \
         in worked
+
+
+def test_the_kv_reads_are_placed_against_the_ridge_as_computed(client) -> None:
+    """In FP32 an A100's ridge (CUDA cores) is about 9.6 FLOP/B, under the 16 FLOP per KV byte
+    of Llama 3.1 405B (16 query heads per KV head): there the KV group is compute-bound, and
+    the page must not put it "far under the ridge point"."""
+    query = calculator_query(p13.CALCULATOR, p13.PREFIX, model="llama-3.1-405b",
+                             gpu="a100-80gb-sxm", dtype="fp32")
+    worked = section_text(client, 13, "worked", query)
+    assert "compute-bound. That is 16 FLOP per byte, above the ridge point" in worked
+    assert "under the ridge point" not in worked
+    assert "while the KV group does not" not in worked
+    default = section_text(client, 13, "worked")
+    assert "That is 4 FLOP per byte, under the ridge point" in default
+    assert "while the KV group does not" in default
