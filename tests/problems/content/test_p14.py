@@ -146,3 +146,18 @@ def test_a_full_reading_to_explain_asks_for_no_host_time(client) -> None:
     worked = section_text(client, 14, "worked", query)
     assert "would take." not in worked and "If it is far less" not in worked
     assert "What 30% would take." in section_text(client, 14, "worked")
+
+
+def test_a_first_batch_past_the_ridge_is_not_called_weight_reading(client) -> None:
+    """At a first batch of 512 the H100's weight matmuls are compute-bound (the ridge is 295
+    FLOP/B in BF16): the answer gives the step's bound instead of calling it reading, and does
+    not call that step memory-bound."""
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, batch_small=512, batch_large=512)
+    answer = section_text(client, 14, "answer", query)
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm", batch_small=512,
+                batch_large=512)
+    assert r["small"]["bound"] != "memory"
+    assert f"a decode step takes {seconds_format(r['small']['gpu_seconds'])} " \
+           f"({r['small']['bound']}-bound)" in answer
+    assert "of reading the weights" not in answer and "That is normal" not in answer
+    assert "That is normal: decode is memory-bound" in section_text(client, 14, "answer")
