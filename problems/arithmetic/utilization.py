@@ -410,6 +410,7 @@ def gpu_utilization(
         p["batch"] = batch
         points[key] = p
         at = f"batch {batch:,}"
+        whose = f"{batch:,} sequence's" if batch == 1 else f"{batch:,} sequences'"
         # Compute always runs at the dense peak here, so full bandwidth makes it a floor.
         gpu_label = "GPU floor" if floor else "GPU time"
         steps += [
@@ -447,7 +448,7 @@ def gpu_utilization(
                  "not overlapped", p["host_for_target_seconds"], "s",
                  seconds_format(p["host_for_target_seconds"])),
             Step(f"Fits one {g.name}, {at}: " + ("yes" if p["fits"] else "no"),
-                 f"every weight + {batch:,} sequences' KV + {number_format(reserve_gb)} GB "
+                 f"every weight + {whose} KV + {number_format(reserve_gb)} GB "
                  "reserve against the engine's share of memory", p["memory_needed_bytes"], "B",
                  bytes_short(p["memory_needed_bytes"])
                  + (" (fits)" if p["fits"] else " (does not fit)")),

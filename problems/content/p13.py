@@ -6,13 +6,14 @@ computed at render time by problems/arithmetic from the same inputs as the calcu
 from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
-from problems.arithmetic.compute import peak_flops_get
+from problems.arithmetic.compute import peak_describe, peak_flops_get
 from problems.arithmetic.inputs import TOKENS_MAX
 from problems.arithmetic.memory import embedding_dtype_resolve
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
+    count_format,
     flops_format,
     flops_rate_format,
     number_format,
@@ -174,9 +175,12 @@ def context(*, request: HttpRequest) -> dict:
         "vocab": number_format(model.vocab),
         "is_moe": model.is_moe,
         "batch": number_format(inputs["batch"]),
-        "context_tokens": number_format(inputs["context_tokens"]),
+        "batch_sequences": count_format(inputs["batch"], "sequence"),
+        "batch_rows": count_format(inputs["batch"], "row"),
+        "context_tokens_text": count_format(inputs["context_tokens"], "token"),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "peak_text": flops_rate_format(peak),
+        "peak_describe": peak_describe(gpu=gpu, dtype=dtype),
         "bandwidth_efficiency_percent": percent_format(inputs["bandwidth_efficiency"]),
         "mfu_percent": percent_format(inputs["mfu"]),
         "at_floor": inputs["bandwidth_efficiency"] >= 1 and inputs["mfu"] >= 1,
@@ -184,6 +188,7 @@ def context(*, request: HttpRequest) -> dict:
         "tied": model.tied_embeddings,
         "kv_per_token_text": bytes_short(r["kv_bytes_per_token"]),
         "kv_intensity_text": f"{number_format(r['kv_intensity'])} FLOP",
+        "kv_below_ridge": r["kv_intensity"] < r["ridge_flops_per_byte"],
         "step_bytes_text": bytes_short(r["step_bytes"]),
         "step_floor_text": seconds_format(r["step_seconds"]),
         "step_bound": r["step_bound"],

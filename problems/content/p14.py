@@ -213,6 +213,10 @@ def context(*, request: HttpRequest) -> dict:
         "throughput_gain_text": f"{number_format(r['throughput_gain'])}×",
         "step_time_ratio_text": f"{number_format(r['step_time_ratio'])}×",
         "reserve_text": bytes_short(r["reserve_bytes"]),
+        "large_is_larger": inputs["batch_large"] > inputs["batch_small"],
+        # The host lengthens both steps past their GPU time, so MFU and MBU over wall time fall.
+        "host_lowers": all(r[k]["wall_seconds"] > r[k]["gpu_seconds"] for k in ("small", "large")),
+        "target_full": inputs["target_utilization"] >= 1,
         "small": _point(r["small"]),
         "large": _point(r["large"]),
         "sms": number_format(H100_SMS),

@@ -83,3 +83,46 @@ def test_sources_are_titled_links() -> None:
     assert len(p13.SOURCES) >= 8
     for title, url in p13.SOURCES:
         assert title and url.startswith("https://")
+
+
+def test_one_sequence_and_one_token_read_in_the_singular(client) -> None:
+    """At batch 1 and a context of 1 token the worked answer and the model answer say "1
+    sequence", "1 token", "1 row", never "1 sequences" or "1 tokens"."""
+    query = calculator_query(p13.CALCULATOR, p13.PREFIX, batch=1, context_tokens=1)
+    worked = section_text(client, 13, "worked", query)
+    answer = section_text(client, 13, "answer", query)
+    assert "with 1 sequence in the step and 1 token of context each" in worked
+    assert "a gather of 1 row," in worked
+    assert "1 sequence × 1 token × " in worked
+    assert "at batch 1 and 1 token of context" in answer
+    for text in (worked, answer):
+        assert not re.search(r"\b1 (sequences|tokens|rows)\b", text)
+    # Plurals stay plural at the defaults.
+    assert "with 64 sequences in the step and 1,000 tokens of context each" in section_text(
+        client, 13, "worked")
+
+
+def test_a_weight_only_format_names_the_rate_it_runs_at(client) -> None:
+    """INT4 weights on an L4 are multiplied in BF16: the page names the BF16 peak as what
+    they run at, never an INT4 peak."""
+    query = calculator_query(p13.CALCULATOR, p13.PREFIX, model="llama-3-8b", gpu="l4",
+                             dtype="int4")
+    worked = section_text(client, 13, "worked", query)
+    assert "dense peak for INT4" not in worked
+    assert "dense BF16 peak: INT4 (group 128) weights are dequantized and multiplied in BF16" \
+        in worked
+
+
+def test_the_kv_reads_are_placed_against_the_ridge_as_computed(client) -> None:
+    """In FP32 an A100's ridge (CUDA cores) is about 9.6 FLOP/B, under the 16 FLOP per KV byte
+    of Llama 3.1 405B (16 query heads per KV head): there the KV group is compute-bound, and
+    the page must not put it "far under the ridge point"."""
+    query = calculator_query(p13.CALCULATOR, p13.PREFIX, model="llama-3.1-405b",
+                             gpu="a100-80gb-sxm", dtype="fp32")
+    worked = section_text(client, 13, "worked", query)
+    assert "compute-bound. That is 16 FLOP per byte, above the ridge point" in worked
+    assert "under the ridge point" not in worked
+    assert "while the KV group does not" not in worked
+    default = section_text(client, 13, "worked")
+    assert "That is 4 FLOP per byte, under the ridge point" in default
+    assert "while the KV group does not" in default

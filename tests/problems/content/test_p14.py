@@ -104,3 +104,60 @@ def test_the_model_answer_counts_the_kv_cache_in_the_batch_one_step(client) -> N
                 context_tokens=100_000)
     assert f"a decode step is {seconds_format(r['small']['gpu_seconds'])} of reading" in answer
     assert "pure weight reading" not in answer
+
+
+def test_a_second_batch_no_larger_than_the_first_is_not_said_to_raise_mfu(client) -> None:
+    """The two batches are the learner's: when the second is not larger, the answer must not
+    say MFU "rises" to it, nor the worked answer call it "the bigger batch"."""
+    for small, large in ((64, 1), (8, 8)):
+        query = calculator_query(p14.CALCULATOR, p14.PREFIX, batch_small=small,
+                                 batch_large=large)
+        answer = section_text(client, 14, "answer", query)
+        worked = section_text(client, 14, "worked", query)
+        assert "MFU rises" not in answer
+        assert "What the bigger batch buys" not in worked
+    default = section_text(client, 14, "answer")
+    assert "At batch 64, MFU rises to" in default
+    assert "What the bigger batch buys" in section_text(client, 14, "worked")
+
+
+def test_the_fit_step_counts_one_sequence_in_the_singular(client) -> None:
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm")
+    fit = next(s for s in r["steps"] if s["label"].startswith("Fits one") and "batch 1:" in
+               s["label"])
+    assert "1 sequences" not in fit["expression"] and "1 sequence's KV" in fit["expression"]
+
+
+def test_no_host_time_is_not_said_to_lower_mfu(client) -> None:
+    """With no host time (or host work overlapped and shorter than the GPU's), the wall time is
+    the GPU time: MFU over wall time does not fall."""
+    for changes in ({"host_ms": 0}, {"overlap": "on"}):
+        query = calculator_query(p14.CALCULATOR, p14.PREFIX, **changes)
+        worked = section_text(client, 14, "worked", query)
+        assert "MFU over wall time falls" not in worked
+        assert "MFU over wall time comes to" in worked
+    assert "MFU over wall time falls to" in section_text(client, 14, "worked")
+
+
+def test_a_full_reading_to_explain_asks_for_no_host_time(client) -> None:
+    """At a target of 100% the host time that explains it is zero: the step that compares it
+    with an engine's host time ("if it is far less...") is left out."""
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, target_utilization=1.0)
+    worked = section_text(client, 14, "worked", query)
+    assert "would take." not in worked and "If it is far less" not in worked
+    assert "What 30% would take." in section_text(client, 14, "worked")
+
+
+def test_a_first_batch_past_the_ridge_is_not_called_weight_reading(client) -> None:
+    """At a first batch of 512 the H100's weight matmuls are compute-bound (the ridge is 295
+    FLOP/B in BF16): the answer gives the step's bound instead of calling it reading, and does
+    not call that step memory-bound."""
+    query = calculator_query(p14.CALCULATOR, p14.PREFIX, batch_small=512, batch_large=512)
+    answer = section_text(client, 14, "answer", query)
+    r = api_get(client, "gpu-utilization", model="llama-3-8b", gpu="h100-sxm", batch_small=512,
+                batch_large=512)
+    assert r["small"]["bound"] != "memory"
+    assert f"a decode step takes {seconds_format(r['small']['gpu_seconds'])} " \
+           f"({r['small']['bound']}-bound)" in answer
+    assert "of reading the weights" not in answer and "That is normal" not in answer
+    assert "That is normal: decode is memory-bound" in section_text(client, 14, "answer")
