@@ -280,3 +280,12 @@ def test_one_conversation_of_one_token_reads_in_the_singular(client) -> None:
     assert "with 1 conversation at 1 token of context" in text
     assert "one prompt of 1 token takes" in text
     assert "a decode step of 1 sequence makes" in text
+
+
+def test_the_answer_does_not_say_capacity_splits_gpus_that_all_hold_none(client) -> None:
+    """Llama 3.1 405B in BF16: every GPU holds no sequence, so capacity rules them all out
+    rather than splitting them."""
+    answer = section_text(client, "answer", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=bf16")
+    assert "the L40S none at that context. So capacity rules out every one of them alone." in answer
+    assert "capacity already splits them" not in answer
+    assert "So capacity already splits them." in section_text(client, "answer")
