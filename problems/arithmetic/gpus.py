@@ -12,7 +12,11 @@ import math
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.catalog.prices import price_example_get
-from problems.arithmetic.compute import kv_bytes_per_token_model, peak_describe
+from problems.arithmetic.compute import (
+    kv_bytes_per_token_model,
+    peak_describe,
+    prefill_flops_model,
+)
 from problems.arithmetic.cost import PRICE_MAX
 from problems.arithmetic.decode import decode_flops_per_sequence
 from problems.arithmetic.errors import ArithmeticInputError
@@ -299,8 +303,8 @@ def gpu_compare(
             pre["seconds"], "s", seconds_format(pre["seconds"])))
     steps.append(Step(
         "Tensor parallelism over 2 GPUs: bytes each sends per decode step",
-        f"2 all-reduces × {m.layers} layers × ring 2(n − 1)/n = 1 × {concurrency:,} sequences "
-        f"× {m.hidden:,} hidden × 2 B",
+        f"2 all-reduces × {m.layers} layers × ring 2(n − 1)/n = 1 × "
+        f"{count_format(concurrency, 'sequence')} × {m.hidden:,} hidden × 2 B",
         tp_bytes, "B", bytes_format(tp_bytes)))
     return Result(
         values={
@@ -311,7 +315,8 @@ def gpu_compare(
             "kv_bytes_per_sequence": kv_per_seq,
             "kv_values_per_token_layer": values_per_layer,
             "decode_flops_per_sequence": flops_per_seq,
-            "prefill_flops": prefill_any["flops"] if prefill_any else 0.0,
+            # The model's, on any GPU: counted even where no GPU runs the prefill.
+            "prefill_flops": prefill_flops_model(m, context_tokens)["total"],
             "prefill_bytes": prefill_any["bytes"] if prefill_any else 0.0,
             "tp_allreduces": 2 * m.layers,
             "tp_bytes": tp_bytes,

@@ -331,6 +331,8 @@ def context(*, request: HttpRequest) -> dict:
         "kv_heads": f"{m.kv_heads:,}", "head_dim": f"{m.head_dim:,}",
         "intermediate": f"{m.intermediate:,}", "vocab": f"{m.vocab:,}",
         "prompt_tokens": f"{inputs['prompt_tokens']:,}", "batch": f"{inputs['batch']:,}",
+        "prompt_tokens_text": count_format(inputs["prompt_tokens"], "token"),
+        "moe": m.is_moe,
         "batch_text": count_format(inputs["batch"], "sequence"),
         "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
         "mfu_percent": percent_format(inputs["mfu"]),

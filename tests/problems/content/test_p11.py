@@ -202,7 +202,7 @@ def test_the_answer_does_not_call_a_short_prompts_prefill_compute_bound(client) 
                    prompt_tokens=100)
     assert any(f["prefill_bound"] == "memory" for f in body["formats"])
     answer = section_text(client, "answer", query)
-    assert "Prefill is compute-bound once prompts are long (one of 100 tokens" in answer
+    assert "Prefill is compute-bound once prompts are long (a prompt of 100 tokens" in answer
     assert "Prefill is compute-bound, and then it only speeds up" in section_text(client,
                                                                                   "answer")
 
@@ -259,3 +259,35 @@ def test_the_embedding_hint_does_not_call_a_large_share_small(client) -> None:
     assert "Both are a small share of a model this size" not in small
     assert "of Llama 3.1 8B's parameters, a share that stays at full size" in small
     assert "Both are a small share of a model this size" in section_text(client, "followups")
+
+
+def test_a_one_token_prompt_reads_in_the_singular(client) -> None:
+    """A prompt of 1 token (the form's minimum) is memory-bound in prefill: every sentence that
+    names the prompt says "1 token", never "1 tokens"."""
+    query = "?p11-formats-prompt_tokens=1"
+    text = " ".join(section_text(client, slug, query)
+                    for slug in ("worked", "answer", "followups"))
+    assert not re.search(r"(?<![\d,.])1 tokens", text)
+    assert "a prompt of 1 token, then decode steps" in text
+    assert "A prompt of 1 token costs" in text
+    assert "a prompt of 1 token is still memory-bound in some formats" in text
+
+
+def test_a_mixture_of_experts_model_is_not_said_to_multiply_every_layer_weight(client) -> None:
+    """DeepSeek-V3 routes each token to a few experts: its layer weights are not all multiplied
+    by every token, as a dense model's are."""
+    moe = section_text(client, "worked", "?p11-formats-model=deepseek-v3&p11-formats-gpu=b200")
+    assert "the weights every token multiplies" not in moe
+    assert "each token multiplies only the experts routed to it" in moe
+    assert "the weights every token multiplies" in section_text(client, "worked")
+
+
+def test_nvfp4_is_called_behind_int4_only_where_the_speedups_shown_differ(client) -> None:
+    """Llama 3 8B on an L40S at 4,096 sequences: the KV cache is nearly all the bytes, and INT4
+    and NVFP4 both show 1.02×, so the page does not say NVFP4 is behind."""
+    query = ("?p11-formats-model=llama-3-8b&p11-formats-gpu=l40s&p11-formats-batch=4096"
+             "&p11-formats-mfu=0.5&p11-formats-bandwidth_efficiency=0.7")
+    worked = section_text(client, "worked", query)
+    assert "INT4 by 1.02×, NVFP4 by 1.02×." in worked
+    assert "NVFP4 is a little behind INT4" not in worked
+    assert "NVFP4 is a little behind INT4" in section_text(client, "worked")

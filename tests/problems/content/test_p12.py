@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from problems.arithmetic.units import count_format, money_format, seconds_format
+from problems.arithmetic.catalog import model_get
+from problems.arithmetic.compute import prefill_flops_model
+from problems.arithmetic.gpus import gpu_compare
+from problems.arithmetic.units import count_format, flops_format, money_format, seconds_format
 from problems.content import p12
 from problems.registry import SECTIONS
 from tests.problems.content.helpers import problem_html, section_html, text_of, typed_figures
@@ -251,3 +254,38 @@ def test_one_conversation_is_not_all_1_conversations(client) -> None:
     text = " ".join(re.sub(r"<[^>]+>", " ", html.content.decode()).split())
     assert "all 1 conversations" not in text
     assert "Every GPU holds the one conversation." in text
+
+
+def test_a_model_no_gpu_holds_still_has_its_prefill_flops_counted(client) -> None:
+    """Llama 3.1 405B in BF16 fits none of the four, but one 8,192-token prompt still costs
+    what the model's arithmetic says (about 6.9×10¹⁵ FLOP), not 0."""
+    result = gpu_compare(model="llama-3.1-405b", dtype="bf16")
+    assert not any(p["fits"] for p in result["gpus"])
+    flops = prefill_flops_model(model_get("llama-3.1-405b"), 8192)["total"]
+    assert result["prefill_flops"] == flops > 0
+    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=bf16")
+    assert f"One 8,192-token prompt costs {flops_format(flops)};" in worked
+    assert "costs 0 FLOP" not in worked
+
+
+def test_one_conversation_of_one_token_reads_in_the_singular(client) -> None:
+    """At the form's minimums (1 conversation, 1 token of context) every count keeps its noun
+    in the singular."""
+    query = "?p12-gpus-concurrency=1&p12-gpus-context_tokens=1"
+    text = " ".join(section_text(client, slug, query)
+                    for slug in ("concepts", "worked", "answer"))
+    for wrong in ("1 tokens", "1 conversations", "1 sequences"):
+        assert not re.search(rf"(?<![\d,.]){wrong}", text), wrong
+    assert "serving 1 conversation at once, each holding 1 token of context" in text
+    assert "with 1 conversation at 1 token of context" in text
+    assert "one prompt of 1 token takes" in text
+    assert "a decode step of 1 sequence makes" in text
+
+
+def test_the_answer_does_not_say_capacity_splits_gpus_that_all_hold_none(client) -> None:
+    """Llama 3.1 405B in BF16: every GPU holds no sequence, so capacity rules them all out
+    rather than splitting them."""
+    answer = section_text(client, "answer", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=bf16")
+    assert "the L40S none at that context. So capacity rules out every one of them alone." in answer
+    assert "capacity already splits them" not in answer
+    assert "So capacity already splits them." in section_text(client, "answer")
