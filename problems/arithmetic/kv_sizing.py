@@ -141,7 +141,8 @@ def kv_sizing(
     weights = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
 
     steps: list[Step] = list(kv.steps[:1])
-    steps.append(Step("KV per conversation", f"{bytes_short(per_token)} × {tokens:,} tokens",
+    steps.append(Step("KV per conversation",
+                      f"{bytes_short(per_token)} × {count_format(tokens, 'token')}",
                       per_seq, "B", bytes_format(per_seq)))
     steps.append(Step(f"KV for {count_format(users, 'user')}",
                       f"{bytes_short(per_seq)} × {users:,}", total, "B", bytes_format(total)))
@@ -171,13 +172,15 @@ def kv_sizing(
                           f"replica{'s' if need['replicas'] != 1 else ''}")
             display = count_format(need["gpus"], "GPU")
         else:
-            expression = (f"not one user of {tokens:,} tokens fits beside the weights and "
-                          f"reserve on up to {NODE_GPUS} GPUs")
+            expression = (f"not one user of {count_format(tokens, 'token')} fits beside the "
+                          f"weights and reserve on up to {NODE_GPUS} GPUs")
             display = "does not fit"
-        steps.append(Step(f"{g.short_name or g.name}s for all {users:,} users", expression,
+        steps.append(Step(f"{g.short_name or g.name}s for all {count_format(users, 'user')}",
+                          expression,
                           need["gpus"], "GPUs", display))
         _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
-        steps.append(Step(f"Users of {tokens:,} tokens on one 8-GPU {g.short_name} node",
+        steps.append(Step(f"Users of {count_format(tokens, 'token')} on one {NODE_GPUS}-GPU "
+                          f"{g.short_name} node",
                           f"⌊KV room per GPU ÷ "
                           f"{bytes_short(float(node['kv_bytes_per_sequence']))} per user on "
                           f"each GPU ({split})⌋",
@@ -204,7 +207,8 @@ def kv_sizing(
 
     mean_total = per_token * mean_tokens * users
     steps.append(Step("Lever: size for the mean context, not the maximum",
-                      f"{bytes_short(per_token)} × {mean_tokens:,} mean tokens × {users:,}",
+                      f"{bytes_short(per_token)} × {count_format(mean_tokens, 'mean token')} × "
+                      f"{users:,}",
                       mean_total, "B", bytes_format(mean_total)))
 
     windowed = (1 - window_share) * tokens + window_share * min(tokens, window_tokens)
