@@ -150,6 +150,10 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
         "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
         "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",
+        # The follow-up asks about a tensor-parallel size of 16: a model with 16 or more KV
+        # heads still splits them there.
+        "tp16_splits": m.attention != "MLA" and m.kv_heads >= 16 and m.kv_heads % 16 == 0,
+        "kv_heads_per_gpu_at_16": count_format(m.kv_heads // 16, "KV head"),
         "context_window": f"{m.context:,}",
         "kv_name": kv_d.kv_label, "kv_value_bytes": number_format(kv_d.bytes),
         # "a BF16 cache", "an FP8 cache": the article follows the letter's spoken name.

@@ -196,3 +196,13 @@ def test_the_llama_2_suggestion_names_its_window(client) -> None:
     """Choosing Llama 2 7B at the page's 32,768 tokens is refused (its window is 4,096), so the
     suggestion to try it says to stay within that window."""
     assert "within its 4,096-token window" in section_text(client, "worked")
+
+
+def test_the_tp_16_hint_follows_the_kv_head_count(client) -> None:
+    """Llama 2 7B's 32 KV heads still split at a tensor-parallel size of 16, two on each GPU: the
+    hint does not answer the question about 16 with "only 32 KV heads exist"."""
+    mha = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    follow = section_text(client, "followups", mha)
+    assert "Only 32 KV heads exist" not in follow
+    assert "still splits them, 2 KV heads on each GPU" in follow
+    assert "Only 8 KV heads exist" in section_text(client, "followups")
