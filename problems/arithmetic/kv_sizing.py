@@ -192,7 +192,9 @@ def kv_sizing(
     fp8_node = batch_max(model=model, gpu="h100-sxm", context_tokens=tokens, dtype=dtype,
                          kv_dtype="fp8", tp=NODE_GPUS, memory_fraction=memory_fraction,
                          reserve_gb=reserve_gb)["batch"]
-    steps.append(Step("Lever: FP8 KV cache", f"{number_format(kv_d.bytes)} B → 1 B per value",
+    steps.append(Step("Lever: FP8 KV cache",
+                      f"{number_format(kv_d.bytes)} B → 1 B per value" if kv_d.bytes > 1 else
+                      f"already {number_format(kv_d.bytes)} B per value: no saving",
                       fp8_total, "B", bytes_format(fp8_total)))
 
     mha_token, mha_expr = mha_bytes_per_token(model_id=model, kv_dtype=kv_d.id)

@@ -188,3 +188,13 @@ def test_fp32_attention_runs_at_the_fp32_rate() -> None:
     assert r["standard_bound"] == "compute" == r["fused_min_bound"]
     assert attention_io(model="llama-3.1-70b", dtype="bf16")["ridge"] == pytest.approx(
         989.5e12 / 3.35e12)
+
+
+def test_the_fp8_lever_step_says_a_one_byte_cache_saves_nothing() -> None:
+    """A cache already in FP8 gets no "1 B → 1 B per value" step: the lever saves nothing."""
+    step = next(s for s in kv_sizing(model="llama-3.1-70b", kv_dtype="fp8").steps
+                if s.label == "Lever: FP8 KV cache")
+    assert "1 B → 1 B" not in step.expression and "no saving" in step.expression
+    step = next(s for s in kv_sizing(model="llama-3.1-70b").steps
+                if s.label == "Lever: FP8 KV cache")
+    assert step.expression == "2 B → 1 B per value"
