@@ -127,7 +127,9 @@ def attention_io(
     scores = one["scores"] * copies
     intermediates = 2 * scores
     stats = tokens * copies * STATS_BYTES
-    peak = peak_flops_get(gpu=g, dtype=d if dtype != "fp32" else dtype_get("bf16")) * mfu
+    # FP32 attention runs at the GPU's FP32 rate (PyTorch leaves TF32 off for matmuls, and no
+    # FlashAttention kernel takes FP32), not at the BF16 tensor-core peak.
+    peak = peak_flops_get(gpu=g, dtype=d) * mfu
     bw = g.bandwidth_bytes_per_second
     t_std, b_std = _bound(standard, flops, bandwidth=bw, peak=peak)
     t_min, b_min = _bound(fused_min, flops, bandwidth=bw, peak=peak)

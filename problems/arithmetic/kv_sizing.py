@@ -141,7 +141,8 @@ def kv_sizing(
     weights = weight_bytes_model(model=m, dtype=d, embedding=e)["total"]
 
     steps: list[Step] = list(kv.steps[:1])
-    steps.append(Step("KV per conversation", f"{bytes_short(per_token)} × {tokens:,} tokens",
+    steps.append(Step("KV per conversation",
+                      f"{bytes_short(per_token)} × {count_format(tokens, 'token')}",
                       per_seq, "B", bytes_format(per_seq)))
     steps.append(Step(f"KV for {count_format(users, 'user')}",
                       f"{bytes_short(per_seq)} × {users:,}", total, "B", bytes_format(total)))
@@ -171,13 +172,15 @@ def kv_sizing(
                           f"replica{'s' if need['replicas'] != 1 else ''}")
             display = count_format(need["gpus"], "GPU")
         else:
-            expression = (f"not one user of {tokens:,} tokens fits beside the weights and "
-                          f"reserve on up to {NODE_GPUS} GPUs")
+            expression = (f"not one user of {count_format(tokens, 'token')} fits beside the "
+                          f"weights and reserve on up to {NODE_GPUS} GPUs")
             display = "does not fit"
-        steps.append(Step(f"{g.short_name or g.name}s for all {users:,} users", expression,
+        steps.append(Step(f"{g.short_name or g.name}s for all {count_format(users, 'user')}",
+                          expression,
                           need["gpus"], "GPUs", display))
         _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
-        steps.append(Step(f"Users of {tokens:,} tokens on one 8-GPU {g.short_name} node",
+        steps.append(Step(f"Users of {count_format(tokens, 'token')} on one {NODE_GPUS}-GPU "
+                          f"{g.short_name} node",
                           f"⌊KV room per GPU ÷ "
                           f"{bytes_short(float(node['kv_bytes_per_sequence']))} per user on "
                           f"each GPU ({split})⌋",
@@ -189,7 +192,9 @@ def kv_sizing(
     fp8_node = batch_max(model=model, gpu="h100-sxm", context_tokens=tokens, dtype=dtype,
                          kv_dtype="fp8", tp=NODE_GPUS, memory_fraction=memory_fraction,
                          reserve_gb=reserve_gb)["batch"]
-    steps.append(Step("Lever: FP8 KV cache", f"{number_format(kv_d.bytes)} B → 1 B per value",
+    steps.append(Step("Lever: FP8 KV cache",
+                      f"{number_format(kv_d.bytes)} B → 1 B per value" if kv_d.bytes > 1 else
+                      f"already {number_format(kv_d.bytes)} B per value: no saving",
                       fp8_total, "B", bytes_format(fp8_total)))
 
     mha_token, mha_expr = mha_bytes_per_token(model_id=model, kv_dtype=kv_d.id)
@@ -204,7 +209,8 @@ def kv_sizing(
 
     mean_total = per_token * mean_tokens * users
     steps.append(Step("Lever: size for the mean context, not the maximum",
-                      f"{bytes_short(per_token)} × {mean_tokens:,} mean tokens × {users:,}",
+                      f"{bytes_short(per_token)} × {count_format(mean_tokens, 'mean token')} × "
+                      f"{users:,}",
                       mean_total, "B", bytes_format(mean_total)))
 
     windowed = (1 - window_share) * tokens + window_share * min(tokens, window_tokens)

@@ -67,7 +67,7 @@ def kv_context_plot(*, inputs: dict, result) -> Plot:
                              (xs[0], xs[-1]), (memory, memory), dash=True))
     node = gpu_get("b200").memory_total_bytes * NODE_GPUS / GB
     series.append(Series(f"{NODE_GPUS} × B200 node", (xs[0], xs[-1]), (node, node), dash=True))
-    return Plot(title=f"KV cache of {inputs['users']:,} users against context length",
+    return Plot(title=f"KV cache of {count_format(inputs['users'], 'user')} against context length",
                 x_title="Context per user (tokens)", y_title="KV cache (GB)",
                 series=tuple(series), x_log=True, y_log=True)
 
@@ -150,11 +150,24 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
         "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
         "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",
+        # The follow-up asks about a tensor-parallel size of 16: a model with 16 or more KV
+        # heads still splits them there.
+        "tp16_splits": m.attention != "MLA" and m.kv_heads >= 16 and m.kv_heads % 16 == 0,
+        "kv_heads_per_gpu_at_16": count_format(m.kv_heads // 16, "KV head"),
         "context_window": f"{m.context:,}",
         "kv_name": kv_d.kv_label, "kv_value_bytes": number_format(kv_d.bytes),
+        # "a BF16 cache", "an FP8 cache": the article follows the letter's spoken name.
+        "kv_article": "an" if kv_d.kv_label[:1] in "AEFHILMNORSX" else "a",
         "tokens": f"{inputs['tokens']:,}", "users": f"{inputs['users']:,}",
+        "tokens_text": count_format(inputs["tokens"], "token"),
+        "users_text": count_format(inputs["users"], "user"),
+        "kv_value_bytes_text": count_format(kv_d.bytes, "byte"),
         "per_token_text": bytes_short(float(r["bytes_per_token"])),
         "per_token_exact": f"{int(r['bytes_per_token']):,}",
+        # The short form only when it says more than the exact count (kB, MB, not "… B").
+        "per_token_short": (bytes_short(float(r["bytes_per_token"]))
+                            if not bytes_short(float(r["bytes_per_token"])).endswith(" B")
+                            else ""),
         "per_seq_text": bytes_short(float(r["bytes_per_sequence"])),
         "total_text": bytes_short(total),
         "weights_text": bytes_short(float(r["weights_bytes"])),
@@ -168,6 +181,10 @@ def context(*, request: HttpRequest) -> dict:
         "reserve_default_text": bytes_short(RESERVE_GB_DEFAULT * GB),
         "fp8_total_text": bytes_short(float(r["fp8_total_bytes"])),
         "fp8_node_users_text": count_format(r["fp8_node_users_h100"], "user"),
+        "fp8_node_fits": r["fp8_node_users_h100"] >= 1,
+        # What an FP8 cache saves over the chosen one: nothing when it already takes one byte.
+        "fp8_saves": kv_d.bytes > 1, "fp8_halves": kv_d.bytes == 2,
+        "fp8_cut_text": f"{number_format(kv_d.bytes)}×",
         "mha_per_token_text": bytes_short(float(r["mha_bytes_per_token"])),
         "mha_total_text": bytes_short(float(r["mha_total_bytes"])),
         "mha_ratio_text": f"{number_format(r['mha_bytes_per_token'] / r['bytes_per_token'])}×",
@@ -176,8 +193,9 @@ def context(*, request: HttpRequest) -> dict:
         "mla_ratio_text": f"{number_format(r['bytes_per_token'] / r['mla_bytes_per_token'])}×",
         "l2_7b_per_token_text": bytes_short(float(
             kv_cache(model="llama-2-7b", tokens=1, dtype="bf16")["bytes_per_token"])),
-        "l2_7b_name": l2_7.name,
+        "l2_7b_name": l2_7.name, "l2_7b_window": f"{l2_7.context:,}",
         "mean_tokens": f"{inputs['mean_tokens']:,}",
+        "mean_tokens_text": count_format(inputs["mean_tokens"], "token"),
         "mean_total_text": bytes_short(float(r["mean_total_bytes"])),
         "window_tokens": f"{inputs['window_tokens']:,}",
         "window_share_percent": percent_format(inputs["window_share"]),
@@ -188,6 +206,7 @@ def context(*, request: HttpRequest) -> dict:
         "reload_text": seconds_format(float(r["reload_seconds"])),
         "recompute_text": seconds_format(float(r["recompute_seconds"])),
         "recompute_bound": r["recompute_bound"],
+        "reload_beats_recompute": float(r["reload_seconds"]) < float(r["recompute_seconds"]),
         "recompute_mfu_percent": percent_format(RECOMPUTE_MFU_DEFAULT),
         "decode_hbm_text": seconds_format(float(r["decode_read_hbm_seconds"])),
         "decode_pcie_text": seconds_format(float(r["decode_read_pcie_seconds"])),

@@ -24,6 +24,7 @@ from problems.arithmetic.units import (
     GB,
     bandwidth_format,
     bytes_short,
+    count_format,
     flops_format,
     number_format,
     percent_format,
@@ -143,11 +144,14 @@ def _chip(gid: str) -> dict:
 
 def _speedup_text(*, worst: float, best: float) -> str:
     """The fused kernel's time floors against the standard one's, as words: the re-read worst
-    case can lose when tiles are small."""
+    case can lose when tiles are small, and where arithmetic bounds both it gains nothing."""
+    fastest = "no faster" if number_format(best) == "1" else f"{number_format(best)}× faster"
     if worst >= 1:
-        return f"{number_format(worst)}× to {number_format(best)}× faster"
+        if number_format(worst) == number_format(best):
+            return fastest
+        return f"{number_format(worst)}× to {fastest}"
     return (f"between {number_format(1 / worst)}× slower (K and V re-read for every tile, no "
-            f"help from the cache) and {number_format(best)}× faster")
+            f"help from the cache) and {fastest}")
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -162,6 +166,11 @@ def context(*, request: HttpRequest) -> dict:
         "model_name": m.name, "gpu_name": g.name, "heads": f"{m.heads:,}",
         "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
         "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
+        "batch_text": count_format(inputs["batch"], "sequence"),
+        "tile_rows_text": count_format(inputs["tile_rows"], "query row"),
+        "tile_rows_short": count_format(inputs["tile_rows"], "row"),
+        "mfu_percent": percent_format(inputs["mfu"]), "below_peak": inputs["mfu"] < 1,
+        "fp32": inputs["dtype"] == "fp32",
         "dtype_name": {"bf16": "BF16", "fp16": "FP16", "fp32": "FP32"}[inputs["dtype"]],
         "flops_text": flops_format(float(r["flops"])),
         "scores_text": bytes_short(float(r["scores_bytes"])),
@@ -178,6 +187,11 @@ def context(*, request: HttpRequest) -> dict:
                                f"({r['fused_min_bound']}-bound)",
         "fused_tiles_time_text": f"{seconds_format(float(r['fused_tiles_seconds']))} "
                                  f"({r['fused_tiles_bound']}-bound)",
+        "standard_memory_bound": r["standard_bound"] == "memory",
+        # Tiling turns attention compute-bound only where the standard path was not already.
+        "fused_turns_compute": (r["standard_bound"] == "memory"
+                                and r["fused_min_bound"] == "compute"),
+        "fused_faster": number_format(float(r["standard_seconds"] / r["fused_min_seconds"])) != "1",
         "speedup_text": _speedup_text(worst=r["standard_seconds"] / r["fused_tiles_seconds"],
                                       best=r["standard_seconds"] / r["fused_min_seconds"]),
         "tiles_win": float(r["traffic_ratio"]) > 1,

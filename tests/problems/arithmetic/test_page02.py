@@ -178,3 +178,23 @@ def test_deepseek_v3_with_full_multi_head_attention_by_hand() -> None:
     assert per_token == 61 * 128 * (192 + 128) * 2 == 4_997_120
     assert "(192 key + 128 value)" in expression
     assert kv_sizing(model="deepseek-v3")["mha_bytes_per_token"] == 4_997_120
+
+
+def test_fp32_attention_runs_at_the_fp32_rate() -> None:
+    """An H100 does 67 TFLOP/s in FP32 against 3.35 TB/s: a ridge of 20 FLOP per byte, not the
+    BF16 tensor-core peak's 295; FP32 attention at 32K is then compute-bound either way."""
+    r = attention_io(model="llama-3.1-70b", tokens=32_768, dtype="fp32")
+    assert r["ridge"] == pytest.approx(67e12 / 3.35e12)
+    assert r["standard_bound"] == "compute" == r["fused_min_bound"]
+    assert attention_io(model="llama-3.1-70b", dtype="bf16")["ridge"] == pytest.approx(
+        989.5e12 / 3.35e12)
+
+
+def test_the_fp8_lever_step_says_a_one_byte_cache_saves_nothing() -> None:
+    """A cache already in FP8 gets no "1 B → 1 B per value" step: the lever saves nothing."""
+    step = next(s for s in kv_sizing(model="llama-3.1-70b", kv_dtype="fp8").steps
+                if s.label == "Lever: FP8 KV cache")
+    assert "1 B → 1 B" not in step.expression and "no saving" in step.expression
+    step = next(s for s in kv_sizing(model="llama-3.1-70b").steps
+                if s.label == "Lever: FP8 KV cache")
+    assert step.expression == "2 B → 1 B per value"

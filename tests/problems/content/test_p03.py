@@ -150,3 +150,59 @@ def test_the_rest_of_the_words_follow_the_model_too(client) -> None:
     assert "Data parallel attention" in text_of(page_get(client))
     # The kv-bytes demo's note says an uncalibrated FP8 scale is 1, as vLLM's own docs do.
     assert "Quantized KV Cache" in text_of(page_get(client))
+
+
+def test_one_user_of_one_token_reads_in_the_singular(client) -> None:
+    """At one user of one token in an FP8 cache the prose counts "1 user", "1 token" and
+    "1 byte" (it printed "1 users each holding 1 tokens" and "1 bytes per value"), writes "an
+    FP8 cache", and does not print 163,840 bytes twice."""
+    query = "?p03-kv-users=1&p03-kv-tokens=1&p03-kv-mean_tokens=1&p03-kv-kv_dtype=fp8"
+    worked = section_text(client, "worked", query)
+    answer = section_text(client, "answer", query)
+    for text in (worked, answer):
+        assert not re.search(r"\b1 (users|tokens|bytes)\b", text), text
+    assert "with an FP8 (E4M3) cache (1 byte per value), 1 user each holding 1 token" in worked
+    assert "163,840 bytes (163,840 B)" not in worked
+    assert "with a BF16 cache (2 bytes per value), 100 users each holding 32,768 tokens" in (
+        section_text(client, "worked"))
+
+
+def test_the_fp8_lever_follows_the_cache_format(client) -> None:
+    """An FP8 cache saves nothing over a cache already one byte per value (the page said "an FP8
+    cache halves it again"), and where the weights leave no room on an H100 node it does not
+    "seat 0 users"."""
+    fp8 = "?p03-kv-kv_dtype=fp8"
+    assert "halves it again" not in section_text(client, "answer", fp8)
+    assert "already takes one byte per value" in section_text(client, "worked", fp8)
+    assert "halves it again" in section_text(client, "answer")
+    assert "cuts it 4× again" in section_text(client, "answer", "?p03-kv-kv_dtype=fp32")
+    worked = section_text(client, "worked", "?p03-kv-model=deepseek-v3")
+    assert "seats 0 users" not in worked and "still not one user fits" in worked
+
+
+def test_the_offloading_verdict_follows_the_figures(client) -> None:
+    """At 1% of the PCIe link one conversation takes longer to come back (2.1 s) than to
+    recompute (1.49 s): the page must not say offloading beats recomputing."""
+    slow = "?p03-kv-pcie_efficiency=0.01"
+    body = api(client, pcie_efficiency=0.01)
+    assert body["reload_seconds"] > body["recompute_seconds"]
+    assert "offloading beats recomputing" not in section_text(client, "worked", slow)
+    assert "I would offload" not in section_text(client, "answer", slow)
+    assert "offloading beats recomputing" in section_text(client, "worked")
+    assert "I would offload" in section_text(client, "answer")
+
+
+def test_the_llama_2_suggestion_names_its_window(client) -> None:
+    """Choosing Llama 2 7B at the page's 32,768 tokens is refused (its window is 4,096), so the
+    suggestion to try it says to stay within that window."""
+    assert "within its 4,096-token window" in section_text(client, "worked")
+
+
+def test_the_tp_16_hint_follows_the_kv_head_count(client) -> None:
+    """Llama 2 7B's 32 KV heads still split at a tensor-parallel size of 16, two on each GPU: the
+    hint does not answer the question about 16 with "only 32 KV heads exist"."""
+    mha = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    follow = section_text(client, "followups", mha)
+    assert "Only 32 KV heads exist" not in follow
+    assert "still splits them, 2 KV heads on each GPU" in follow
+    assert "Only 8 KV heads exist" in section_text(client, "followups")

@@ -152,3 +152,46 @@ def test_the_paged_hint_matches_what_engines_do(client) -> None:
     assert "vllm-project/flash-attention" in sources and "hopper/flash_api.cpp" in sources
     # The 64- and 128-row tiles and the A100's 2,039 GB/s behind 9.32× are sourced too.
     assert "{64, 128} × {64, 128}" in sources and "2,039 GB/s" in sources
+
+
+def test_counts_read_in_the_singular_and_plural(client) -> None:
+    """Four sequences are "4 sequences" (the page said "4 sequence of 256 tokens"), and a tile
+    of one query row is not "1 query rows" or "tiles of 1 rows"."""
+    worked = section_text(client, "worked", "?p05-attn-batch=4&p05-attn-tokens=256")
+    assert "prefilling 4 sequences of 256 tokens" in worked
+    query = "?p05-attn-tile_rows=1"
+    worked = section_text(client, "worked", query)
+    answer = section_text(client, "answer", query)
+    assert "every tile of 1 query row and" in worked and "1 query rows" not in worked
+    assert "tiles of 1 row would move" in answer
+    assert "prefilling 1 sequence of 32,768 tokens" in section_text(client, "worked")
+
+
+def test_fp32_attention_runs_at_the_fp32_rate_and_the_words_follow(client) -> None:
+    """FP32 attention on an H100 runs at its 67 TFLOP/s FP32 rate (the page used the BF16
+    tensor-core peak, 989 TFLOP/s): a ridge of 67 ÷ 3.35 = 20 FLOP per byte, which the
+    standard path's 31.9 FLOP per byte passes, so both paths are compute-bound and the fused
+    kernel is no faster by the floors. The prose must not say the kernels wait on memory or
+    that tiling turns attention compute-bound there."""
+    body = api(client, dtype="fp32")
+    assert round(body["ridge"]) == 20 and body["standard_bound"] == "compute"
+    query = "?p05-attn-dtype=fp32"
+    worked = section_text(client, "worked", query)
+    assert "The fused kernel is no faster by these floors" in worked
+    answer = section_text(client, "answer", query)
+    assert "so the kernels wait on memory" not in answer and "wait on arithmetic" in answer
+    assert "attention becomes compute-bound" not in answer and "no faster here" in answer
+    assert "even the standard path waits on arithmetic" in section_text(client, "concepts",
+                                                                         query)
+    default = section_text(client, "answer")
+    assert "so the kernels wait on memory" in default
+    assert "attention becomes compute-bound: by my floors 2× to 4.63× faster" in default
+
+
+def test_a_short_sequence_is_not_said_to_turn_compute_bound(client) -> None:
+    """At 256 tokens on an A100 even the fused kernel's best floor is memory-bound, so the
+    answer does not say tiling makes attention compute-bound."""
+    query = "?p05-attn-tokens=256&p05-attn-gpu=a100-80gb-sxm"
+    body = api(client, tokens=256, gpu="a100-80gb-sxm")
+    assert body["fused_min_bound"] == "memory"
+    assert "attention becomes compute-bound" not in section_text(client, "answer", query)
