@@ -7,10 +7,11 @@ time by problems/arithmetic.
 from django.http import HttpRequest
 
 from problems import arithmetic as a
-from problems.arithmetic.catalog import kv_dtype_get, model_get
+from problems.arithmetic.catalog import dtype_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import kv_bytes_per_token_model
 from problems.arithmetic.units import (
     bytes_in,
+    count_format,
     flops_format,
     number_format,
     percent_format,
@@ -45,6 +46,10 @@ def figures(inputs: dict) -> dict:
     full_blocks = BLOCK_EXAMPLE_TOKENS // VLLM_BLOCK
     return {
         "model_name": m.name, "tp": inputs["tp"], "replicas": inputs["replicas"],
+        "dtype_name": dtype_get(inputs["dtype"]).name,
+        "gpus_text": "one GPU" if inputs["tp"] == 1 else count_format(inputs["tp"], "GPU"),
+        "replicas_text": ("one replica" if inputs["replicas"] == 1
+                          else count_format(inputs["replicas"], "replica")),
         "applications": inputs["applications"],
         "system_tokens": f"{system:,}", "user_tokens": f"{user:,}",
         "prompt_tokens": f"{system + user:,}",

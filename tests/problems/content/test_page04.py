@@ -286,3 +286,27 @@ def test_problem_8_one_application_and_one_prefix_read_in_the_singular(client) -
     assert "With 40 applications, random routing" in default
     assert "a replica keeps 15 prefixes." in default
     assert "Set the applications to one: both policies hit" in default
+
+
+def test_p08_names_the_format_and_counts_one_gpu_and_one_replica(client) -> None:
+    query = ("?p8-routing-model=llama-3.1-8b&p8-routing-tp=1&p8-routing-replicas=1"
+             "&p8-routing-dtype=fp8")
+    content = page_get(client, query)
+    worked = section_text(content, 8, "worked")
+    assert "Llama 3.1 8B in FP8 (E4M3) on replicas of one GPU" in worked
+    assert "in BF16" not in worked and "1 GPUs" not in worked and "1 replicas" not in worked
+    assert "on one replica." in worked
+    assert "With one replica there is nothing to route" in worked
+    assert "of the traffic to each replica" not in worked
+    answer = section_text(content, 8, "answer")
+    assert "For Llama 3.1 8B on one GPU," in answer and "1 GPUs" not in answer
+    # One replica: affinity hits no more often than random routing, so the answer does not set
+    # a hit rate against itself.
+    r = api_get(client, "prefix-routing", **{**p08.CALCULATOR.form_class().defaults(),
+                                             "model": "llama-3.1-8b", "tp": 1, "replicas": 1,
+                                             "dtype": "fp8"})
+    assert r["hit_random"] == r["hit_affine"]
+    same = percent_format(r["hit_random"])
+    assert f"{same} of the time, against {same}" not in answer
+    default = section_text(page_get(client), 8, "worked")
+    assert "Llama 3.1 70B in BF16 on replicas of 4 GPUs" in default
