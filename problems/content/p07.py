@@ -15,7 +15,7 @@ from problems.arithmetic.batching import (
     long_prompt,
 )
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
-from problems.arithmetic.compute import prefill_flops_model
+from problems.arithmetic.compute import peak_flops_get, prefill_flops_model
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.memory import TP_MAX
 from problems.arithmetic.units import (
@@ -206,12 +206,19 @@ def context(*, request: HttpRequest) -> dict:
     big = _at(**{**inputs, "token_budget": max(BUDGETS)}) if (
         max(BUDGETS) > inputs["decode_batch"]) else r
     streams = inputs["decode_batch"] > 0
+    d = dtype_get(inputs["dtype"])
+    # Prompt tokens a step needs before its compute catches up with its weight reads: the
+    # ridge point (usable FLOP/s over usable bytes/s) × the bytes per weight ÷ 2 FLOPs per
+    # weight per token (the decoders' KV reads lengthen the step and raise it).
+    ridge_tokens = (peak_flops_get(gpu=g, dtype=d) * inputs["mfu"] * d.bytes
+                    / (2 * g.bandwidth_bytes_per_second * inputs["bandwidth_efficiency"]))
     return {
         "calculator_prefix": PREFIX,
         "timeline_prefix": TIMELINE_PREFIX,
         "inputs_valid": valid,
         "model_name": m.name, "gpu_name": g.name, "tp": inputs["tp"],
-        "dtype_name": dtype_get(inputs["dtype"]).name,
+        "dtype_name": d.name,
+        "ridge_tokens_text": count_format(round(ridge_tokens), "token"),
         "gpus_text": (f"{inputs['tp']} × {g.name}" if inputs["tp"] > 1 else f"one {g.name}"),
         "context_text": count_format(m.context, "token"),
         "prompt_text": count_format(inputs["prompt_tokens"], "token"),

@@ -317,3 +317,14 @@ def test_p07_no_streams_and_one_chunk_read_right(client) -> None:
     big = api(client, "long-prompt", decode_batch=0, token_budget=8_192)
     assert f"the largest step {seconds_format(big['largest_chunk_step_seconds'])}" in alone
     assert "the largest stall" not in alone
+
+
+def test_p07_the_ridge_in_tokens_is_computed_for_the_gpu_and_mfu(client) -> None:
+    # An H100 SXM in BF16: 989.5 TFLOP/s × 0.5 MFU ÷ 3.35 TB/s = 148 FLOP per byte, and a BF16
+    # weight (2 bytes, 2 FLOPs per token) turns that into 148 tokens a step. The page used to
+    # type "a couple of hundred on an H100", whatever GPU was chosen.
+    tradeoffs = section_text(client, 7, "tradeoffs")
+    assert "148 tokens on the NVIDIA H100 SXM in BF16 at 50% MFU" in tradeoffs
+    assert "a couple of hundred" not in tradeoffs
+    a100 = section_text(client, 7, "tradeoffs", "?p07-long-gpu=a100-80gb-sxm")
+    assert "77 tokens on the NVIDIA A100 80GB SXM in BF16" in a100
