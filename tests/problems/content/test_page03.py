@@ -328,3 +328,9 @@ def test_p07_the_ridge_in_tokens_is_computed_for_the_gpu_and_mfu(client) -> None
     assert "a couple of hundred" not in tradeoffs
     a100 = section_text(client, 7, "tradeoffs", "?p07-long-gpu=a100-80gb-sxm")
     assert "77 tokens on the NVIDIA A100 80GB SXM in BF16" in a100
+
+
+def test_p07_prefill_alone_says_gpus_when_there_are_several(client) -> None:
+    eight = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=8")
+    assert "With no one else on the GPUs, one pass takes" in eight
+    assert "With no one else on the GPU, one pass takes" in section_text(client, 7, "worked")
