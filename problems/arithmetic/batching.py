@@ -439,8 +439,10 @@ def long_prompt(
     attention_share = flops["attention"] / flops["total"]
     kv_per_token = kv_bytes_per_token_model(m, kv_dtype_get(kv_dtype, model=m))
     kv_bytes = prompt_tokens * kv_per_token
+    # The chunks' steps one by one (empty past 4,096 chunks, so the first step is chunked's).
     times = chunked["chunk_seconds"]
-    stall_first = times[0] - chunked["decode_step_seconds"] if times else 0.0
+    stall_first = chunked["first_chunk_stall_seconds"]
+    first_step = stall_first + chunked["decode_step_seconds"]
     ttft_chunked = chunked["prefill_seconds"]
     ttft_whole = chunked["unchunked_step_seconds"]
     gpus = f" on {tp} GPUs" if tp > 1 else ""
@@ -457,7 +459,7 @@ def long_prompt(
             "chunk_tokens": chunk,
             "chunks": chunked["chunks"],
             "chunk_seconds": times,
-            "first_chunk_step_seconds": times[0] if times else 0.0,
+            "first_chunk_step_seconds": first_step,
             "largest_chunk_step_seconds": chunked["largest_step_seconds"],
             "first_chunk_stall_seconds": stall_first,
             "first_step_bound": chunked["first_step_bound"],

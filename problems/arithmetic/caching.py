@@ -30,6 +30,7 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     GB,
     bytes_format,
+    count_format,
     flops_format,
     number_format,
     percent_format,
@@ -331,7 +332,8 @@ def prefix_routing(
             Step("TTFT a hit saves (prefill part, no queue)",
                  f"{seconds_format(miss['seconds'])} − {seconds_format(hit['seconds'])}",
                  ttft_saved, "s", seconds_format(ttft_saved)),
-            Step("GPU-seconds a hit saves", f"{tp} GPUs × {seconds_format(ttft_saved)}",
+            Step("GPU-seconds a hit saves",
+                 f"{count_format(tp, 'GPU')} × {seconds_format(ttft_saved)}",
                  gpu_seconds_saved, "GPU·s", f"{number_format(gpu_seconds_saved)} GPU·s"),
             Step("KV of one cached prefix", f"{system_tokens:,} tokens × "
                  f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
@@ -342,9 +344,9 @@ def prefix_routing(
                  f"every replica sees all {applications:,} prefixes: min(1, {capacity:,} ÷ "
                  f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
             Step("Hit rate, prefix-affine routing (the fleet's)",
-                 f"{applications:,} homes spread over {replicas:,} replicas, each replica "
-                 f"hitting min(1, {capacity:,} ÷ the applications it is home to): Σ min(its "
-                 f"applications, {capacity:,}) ÷ {applications:,}",
+                 f"{applications:,} homes spread over {count_format(replicas, 'replica')}, "
+                 f"each replica hitting min(1, {capacity:,} ÷ the applications it is home to): "
+                 f"Σ min(its applications, {capacity:,}) ÷ {applications:,}",
                  rates["affine"], "", percent_format(rates["affine"])),
             Step("Hit rate on the busiest replica, prefix-affine (the lowest)",
                  f"home to ⌈{applications:,} ÷ {replicas:,}⌉ = {rates['apps_busiest']:,}: "

@@ -14,8 +14,8 @@ from problems.arithmetic.batching import (
     VLLM_DEFAULT_TOKEN_BUDGETS,
     long_prompt,
 )
-from problems.arithmetic.catalog import gpu_get, model_get
-from problems.arithmetic.compute import prefill_flops_model
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.compute import peak_flops_get, prefill_flops_model
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.memory import TP_MAX
 from problems.arithmetic.units import (
@@ -62,6 +62,9 @@ def chunk_times_plot(*, inputs: dict, result) -> Plot:
     """Each chunk's step time, against the decode step it stretches."""
     times = result["chunk_seconds"]
     xs = tuple(range(1, len(times) + 1))
+    if not times:  # too many chunks to list: the first and the largest, at its end
+        times = (result["first_chunk_step_seconds"], result["largest_chunk_step_seconds"])
+        xs = (1, result["chunks"])
     return Plot(title="Each chunk's step: later chunks attend to more of the prompt",
                 x_title="Chunk number", y_title="Step time (ms)",
                 series=(Series("step with the chunk", xs, tuple(t * MS for t in times),
@@ -76,12 +79,16 @@ def gaps_plot(*, inputs: dict, result) -> Plot:
     alone = result["decode_step_seconds"]
     whole = result["ttft_unchunked_seconds"]
     times = result["chunk_seconds"]
-    span = max(sum(times), whole) + 4 * alone
+    span = max(result["ttft_chunked_seconds"], whole) + 4 * alone
     xs_c, ys_c, t = [], [], 0.0
     for step in times:
         t += step
         xs_c.append(t)
         ys_c.append(step * MS)
+    if not times:  # too many chunks to list: the first step, and the largest as the last
+        first = result["first_chunk_step_seconds"]
+        t = result["ttft_chunked_seconds"]
+        xs_c, ys_c = [first, t], [first * MS, result["largest_chunk_step_seconds"] * MS]
     # After the prompt, tokens come at the decode-only pace: two points draw that stretch.
     xs_c += [t + alone, span]
     ys_c += [alone * MS, alone * MS]
@@ -157,10 +164,11 @@ def _s(value: float) -> str:
 
 
 def scenario_rows(inputs: dict) -> list[dict]:
-    """The two deployments under the two budgets, at the calculator's other inputs."""
+    """The two deployments under the two budgets, at the calculator's other inputs (a budget
+    no larger than the streams' decode tokens leaves no room for the prompt: left out)."""
     rows = []
     for model, tp in SCENARIOS:
-        for budget in BUDGETS:
+        for budget in (b for b in BUDGETS if b > inputs["decode_batch"]):
             r = _at(**{**inputs, "model": model, "tp": tp, "token_budget": budget})
             rows.append({
                 "model": model_get(model).name, "tp": tp,
@@ -194,19 +202,29 @@ def context(*, request: HttpRequest) -> dict:
     inputs, r, valid = _evaluated(request, CALCULATOR, PREFIX)
     m = model_get(inputs["model"])
     g = gpu_get(inputs["gpu"])
-    times = r["chunk_seconds"]
+    first = r["first_chunk_step_seconds"]
     big = _at(**{**inputs, "token_budget": max(BUDGETS)}) if (
         max(BUDGETS) > inputs["decode_batch"]) else r
+    streams = inputs["decode_batch"] > 0
+    d = dtype_get(inputs["dtype"])
+    # Prompt tokens a step needs before its compute catches up with its weight reads: the
+    # ridge point (usable FLOP/s over usable bytes/s) × the bytes per weight ÷ 2 FLOPs per
+    # weight per token (the decoders' KV reads lengthen the step and raise it).
+    ridge_tokens = (peak_flops_get(gpu=g, dtype=d) * inputs["mfu"] * d.bytes
+                    / (2 * g.bandwidth_bytes_per_second * inputs["bandwidth_efficiency"]))
     return {
         "calculator_prefix": PREFIX,
         "timeline_prefix": TIMELINE_PREFIX,
         "inputs_valid": valid,
         "model_name": m.name, "gpu_name": g.name, "tp": inputs["tp"],
+        "dtype_name": d.name,
+        "ridge_tokens_text": count_format(round(ridge_tokens), "token"),
         "gpus_text": (f"{inputs['tp']} × {g.name}" if inputs["tp"] > 1 else f"one {g.name}"),
         "context_text": count_format(m.context, "token"),
         "prompt_text": count_format(inputs["prompt_tokens"], "token"),
         "budget_text": count_format(inputs["token_budget"], "token"),
         "decode_batch_text": count_format(inputs["decode_batch"], "stream"),
+        "one_stream": inputs["decode_batch"] == 1,
         "decode_context_text": count_format(inputs["decode_context_tokens"], "token"),
         "mfu_percent": percent_format(inputs["mfu"]),
         "linear_flops_text": flops_format(r["linear_flops"]),
@@ -223,7 +241,11 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_text": count_format(r["chunk_tokens"], "token"),
         "chunks_text": count_format(r["chunks"], "chunk"),
         "several_chunks": r["chunks"] > 1,
-        "streams_decoding": inputs["decode_batch"] > 0,
+        "streams_decoding": streams,
+        # How many decode steps the one-pass step lasts (none to count with no streams).
+        "whole_decode_steps_text": (count_format(
+            round(r["ttft_unchunked_seconds"] / r["decode_step_seconds"]), "decode step")
+            if streams else ""),
         "decode_step_text": _s(r["decode_step_seconds"]),
         "decode_step_bound": r["decode_step_bound"],
         "first_step_text": _s(r["first_chunk_step_seconds"]),
@@ -242,15 +264,19 @@ def context(*, request: HttpRequest) -> dict:
             PUBLISHED_CHUNKED_PREFILL_GAINS["sarathi_falcon_180b_vs_vllm_tp_strict"]) + "×",
         "sarathi_small_model": SARATHI_MODELS["small"],
         "sarathi_large_model": SARATHI_MODELS["large"],
-        "growth_text": (f"{number_format(r['largest_chunk_step_seconds'] / times[0])}×"
-                        if times else "1×"),
+        "growth_text": (f"{number_format(r['largest_chunk_step_seconds'] / first)}×"
+                        if first else "1×"),
         "whole_stall_text": _s(r["unchunked_stall_seconds"]),
         "ttft_chunked_text": _s(r["ttft_chunked_seconds"]),
         "ttft_whole_text": _s(r["ttft_unchunked_seconds"]),
         "ttft_cost_text": percent_format(r["ttft_cost_of_chunking"] - 1),
+        # Zero but for rounding when the chunks add up to the one pass (one chunk, or no streams
+        # and every chunk's step compute-bound).
+        "chunking_costs": r["ttft_cost_of_chunking"] - 1 > 1e-9,
         "big_budget_text": count_format(max(BUDGETS), "token"),
         "big_chunks_text": count_format(big["chunks"], "chunk"),
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),
+        "big_largest_step_text": _s(big["largest_chunk_step_seconds"]),
         "big_ttft_text": _s(big["ttft_chunked_seconds"]),
         "rows": scenario_rows(inputs),
         "vllm_large_server_text":

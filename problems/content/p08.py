@@ -7,10 +7,11 @@ time by problems/arithmetic.
 from django.http import HttpRequest
 
 from problems import arithmetic as a
-from problems.arithmetic.catalog import kv_dtype_get, model_get
+from problems.arithmetic.catalog import dtype_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import kv_bytes_per_token_model
 from problems.arithmetic.units import (
     bytes_in,
+    count_format,
     flops_format,
     number_format,
     percent_format,
@@ -24,7 +25,8 @@ PREFIX = "p8-routing"
 DEMO_SLUG = "prefix-cache"
 # Published figures the prose quotes, each from an entry in SOURCES.
 SGLANG_HIT = (0.524, 0.741)  # SGLang paper: RadixAttention hit rate, LLaVA-Next-34B, Vicuna-33B
-SGLANG_TTFT = 1.7  # SGLang paper: TTFT 1.7× lower on Vicuna-33B with the radix cache
+SGLANG_MODELS = ("LLaVA-Next-34B", "Vicuna-33B")  # the two models SGLANG_HIT was measured on
+SGLANG_TTFT = 1.7  # SGLang paper: TTFT 1.7× lower on average on Vicuna-33B, radix cache on
 DEEPSEEK_HIT = 0.563  # DeepSeek Day 6 overview: share of input tokens that hit the disk cache
 VLLM_BLOCK = 16  # vLLM's default KV block size, tokens
 # CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: TTFT reveals prefix-cache hits; affected from the first
@@ -45,6 +47,10 @@ def figures(inputs: dict) -> dict:
     full_blocks = BLOCK_EXAMPLE_TOKENS // VLLM_BLOCK
     return {
         "model_name": m.name, "tp": inputs["tp"], "replicas": inputs["replicas"],
+        "dtype_name": dtype_get(inputs["dtype"]).name,
+        "gpus_text": "one GPU" if inputs["tp"] == 1 else count_format(inputs["tp"], "GPU"),
+        "replicas_text": ("one replica" if inputs["replicas"] == 1
+                          else count_format(inputs["replicas"], "replica")),
         "applications": inputs["applications"],
         "system_tokens": f"{system:,}", "user_tokens": f"{user:,}",
         "prompt_tokens": f"{system + user:,}",
@@ -81,6 +87,7 @@ def figures(inputs: dict) -> dict:
         "sglang_llava_text": percent_format(SGLANG_HIT[0]),
         "sglang_vicuna_text": percent_format(SGLANG_HIT[1]),
         "sglang_ttft_text": f"{SGLANG_TTFT}×",
+        "sglang_llava_model": SGLANG_MODELS[0], "sglang_vicuna_model": SGLANG_MODELS[1],
         "deepseek_hit_text": percent_format(DEEPSEEK_HIT),
         "vllm_block": VLLM_BLOCK, "vllm_timing_fixed": VLLM_TIMING_FIXED,
         "block_example_tokens": f"{BLOCK_EXAMPLE_TOKENS:,}",
@@ -110,7 +117,8 @@ SOURCES: list[tuple[str, str]] = [
      "requests with the same salt share blocks)",
      "https://github.com/vllm-project/vllm/pull/17045"),
     ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
-     "(RadixAttention; cache hit rates 52.4% and 74.1%, TTFT 1.7× lower on Vicuna-33B)",
+     "(RadixAttention; section 6.2, a month serving Chatbot Arena: cache hit rates 52.4% "
+     "and 74.1%, TTFT 1.7× lower on average on Vicuna-33B)",
      "https://arxiv.org/abs/2312.07104"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (56.3% of "
      "input tokens hit the on-disk KV cache)",

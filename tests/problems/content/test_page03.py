@@ -256,3 +256,81 @@ def test_p07_with_no_streams_decoding_no_stall_is_claimed(client) -> None:
     assert "on every stream's next token" not in alone and "stalls every stream" not in alone
     busy = section_text(client, 7, "worked")
     assert "No streams are decoding" not in busy and "stalls every stream" in busy
+
+
+def test_p07_a_budget_of_thousands_of_chunks_renders_with_its_first_step(client) -> None:
+    # A budget of 40 with 32 streams leaves 8 prompt tokens a step: 12,500 chunks, more than
+    # the arithmetic lists one by one. The page used to fail on the empty list (its plot took
+    # the first of no chunks) and the first chunk's step read as 0 s.
+    r = api(client, "long-prompt", token_budget=40)
+    assert r["chunks"] == 12_500 and r["chunk_seconds"] == []
+    assert r["first_chunk_step_seconds"] > r["decode_step_seconds"] > 0
+    assert r["first_chunk_stall_seconds"] > 0
+    worked = section_text(client, 7, "worked", "?p07-long-token_budget=40")
+    step = seconds_format(r["first_chunk_step_seconds"])
+    assert f"The first chunk's step takes {step}" in worked
+    growth = r["largest_chunk_step_seconds"] / r["first_chunk_step_seconds"]
+    assert f"cost {growth:.3g}× the first" in worked
+
+
+def test_p07_more_streams_than_a_table_budget_leaves_that_budget_out(client) -> None:
+    # 3,000 streams with a budget of 10,000 is valid; the table's 2,048 budget is not (no
+    # prompt token fits), so its rows are left out instead of failing the page.
+    query = "?p07-long-decode_batch=3000&p07-long-token_budget=10000"
+    worked = section_text(client, 7, "worked", query)
+    assert "Llama 3.1 8B 1 × H100 SXM 8,192" in worked
+    assert "1 × H100 SXM 2,048" not in worked
+
+
+def test_p07_the_worked_answer_names_the_weight_format_chosen(client) -> None:
+    fp8 = section_text(client, 7, "worked", "?p07-long-dtype=fp8")
+    assert "Take Llama 3.1 8B in FP8 (E4M3) on one" in fp8 and "in BF16" not in fp8
+    assert "Take Llama 3.1 8B in BF16 on one" in section_text(client, 7, "worked")
+
+
+def test_p07_the_caption_counts_the_decode_steps_one_pass_lasts(client) -> None:
+    # 8.12 s of one-pass step against a 6.98 ms decode step: over a thousand decode steps, not
+    # the "hundreds" the caption used to type.
+    r = api(client, "long-prompt")
+    ratio = r["ttft_unchunked_seconds"] / r["decode_step_seconds"]
+    concepts = section_text(client, 7, "concepts")
+    assert f"{count_format(round(ratio), 'decode step')} long" in concepts
+    assert "hundreds of decode steps" not in concepts
+
+
+def test_p07_no_streams_and_one_chunk_read_right(client) -> None:
+    alone = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
+    assert "while no streams decode" in alone and "while 0 streams" not in alone
+    assert "×10⁻" not in alone and "the decodes' work" not in alone
+    assert "Chunking costs it nothing here" in alone
+    answer = section_text(client, 7, "answer", "?p07-long-decode_batch=0")
+    assert "of frozen output" not in answer
+    one = section_text(client, 7, "answer", "?p07-long-token_budget=200000")
+    r = api(client, "long-prompt", token_budget=200_000)
+    same = seconds_format(r["unchunked_stall_seconds"])
+    assert f"{same} per step instead of {same} once" not in one
+    assert "against" not in one.split("The trade-off is the budget")[1].split("runs the GPU")[0]
+    # A tiny budget more than triples the long prompt's TTFT: not "a little worse".
+    tiny = section_text(client, 7, "answer", "?p07-long-token_budget=64")
+    assert "a little worse" not in tiny
+    # With no streams the larger budget's line names its largest step, not a stall.
+    big = api(client, "long-prompt", decode_batch=0, token_budget=8_192)
+    assert f"the largest step {seconds_format(big['largest_chunk_step_seconds'])}" in alone
+    assert "the largest stall" not in alone
+
+
+def test_p07_the_ridge_in_tokens_is_computed_for_the_gpu_and_mfu(client) -> None:
+    # An H100 SXM in BF16: 989.5 TFLOP/s × 0.5 MFU ÷ 3.35 TB/s = 148 FLOP per byte, and a BF16
+    # weight (2 bytes, 2 FLOPs per token) turns that into 148 tokens a step. The page used to
+    # type "a couple of hundred on an H100", whatever GPU was chosen.
+    tradeoffs = section_text(client, 7, "tradeoffs")
+    assert "148 tokens on the NVIDIA H100 SXM in BF16 at 50% MFU" in tradeoffs
+    assert "a couple of hundred" not in tradeoffs
+    a100 = section_text(client, 7, "tradeoffs", "?p07-long-gpu=a100-80gb-sxm")
+    assert "77 tokens on the NVIDIA A100 80GB SXM in BF16" in a100
+
+
+def test_p07_prefill_alone_says_gpus_when_there_are_several(client) -> None:
+    eight = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=8")
+    assert "With no one else on the GPUs, one pass takes" in eight
+    assert "With no one else on the GPU, one pass takes" in section_text(client, 7, "worked")

@@ -314,3 +314,37 @@ def test_problem_22_counts_of_one_read_in_the_singular(client) -> None:
     default = section_text(page_get(client), 22, "worked")
     assert "a prompt of 8,192 tokens and 512 tokens of answer" in default
     assert "At 2 requests a second" in default
+
+
+def test_p08_names_the_format_and_counts_one_gpu_and_one_replica(client) -> None:
+    query = ("?p8-routing-model=llama-3.1-8b&p8-routing-tp=1&p8-routing-replicas=1"
+             "&p8-routing-dtype=fp8")
+    content = page_get(client, query)
+    worked = section_text(content, 8, "worked")
+    assert "Llama 3.1 8B in FP8 (E4M3) on replicas of one GPU" in worked
+    assert "in BF16" not in worked and "1 GPUs" not in worked and "1 replicas" not in worked
+    assert "on one replica." in worked
+    assert "With one replica there is nothing to route" in worked
+    assert "of the traffic to each replica" not in worked
+    answer = section_text(content, 8, "answer")
+    assert "For Llama 3.1 8B on one GPU," in answer and "1 GPUs" not in answer
+    # One replica: affinity hits no more often than random routing, so the answer does not set
+    # a hit rate against itself.
+    r = api_get(client, "prefix-routing", **{**p08.CALCULATOR.form_class().defaults(),
+                                             "model": "llama-3.1-8b", "tp": 1, "replicas": 1,
+                                             "dtype": "fp8"})
+    assert r["hit_random"] == r["hit_affine"]
+    same = percent_format(r["hit_random"])
+    assert f"{same} of the time, against {same}" not in answer
+    default = section_text(page_get(client), 8, "worked")
+    assert "Llama 3.1 70B in BF16 on replicas of 4 GPUs" in default
+
+
+def test_p08_quotes_sglangs_ttft_as_the_average_it_is(client) -> None:
+    # The SGLang paper (section 6.2): a month serving Chatbot Arena, hit rates of 52.4%
+    # (LLaVA-Next-34B) and 74.1% (Vicuna-33B), "reduces first-token latency by an average of
+    # 1.7x for Vicuna-33B". The page used to call it "up to 1.7× lower" on "its workloads".
+    concepts = section_text(page_get(client), 8, "concepts")
+    assert "up to 1.7×" not in concepts
+    assert "1.7× lower on average for Vicuna-33B" in concepts
+    assert "Chatbot Arena" in concepts
