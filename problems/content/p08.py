@@ -117,8 +117,8 @@ SOURCES: list[tuple[str, str]] = [
      "requests with the same salt share blocks)",
      "https://github.com/vllm-project/vllm/pull/17045"),
     ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
-     "(RadixAttention; section 6.2, a month serving Chatbot Arena: cache hit rates 52.4% "
-     "and 74.1%, TTFT 1.7× lower on average on Vicuna-33B)",
+     "(RadixAttention; section 6.2, a month serving Chatbot Arena: the cache hit rates and the "
+     "average TTFT reduction the page quotes)",
      "https://arxiv.org/abs/2312.07104"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (56.3% of "
      "input tokens hit the on-disk KV cache)",
