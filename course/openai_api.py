@@ -202,6 +202,12 @@ class _Relay:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             reply = await self.client.xread({self.key: self.last_id}, block=1000, count=100)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # The client left while the Redis client was reading, and the cancellation
+                # did not come out of that read (seen under load: the stream then ran to its
+                # end with nobody listening). Honour it here.
+                raise asyncio.CancelledError
             if reply:
                 out = []
                 for entry_id, fields in reply[0][1]:

@@ -290,3 +290,35 @@ def test_manage_apikey_create_prints_the_key_alone_on_its_last_line(django_user_
     listed = StringIO()
     call_command("apikey", "list", "--user", "operator-test", stdout=listed)
     assert "active" in listed.getvalue()
+
+
+def test_the_relay_honours_a_cancellation_its_redis_read_swallowed():
+    """Under load, the cancellation Django sends when a client leaves was sometimes lost inside
+    the Redis client's read, and the stream ran on to its end with nobody listening. The relay
+    checks its task after every read and stops."""
+    import asyncio
+
+    from course.openai_api import _Relay
+
+    class SwallowingRedis:
+        reads = 0
+
+        async def xread(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.reads += 1
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                pass  # what a read that loses the cancellation does
+            return []
+
+    async def main() -> int:
+        relay = _Relay("unit")
+        relay.client = SwallowingRedis()
+        task = asyncio.create_task(relay.next_events(timeout_s=5))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=1)  # not the 5 s the reads would run for
+        return relay.client.reads
+
+    assert asyncio.run(main()) == 1
