@@ -25,6 +25,7 @@ from course.forms import DescribedErrorsMixin
 from problems.arithmetic.catalog import DTYPES, GPUS, kv_dtypes, models_all
 from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, RESERVE_GB_MAX
 from problems.arithmetic.units import number_format
+from problems.arithmetic.wording import amount_phrase
 
 # The API requires a parameter declared with this default.
 REQUIRED = ...
@@ -83,13 +84,12 @@ def _number_widget(*, minimum: float, maximum: float, step: str) -> forms.Number
 
 def _bounds_messages(text: str, unit: str, minimum: float, maximum: float,
                      whole: bool) -> dict[str, str]:
-    suffix = f" {unit}" if unit else ""
     kind = "a whole number" if whole else "a number"
     return {
         "required": f"Enter the {text.lower()}.",
         "invalid": f"Enter the {text.lower()} as {kind}{', in ' + unit if unit else ''}.",
-        "min_value": f"Enter at least {number_format(minimum)}{suffix}.",
-        "max_value": f"Enter at most {number_format(maximum)}{suffix}.",
+        "min_value": f"Enter at least {amount_phrase(minimum, unit, digits=6)}.",
+        "max_value": f"Enter at most {amount_phrase(maximum, unit, digits=6)}.",
     }
 
 

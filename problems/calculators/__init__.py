@@ -49,10 +49,12 @@ from problems.calculators.registry import (
     calculator_inputs_result,
     calculator_register,
     calculators_all,
+    refusals_collected,
     result_compose,
 )
 
 __all__ = [
     "Calculator", "CalculatorState", "calculator_evaluate", "calculator_get",
-    "calculator_inputs_result", "calculator_register", "calculators_all", "result_compose",
+    "calculator_inputs_result", "calculator_register", "calculators_all", "refusals_collected",
+    "result_compose",
 ]

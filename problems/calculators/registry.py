@@ -4,10 +4,12 @@ calculator (bound form, `Result`, plot), whatever the inputs were.
 Kept free of templates and views so the template tag, the views and the tests share it.
 """
 
+import contextlib
+import contextvars
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from problems.arithmetic.errors import ArithmeticInputError
@@ -115,6 +117,53 @@ class CalculatorState:
     @property
     def figure_title(self) -> str:
         return self.drawn[0].figure_title if self.drawn else ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A learner's input that a calculator refused: the prose around it stays at the defaults,
+    and the problem says so above its working."""
+
+    calculator: str
+    prefix: str
+    fields: tuple[tuple[str, str], ...]
+
+    @property
+    def text(self) -> str:
+        """"GPU count: Enter a whole number of at least 1; Prompt: …" (labels, not field
+        names)."""
+        return "; ".join(f"{label}: {message.rstrip('.')}" if label else message.rstrip(".")
+                         for label, message in self.fields)
+
+
+# The refusals met while one problem's prose is computed (problem_context collects them).
+_REFUSALS: contextvars.ContextVar[list[Refusal] | None] = contextvars.ContextVar(
+    "calculator_refusals", default=None)
+
+
+@contextlib.contextmanager
+def refusals_collected() -> Iterator[list[Refusal]]:
+    """Collect, into the list it yields, every refused input met inside the block (each
+    calculator and prefix once)."""
+    found: list[Refusal] = []
+    token = _REFUSALS.set(found)
+    try:
+        yield found
+    finally:
+        _REFUSALS.reset(token)
+
+
+def _refusal_record(calculator: "Calculator", prefix: str, form: CalculatorForm) -> None:
+    found = _REFUSALS.get()
+    if found is None or any(r.prefix == prefix for r in found):
+        return
+    fields: list[tuple[str, str]] = []
+    for name, errors in form.errors.items():
+        label = "" if name == "__all__" else str(form.fields[name].label or name)
+        # Labels carry their unit in brackets ("Prompt (tokens)"): the name alone reads better.
+        label = re.sub(r"\s*\([^)]*\)$", "", label)
+        fields.extend((label, str(error)) for error in errors)
+    found.append(Refusal(calculator=calculator.title, prefix=prefix, fields=tuple(fields)))
 
 
 _CALCULATORS: dict[str, Calculator] = {}
@@ -254,6 +303,8 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
     else:
         form = calculator.form_class(_default_data(unbound, initial=initial or {}), prefix=prefix)
     result = _result_compute(calculator, form) if form.is_valid() else None
+    if result is None and form.is_bound and query_names_prefix(query, unbound):
+        _refusal_record(calculator, prefix, form)
     inputs = inputs_normalise(calculator.inputs, dict(form.cleaned_data)) if result else {}
     drawn = _plots_build(calculator, inputs, result) if result else ()
     note = _note_build(calculator, inputs, result) if result else ""
