@@ -169,10 +169,11 @@ def mm1_backlog_from_empty(*, arrival_rate: float, service_rate: float, seconds:
 
     E[R(t)] = θt·Φ(a) + σ√t·φ(a) + σ²/(2θ)·(2Φ(a) − 1), a = θ√t ÷ σ (R(t) from 0 is
     distributed as the running maximum of the free Brownian motion up to t; Abate and Whitt,
-    'Transient behavior of regulated Brownian motion, I', 1987); at θ = 0 it is σ√(2t/π). One formula on both sides
-    of capacity, so the wait does not jump where the load crosses it: at λ = μ = 40/s after
-    60 s it is √(80 × 60 × 2/π) = 55.3 requests (an exact M/M/1 computed step by step from
-    empty gives 54.8); at λ = 42 it is 140, near the fluid (λ − μ)t = 120 plus the noise.
+    'Transient behavior of regulated Brownian motion, I', 1987); at θ = 0 it is σ√(2t/π).
+    One formula on both sides of capacity, so the wait does not jump where the load crosses
+    it: at λ = μ = 40/s after 60 s it is √(80 × 60 × 2/π) = 55.3 requests (an exact M/M/1
+    computed step by step from empty gives 54.8); at λ = 42 it is 140, near the fluid
+    (λ − μ)t = 120 plus the noise.
     """
     theta = arrival_rate - service_rate
     var = arrival_rate + service_rate
@@ -320,7 +321,8 @@ def tenant_fairness(
                          "the replica's backlog after the overload ÷ what the heavy tenant "
                          "is served")
     elif lam_h < lam_l:
-        light_formula = "W0 ÷ ((1 − ρ_heavy)(1 − ρ)): the heavy tenant sends less, so it goes first"
+        light_formula = ("W0 ÷ ((1 − ρ_heavy)(1 − ρ)): the heavy tenant sends less, so it goes "
+                         "first")
         heavy_formula = "W0 ÷ (1 − ρ_heavy)"
     else:
         light_formula = heavy_formula = "equal rates: nobody is favoured, FCFS's wait"
@@ -365,7 +367,7 @@ def tenant_fairness(
             Step("FCFS: requests in the system after the overload period, from empty",
                  f"diffusion with drift λ − μ = {number_format(lam - mu)}/s over "
                  f"{seconds_format(overload)}"
-                 + (f", capped by the steady state ρ ÷ (1 − ρ)" if fcfs_stable else ""),
+                 + (", capped by the steady state ρ ÷ (1 − ρ)" if fcfs_stable else ""),
                  backlog, "requests", number_format(backlog)),
             Step("FCFS: every tenant's mean wait then",
                  f"{number_format(backlog)} requests ÷ {number_format(mu)}/s"

@@ -9,7 +9,6 @@ import functools
 from django.http import HttpRequest
 
 from problems.arithmetic.queueing import TENANTS_MAX, tenant_fairness
-from problems.arithmetic.wording import ratio_phrase
 from problems.arithmetic.units import (
     count_format,
     number_format,
@@ -17,6 +16,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
