@@ -393,6 +393,21 @@ def static_vs_continuous(
 # A 100K-token prompt under a per-step token budget (problem 7) ----------------------------------
 
 
+def mlp_activation_bytes(*, model: str, tokens: int, dtype: str = "bf16") -> float:
+    """Bytes of one layer's MLP gate and up projections' outputs for `tokens` tokens in one
+    step: tokens × intermediate width × 2 (gate and up) × bytes per value. One piece of the
+    activation peak an engine must reserve for its largest step (vLLM profiles a forward pass
+    at its token budget, max_num_batched_tokens, and takes that peak out of the KV pool).
+
+    Llama 3.1 8B (intermediate 14,336) in BF16: 100,000 tokens × 14,336 × 2 × 2 B = 5.73 GB in
+    one pass, against 2,048 × 14,336 × 2 × 2 B = 0.117 GB at a 2,048-token budget.
+    """
+    m = model_get(model)
+    tokens = count_check(tokens, field="tokens", maximum=TOKENS_MAX)
+    width = m.intermediate if not m.is_moe else m.moe_intermediate * m.experts_per_token
+    return float(tokens * width * 2 * dtype_get(dtype).bytes)
+
+
 def long_prompt(
     *,
     model: str = "llama-3.1-8b",

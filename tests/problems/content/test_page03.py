@@ -342,3 +342,31 @@ def test_p07_prefill_alone_says_gpus_when_there_are_several(client) -> None:
     eight = section_text(client, 7, "worked", "?p07-long-model=llama-3.1-70b&p07-long-tp=8")
     assert "With no one else on the GPUs, one pass takes" in eight
     assert "With no one else on the GPU, one pass takes" in section_text(client, 7, "worked")
+
+
+def test_p07_the_figure_says_how_much_longer_a_chunk_step_is(client) -> None:
+    """The strict review's M7: the figure said each chunked step is 'somewhat longer' than a
+    decode step. At the defaults (Llama 3.1 8B, 100,000 tokens, budget 2,048, 32 streams) a
+    chunk's step takes 60.1 to 267 ms against a 6.98 ms decode step: 60.1 ÷ 6.98 = 8.6 and
+    267 ÷ 6.98 = 38.2 times."""
+    problem = problem_html(page_get(client), 7)
+    concepts = section_html(problem, 7, "concepts")
+    assert "somewhat longer" not in concepts and "grow a little" not in concepts
+    text = text_of(concepts)
+    assert ("a step with a chunk lasts 8.6 times to 38.2 times the length of a decode-only "
+            "step (60.1 ms to 267 ms against 6.98 ms)") in text
+
+
+def test_p07_activation_memory_and_context_parallelism_are_named(client) -> None:
+    """The strict review's X7 and X8. By hand for Llama 3.1 8B (intermediate 14,336), BF16:
+    100,000 × 14,336 × 2 × 2 B = 5.73 GB of gate and up outputs in one pass against
+    2,048 × 14,336 × 2 × 2 B = 117 MB at the 2,048-token budget, 48.8× more."""
+    from problems.arithmetic.batching import mlp_activation_bytes
+
+    assert mlp_activation_bytes(model="llama-3.1-8b", tokens=100_000) == 100_000 * 14_336 * 4
+    concepts = section_text(client, 7, "concepts")
+    assert "5.73 GB for 100,000 tokens in one pass, against 117 MB" in concepts
+    assert "(48.8× more)" in concepts
+    tradeoffs = section_text(client, 7, "tradeoffs")
+    assert "Context (sequence) parallelism" in tradeoffs
+    assert "Neither chunking nor disaggregation shortens it" in tradeoffs
