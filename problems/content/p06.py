@@ -223,6 +223,10 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("NVIDIA Triton Inference Server docs, model configuration: Dynamic Batcher (requests "
+     "combined into a batch, with preferred batch sizes and a maximum queue delay)",
+     "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/"
+     "model_configuration.html#dynamic-batcher"),
     ("Yu et al., 'Orca: A Distributed Serving System for Transformer-Based Generative Models' "
      "(OSDI 2022: iteration-level scheduling and selective batching)",
      "https://www.usenix.org/conference/osdi22/presentation/yu"),

@@ -233,4 +233,12 @@ SOURCES: list[tuple[str, str]] = [
      "https://platform.openai.com/docs/guides/rate-limits"),
     ("vLLM source: the V1 scheduler (priority scheduling and preemption)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/sched/scheduler.py"),
+    ("vLLM engine arguments (--scheduling-policy: fcfs or priority, requests ordered by their "
+     "priority value)", "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM docs, Automatic Prefix Caching design (a per-request cache_salt mixed into the first "
+     "block's hash isolates cached prefixes)",
+     "https://docs.vllm.ai/en/latest/design/prefix_caching.html"),
+    ("Kubernetes blog, 'Introducing Gateway API Inference Extension' (2025-06-05: model-aware "
+     "routing, request criticality, flow control and load shedding at the gateway)",
+     "https://kubernetes.io/blog/2025/06/05/introducing-gateway-api-inference-extension/"),
 ]

@@ -370,3 +370,25 @@ def test_p07_activation_memory_and_context_parallelism_are_named(client) -> None
     tradeoffs = section_text(client, 7, "tradeoffs")
     assert "Context (sequence) parallelism" in tradeoffs
     assert "Neither chunking nor disaggregation shortens it" in tradeoffs
+
+
+def test_p06_tells_dynamic_batching_from_continuous_batching(client) -> None:
+    """The strict review's X6: request-level dynamic batching (Triton's dynamic batcher: wait
+    up to a queue delay, then run the batch statically) is not continuous batching."""
+    concepts = section_text(client, 6, "concepts")
+    assert "Dynamic batching is still static" in concepts and "Triton" in concepts
+    mistakes = section_text(client, 6, "mistakes")
+    assert "Calling a dynamic batcher continuous batching" in mistakes
+    assert any("Dynamic Batcher" in title for title, _ in p06.SOURCES)
+
+
+def test_p21_names_admission_estimates_cache_isolation_and_where_priority_lives(client) -> None:
+    """The strict review's X9, X10 and X11."""
+    concepts = section_text(client, 21, "concepts")
+    assert "usually the prompt plus max_tokens" in concepts
+    assert "cache_salt" in concepts and "side channel" in concepts
+    followups = section_text(client, 21, "followups")
+    assert "--scheduling-policy priority" in followups
+    assert "Gateway API Inference Extension" in followups and "SLO-aware admission" in followups
+    answer = section_text(client, 21, "answer")
+    assert "salt the prefix cache per tenant" in answer and "gateway" in answer
