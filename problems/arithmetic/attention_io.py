@@ -35,6 +35,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 TOKENS_MAX = 10**7
 BATCH_MAX = 4096
@@ -149,7 +150,8 @@ def attention_io(
         Step("Fused: HBM traffic, each tensor once", f"4 × {n} × {hd} × {b} B {who}",
              fused_min, "B", bytes_format(fused_min)),
         Step("Fused: HBM traffic with K and V re-read per query tile",
-             f"(2 + 2 × {one['tiles']:,} tiles of {tile_rows} rows) × {n} × {hd} × {b} B {who}",
+             f"(2 + 2 × {count_phrase(one['tiles'], 'tile')} of "
+             f"{count_phrase(tile_rows, 'row')}) × {n} × {hd} × {b} B {who}",
              fused_tiles, "B", bytes_format(fused_tiles)),
         Step("Fused: what it keeps", f"one FP32 log-sum-exp per row and head: {n} {who} × 4 B",
              stats, "B", bytes_format(stats)),

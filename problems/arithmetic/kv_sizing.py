@@ -43,6 +43,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 SIZING_GPUS = ("h100-sxm", "h200", "b200")
 NODE_GPUS = 8
@@ -240,10 +241,10 @@ def kv_sizing(
                            f"{bytes_short(node['kv_bytes_per_gpu'])} per user on each GPU "
                            f"({node['split']}); never tp past the KV-head count, where heads "
                            "are copied") if node["users"] else
-                          (f"no layout fits one user: even at tp {node['tp']} a user takes "
-                           f"{bytes_short(node['kv_bytes_per_gpu'])} per user on each GPU "
+                          (f"no layout fits one user: even at tp {node['tp']} one user takes "
+                           f"{bytes_short(node['kv_bytes_per_gpu'])} on each GPU "
                            f"({node['split']}) beside the weights and reserve"),
-                          node["users"], "users", count_format(node["users"], "user")))
+                          node["users"], "users", count_phrase(node["users"], "user")))
 
     # Levers, each at the same context and users.
     fp8 = kv_cache(model=model, tokens=tokens, users=users, dtype="fp8")

@@ -14,6 +14,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase
 
 SERVERS_MAX = 100_000
 RATE_MAX = 1e9
@@ -357,7 +358,7 @@ def tenant_fairness(
         },
         steps=(
             Step("Service rate μ", f"{number_format(capacity)} tokens/s ÷ "
-                 f"{number_format(size)} tokens per request", mu, "requests/s",
+                 f"{amount_phrase(size, 'tokens')} per request", mu, "requests/s",
                  rate_format(mu, "requests/s")),
             Step("Offered load λ", f"{number_format(lam_h)} heavy + {n} × "
                  f"{number_format(lam_l)} light", lam, "requests/s",
@@ -393,13 +394,13 @@ def tenant_fairness(
                  f"{number_format(excess)} ÷ {number_format(lam_h)}", refused_share, "",
                  percent_format(refused_share)),
             Step("Token bucket rate for the heavy tenant's share",
-                 f"{number_format(share)} requests/s × {number_format(size)} tokens",
+                 f"{number_format(share)} requests/s × {amount_phrase(size, 'tokens')}",
                  bucket_rate, "tokens/s", rate_format(bucket_rate, "tokens/s")),
             Step("Bucket depth (burst)", f"{number_format(bucket_rate)} tokens/s × "
                  f"{number_format(burst)} s", bucket_depth, "tokens",
                  count_format(bucket_depth, "token")),
             Step("Retry-After for one request on an empty bucket",
-                 f"{number_format(size)} tokens ÷ {number_format(bucket_rate)} tokens/s",
+                 f"{amount_phrase(size, 'tokens')} ÷ {number_format(bucket_rate)} tokens/s",
                  retry_after, "s", seconds_format(retry_after)),
             Step("Retry-After header (whole seconds)",
                  f"⌈{number_format(retry_after)} s⌉: the header carries whole seconds",

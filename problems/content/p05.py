@@ -181,6 +181,7 @@ def context(*, request: HttpRequest) -> dict:
         "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
         "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
         "batch_text": count_format(inputs["batch"], "sequence"),
+        "tokens_text": count_format(inputs["tokens"], "token"),
         "tile_rows_text": count_format(inputs["tile_rows"], "query row"),
         "tile_rows_short": count_format(inputs["tile_rows"], "row"),
         "mfu_percent": percent_format(inputs["mfu"]), "below_peak": inputs["mfu"] < 1,

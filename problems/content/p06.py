@@ -174,6 +174,7 @@ def context(*, request: HttpRequest) -> dict:
     big = static_vs_continuous(**{**inputs, "batch": 256})
     one = static_vs_continuous(**{**inputs, "batch": 1})
     return {
+        "batch_draws_text": count_format(inputs["batch"], "draw"),
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "inputs_valid": valid,
