@@ -148,6 +148,7 @@ def context(*, request: HttpRequest) -> dict:
         "heavy_rate_text": _rate(inputs["heavy_rate"]),
         "light_rate_text": _rate(inputs["light_rate"]),
         "light_tenants_text": count_format(n, "light tenant"),
+        "one_light": n == 1,
         "tenants": f"{n + 1:,}",
         "bound_text": count_format(inputs["queue_bound"], "request"),
         "burst_text": seconds_format(inputs["burst_seconds"]),
