@@ -27,7 +27,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase
+from problems.arithmetic.wording import ratio_phrase, times_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -206,7 +206,9 @@ def context(*, request: HttpRequest) -> dict:
         "per_seq_text": bytes_short(float(r["bytes_per_sequence"])),
         "total_text": bytes_short(total),
         "weights_text": bytes_short(float(r["weights_bytes"])),
-        "kv_over_weights_text": f"{number_format(float(r['kv_over_weights']))}×",
+        # "7.61 times the model", "17.2% of the model": never "0.172× the model".
+        "kv_over_weights_text": times_phrase(float(r["total_bytes"]), float(r["weights_bytes"])),
+        "many_users": inputs["users"] > 1,
         "gpus": gpus, "node_gpus": NODE_GPUS,
         "h100_node_users_text": count_format(h100["node_users"], "user"),
         "h100_gpus_text": count_format(h100["gpus"], "GPU"),

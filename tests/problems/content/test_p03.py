@@ -112,7 +112,7 @@ def test_the_words_follow_the_models_attention(client) -> None:
     assert "KV heads of 192" not in worked and "latent kept whole on every GPU" in worked
     assert "does not split at all" in section_text(client, "concepts", mla)
     answer = section_text(client, "answer", mla)
-    assert "grouped-query" not in answer and "0.172× the 1.34 TB" in answer
+    assert "grouped-query" not in answer and "17.2% of the 1.34 TB" in answer
     assert "memory problem first" not in answer and not re.search(r"\b0 GPUs", answer)
     assert "no tensor-parallel size splits it" in section_text(client, "followups", mla)
 
@@ -161,7 +161,7 @@ def test_one_user_of_one_token_reads_in_the_singular(client) -> None:
     answer = section_text(client, "answer", query)
     for text in (worked, answer):
         assert not re.search(r"\b1 (users|tokens|bytes)\b", text), text
-    assert "with an FP8 (E4M3) cache (1 byte per value), 1 user each holding 1 token" in worked
+    assert "with an FP8 (E4M3) cache (1 byte per value), 1 user holding 1 token" in worked
     assert "163,840 bytes (163,840 B)" not in worked
     assert "with a BF16 cache (2 bytes per value), 100 users each holding 32,768 tokens" in (
         section_text(client, "worked"))
@@ -251,3 +251,15 @@ def test_the_tp16_follow_up_links_a_calculator_with_tp_and_names_pp(client) -> N
     assert "data-parallel attention" in text
     tradeoffs = section_text(client, "tradeoffs")
     assert "prefix caching" in tradeoffs and "stored once" in tradeoffs
+
+
+def test_an_mla_model_is_not_compared_with_itself_and_its_fp8_checkpoint_is_sized(client) -> None:
+    """Found on the fresh read: at DeepSeek-V3 the answer compared its latent with itself
+    ('70,272 B per token, about the same ... against 70,272 B') and ended 'look at a narrower
+    weight format' though its own checkpoint is FP8, which one 8-GPU H200 node serves."""
+    answer = section_text(client, "answer", "?p03-kv-model=deepseek-v3")
+    assert "against 70,272 B" not in answer and "already caches a latent" in answer
+    assert "ships in FP8 (E4M3): in its released format one 8-GPU H200 node seats" in answer
+    # Qwen2.5 7B's node is two tp-4 replicas, and the answer says so, not 'split eight ways'.
+    qwen = section_text(client, "answer", "?p03-kv-model=qwen2.5-7b")
+    assert "laid out as 2 replicas of tensor parallel 4 seats about 296 users" in qwen
