@@ -180,7 +180,7 @@ def paging(
         reserve = float(room["reserve_bytes"])
         gpus = next((tp for tp in (2, 4, 8, 16, 32, 64) if weights / tp + reserve < usable),
                     None)
-        more = (f"split over at least {gpus} of them with tensor parallelism (problem 3) the "
+        more = (f"split over at least {gpus} of them with tensor parallelism (problem 3), the "
                 "weights would leave room for one" if gpus else
                 "even 64 of them would not leave room for one: choose a narrower format")
         raise ArithmeticInputError(
