@@ -392,3 +392,12 @@ def test_p21_names_admission_estimates_cache_isolation_and_where_priority_lives(
     assert "Gateway API Inference Extension" in followups and "SLO-aware admission" in followups
     answer = section_text(client, 21, "answer")
     assert "salt the prefix cache per tenant" in answer and "gateway" in answer
+
+
+def test_p06_a_batch_of_one_reads_in_the_singular_with_no_waste(client) -> None:
+    """Found on the fresh read at batch 1: 'That many steps for 1 slots', and the exponential
+    case's waste printed as 6.88×10⁻¹³% (mean and expected longest are both 252 tokens, so
+    1 − 252 ÷ 252 = 0, up to floating-point noise)."""
+    worked = section_text(client, 6, "worked", "?p06-batching-batch=1")
+    assert "for 1 slot is" in worked and "1 slots" not in worked
+    assert "10⁻" not in worked and "(0% wasted: the mean is 252 tokens" in worked
