@@ -297,9 +297,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2211.05102"),
     ("vLLM docs, Parallelism and Scaling (tensor and pipeline parallel sizes; pipeline "
      "parallelism splits the layers across GPUs)",
-     "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html"),
+     "https://docs.vllm.ai/en/latest/serving/parallelism_scaling/"),
     ("vLLM docs, Automatic Prefix Caching design (full blocks hashed by their whole prefix and "
-     "shared between requests)", "https://docs.vllm.ai/en/latest/design/prefix_caching.html"),
+     "shared between requests)", "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
     ("DeepSeek-V3 config.json on Hugging Face (quantization_config: fp8, e4m3, "
      "weight_block_size [128, 128]: the released weights are FP8)",
      "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),

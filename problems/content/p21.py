@@ -238,7 +238,9 @@ SOURCES: list[tuple[str, str]] = [
      "priority value)", "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
     ("vLLM docs, Automatic Prefix Caching design (a per-request cache_salt mixed into the first "
      "block's hash isolates cached prefixes)",
-     "https://docs.vllm.ai/en/latest/design/prefix_caching.html"),
+     "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("TensorRT-LLM pull request 13793 (cache_salt_id: requests with different salts cannot "
+     "reuse each other's cached KV blocks)", "https://github.com/NVIDIA/TensorRT-LLM/pull/13793"),
     ("Kubernetes blog, 'Introducing Gateway API Inference Extension' (2025-06-05: model-aware "
      "routing, request criticality, flow control and load shedding at the gateway)",
      "https://kubernetes.io/blog/2025/06/05/introducing-gateway-api-inference-extension/"),

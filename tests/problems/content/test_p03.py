@@ -263,3 +263,12 @@ def test_an_mla_model_is_not_compared_with_itself_and_its_fp8_checkpoint_is_size
     # Qwen2.5 7B's node is two tp-4 replicas, and the answer says so, not 'split eight ways'.
     qwen = section_text(client, "answer", "?p03-kv-model=qwen2.5-7b")
     assert "laid out as 2 replicas of tensor parallel 4 seats about 296 users" in qwen
+
+
+def test_the_reserve_is_named_as_measured_at_tp_one(client) -> None:
+    """The strict review's M3: PR 10511 measured 1.79 GiB of non-torch memory at tp 1 and
+    3.58 GiB at tp 2 (NCCL buffers), so figures at tp 2 and up built on the tp-1 reserve are
+    optimistic, and the page says so beside the reserve."""
+    worked = section_text(client, "worked")
+    assert "vLLM's measured figure at tensor parallel 1" in worked
+    assert "NCCL's buffers add more" in worked and "slightly optimistic" in worked

@@ -401,3 +401,12 @@ def test_p06_a_batch_of_one_reads_in_the_singular_with_no_waste(client) -> None:
     worked = section_text(client, 6, "worked", "?p06-batching-batch=1")
     assert "for 1 slot is" in worked and "1 slots" not in worked
     assert "10⁻" not in worked and "(0% wasted: the mean is 252 tokens" in worked
+
+
+def test_p21_the_demo_note_says_which_policy_the_engine_runs(client) -> None:
+    """The strict review's demo note: the engine's fair policy (fewest running requests, then
+    fewest tokens) is not the VTC the page teaches, and the run never tests the queueing
+    figures. The page must say so plainly."""
+    demo = section_text(client, 21, "demo")
+    assert "not the Virtual Token Counter" in demo
+    assert "not the conservation law or the waits of an M/M/1 model" in demo
