@@ -290,6 +290,8 @@ def context(*, request: HttpRequest) -> dict:
         # Zero but for rounding when the chunks add up to the one pass (one chunk, or no streams
         # and every chunk's step compute-bound).
         "chunking_costs": r["ttft_cost_of_chunking"] - 1 > 1e-9,
+        # Only a memory-bound chunk pays a weight read its compute does not hide.
+        "first_step_is_compute_bound": r["first_step_bound"] == "compute",
         "big_budget_text": count_format(max(BUDGETS), "token"),
         "big_chunks_text": count_format(big["chunks"], "chunk"),
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),

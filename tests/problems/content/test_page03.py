@@ -410,3 +410,22 @@ def test_p21_the_demo_note_says_which_policy_the_engine_runs(client) -> None:
     demo = section_text(client, 21, "demo")
     assert "not the Virtual Token Counter" in demo
     assert "not the conservation law or the waits of an M/M/1 model" in demo
+
+
+def test_p07_a_compute_bound_first_chunk_is_not_blamed_for_weight_reads(client) -> None:
+    """Found on the fresh read: at the defaults the first chunk's step is compute-bound (2,016
+    prompt tokens, far past the ridge of 148), yet the page said chunking costs the prompt 'a
+    full read of the weights' per memory-bound chunk. Its 0.627% is the decodes' work; with no
+    streams and a 64-token budget each chunk is memory-bound and that is the reason."""
+    worked = section_text(client, 7, "worked")
+    assert "Chunking costs it 0.627%: each of its steps also carries the decodes' work." in worked
+    assert "pays a full read of the weights" not in worked
+    small = section_text(client, 7, "worked", "?p07-long-decode_batch=0&p07-long-token_budget=64")
+    assert "memory-bound pays a full read of the weights" in small
+
+
+def test_p21_equal_rates_move_no_waiting(client) -> None:
+    """Found on the fresh read: with every tenant at the same rate nobody is favoured, yet the
+    page said fairness 'moves waiting from the light tenants to the heavy one'."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=2")
+    assert "favours nobody" in worked and "moves waiting" not in worked
