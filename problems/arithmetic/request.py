@@ -15,6 +15,7 @@ from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
     kv_cache,
+    window_advice,
 )
 from problems.arithmetic.memory import context_check as memory_context_check
 from problems.arithmetic.steps import Result, Step
@@ -26,16 +27,22 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
+from problems.arithmetic.wording import share_phrase
 
 
 def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
     """Refuse a prompt plus answer longer than the model's context window, as a server would
     before spending any GPU time on it (naming `output_tokens`, the usual one to shorten)."""
     m = model_get(model)
-    memory_context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
+    lengths = {"model": m, "first": prompt_tokens, "second": output_tokens,
+               "first_name": "prompt", "second_name": "output"}
+    memory_context_check(model=m, tokens=prompt_tokens, field="prompt_tokens",
+                         advice=window_advice(**lengths, excess=False))
+    advice = window_advice(**lengths)
     memory_context_check(
         model=m, tokens=prompt_tokens + output_tokens, field="output_tokens",
         what=f"the prompt ({prompt_tokens:,}) plus the output ({output_tokens:,})",
+        advice=advice,
     )
 
 
@@ -128,7 +135,7 @@ def request_for_scale(
             f"{seconds_format(dec['total_seconds'])} ÷ {seconds_format(e2e)}",
             decode_share,
             "",
-            f"{number_format(decode_share * 100)}%",
+            share_phrase(decode_share),
         ),
     )
     return Result(
@@ -183,7 +190,8 @@ def request_for_scale(
             "decode_text": seconds_rounded(float(dec["total_seconds"]), digits=3),
             "e2e_text": seconds_rounded(e2e),
             "kv_text": bytes_in(kv["total_bytes"], "GB", digits=2),
-            "decode_share_text": f"{number_format(decode_share * 100, digits=2)}%",
+            # Prefill is never free, so the share never reads "100%" (99.67% is "99.7%").
+            "decode_share_text": share_phrase(decode_share, digits=2),
             "memory_needed_text": bytes_in(needed, "GB", digits=2),
             "reserve_text": bytes_in(reserve_gb * GB, "GB", digits=2),
             "memory_usable_text": bytes_in(float(dec["memory_usable_bytes"]), "GB", digits=2),

@@ -206,12 +206,13 @@ def share_phrase(fraction: float, *, digits: int = 3) -> str:
         return "under 0.1%"
     if fraction > 0.999:
         return "over 99.9%"
+    # Rounding to the shown digits must not reach a bound the share does not: 99.67% to two
+    # digits would read "100%", so show one more digit until it does not (between 0.1% and
+    # 99.9%, three decimals always suffice).
     text = number_format(fraction * 100, digits=digits)
-    # Rounding to the shown digits must not reach a bound the share does not.
-    if text == "100":
-        return "over 99.9%"
-    if text == "0":
-        return "under 0.1%"
+    while text in ("100", "0") and digits < 6:
+        digits += 1
+        text = number_format(fraction * 100, digits=digits)
     return f"{text}%"
 
 
