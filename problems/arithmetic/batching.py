@@ -44,6 +44,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 
 def chunked_prefill(
@@ -176,7 +177,7 @@ def chunked_prefill(
         steps=(
             Step(
                 "Chunks",
-                f"⌈{prompt_tokens:,} tokens ÷ {chunk_tokens:,} per chunk⌉",
+                f"⌈{count_phrase(prompt_tokens, 'token')} ÷ {chunk_tokens:,} per chunk⌉",
                 chunks,
                 "chunks",
                 count_format(chunks, "chunk"),

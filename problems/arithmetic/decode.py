@@ -33,12 +33,11 @@ from problems.arithmetic.units import (
     count_format,
     flops_format,
     number_format,
-    percent_format,
     rate_format,
     rate_of_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import count_phrase, share_phrase
 
 __all__ = ["decode", "decode_step_model", "experts_touched", "weights_read_params"]
 
@@ -237,7 +236,7 @@ def decode(
         Step(
             "Bytes per step",
             f"{bytes_short(step['weights'])} + {bytes_short(step['kv'])}: weights "
-            f"{percent_format(weight_share)}, KV {percent_format(1 - weight_share)}",
+            f"{share_phrase(weight_share)}, KV {share_phrase(1 - weight_share)}",
             step["bytes"],
             "B",
             bytes_format(step["bytes"]),
@@ -318,7 +317,7 @@ def decode(
             "Largest batch that fits",
             f"⌊{bytes_short(max(room, 0))} left after weights and reserve ÷ "
             f"{bytes_short(per_sequence_end)} per sequence at "
-            f"{context_tokens + decode_steps:,} tokens⌋",
+            f"{count_phrase(context_tokens + decode_steps, 'token')}⌋",
             largest_batch,
             "sequences",
             count_format(largest_batch, "sequence"),

@@ -85,7 +85,8 @@ def hundred_users_plot(*, inputs: dict, result) -> Plot:
     if largest and largest <= top:
         marks.append(Mark(largest, "memory full"))
     return Plot(
-        title=f"Decode step vs batch at {inputs['context_tokens']:,} tokens of context each",
+        title=f"Decode step vs batch at {count_phrase(inputs['context_tokens'], 'token')} of "
+              "context each",
         x_title="Sequences in the step", y_title="Time per decode step (ms)",
         series=(*series_fit_split("Step time", xs,
                                   tuple(p["step_seconds"] * MS for p in points), fits),
