@@ -1,0 +1,101 @@
+"""Problem 2 at the inputs its strict review quoted (../shared/reviews/page-01-home.md, F1,
+F15-F18, F22) and at the one-token regime a fresh read found, through Django's test client.
+Defaults: Llama 3 8B on an H100 SXM, 1,000-token prompt, max_tokens 1,000, a 32-sequence step of
+5.73 ms, TTFT 28.7 ms, 10 requests per second, 10% abandoned after 100 tokens."""
+
+import pytest
+
+from tests.problems.content.helpers import problem_html, section_html, text_of
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/01/"
+
+
+def section(client, query: str, slug: str) -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return " ".join(text_of(section_html(problem_html(response.content.decode(), 2), 2,
+                                         slug)).split())
+
+
+def test_f1_course_lm_refusal_says_how_far_to_cut(client) -> None:
+    """course-lm's window is 1,024 tokens; prompt 1,000 + max_tokens 1,000 = 2,000, 976 too
+    many: with this prompt, an output of at most 24 fits; with this output, a prompt of 24."""
+    worked = section(client, "?p2-stream-model=course-lm", "worked")
+    assert "were refused" in worked and "976 tokens too many" in worked
+    assert "an output of at most 24 tokens fits" in worked
+
+
+def test_f15_a_fast_stream_is_not_nothing_for_any_network(client) -> None:
+    """course-lm, 100-token prompt, 200-token answer: 246 B per event ÷ 9.09 µs per step =
+    27.1 MB/s = 216 Mbit/s a stream; × 32 streams = 867 MB/s = 6.93 Gbit/s. A 9.09 µs step is a
+    byte count no engine reaches, and the page says so."""
+    worked = section(client, "?p2-stream-model=course-lm&p2-stream-prompt_tokens=100"
+                             "&p2-stream-output_tokens=200", "worked")
+    assert "nothing for any network" not in worked
+    assert "27.1 MB/s (216 Mbit/s)" in worked and "6.93 Gbit/s" in worked
+    assert "Steps this short are only the bytes read" in worked
+    # At the defaults, 42.9 kB/s (343 kbit/s) still is nothing for any network.
+    assert "42.9 kB/s (343 kbit/s), nothing for any network" in section(client, "", "worked")
+
+
+def test_f16_the_model_answer_counts_the_characters_an_event_carries(client) -> None:
+    """1,000 tokens per event × 4 characters = 4,000, less the first token sent alone: an
+    event of 4,238 B carries 3,996 characters, not "a few". At 0.5 characters per token an
+    event carries 1 character (rounded up: text is whole characters), not "1 characters"."""
+    assert "4,238 B for 3,996 characters of text" in section(
+        client, "?p2-stream-tokens_per_event=1000", "answer")
+    half = section(client, "?p2-stream-chars_per_token=0.5", "answer")
+    assert "for 1 character of text" in half and "1 characters" not in half
+
+
+def test_f17_abandoned_streams_are_a_share_of_the_traffics_seats_not_of_one_gpu(client) -> None:
+    """Batch 1: a request runs 28.7 ms + 999 × 4.52 ms = 4.54 s, so 10 requests/s keep 45.4
+    sequences running (Little's law), 46 GPUs' worth at a batch of 1; abandoned ones decode
+    1/s × 900 × 4.52 ms = 4.07 at once: 4.07 ÷ 45.4 = 8.95% of the seats, not "407% … more than
+    one GPU busy"."""
+    worked = section(client, "?p2-stream-batch=1", "worked")
+    assert "407%" not in worked and "more than one GPU busy" not in worked
+    assert "about 4 streams are decoding for nobody at any moment" in worked
+    assert "out of about 45 sequences this traffic keeps running" in worked
+    assert "8.95% of the decode seats it needs" in worked
+    assert "which at a batch of 1 sequence fill 46 GPUs" in worked
+    assert "each decode step shared by 1 sequence," in worked
+
+
+def test_f18_edge_wording_of_the_abandoned_request(client) -> None:
+    """A reader gone at 0 tokens left "before the first token"; blocks of 1 token; a reasoning
+    budget of 2,000 inside max_tokens 1,000 is refused in the form's own words (max_tokens)."""
+    assert "leaves before the first token" in section(
+        client, "?p2-stream-cut_after_tokens=0", "worked")
+    assert "after 0 tokens" not in section(client, "?p2-stream-cut_after_tokens=0", "worked")
+    assert "1,099 blocks of 1 token," in section(client, "?p2-stream-block_size=1", "worked")
+    refused = section(client, "?p2-stream-reasoning_tokens=2000", "worked")
+    assert "max_tokens, 1,000 here" in refused
+    assert "counts the hidden reasoning as well as the visible answer" in refused
+
+
+def test_f22_hidden_reasoning_moves_what_streaming_buys(client) -> None:
+    """500 hidden reasoning tokens: the first visible text at 28.7 ms + 500 × 5.73 ms = 2.9 s,
+    against 5.76 s sent whole; the first token at 28.7 ms is thinking, not text."""
+    query = "?p2-stream-reasoning_tokens=500"
+    worked = section(client, query, "worked")
+    assert "the first visible text waits until 2.9 s" in worked
+    assert "the first text (and, near enough" not in worked
+    answer = section(client, query, "answer")
+    assert "the first visible text after 2.9 s" in answer
+    assert "the first text after 28.7 ms" not in answer
+
+
+def test_a_one_token_answer_buys_nothing_and_wastes_no_decode(client) -> None:
+    """max_tokens 1, reader gone before it: the answer is whole at 28.7 ms streamed or not, and
+    no decode step is left to waste, so no "28.7 ms instead of nothing for 28.7 ms", no
+    "0 tokens a second", no "63 growing to 63 blocks … for 0 s"."""
+    query = "?p2-stream-output_tokens=1&p2-stream-cut_after_tokens=0"
+    worked = section(client, query, "worked")
+    assert "Nothing here: an answer of one token is whole at its first token" in worked
+    assert "0 tokens a second" not in worked
+    answer = section(client, query, "answer")
+    assert "instead of nothing for 28.7 ms" not in answer
+    assert "busy for 0 s" not in answer and "costs 0 tokens a second" not in answer
