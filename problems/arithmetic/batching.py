@@ -151,7 +151,8 @@ def chunked_prefill(
         return (f"max({seconds_format(s['memory'])} memory, {seconds_format(s['compute'])} "
                 f"compute)")
 
-    decoders = f"{decode_batch:,} decoders at {decode_context_tokens:,} tokens"
+    decoders = (f"{count_phrase(decode_batch, 'decoder')} at "
+                f"{count_phrase(decode_context_tokens, 'token')}")
     stall_first = first["time"] - alone["time"]
     stall_largest = largest["time"] - alone["time"]
     stall_whole = whole["time"] - alone["time"]
@@ -240,7 +241,7 @@ def chunked_prefill(
             ),
             Step(
                 "The newcomer's prefill, over all its chunks",
-                f"the sum of {chunks:,} steps' times",
+                "the one step's time" if chunks == 1 else f"the sum of {chunks:,} steps' times",
                 prefill_seconds,
                 "s",
                 seconds_format(prefill_seconds),

@@ -320,7 +320,7 @@ def decode(
             f"{count_phrase(context_tokens + decode_steps, 'token')}⌋",
             largest_batch,
             "sequences",
-            count_format(largest_batch, "sequence"),
+            count_phrase(largest_batch, "sequence"),
         ),
     )
     return Result(

@@ -27,7 +27,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import share_phrase
+from problems.arithmetic.wording import count_phrase, share_phrase
 
 
 def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
@@ -105,8 +105,9 @@ def request_for_scale(
         *dec.steps[:-4],
         Step(
             "Answer at the weight-read floor",
-            f"{steps_count:,} decode steps × {seconds_format(weights_floor)} (the first of "
-            f"{output_tokens:,} tokens came from prefill)",
+            f"{count_phrase(steps_count, 'decode step', zero='0')} × "
+            f"{seconds_format(weights_floor)} (the first of "
+            f"{count_phrase(output_tokens, 'token')} came from prefill)",
             answer_weights_only,
             "s",
             seconds_format(answer_weights_only),

@@ -25,7 +25,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import share_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
 
 # A chunk's fixed fields, with placeholder values of realistic length: ids are "chatcmpl-"
 # plus 32 hex digits, `created` a Unix time in seconds, `model` the name the client asked for.
@@ -157,9 +157,10 @@ def stream_cost(
     steps = (
         Step(
             "Bytes per event",
-            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with {event_chars:,} "
-            f"characters of text ({event_tokens:,} token{'s' if event_tokens != 1 else ''}"
-            f"{event_held} × {number_format(chars_per_token)} characters) + blank line",
+            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with "
+            f"{count_phrase(event_chars, 'character')} of text "
+            f"({count_phrase(event_tokens, 'token')}{event_held} × "
+            f"{amount_phrase(chars_per_token, 'characters')}) + blank line",
             event_bytes,
             "B",
             bytes_format(event_bytes),
@@ -312,7 +313,7 @@ def abandoned_request(
     steps = (
         Step(
             "KV bytes per block",
-            f"{bytes_short(per_token)} per token × {block_size} tokens per block",
+            f"{bytes_short(per_token)} per token × {count_phrase(block_size, 'token')} per block",
             block_bytes,
             "B",
             bytes_format(block_bytes),
@@ -332,11 +333,11 @@ def abandoned_request(
             f"⌈{at_cut:,} ÷ {block_size}⌉",
             blocks_cut,
             "blocks",
-            f"{blocks_cut:,} blocks",
+            count_phrase(blocks_cut, "block"),
         ),
         Step(
             "Memory held at the cut",
-            f"{blocks_cut:,} blocks × {bytes_short(block_bytes)}",
+            f"{count_phrase(blocks_cut, 'block')} × {bytes_short(block_bytes)}",
             blocks_cut * block_bytes,
             "B",
             bytes_format(blocks_cut * block_bytes),
@@ -363,11 +364,11 @@ def abandoned_request(
             "never fed back)",
             blocks_end,
             "blocks",
-            f"{blocks_end:,} blocks",
+            count_phrase(blocks_end, "block"),
         ),
         Step(
             "Memory held at the end",
-            f"{blocks_end:,} blocks × {bytes_short(block_bytes)}",
+            f"{count_phrase(blocks_end, 'block')} × {bytes_short(block_bytes)}",
             blocks_end * block_bytes,
             "B",
             bytes_format(blocks_end * block_bytes),
@@ -502,10 +503,11 @@ def streaming_for_scale(
     bytes_held = blocks_held * float(abandoned["block_bytes"])
     timing = (
         Step("Time to first token (no queue)",
-             f"prefill of {prompt_tokens:,} tokens ({pre['bound']}-bound)", ttft, "s",
+             f"prefill of {count_phrase(prompt_tokens, 'token')} ({pre['bound']}-bound)", ttft,
+             "s",
              seconds_format(ttft)),
         Step("Time per output token",
-             f"one decode step shared by {batch:,} sequences "
+             f"one decode step shared by {count_phrase(batch, 'sequence')} "
              f"({dec['bound']}-bound)", tpot, "s", seconds_format(tpot)),
     )
     waste = (
@@ -544,7 +546,8 @@ def streaming_for_scale(
         ),
         Step(
             "Share of the decode seats spent on nobody",
-            f"{number_format(abandoned_running)} ÷ {number_format(running)} sequences",
+            f"{number_format(abandoned_running)} ÷ {number_format(running)} sequences at once "
+            "on average",
             seats_share,
             "",
             share_phrase(seats_share),

@@ -20,7 +20,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, share_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -209,7 +209,7 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_prefix": PREFIX,
         "model_name": model_get(inputs["model"]).name,
         "gpu_name": gpu_get(inputs["gpu"]).name,
-        "prompt_tokens": f"{inputs['prompt_tokens']:,}",
+        "prompt_tokens": count_phrase(inputs["prompt_tokens"], "token"),
         "output_tokens": f"{inputs['output_tokens']:,}",
         "cut_after_tokens": f"{inputs['cut_after_tokens']:,}",
         "batch": count_phrase(inputs["batch"], "sequence"),
@@ -237,12 +237,13 @@ def context(*, request: HttpRequest) -> dict:
         "first_text": seconds_format(float(r["first_text_seconds"])),
         "full_answer": seconds_format(float(r["full_answer_seconds"])),
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
+        "blocks_at_cut_text": count_phrase(int(r["blocks_at_cut"]), "block"),
         "blocks_at_end": f"{int(r['blocks_at_end']):,}",
         "wasted_tokens": f"{int(r['wasted_tokens']):,}",
         "held_without": seconds_format(float(r["held_seconds_without_cancel"])),
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),
         "block_seconds": number_format(float(r["block_seconds_wasted"])),
-        "reasoning_tokens": f"{inputs['reasoning_tokens']:,}",
+        "reasoning_tokens": count_phrase(inputs["reasoning_tokens"], "token"),
         "has_reasoning": inputs["reasoning_tokens"] > 0,
         "keylogging_reconstructed": percent_format(KEYLOGGING_RECONSTRUCTED),
         "keylogging_topic": percent_format(KEYLOGGING_TOPIC),
@@ -254,6 +255,7 @@ def context(*, request: HttpRequest) -> dict:
         "left_before_first": inputs["cut_after_tokens"] == 0,
         # A cut with nothing after it to decode (a one-token answer): nothing to waste.
         "no_decode_wasted": int(r["wasted_decode_steps"]) == 0,
+        "none_abandoned": inputs["abandon_rate"] == 0,
         "one_token_answer": inputs["output_tokens"] == 1,
         "cut_after_text": count_phrase(inputs["cut_after_tokens"], "token"),
         # A prefill at full efficiency on its binding side is a floor, and the prose says so.
@@ -267,7 +269,8 @@ def context(*, request: HttpRequest) -> dict:
         "thinking_example_tokens": f"{THINKING_EXAMPLE_TOKENS:,}",
         "thinking_example": seconds_format(
             float(r["ttft_seconds"]) + THINKING_EXAMPLE_TOKENS * float(r["tpot_seconds"])),
-        "requests_per_second": number_format(inputs["requests_per_second"]),
+        # "1 request", "10 requests", "0.5 requests": the noun agrees with the rate.
+        "requests_per_second": amount_phrase(inputs["requests_per_second"], "requests"),
         "abandon_percent": percent_format(inputs["abandon_rate"]),
         "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
         "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),

@@ -99,3 +99,43 @@ def test_a_one_token_answer_buys_nothing_and_wastes_no_decode(client) -> None:
     answer = section(client, query, "answer")
     assert "instead of nothing for 28.7 ms" not in answer
     assert "busy for 0 s" not in answer and "costs 0 tokens a second" not in answer
+
+
+# Inputs at which `manage.py proofread --problems 1,2` (seed 20261207) flagged a sentence before
+# this change, each with the sentence it printed.
+PROOFREAD_FOUND = {
+    # "a prompt of 1 tokens", "prefill of 1 tokens"
+    "?p2-stream-prompt_tokens=1": 2,
+    # "1 characters of text (1 token × 1 characters)"
+    "?p2-stream-chars_per_token=1.0": 2,
+    # "with 1 tokens of reasoning first"
+    "?p2-stream-reasoning_tokens=1": 2,
+    # "At 1 requests per second", "at 0.1 streams abandoned a second"
+    "?p2-stream-requests_per_second=1.0": 2,
+    # "1 blocks of 4,096 tokens", "⌈1,099 ÷ 4096⌉ 1 blocks"
+    "?p2-stream-block_size=4096": 2,
+    # "one decode step shared by 1 sequences"; "5.16 ÷ 57.6 sequences" (a mean, unsaid)
+    "?p2-stream-batch=1": 2,
+    # "half of 591 × 1 tokens"
+    "?p1-scale-dtype=fp8": 1,
+    # "(the first of 1 tokens came from prefill)"
+    "?p1-scale-output_tokens=1": 1,
+    # "Largest batch that fits … 0 sequences"
+    "?p1-users-model=llama-3-70b": 1,
+    # "32 decoders at 1 tokens"
+    "?p1-chunk-decode_context_tokens=1": 1,
+    # "the sum of 1 steps' times"
+    "?p1-chunk-prompt_tokens=1": 1,
+}
+
+
+@pytest.mark.parametrize("query", sorted(PROOFREAD_FOUND))
+def test_the_proofread_finds_nothing_where_it_found_sentences(client, query) -> None:
+    """The problem's whole visible text (prose and calculator working) at each input passes
+    every rule of the proofreading sweep."""
+    from problems.proofread import text_flags, visible_text
+
+    number = PROOFREAD_FOUND[query]
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    assert text_flags(visible_text(problem_html(response.content.decode(), number))) == []
