@@ -27,7 +27,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, share_phrase
+from problems.arithmetic.wording import bytes_phrase, count_phrase, share_phrase
 
 
 def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
@@ -180,8 +180,8 @@ def request_for_scale(
             "prefill_text": seconds_rounded(ttft),
             "prefill_memory_text": seconds_rounded(float(pre["memory_seconds"])),
             "prefill_compute_text": seconds_rounded(float(pre["compute_seconds"])),
-            "weights_rule_text": bytes_in(dec["rule_of_thumb_weight_bytes"], "GB", digits=2),
-            "weights_text": bytes_in(dec["weight_bytes_per_step"], "GB", digits=2),
+            "weights_rule_text": bytes_phrase(dec["rule_of_thumb_weight_bytes"]),
+            "weights_text": bytes_phrase(dec["weight_bytes_per_step"]),
             "step_floor_rule_text": seconds_rounded(rule_floor),
             "step_floor_text": seconds_rounded(weights_floor),
             "answer_rule_text": seconds_rounded(answer_rule),
@@ -190,12 +190,12 @@ def request_for_scale(
             "answer_text": seconds_rounded(answer_weights_only, digits=3),
             "decode_text": seconds_rounded(float(dec["total_seconds"]), digits=3),
             "e2e_text": seconds_rounded(e2e),
-            "kv_text": bytes_in(kv["total_bytes"], "GB", digits=2),
+            "kv_text": bytes_phrase(kv["total_bytes"]),
             # Prefill is never free, so the share never reads "100%" (99.67% is "99.7%").
             "decode_share_text": share_phrase(decode_share, digits=2),
-            "memory_needed_text": bytes_in(needed, "GB", digits=2),
-            "reserve_text": bytes_in(reserve_gb * GB, "GB", digits=2),
-            "memory_usable_text": bytes_in(float(dec["memory_usable_bytes"]), "GB", digits=2),
+            "memory_needed_text": bytes_phrase(needed),
+            "reserve_text": bytes_phrase(reserve_gb * GB),
+            "memory_usable_text": bytes_phrase(float(dec["memory_usable_bytes"])),
         },
         steps=steps,
     )

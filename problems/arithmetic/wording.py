@@ -16,7 +16,7 @@ Plain Python, no Django: the content modules and the calculators' steps call it.
 import math
 from collections.abc import Callable
 
-from problems.arithmetic.units import number_format
+from problems.arithmetic.units import bytes_in, number_format
 
 # Two quantities within this relative distance read "about the same" (a 1.03× difference is
 # below what a back-of-the-envelope figure can tell apart).
@@ -234,3 +234,22 @@ def list_phrase(items: list[str] | tuple[str, ...], *, conjunction: str = "and",
     if len(items) == 1:
         return items[0]
     return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+def bytes_phrase(count: float, *, digits: int = 2) -> str:
+    """A byte count in the decimal unit it reads best in, never below a tenth of that unit:
+    1.7e8 → "0.17 GB", 1.1e7 → "11 MB" (not "0.011 GB"), 2.1e12 → "2.1 TB" (not "2,100
+    GB"). For prose; a working that compares figures keeps one unit throughout."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(count) >= scale / 10:
+            return bytes_in(count, unit, digits=digits)
+    return bytes_in(count, "B", digits=digits)
+
+
+def params_phrase(count: float, *, digits: int = 3) -> str:
+    """A parameter count as said aloud: "8.03 billion", "671 billion", "5.4 million"."""
+    if count >= 1e9:
+        return f"{number_format(count / 1e9, digits=digits)} billion"
+    if count >= 1e6:
+        return f"{number_format(count / 1e6, digits=digits)} million"
+    return number_format(count)

@@ -18,13 +18,12 @@ from problems.arithmetic.memory import params_count_model
 from problems.arithmetic.request import request_for_scale, request_split, seconds_rounded
 from problems.arithmetic.units import (
     bandwidth_format,
-    bytes_in,
     count_format,
     flops_rate_format,
     number_format,
     percent_format,
 )
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import bytes_phrase, count_phrase, params_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -55,6 +54,9 @@ CHUNK_PREFIX = "p1-chunk"
 PROMPT_TOKENS_MAX = 1_000_000
 OUTPUT_TOKENS_MAX = 100_000
 MS = 1e3
+# A decode step under this (seconds) is a byte count no engine reaches: each real step also pays
+# fixed costs (launching its kernels, scheduling, sampling) that the count leaves out.
+FIXED_COSTS_DOMINATE = 1e-4
 
 
 def request_for_scale_plot(*, inputs: dict, result) -> Plot:
@@ -257,14 +259,14 @@ def _users_context(inputs: dict, users, alone) -> dict:
         "users_step": seconds_rounded(step, digits=digits),
         "users_alone_step": seconds_rounded(alone_step, digits=digits),
         "users_close": close,
+        "users_unreachable": step < FIXED_COSTS_DOMINATE,
         "users_ratio": number_format(ratio, digits=2),
         "users_alone_bound": alone["bound"],
-        "users_bytes_text": bytes_in(float(users["bytes_per_step"]), "GB", digits=2),
+        "users_bytes_text": bytes_phrase(float(users["bytes_per_step"])),
         "users_mfu": percent_format(inputs["mfu"]),
         "users_weights_grew": both_memory and extra_weights > 0.01 * float(
             alone["weight_bytes_per_step"]),
-        "users_alone_weights_text": bytes_in(float(alone["weight_bytes_per_step"]), "GB",
-                                             digits=2),
+        "users_alone_weights_text": bytes_phrase(float(alone["weight_bytes_per_step"])),
         "users_growth": seconds_rounded(step - alone_step),
         "users_growth_experts": seconds_rounded(extra_weights / bandwidth),
         "users_growth_kv": seconds_rounded(extra_kv / bandwidth),
@@ -289,8 +291,8 @@ def _moe_batch_context(model, inputs: dict) -> dict:
                  for b in (1, MOE_EXAMPLE_BATCH))
     return {
         "moe_example_batch": count_phrase(MOE_EXAMPLE_BATCH, "sequence"),
-        "moe_weights_one": bytes_in(float(one["weight_bytes_per_step"]), "GB", digits=2),
-        "moe_weights_many": bytes_in(float(many["weight_bytes_per_step"]), "GB", digits=2),
+        "moe_weights_one": bytes_phrase(float(one["weight_bytes_per_step"])),
+        "moe_weights_many": bytes_phrase(float(many["weight_bytes_per_step"])),
     }
 
 
@@ -316,8 +318,8 @@ def _chunk_context(inputs: dict, chunk) -> dict:
         "chunk_no_gain": float(chunk["unchunked_stall_seconds"])
         <= 1.05 * float(chunk["max_chunk_stall_seconds"]),
         "chunk_fits": bool(chunk["fits"]),
-        "chunk_memory_needed": bytes_in(float(chunk["memory_needed_bytes"]), "GB", digits=2),
-        "chunk_memory_usable": bytes_in(float(chunk["memory_usable_bytes"]), "GB", digits=2),
+        "chunk_memory_needed": bytes_phrase(float(chunk["memory_needed_bytes"])),
+        "chunk_memory_usable": bytes_phrase(float(chunk["memory_usable_bytes"])),
         "chunk_gpu": gpu_get(inputs["gpu"]).name,
     }
 
@@ -387,9 +389,9 @@ def context(*, request: HttpRequest) -> dict:
         "kv_heads": model.kv_heads,
         "head_dim": model.head_dim,
         "is_moe": model.is_moe,
-        "params_text": number_format(rule_params / 1e9, digits=3),
-        "non_embedding_text": number_format(refined_params / 1e9, digits=3),
-        "total_params_text": number_format(parts["total"] / 1e9, digits=3),
+        "params_text": params_phrase(rule_params),
+        "non_embedding_text": params_phrase(refined_params),
+        "total_params_text": params_phrase(parts["total"]),
         "prompt_tokens": count_phrase(inputs["prompt_tokens"], "token"),
         "prompt_one": inputs["prompt_tokens"] == 1,
         "output_tokens": f"{inputs['output_tokens']:,}",
@@ -403,11 +405,17 @@ def context(*, request: HttpRequest) -> dict:
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),
         "bandwidth_full": inputs["bandwidth_efficiency"] >= 1,
+        # A step time is a floor only at full bandwidth and for a model one GPU can hold: split
+        # over several, each GPU reads only its share (the warning below says so).
+        "step_floor_ok": inputs["bandwidth_efficiency"] >= 1 and bool(result["fits"]),
+        # A step under a tenth of a millisecond is a byte count no engine reaches.
+        "step_unreachable": float(result["decode_step_seconds"]) < FIXED_COSTS_DOMINATE,
         # Below full bandwidth a step time is an estimate; the floor is the same bytes at 100%.
         "step_floor_full": seconds_rounded(float(result["decode_weights_floor_seconds"])
                                            * inputs["bandwidth_efficiency"]),
-        "prefill_floor": (result["prefill_bound"] == "compute" and inputs["mfu"] >= 1)
-        or (result["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1),
+        "prefill_floor": bool(result["fits"]) and (
+            (result["prefill_bound"] == "compute" and inputs["mfu"] >= 1)
+            or (result["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)),
         "peak_text": flops_rate_format(peak),
         "peak_described": peak_describe(gpu=gpu, dtype=dtype),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
@@ -434,9 +442,9 @@ def context(*, request: HttpRequest) -> dict:
         "users_context": f"{users_inputs['context_tokens']:,}",
         "users_model": users_model.name,
         "is_users_moe": users_model.is_moe,
-        "users_kv_text": bytes_in(float(users["kv_bytes_per_step"]), "GB", digits=2),
+        "users_kv_text": bytes_phrase(float(users["kv_bytes_per_step"])),
         "users_kv_compared": kv_compared,
-        "users_weights_text": bytes_in(float(users["weight_bytes_per_step"]), "GB", digits=2),
+        "users_weights_text": bytes_phrase(float(users["weight_bytes_per_step"])),
         "users_weight_share": percent_format(float(users["weight_share"])),
         "users_even_context": f"{round(even_context):,}",
         "users_even_past_window": bool(users_model.context)
@@ -447,12 +455,14 @@ def context(*, request: HttpRequest) -> dict:
         "users_end_tokens": count_phrase(users_end, "token"),
         "users_largest_batch": count_phrase(int(users["largest_batch"]), "sequence"),
         "users_none_fit": int(users["largest_batch"]) == 0,
-        "users_memory_needed": bytes_in(float(users["memory_needed_bytes"]), "GB", digits=2),
-        "users_memory_usable": bytes_in(float(users["memory_usable_bytes"]), "GB", digits=2),
+        "users_memory_needed": bytes_phrase(float(users["memory_needed_bytes"])),
+        "users_memory_usable": bytes_phrase(float(users["memory_usable_bytes"])),
         "users_gpu": gpu_get(users_inputs["gpu"]).name,
         "users_bound": users["bound"],
         # Times at full efficiency on their binding side are floors, and the prose says so.
-        "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1,
+        # ... and only for a batch that fits (otherwise the engine would run a smaller one).
+        "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1
+        and bool(users["fits"]),
         "users_fits": users["fits"],
         # One long prompt chunk among running streams.
         **_chunk_context(chunk_inputs, chunk),
@@ -463,10 +473,10 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_unchunked_stall": seconds_rounded(float(chunk["unchunked_stall_seconds"])),
         "chunk_bound": chunk["largest_step_bound"],
         "chunk_alone_floor": chunk["decode_step_bound"] == "memory"
-        and chunk_inputs["bandwidth_efficiency"] >= 1,
-        "chunk_step_floor": (chunk["largest_step_bound"] == "memory"
-                             and chunk_inputs["bandwidth_efficiency"] >= 1)
-        or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1),
+        and chunk_inputs["bandwidth_efficiency"] >= 1 and bool(chunk["fits"]),
+        "chunk_step_floor": bool(chunk["fits"]) and (
+            (chunk["largest_step_bound"] == "memory" and chunk_inputs["bandwidth_efficiency"] >= 1)
+            or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1)),
         **_users_context(users_inputs, users, alone),
         **_moe_batch_context(model, inputs),
     }

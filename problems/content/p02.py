@@ -14,13 +14,12 @@ from problems.arithmetic.streaming import (
 )
 from problems.arithmetic.units import (
     bytes_format,
-    bytes_in,
     count_format,
     number_format,
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
+from problems.arithmetic.wording import amount_phrase, bytes_phrase, count_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -233,7 +232,9 @@ def context(*, request: HttpRequest) -> dict:
         "ttft": seconds_format(float(r["ttft_seconds"])),
         "tpot": seconds_format(float(r["tpot_seconds"])),
         # A decode step at full bandwidth is a floor, and the prose says so.
-        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1,
+        # ... of a batch that fits (otherwise the warning below says the times are "as if").
+        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1
+        and bool(r["fits"]),
         "first_text": seconds_format(float(r["first_text_seconds"])),
         "full_answer": seconds_format(float(r["full_answer_seconds"])),
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
@@ -284,6 +285,6 @@ def context(*, request: HttpRequest) -> dict:
         "one_gpu_holds_them": float(r["running_sequences"]) <= inputs["batch"],
         "abandoned_kv": bytes_said(float(r["abandoned_kv_bytes"])),
         "fits": r["fits"],
-        "memory_needed": bytes_in(float(r["memory_needed_bytes"]), "GB", digits=2),
-        "memory_usable": bytes_in(float(r["memory_usable_bytes"]), "GB", digits=2),
+        "memory_needed": bytes_phrase(float(r["memory_needed_bytes"])),
+        "memory_usable": bytes_phrase(float(r["memory_usable_bytes"])),
     }

@@ -211,11 +211,49 @@ def test_f13_long_prompt_edges_agree_with_their_counts(client) -> None:
 def test_f21_moe_prose_quotes_its_own_crossover_and_expert_reads(client) -> None:
     """DeepSeek-V3 in BF16 on an H100: ridge 989.5 ÷ 3.35 = 295 FLOP/byte, × 2 bytes ÷ 2 ×
     (671 ÷ 37.6 total over active) ≈ 5,278 tokens, not "a few hundred"; one sequence's step
-    reads ≈73 GB of weights, a batch of 100 ≈1,300 GB (≈96% of the experts)."""
+    reads ≈73 GB of weights, a batch of 100 ≈1.3 TB (≈96% of the experts)."""
     query = "?p1-scale-model=deepseek-v3"
     listens = section(client, query, "listens")
     assert "5,278 tokens for DeepSeek-V3" in listens
     assert "above a few hundred tokens" not in listens
     assert "only past about 5,278 tokens of prompt" in section(client, query, "why")
-    assert ("DeepSeek-V3 reads 73 GB of weights per step for one sequence and 1,300 GB for 100 "
+    assert ("DeepSeek-V3 reads 73 GB of weights per step for one sequence and 1.3 TB for 100 "
             "sequences") in section(client, query, "concepts")
+
+
+# Found by reading the page afresh at regimes the review did not try.
+
+def test_a_tiny_model_is_counted_in_millions_and_megabytes_and_its_floor_flagged(client) -> None:
+    """course-lm (5.4 million parameters) at a 700-token prompt and 300-token answer: the
+    rule-of-thumb weights are 5.4×10⁶ × 2 B = 11 MB ("11 MB", not "0.011 GB"), a step of
+    11 MB ÷ 3.35 TB/s = 3.2 µs, below what fixed per-step costs allow; 100 sequences of 500
+    tokens take 95 µs a step, so their 1,100,000 tokens/s is a rate no engine reaches."""
+    text = problem(client, "?p1-scale-model=course-lm&p1-scale-prompt_tokens=700"
+                           "&p1-scale-output_tokens=300&p1-users-model=course-lm"
+                           "&p1-users-context_tokens=500")
+    assert "counts all 5.4 million parameters" in text and "0.0054 billion" not in text
+    assert "Every parameter once would be 11 MB and 3.2 µs" in text
+    assert "0.011 GB" not in text
+    assert "A step this short is only its byte count" in text
+    assert "rates no engine reaches with steps this short" in text
+
+
+def test_a_model_that_does_not_fit_gets_no_floor_and_the_answer_says_so(client) -> None:
+    """DeepSeek-V3 in BF16 needs 1.3 TB against an H100's 77 GB usable: its 73 GB ÷ 3.35 TB/s
+    = 22 ms step is for one GPU that could hold it, not a floor; the model interview answer
+    says these are one-GPU figures."""
+    query = "?p1-scale-model=deepseek-v3"
+    worked = section(client, query, "worked")
+    assert "about 22 ms per token at full bandwidth on one GPU that could hold it" in worked
+    assert "a floor of about 22 ms" not in worked and "still a floor" not in worked
+    answer = section(client, query, "answer")
+    assert "These are one-GPU figures for a model that does not fit one: it needs 1.3 TB" \
+        in answer
+    assert "at least 22 ms" not in answer
+
+
+def test_a_batch_that_does_not_fit_is_not_called_a_floor(client) -> None:
+    """1,000 sequences of 1,150 tokens need 210 GB of 77 GB: their 49 ms step is what the
+    arithmetic gives as if they fitted, not a floor."""
+    worked = section(client, "?p1-users-batch=1000", "worked")
+    assert "(both floors, at full bandwidth)" not in worked

@@ -139,3 +139,13 @@ def test_the_proofread_finds_nothing_where_it_found_sentences(client, query) -> 
     response = client.get(PAGE + query)
     assert response.status_code == 200
     assert text_flags(visible_text(problem_html(response.content.decode(), number))) == []
+
+
+def test_a_batch_that_does_not_fit_has_no_floor_and_seats_no_traffic(client) -> None:
+    """4,096 sequences of 1,000-token prompts need 1.1 TB against 77 GB: the 165 ms step is
+    "as if they fitted" (the warning says so), so the opening no longer calls it a floor, and
+    the traffic's ≈1,646 sequences are not said to sit "within one GPU's batch"."""
+    worked = section(client, "?p2-stream-batch=4096", "worked")
+    assert "a floor of 165 ms" not in worked and "about 28.7 ms to the first token" in worked
+    assert "within one GPU's batch" not in worked
+    assert "fewer than the batch of 4,096 sequences, which does not fit one GPU" in worked
