@@ -237,11 +237,12 @@ def list_phrase(items: list[str] | tuple[str, ...], *, conjunction: str = "and",
 
 
 def bytes_phrase(count: float, *, digits: int = 2) -> str:
-    """A byte count in the decimal unit it reads best in, never below a tenth of that unit:
-    1.7e8 → "0.17 GB", 1.1e7 → "11 MB" (not "0.011 GB"), 2.1e12 → "2.1 TB" (not "2,100
-    GB"). For prose; a working that compares figures keeps one unit throughout."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(count) >= scale / 10:
+    """A byte count in the decimal unit it reads best in: terabytes from one, smaller units
+    down to a tenth of themselves: 1.5e11 → "150 GB" (not "0.15 TB"), 1.7e8 → "0.17 GB",
+    1.1e7 → "11 MB" (not "0.011 GB"), 2.1e12 → "2.1 TB" (not "2,100 GB"). For prose; a working
+    that compares figures keeps one unit throughout."""
+    for unit, floor in (("TB", 1e12), ("GB", 1e8), ("MB", 1e5), ("kB", 1e2)):
+        if abs(count) >= floor:
             return bytes_in(count, unit, digits=digits)
     return bytes_in(count, "B", digits=digits)
 
