@@ -8,11 +8,13 @@ numbers in the text follow the calculator.
 
 import functools
 import math
+from urllib.parse import urlencode
 
 from django.http import HttpRequest
 
 from problems import arithmetic as a
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.compute import peak_describe, peak_flops_get
 from problems.arithmetic.memory import params_count_model
 from problems.arithmetic.request import request_for_scale, request_split, seconds_rounded
@@ -276,6 +278,29 @@ def _users_context(inputs: dict, users, alone) -> dict:
     }
 
 
+def _demo_context(inputs: dict) -> dict:
+    """A link that puts the course's own small model in the calculator at lengths that fit its
+    window (this answer's length if it leaves room, the prompt filling the rest), offered when
+    the lengths chosen now would be refused for it."""
+    demo = model_get(DEMO_MODEL_ID)
+    window = demo.context
+    lengths = inputs["prompt_tokens"] + inputs["output_tokens"]
+    if inputs["model"] == DEMO_MODEL_ID or lengths <= window:
+        return {"demo_link": ""}
+    output = min(inputs["output_tokens"], window // 2)
+    prompt = window - output
+    query = urlencode({f"{PREFIX}-model": DEMO_MODEL_ID, f"{PREFIX}-gpu": inputs["gpu"],
+                       f"{PREFIX}-dtype": inputs["dtype"], f"{PREFIX}-prompt_tokens": prompt,
+                       f"{PREFIX}-output_tokens": output})
+    return {
+        "demo_link": f"?{query}#problem-1-worked",
+        "demo_name": demo.id,
+        "demo_window": count_phrase(window, "token"),
+        "demo_prompt": count_phrase(prompt, "token"),
+        "demo_output": count_phrase(output, "token"),
+    }
+
+
 # The batch the Concepts' MoE remark compares with one sequence: the page's hundred users.
 MOE_EXAMPLE_BATCH = 100
 
@@ -479,4 +504,5 @@ def context(*, request: HttpRequest) -> dict:
             or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1)),
         **_users_context(users_inputs, users, alone),
         **_moe_batch_context(model, inputs),
+        **_demo_context(inputs),
     }

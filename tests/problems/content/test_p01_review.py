@@ -257,3 +257,18 @@ def test_a_batch_that_does_not_fit_is_not_called_a_floor(client) -> None:
     arithmetic gives as if they fitted, not a floor."""
     worked = section(client, "?p1-users-batch=1000", "worked")
     assert "(both floors, at full bandwidth)" not in worked
+
+
+def test_f1_the_worked_answer_links_course_lm_at_lengths_that_fit(client) -> None:
+    """At the defaults (1,000 + 300 tokens) course-lm's 1,024-token window is too short; the
+    page offers it with this answer's 300 tokens and a prompt of 1,024 − 300 = 724, and that
+    link is accepted: no refusal, and the prose is about course-lm."""
+    import re
+
+    response = client.get(PAGE)
+    worked = section_html(problem_html(response.content.decode(), 1), 1, "worked")
+    assert "try it with a prompt of 724 tokens and an answer of" in text_of(worked)
+    link = re.search(r'<a href="(\?p1-scale-model=course-lm[^"#]*)', worked).group(1)
+    followed = section(client, link.replace("&amp;", "&"), "worked")
+    assert "were refused" not in followed and "For scale, take course-lm" in followed
+    assert "try it with a prompt" not in followed
