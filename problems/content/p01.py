@@ -452,6 +452,8 @@ def context(*, request: HttpRequest) -> dict:
         "ridge": number_format(ridge, digits=3),
         "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",
         "weight_bytes_each": number_format(dtype.bytes, digits=3),
+        # Below 8 bits a smaller format is no longer the easy way to fit: split the model.
+        "smaller_format_left": dtype.bits >= 8,
         "weight_bytes_text": count_format(dtype.bytes, "byte"),
         "moe_factor": number_format(moe_factor, digits=2),
         "ridge_tokens": count_format(round(ridge_tokens), "token"),

@@ -253,6 +253,7 @@ def context(*, request: HttpRequest) -> dict:
         "stream_larger": float(r["overhead_ratio"]) >= 2,
         "stream_extra": bytes_format(float(r["stream_bytes"]) - float(r["plain_bytes"])),
         "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
+        "one_wasted_step": int(r["wasted_decode_steps"]) == 1,
         "left_before_first": inputs["cut_after_tokens"] == 0,
         # A cut with nothing after it to decode (a one-token answer): nothing to waste.
         "no_decode_wasted": int(r["wasted_decode_steps"]) == 0,
@@ -260,8 +261,10 @@ def context(*, request: HttpRequest) -> dict:
         "one_token_answer": inputs["output_tokens"] == 1,
         "cut_after_text": count_phrase(inputs["cut_after_tokens"], "token"),
         # A prefill at full efficiency on its binding side is a floor, and the prose says so.
-        "ttft_floor": (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
-        or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1),
+        # (and, as the warning below says, no time is a floor when the batch does not fit).
+        "ttft_floor": bool(r["fits"]) and (
+            (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
+            or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1)),
         "first_visible": seconds_format(float(r["first_visible_seconds"])),
         # What streaming saves, against the whole answer: the first visible text's wait.
         "first_seen": seconds_format(float(r["first_visible_seconds"])),

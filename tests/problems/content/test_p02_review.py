@@ -149,3 +149,15 @@ def test_a_batch_that_does_not_fit_has_no_floor_and_seats_no_traffic(client) -> 
     assert "a floor of 165 ms" not in worked and "about 28.7 ms to the first token" in worked
     assert "within one GPU's batch" not in worked
     assert "fewer than the batch of 4,096 sequences, which does not fit one GPU" in worked
+
+
+def test_a_model_that_does_not_fit_has_no_ttft_floor_and_one_step_is_one(client) -> None:
+    """DeepSeek-V3 in NVFP4 on a B200 needs 390 GB of 170 GB usable: the 47.3 ms prefill is "as
+    if it fitted", not a floor. A reader leaving after 999 of 1,000 tokens leaves one token,
+    made in one decode step, not "one decode step each"."""
+    worked = section(client, "?p2-stream-model=deepseek-v3&p2-stream-gpu=b200"
+                             "&p2-stream-dtype=nvfp4", "worked")
+    assert "about 47.3 ms to the first token (no queue)" in worked
+    assert "a floor, at full efficiency" not in worked
+    late = section(client, "?p2-stream-cut_after_tokens=999", "worked")
+    assert "generates 1 token more for nobody, in one decode step" in late
