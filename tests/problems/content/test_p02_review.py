@@ -161,3 +161,14 @@ def test_a_model_that_does_not_fit_has_no_ttft_floor_and_one_step_is_one(client)
     assert "a floor, at full efficiency" not in worked
     late = section(client, "?p2-stream-cut_after_tokens=999", "worked")
     assert "generates 1 token more for nobody, in one decode step" in late
+
+
+def test_the_model_answer_sizes_a_fast_stream_too(client) -> None:
+    """course-lm at 100 + 200 tokens: 246 B every 9.09 µs is 216 Mbit/s a stream, so the model
+    answer no longer calls the bytes "tiny per stream"; at the defaults (343 kbit/s) it does."""
+    answer = section(client, "?p2-stream-model=course-lm&p2-stream-prompt_tokens=100"
+                             "&p2-stream-output_tokens=200", "answer")
+    assert "tiny per stream" not in answer
+    assert "which at these step times is 216 Mbit/s per stream, worth sizing" in answer
+    assert "but that is tiny per stream" in section(client, "", "answer")
+    assert "with 1 stream a second abandoned and left running" in section(client, "", "answer")
