@@ -188,8 +188,10 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="prefix-cache", title="Prefix caching",
     explanation="When requests share a prompt start whose KV cache is still held, a hit skips "
-                "that prefix's prefill; the rest still attends to it, and the pass still reads "
-                "every weight once, so the saving is real only for long prefixes.",
+                "that prefix's prefill; the rest still attends to it. The time saved here is one "
+                "request's prefill alone, which still reads every weight once, so a short "
+                "prefix barely shortens its TTFT; on a loaded server, where prefills are "
+                "batched and share those reads, every hit frees its skipped FLOPs.",
     inputs=(
         model_input(), gpu_input(),
         whole_input("prompt_tokens", "Prompt length", unit="tokens", initial=3_000,
@@ -274,8 +276,8 @@ calculator_register(Calculator(
     slug="prefix-routing", title="Prefix caching on a fleet: savings and routing",
     explanation="A system prompt shared by many requests is prefilled once per replica that "
                 "keeps it. What a hit saves is the prefix's prefill (FLOPs, GPU-seconds, "
-                "TTFT); how often it hits depends on how many prefixes each replica must keep, "
-                "which routing decides: random routing sends every prefix everywhere, "
+                "TTFT); how often it hits depends on how many prefixes each replica must see "
+                "and keep, which routing decides: random routing sends every prefix everywhere, "
                 "prefix-affine routing gives each prefix one home.",
     inputs=(
         model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
@@ -297,6 +299,11 @@ calculator_register(Calculator(
                    help="What the engine leaves to idle cached prefixes beside running "
                         "requests (an assumption)."),
         mfu_input(initial=0.5, api=0.5), bandwidth_input(initial=0.8, api=0.8),
+        real_input("request_seconds", "How long a request runs", unit="s", initial=5.0,
+                   api=0.0, minimum=0.0, maximum=1e6,
+                   help="Prefill plus the whole answer's decode (an assumption: 300 tokens at "
+                        "about 16 ms each is about 5 s). Running requests hold their prefixes, "
+                        "which hit for free; 0 counts only the idle cache."),
     ),
     compute=a.prefix_routing, plot=prefix_routing_plot, order=105,
     api_path="/prefix-routing",

@@ -1,6 +1,8 @@
 """Problem 8 (a cached system prompt on a fleet, routing) and problem 22 (disaggregation's
 transfer and pools), against figures worked by hand."""
 
+import math
+
 import pytest
 
 from problems.arithmetic import ArithmeticInputError, disagg_plan, prefix_routing
@@ -183,3 +185,43 @@ def test_one_shared_port_carries_the_prompts_kv_once() -> None:
     mla = disagg_plan(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", prompt_tokens=8_192,
                       output_tokens=512)["links"][2]
     assert mla["whole_seconds"] == pytest.approx(8_192 * 70_272 / 1e10) == mla["seconds"]
+
+
+def test_fleet_gpu_hours_are_a_throughput_view_when_the_hit_is_memory_bound() -> None:
+    """Review P8-E1. DeepSeek-V3 in FP8 on 8 × H200, 2,000 + 200 tokens: a hit skips about
+    1.528×10¹⁴ FLOP (all eight GPUs together). The lone hit is bound by reading the weights
+    (21.8 ms against 21.9 ms for the miss), so tp × the TTFT difference is only 0.000298 GPU·s.
+    Batched at load the reads are shared: 1.528×10¹⁴ ÷ (1,979 TFLOP/s × 0.5) = 0.1544 GPU·s
+    per hit; 1,440,000 hits a day (71 prefixes kept ≥ 40) × 0.1544 ÷ 3,600 = 61.8 GPU·h a
+    day, not 0.119."""
+    r = _fleet(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")
+    assert r["hit_bound"] == "memory"
+    assert r["gpu_seconds_lone"] == pytest.approx(0.000298, rel=0.01)
+    assert r["gpu_seconds_saved"] == pytest.approx(r["flops_saved"] / (1_979e12 * 0.5),
+                                                   rel=1e-3)
+    assert r["gpu_seconds_saved"] == pytest.approx(0.1544, rel=1e-3)
+    assert r["gpu_hours_affine"] == pytest.approx(61.8, rel=1e-3)
+
+
+def test_running_requests_hold_their_prefixes_and_raise_the_hit_rate() -> None:
+    """Review P8-M6. 1,000 a minute for 5 s each is 83.3 requests in flight, 10.4 per replica
+    of 8. Under random routing each of 40 equally popular prefixes has Poisson(10.4/40) holders,
+    so 40 × (1 − e^(−0.2604)) = 9.17 are held and hit for free: min(1, (9.17 + 15) ÷ 40) =
+    0.604 against the idle cache's 0.375. Nothing in flight gives back 15/40."""
+    r = _fleet(request_seconds=5.0)
+    assert r["in_flight_replica"] == pytest.approx(1000 / 60 * 5 / 8)
+    assert r["pinned_random"] == pytest.approx(40 * (1 - math.exp(-(1000 / 60 * 5 / 8) / 40)))
+    assert r["hit_random"] == pytest.approx((r["pinned_random"] + 15) / 40)
+    assert r["hit_random"] == pytest.approx(0.604, abs=5e-4)
+    assert r["hit_random_idle"] == 0.375
+    assert _fleet(request_seconds=0.0)["hit_random"] == 0.375
+    assert r["gpu_hours_affine"] - r["gpu_hours_random"] == pytest.approx(89.3, rel=2e-3)
+
+
+def test_in_flight_sharing_on_uneven_affine_homes() -> None:
+    """Ten applications on 8 replicas keeping one idle prefix each, 80 in flight on the fleet:
+    a home to 2 applications carries 2/10 of them, 16, and holds 2 × (1 − e^(−8)) = 1.9993
+    prefixes, so it hits min(1, (1.9993 + 1) ÷ 2) = 1: every home hits, fleet and busiest."""
+    r = prefix_hit_rates(capacity=1, applications=10, replicas=8, in_flight_fleet=80)
+    assert r["affine"] == 1.0 and r["affine_busiest"] == 1.0
+    assert r["affine_idle"] == pytest.approx(0.8)
