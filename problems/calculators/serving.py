@@ -265,6 +265,8 @@ def disagg_plan_plot(*, inputs: dict, result: Result) -> Plot:
     series = [Series("Prefill (roofline bound)", xs, tuple(
         points[x]["prefill_seconds"] * MS for x in xs), markers=True)]
     for i, name in enumerate(names):
+        if not result["links"][i]["applies"]:
+            continue  # two replicas this wide cannot share a node's NVLink
         series.append(Series(f"KV over {name}", xs, tuple(
             points[x]["links"][i]["seconds"] * MS for x in xs), dash=True))
     return Plot(title="Prefill time against KV transfer time, by prompt length",
@@ -312,9 +314,11 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="disagg-plan", title="Disaggregated prefill and decode: transfer and pools",
     explanation="Prefill on one replica, decode on another: the prompt's KV must cross a link. "
-                "Each GPU sends its own share over its own link; sent layer by layer while "
-                "prefill runs, only a sliver sticks out. The pools are sized by the "
-                "replica-time each request takes on each side.",
+                "Each GPU sends its own share over its own link; pushed layer by layer while "
+                "prefill runs, only a sliver sticks out, while pulled after prefill the whole "
+                "transfer adds to TTFT. The pools are sized by the replica-time each request "
+                "takes on each side, prompts batched up to a token budget a pass, and set "
+                "against colocated replicas at the same TPOT target.",
     inputs=(
         model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
         gpu_input(initial="h100-sxm", api="h100-sxm"),
@@ -336,6 +340,11 @@ calculator_register(Calculator(
         real_input("tpot_target_ms", "Time per output token target", unit="ms", initial=50.0,
                    api=50.0, minimum=1.0, maximum=1_000.0),
         *memory_inputs(),
+        whole_input("prefill_token_budget", "Prefill tokens per pass", unit="tokens",
+                    initial=8_192, api=8_192, maximum=TOKENS_MAX,
+                    help="How many prompt tokens a loaded prefill replica packs into one pass "
+                         "(vLLM's max_num_batched_tokens). Short prompts share a pass and its "
+                         "weight reads; a longer prompt is chunked."),
     ),
     compute=a.disagg_plan, plot=disagg_plan_plot, order=115,
     api_path="/disagg-plan",

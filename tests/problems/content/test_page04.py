@@ -173,16 +173,19 @@ def p22_query(**changes) -> str:
 def test_problem_22_short_prompt_wording_follows_the_figures(client) -> None:
     """DeepSeek-V3 on 8 × H200 in FP8: 100 GbE takes 57.6 ms, 60.6% of a 95.1 ms prefill, but a
     256-token prefill is bound by reading the weights (21.8 ms), so its 1.8 ms is 8.24%: the
-    short prompt hides its transfer better, and its prefill : decode ratio (1.66) is higher than
-    the asked prompt's (0.459). The latent is whole on every GPU, so one shared port carries one
-    copy in the same 57.6 ms, not 8 times as long. Llama 3.1 70B at 100,000 tokens: 6.05%
-    against the short prompt's 11.8%, so the short one hides it less well. At 128 tokens there
-    is no shorter 256-token prompt to compare."""
+    short prompt hides its transfer better, and its prefill : decode ratio, prompts batched 32 to
+    a pass, is 0.177 against the asked prompt's 0.459. The latent is whole on every GPU, so one
+    shared port carries one copy in the same 57.6 ms, not 8 times as long. Llama 3.1 70B at
+    100,000 tokens: 6.05% against the short prompt's 11.8%, so the short one hides it less
+    well. At 128 tokens there is no shorter 256-token prompt to compare."""
     worked = section_text(page_get(client, p22_query(
         model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")), 22, "worked")
     assert "A shorter prompt hides its transfer better" in worked
     assert "8.24% of its 21.8 ms prefill, which is bound by reading the weights" in worked
-    assert "the ratio is 1.66, not lower" in worked and "needs more decode" not in worked
+    # Review P22-E2: 32 such prompts fill an 8,192-token pass, so each costs its 2.33 ms of
+    # compute, not a 21.8 ms weight read: 2.33 ÷ 13.1 ms of decode is 0.177, not 1.66.
+    assert "the ratio is 0.177" in worked and "counting 32 of them to a pass at 2.33 ms" in worked
+    assert "shrinks faster than the short prefill" not in worked
     assert "that row's time stands" in worked and "times as long" not in worked
     worked = section_text(page_get(client, p22_query(prompt_tokens=100_000)), 22, "worked")
     assert "A shorter prompt hides its transfer less well" in worked
@@ -387,3 +390,44 @@ def test_problem_8_decode_gains_routers_and_skew_are_named(client) -> None:
     followups = section_text(problem, 8, "followups")
     assert "exactly when it matters most" not in followups
     assert "How does the router know" in followups
+
+
+def test_problem_22_push_and_pull_are_a_trade_off_not_a_mistake(client) -> None:
+    """Review P22-E3: vLLM's NIXL connector pulls the KV after prefill, and Splitwise §4
+    sends small prompts' KV after prefill, so "sending the KV only after prefill" is a design
+    choice: the page weighs it against pushing layer by layer and cites both."""
+    problem = problem_html(page_get(client), 22)
+    mistakes = section_text(problem, 22, "mistakes")
+    assert "Sending the KV only after prefill" not in mistakes
+    concepts = section_text(problem, 22, "concepts")
+    assert "Push layer by layer, or pull after prefill" in concepts
+    assert "synchronisation per layer" in concepts and "decode side pulls" in concepts
+    assert "81,920 separate regions of 8 KiB" in concepts  # review P22-K3, 512 × 80 × 2
+    tradeoffs = section_text(problem, 22, "tradeoffs")
+    assert "Conditional disaggregation" in tradeoffs and "goodput per GPU" in tradeoffs
+    sources = " ".join(title for title, _ in p22.SOURCES)
+    assert "section 4: layer-wise KV transfer" in sources
+    assert "pulls the prompt's KV blocks after prefill" in sources
+    assert "conditional disaggregation" in sources
+
+
+def test_problem_22_colocated_baseline_at_the_defaults(client) -> None:
+    """Review P22-K2: 3 colocated replicas (0.991 requests/s each within 50 ms, at batch 25)
+    against 2 + 1 split, 0.289 against 0.248 requests/s per GPU: 1.17× higher split."""
+    worked = section_text(page_get(client), 22, "worked")
+    assert "The load needs 3 replicas (12 GPUs) colocated against 3 replicas (12 GPUs) split" \
+        in worked
+    assert "0.289 split against 0.248 colocated, 1.17× higher: splitting pays" in worked
+
+
+def test_problem_22_wide_replicas_and_pcie_gpus_are_flagged(client) -> None:
+    """Review P22-M8: TP 16 spans two nodes, so no NVLink row and 1.01 s of all-reduces over
+    the network against a 153 ms prefill; an L40S's InfiniBand row runs at its PCIe Gen4 x16
+    (31.5 GB/s), and the DGX sentence is not said of it."""
+    worked = section_text(page_get(client, p22_query(tp=16)), 22, "worked")
+    assert "(within a node)" not in worked and "no NVLink 4 row" in worked
+    assert "1.01 s over the network" in worked and "more than the prefill itself" in worked
+    worked = section_text(page_get(client, p22_query(gpu="l40s", model="llama-3.1-8b", tp=1)),
+                          22, "worked")
+    assert "DGX" not in worked and "cannot beat the GPU's own PCIe Gen4 x16" in worked
+    assert "31.5 GB/s" in worked
