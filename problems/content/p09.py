@@ -25,6 +25,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase, share_phrase, times_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -45,6 +46,7 @@ from problems.plots import Mark, Plot, Series
 SLUG = "itl-levers"
 PREFIX = "p09-itl"
 MS = 1e3
+FLASH_DECODING_SPEEDUP = 8  # Flash-Decoding blog: up to 8× faster decoding on very long sequences
 PLOT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
@@ -105,6 +107,13 @@ INPUTS = (
                 api=8_000, maximum=TOKENS_MAX),
     whole_input("chunk_tokens", "Prefill chunk", unit="tokens", initial=512, api=512,
                 maximum=TOKENS_MAX),
+    whole_input("answer_tokens", "Answer length", unit="tokens", initial=500, api=500,
+                maximum=TOKENS_MAX,
+                help="Tokens each request generates, for the steady state: how often a "
+                     "prefill (of the prompt above) lands among the decodes."),
+    real_input("draft_host_ms", "Speculation: host time per draft step", unit="ms",
+               initial=0.5, api=0.5, maximum=HOST_MS_MAX,
+               help="An assumption: launches and sampling each draft step adds on the host."),
     bandwidth_input(),
     mfu_input(initial=0.5, api=0.5),
     *memory_inputs(),
@@ -162,6 +171,14 @@ SOURCES: list[tuple[str, str]] = [
     ("Databricks, 'LLM Inference Performance Engineering: Best Practices' (TPOT, MBU, the "
      "latency–throughput trade of batching)",
      "https://www.databricks.com/blog/llm-inference-performance-engineering-best-practices"),
+    ("Dao, Haziza, Massa and Sizov, 'Flash-Decoding for long-context inference' (Stanford CRFM "
+     "blog, 2023: the KV sequence split across thread blocks so one query per sequence still "
+     "fills the GPU; up to 8× faster decoding on very long sequences)",
+     "https://crfm.stanford.edu/2023/10/12/flashdecoding.html"),
+    ("Dettmers et al., 'LLM.int8()' and Xiao et al., 'SmoothQuant' (W8A8: weights and "
+     "activations in INT8, so the matmuls run on INT8 tensor cores) against Lin et al., 'AWQ' "
+     "(weight-only INT4: fewer bytes, matmuls in 16 bits)",
+     "https://arxiv.org/abs/2211.10438"),
 ]
 
 
@@ -191,6 +208,7 @@ def context(*, request: HttpRequest) -> dict:
     w, kv = dtype_get(inputs["dtype"]), kv_dtype_get(inputs["kv_dtype"], model=m)
     rows = {x["id"]: _row(x) for x in r["levers"]}
     base = r["levers"][0]
+    spec = r["levers"][5]
     alone = itl_compute(**{**inputs, "batch": 1})
     half = itl_compute(**{**inputs, "batch": max(1, inputs["batch"] // 2)})
     double = itl_compute(**{**inputs, "batch": inputs["batch"] * 2})
@@ -264,4 +282,33 @@ def context(*, request: HttpRequest) -> dict:
         "tp_rises_at_target": r["levers"][3]["per_gpu_at_target"] > base["per_gpu_at_target"],
         # Neither meets the target even at batch 1: then TP gives not "less" but 0 against 0.
         "tp_misses_target": r["levers"][3]["batch_at_target"] == base["batch_at_target"] == 0,
+        "tp_allreduce_text": seconds_format(r["tp_allreduce_seconds"]),
+        "tp_host_share_text": share_phrase(inputs["host_ms"] / MS
+                                           / r["levers"][3]["tpot_seconds"]),
+        "tp_allreduce_share_text": share_phrase(r["tp_allreduce_seconds"]
+                                                / r["levers"][3]["tpot_seconds"]),
+        # Per GPU with neither host time nor all-reduces: the doubled GPUs' step alone.
+        "tp_gpu_only_phrase": ratio_phrase(
+            1 / (2 * (r["tp_gpu_step_seconds"] - r["tp_allreduce_seconds"])),
+            1 / (r["gpu_step_seconds"] - r["allreduce_seconds"]),
+            more="more", less="less", same="about the same"),
+        "host_zero": inputs["host_ms"] == 0,
+        "answer_tokens": f"{inputs['answer_tokens']:,}",
+        "mean_whole_text": seconds_format(r["mean_tpot_whole_seconds"]),
+        "mean_chunked_text": seconds_format(r["mean_tpot_chunked_seconds"]),
+        "mean_whole_factor": times_phrase(r["mean_tpot_whole_seconds"], r["tpot_seconds"]),
+        "prefill_share_text": share_phrase(r["prefill_share_whole"]),
+        "prefill_share_chunked_text": share_phrase(r["prefill_share_chunked"]),
+        "prefill_gpus_text": number_format(r["prefill_gpus_per_decode_gpu"]),
+        "chunking_lowers_mean": r["mean_tpot_chunked_seconds"]
+        < r["mean_tpot_whole_seconds"] * 0.995,
+        "spec_gap_text": seconds_format(r["speculative_gap_seconds"]),
+        "spec_gap_over": r["speculative_gap_seconds"] > inputs["tpot_target_ms"] / MS,
+        "spec_reject_text": share_phrase(1 - inputs["acceptance"]),
+        "spec_batch_gap_text": count_format(spec["batch_at_target"], "sequence"),
+        "spec_batch_mean_text": count_format(spec["batch_at_target_mean"], "sequence"),
+        "spec_gap_binds": spec["batch_at_target"] < spec["batch_at_target_mean"],
+        "draft_host_text": seconds_format(inputs["draft_host_ms"] / MS),
+        "flash_decoding_text": f"{FLASH_DECODING_SPEEDUP}×",
+        "step_compute_bound": r["gpu_step_bound"] == "compute",
     }
