@@ -32,7 +32,12 @@ def test_prefix_cache_runs_to_finished_part_by_part(site, celery_worker_process)
     policies = [e.data for e in seen[5:8]]
     assert [p["policy"] for p in policies] == ["round-robin", "affine", "affine-limit"]
     assert all(sum(p["served"]) == 8 and 0 <= p["hit_rate"] <= 1 for p in policies)
-    assert policies[0]["predicted_hit_rate"] == 0.5 and policies[1]["predicted_hit_rate"] == 1.0
+    assert policies[0]["predicted_steady"] == 0.5 and policies[1]["predicted_steady"] == 1.0
+    # Review P8-D4: the prediction takes off each application's first visit to a replica.
+    for p in policies[:2]:
+        assert 1 <= p["cold_misses"] <= 4
+        assert p["predicted_hit_rate"] == p["predicted_steady"] * (8 - p["cold_misses"]) / 8
+    assert policies[2]["predicted_hit_rate"] is None
     finished = seen[-1].data
     assert len(finished["plots"]) == 5 and "block rule" in finished["note"]
 
