@@ -37,6 +37,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 
 def prefix_cache(
@@ -129,15 +130,16 @@ def prefix_cache(
             ),
             Step(
                 "Prefill of the prefix alone",
-                f"{prefix_tokens:,} tokens (linear + attention among them + the head at its last "
-                "position, which a hit does not save)",
+                f"{count_phrase(prefix_tokens, 'token')} (linear + attention among them + the "
+                "head at its last position, which a hit does not save)",
                 prefix,
                 "FLOP",
                 flops_format(prefix),
             ),
             Step(
                 "Skipped on a hit",
-                f"{flops_format(full)} − {flops_format(suffix_flops)} for the {suffix_tokens:,} "
+                f"{flops_format(full)} − {flops_format(suffix_flops)} for the "
+                f"{count_phrase(suffix_tokens, 'suffix token')} "
                 "suffix tokens (their linear layers, their attention to every earlier token, the "
                 "head at the last position)",
                 skipped,
@@ -168,7 +170,8 @@ def prefix_cache(
             ),
             Step(
                 "Prefill time on a hit",
-                f"{suffix_tokens:,} suffix tokens attending to the cached {start:,}: still at "
+                f"{count_phrase(suffix_tokens, 'suffix token')} attending to the cached "
+                f"{start:,}: still at "
                 "least one read of every weight",
                 hit_seconds,
                 "s",
@@ -184,7 +187,7 @@ def prefix_cache(
             ),
             Step(
                 "KV the cached prefix occupies (once, shared)",
-                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.kv_label})",
+                f"{count_phrase(prefix_tokens, 'token')} of {m.name} KV ({kv_d.kv_label})",
                 prefix_kv,
                 "B",
                 bytes_format(prefix_kv),
@@ -382,11 +385,13 @@ def prefix_routing(
         },
         steps=(
             Step("Prefill on a miss",
-                 f"{prompt:,} tokens on {tp} × {g.name} at {percent_format(mfu)} MFU: "
+                 f"{count_phrase(prompt, 'token')} on {tp} × {g.name} at "
+                 f"{percent_format(mfu)} MFU: "
                  f"{flops_format(miss['flops'] * tp)}, {miss['bound']}-bound",
                  miss["seconds"], "s", seconds_format(miss["seconds"])),
             Step("Prefill on a hit",
-                 f"{user_tokens:,} user tokens attending to the cached {system_tokens:,}: "
+                 f"{count_phrase(user_tokens, 'user token')} attending to the cached "
+                 f"{system_tokens:,}: "
                  f"{flops_format(hit['flops'] * tp)}, {hit['bound']}-bound",
                  hit["seconds"], "s", seconds_format(hit["seconds"])),
             Step("FLOPs a hit saves", f"{flops_format(miss['flops'] * tp)} − "
@@ -400,7 +405,7 @@ def prefix_routing(
                  f"{percent_format(mfu)} MFU): batched prefills share the weight reads, so a "
                  "hit frees its FLOPs",
                  gpu_seconds_saved, "GPU·s", f"{number_format(gpu_seconds_saved)} GPU·s"),
-            Step("KV of one cached prefix", f"{system_tokens:,} tokens × "
+            Step("KV of one cached prefix", f"{count_phrase(system_tokens, 'token')} × "
                  f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
                  prefix_kv, "B", bytes_format(prefix_kv)),
             Step("Prefixes one replica keeps", f"⌊{bytes_format(cache_bytes)} ÷ "

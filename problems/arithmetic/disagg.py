@@ -31,6 +31,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 
 def kv_transfer(
@@ -79,7 +80,7 @@ def kv_transfer(
             Step(
                 "KV to move",
                 f"{bytes_short(kv['bytes_per_token'])} per token × "
-                f"{prompt_tokens:,} tokens ({m.name}, {kv_d.kv_label})",
+                f"{count_phrase(prompt_tokens, 'token')} ({m.name}, {kv_d.kv_label})",
                 total,
                 "B",
                 bytes_format(total),
@@ -309,13 +310,13 @@ def disagg_plan(
             f"prefill; layer by layer, {seconds_format(link['exposed_layered'])} sticks out",
             link["seconds"], "s", seconds_format(link["seconds"])))
     return Result(values=values, steps=(
-        Step("KV the prompt leaves behind", f"{prompt_tokens:,} tokens × "
+        Step("KV the prompt leaves behind", f"{count_phrase(prompt_tokens, 'token')} × "
              f"{bytes_short(kv_bytes_per_token_model(m, kv))} per token ({m.name}, "
              f"{kv.kv_label})", total, "B", bytes_format(total)),
         Step("Each GPU's share",
-             (f"{n} GPUs, each holding and sending the whole latent (MLA's cache is not split "
-              "by heads)") if m.attention == "MLA" else
-             f"{n} GPUs, each sending the KV heads it holds", per_gpu, "B",
+             (f"{count_phrase(n, 'GPU')}, each holding and sending the whole latent (MLA's "
+              "cache is not split by heads)") if m.attention == "MLA" else
+             f"{count_phrase(n, 'GPU')}, each sending the KV heads it holds", per_gpu, "B",
              bytes_format(per_gpu)),
         Step("Prefill of the prompt",
              f"{n} × {g.name} at {percent_format(k['mfu_prefill'])} MFU: "
@@ -323,13 +324,13 @@ def disagg_plan(
              f"{seconds_format(pre['memory'])}, {pre['bound']}-bound",
              pre["seconds"], "s", seconds_format(pre["seconds"])),
         Step("Tensor-parallel all-reduces in that prefill (if not overlapped)",
-             f"2 × {m.layers} layers × 2({n} − 1)/{n} × {prompt_tokens:,} tokens × "
+             f"2 × {m.layers} layers × 2({n} − 1)/{n} × {count_phrase(prompt_tokens, 'token')} × "
              f"{m.hidden:,} × {ACTIVATION_BYTES} B = {bytes_short(allreduce_bytes)} per GPU ÷ "
              f"{bandwidth_format(allreduce_link)}"
              + (" (the replica spans nodes: over the network)" if n > NODE_GPUS else ""),
              allreduce_seconds, "s", seconds_format(allreduce_seconds)),
         Step("Prefill replica-time per request, batched",
-             f"up to {budget:,} tokens a pass, {batched['per_pass']:,} "
+             f"up to {count_phrase(budget, 'token')} a pass, {batched['per_pass']:,} "
              f"prompt{'s' if batched['per_pass'] != 1 else ''} a pass sharing its weight reads"
              + (f", and each prompt takes {batched['passes']:,} passes" if batched["passes"] > 1
                 else "")
@@ -353,8 +354,9 @@ def disagg_plan(
              f"{number_format(prompt_tokens + output_tokens / 2)} tokens, {dec['bound']}-bound",
              dec["step_seconds"], "s", seconds_format(dec["step_seconds"])),
         Step("Decode replica-time per request",
-             f"{output_tokens:,} tokens × {seconds_format(dec['step_seconds'])} ÷ "
-             f"{dec['batch']:,} sequences", decode_busy, "s", seconds_format(decode_busy)),
+             f"{count_phrase(output_tokens, 'token')} × {seconds_format(dec['step_seconds'])} ÷ "
+             f"{count_phrase(dec['batch'], 'sequence')}", decode_busy, "s",
+             seconds_format(decode_busy)),
         Step("Prefill : decode replicas",
              f"{seconds_format(prefill_busy)} ÷ {seconds_format(decode_busy)}", ratio, "",
              f"{number_format(ratio)} : 1"),

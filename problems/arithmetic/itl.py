@@ -39,18 +39,23 @@ from problems.arithmetic.units import (
     GB,
     bandwidth_format,
     bytes_short,
-    count_format,
     number_format,
     percent_format,
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, ratio_phrase
 
 HOST_MS_MAX = 1_000.0
 ALLREDUCE_US_MAX = 10_000.0
 TP_CHOICES = (1, 2, 4)  # the baseline's; the lever doubles it
 BATCH_SEARCH_MAX = USERS_MAX
+
+
+def target_rate_format(rate: float) -> str:
+    """Tokens/s per GPU at the largest batch within the target, or "none" when no batch meets
+    it (a zero rate is an absence, not a figure)."""
+    return rate_format(rate, "tokens/s") if rate > 0 else "none"
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
@@ -345,7 +350,7 @@ def _levers_result(b: dict) -> Result:
         Step("Bytes per step (batch " + f"{batch:,})",
              f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch; the "
              f"embedding table is only gathered, a row per token) + "
-             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
+             f"{count_phrase(batch, 'sequence')} × {count_phrase(context_tokens, 'token')} × "
              f"{bytes_short(base_cfg['kv_token'])} of KV ({kv.kv_label})",
              step["bytes"], "B", bytes_short(step["bytes"])),
         Step(f"GPU step ({step['bound']}-bound)",
@@ -362,7 +367,7 @@ def _levers_result(b: dict) -> Result:
              + f" + {seconds_format(host)} (not overlapped)",
              base["tpot_seconds"], "s", seconds_format(base["tpot_seconds"])),
         Step("Throughput per GPU at this batch",
-             f"{count_format(batch, 'token')} ÷ {seconds_format(base['tpot_seconds'])}"
+             f"{count_phrase(batch, 'token')} ÷ {seconds_format(base['tpot_seconds'])}"
              + (f" ÷ {tp} GPUs" if tp > 1 else ""),
              base["tokens_per_second_per_gpu"], "tokens/s",
              rate_format(base["tokens_per_second_per_gpu"], "tokens/s")),
@@ -370,25 +375,25 @@ def _levers_result(b: dict) -> Result:
              f"⌊({bytes_short(usable + reserve)} usable − {bytes_short(reserve)} reserve − "
              f"{bytes_short(base_cfg['weights_gpu'])} weights{' per GPU' if tp > 1 else ''}) ÷ "
              f"({bytes_short(base_cfg['kv_token'])} × "
-             f"{count_format(context_tokens, 'token')})⌋",
+             f"{count_phrase(context_tokens, 'token')})⌋",
              base["batch_max_memory"], "sequences",
-             count_format(base["batch_max_memory"], "sequence")),
+             count_phrase(base["batch_max_memory"], "sequence")),
         Step(f"Largest batch within the {seconds_format(target)} TPOT target",
              f"limited by {base['limit_at_target']}",
              base["batch_at_target"], "sequences",
-             count_format(base["batch_at_target"], "sequence")),
+             count_phrase(base["batch_at_target"], "sequence")),
         Step("Throughput per GPU at that batch", "batch ÷ TPOT",
              base["per_gpu_at_target"], "tokens/s",
-             rate_format(base["per_gpu_at_target"], "tokens/s")),
+             target_rate_format(base["per_gpu_at_target"])),
     ]
     for r in rows[1:]:
         steps.append(Step(
             f"{r['name']}: TPOT at batch {batch:,}",
-            (f"{count_format(r['batch_at_target'], 'sequence')} within the target "
+            (f"{count_phrase(r['batch_at_target'], 'sequence')} within the target "
              f"({r['limit_at_target']}-limited), "
-             f"{rate_format(r['per_gpu_at_target'], 'tokens/s')} per GPU there"
+             f"{target_rate_format(r['per_gpu_at_target'])} per GPU there"
              + ("" if r["fits"] else f"; batch {batch:,} does not fit in memory")
-             + (f"; {number_format(r['tokens_per_step'])} tokens per step at α = "
+             + (f"; {amount_phrase(r['tokens_per_step'], 'tokens')} per step at α = "
                 f"{number_format(alpha)}, each pass {seconds_format(r['gap_seconds'])} (the gap "
                 "after a refused first guess, which the target must cover)"
                 if r["id"] == "speculative" else "")
@@ -396,17 +401,18 @@ def _levers_result(b: dict) -> Result:
                 if r["id"] == "tp" else "")),
             r["tpot_seconds"], "s", seconds_format(r["tpot_seconds"])))
     steps += [
-        Step(f"Spike: a prompt of {prompt_tokens:,} tokens in one step",
+        Step(f"Spike: a prompt of {count_phrase(prompt_tokens, 'token')} in one step",
              f"the decoders' step with the whole prefill in it "
              f"({chunked['unchunked_step_bound']}-bound), + host",
              whole_spike, "s", seconds_format(whole_spike)),
         Step(f"Spike with {chunk_tokens:,}-token chunks",
              f"the largest chunk's step ({chunked['largest_step_bound']}-bound) + host, "
-             f"repeated {count_format(n_chunks, 'time')}",
+             f"repeated {count_phrase(n_chunks, 'time')}",
              chunk_spike, "s", seconds_format(chunk_spike)),
         Step("Mean TPOT under steady load, every request such a prompt",
              f"{seconds_format(base['tpot_seconds'])} + {batch:,} × "
-             f"{seconds_format(added_mean)} of prefill step time ÷ {answer:,} answer tokens "
+             f"{seconds_format(added_mean)} of prefill step time ÷ "
+             f"{count_phrase(answer, 'answer token')} "
              f"(prefill takes {percent_format(1 - base['tpot_seconds'] / mean_whole)} of the "
              "GPU)", mean_whole, "s", seconds_format(mean_whole)),
         Step("The same, in chunks",

@@ -14,6 +14,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 SERVERS_MAX = 100_000
 RATE_MAX = 1e9
@@ -430,7 +431,8 @@ def tail_latency(
         Step("M/M/1 p99 ÷ p50 of response, at any load", "ln 100 ÷ ln 2", ratio_mm1, "×",
              f"{number_format(ratio_mm1)}×"),
         Step(f"M/M/{c} at {percent_format(rho)}: chance an arrival waits (Erlang C)",
-             f"{c} servers, {number_format(rho * c)} erlangs", minec["wait_probability"], "",
+             f"{count_phrase(c, 'server')}, {number_format(rho * c)} erlangs",
+             minec["wait_probability"], "",
              percent_format(minec["wait_probability"])),
         Step(f"M/M/{c} at {percent_format(rho)}: p99 wait and response",
              f"p99 wait {seconds_format(minec['p99_wait_seconds'])}; p50 response "

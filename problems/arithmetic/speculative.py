@@ -34,7 +34,7 @@ from problems.arithmetic.memory import (
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 DRAFT_TOKENS_MAX = 64
 TREE_NODES_MAX = 1_024
@@ -108,7 +108,7 @@ def speculative(
                 expression,
                 expected,
                 "tokens",
-                f"{number_format(expected)} tokens",
+                amount_phrase(expected, "tokens"),
             ),
             *verify["steps"],
             Step(

@@ -17,7 +17,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import times_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, times_phrase
 from problems.calculators import calculator_evaluate, calculator_get
 from problems.forms import inputs_normalise
 
@@ -62,6 +62,11 @@ def figures(inputs: dict) -> dict:
         "applications": inputs["applications"],
         "system_tokens": f"{system:,}", "user_tokens": f"{user:,}",
         "prompt_tokens": f"{system + user:,}",
+        "system_tokens_n": count_phrase(system, "token"),
+        "user_tokens_n": count_phrase(user, "token"),
+        "prompt_tokens_n": count_phrase(system + user, "token"),
+        "rpm_n": amount_phrase(inputs["requests_per_minute"], "requests"),
+        "requests_day_n": amount_phrase(r["requests_per_day"], "requests"),
         "rpm": number_format(inputs["requests_per_minute"]),
         "mfu_text": percent_format(inputs["mfu"]),
         "cache_gb_text": bytes_in(inputs["cache_gb"] * 1e9, "GB"),

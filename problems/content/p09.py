@@ -12,6 +12,7 @@ from problems.arithmetic.itl import (
     HOST_MS_MAX,
     TP_CHOICES,
     itl_levers,
+    target_rate_format,
     tpot_curves,
 )
 from problems.arithmetic.speculative import DRAFT_TOKENS_MAX
@@ -19,13 +20,18 @@ from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
-    count_format,
     number_format,
     percent_format,
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase, share_phrase, times_phrase
+from problems.arithmetic.wording import (
+    amount_phrase,
+    count_phrase,
+    ratio_phrase,
+    share_phrase,
+    times_phrase,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -187,8 +193,8 @@ def _row(r: dict) -> dict:
         "name": r["name"], "effect": r["effect"], "fits": r["fits"],
         "tpot_text": seconds_format(r["tpot_seconds"]),
         "per_gpu_text": rate_format(r["tokens_per_second_per_gpu"], "tokens/s"),
-        "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
-        "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
+        "batch_at_target_text": count_phrase(r["batch_at_target"], "sequence"),
+        "per_gpu_at_target_text": target_rate_format(r["per_gpu_at_target"]),
         "limit": r["limit_at_target"], "gpus": r["gpus"],
         "tokens_per_step_text": number_format(r["tokens_per_step"]),
     }
@@ -211,7 +217,7 @@ def context(*, request: HttpRequest) -> dict:
     spec = r["levers"][5]
     alone = itl_compute(**{**inputs, "batch": 1})
     half = itl_compute(**{**inputs, "batch": max(1, inputs["batch"] // 2)})
-    double = itl_compute(**{**inputs, "batch": inputs["batch"] * 2})
+    double = itl_compute(**{**inputs, "batch": min(inputs["batch"] * 2, USERS_MAX)})
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -220,9 +226,9 @@ def context(*, request: HttpRequest) -> dict:
         "kv_dtype_name": kv.kv_label,
         "batch": f"{inputs['batch']:,}",
         "batch_one": inputs["batch"] == 1,
-        "batch_sequences_text": count_format(inputs["batch"], "sequence"),
+        "batch_sequences_text": count_phrase(inputs["batch"], "sequence"),
         "half_batch": f"{max(1, inputs['batch'] // 2):,}",
-        "double_batch": f"{inputs['batch'] * 2:,}",
+        "double_batch": f"{min(inputs['batch'] * 2, USERS_MAX):,}",
         "context_tokens": f"{inputs['context_tokens']:,}",
         "target_text": seconds_format(inputs["tpot_target_ms"] / MS),
         "host_text": seconds_format(inputs["host_ms"] / MS),
@@ -243,9 +249,9 @@ def context(*, request: HttpRequest) -> dict:
         "tpot_text": seconds_format(r["tpot_seconds"]),
         "per_gpu_text": rate_format(r["tokens_per_second"], "tokens/s"),
         "fits": r["fits"],
-        "batch_max_text": count_format(r["batch_max_memory"], "sequence"),
-        "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
-        "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
+        "batch_max_text": count_phrase(r["batch_max_memory"], "sequence"),
+        "batch_at_target_text": count_phrase(r["batch_at_target"], "sequence"),
+        "per_gpu_at_target_text": target_rate_format(r["per_gpu_at_target"]),
         "target_limit": base["limit_at_target"],
         # No batch meets the target (or memory holds no sequence): there is no point to quote.
         "target_none": base["batch_at_target"] == 0,
@@ -263,7 +269,7 @@ def context(*, request: HttpRequest) -> dict:
         "spike_chunk_text": seconds_format(r["spike_chunked_seconds"]),
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "chunk_tokens": f"{inputs['chunk_tokens']:,}",
-        "chunks_text": count_format(r["chunks"], "chunk"),
+        "chunks_text": count_phrase(r["chunks"], "chunk"),
         "stall_total_text": seconds_format(r["prefill_stall_total_seconds"]),
         "stall_chunked_text": seconds_format(r["prefill_stall_chunked_total_seconds"]),
         "stall_chunked_less": r["prefill_stall_chunked_total_seconds"]
@@ -294,6 +300,10 @@ def context(*, request: HttpRequest) -> dict:
             more="more", less="less", same="about the same"),
         "host_zero": inputs["host_ms"] == 0,
         "answer_tokens": f"{inputs['answer_tokens']:,}",
+        "answer_tokens_n": count_phrase(inputs["answer_tokens"], "token"),
+        "context_tokens_n": count_phrase(inputs["context_tokens"], "token"),
+        "prompt_tokens_n": count_phrase(inputs["prompt_tokens"], "token"),
+        "spec_tokens_n": amount_phrase(r["speculative_tokens_per_step"], "tokens"),
         "mean_whole_text": seconds_format(r["mean_tpot_whole_seconds"]),
         "mean_chunked_text": seconds_format(r["mean_tpot_chunked_seconds"]),
         "mean_whole_factor": times_phrase(r["mean_tpot_whole_seconds"], r["tpot_seconds"]),
@@ -305,8 +315,8 @@ def context(*, request: HttpRequest) -> dict:
         "spec_gap_text": seconds_format(r["speculative_gap_seconds"]),
         "spec_gap_over": r["speculative_gap_seconds"] > inputs["tpot_target_ms"] / MS,
         "spec_reject_text": share_phrase(1 - inputs["acceptance"]),
-        "spec_batch_gap_text": count_format(spec["batch_at_target"], "sequence"),
-        "spec_batch_mean_text": count_format(spec["batch_at_target_mean"], "sequence"),
+        "spec_batch_gap_text": count_phrase(spec["batch_at_target"], "sequence"),
+        "spec_batch_mean_text": count_phrase(spec["batch_at_target_mean"], "sequence"),
         "spec_gap_binds": spec["batch_at_target"] < spec["batch_at_target_mean"],
         "draft_host_text": seconds_format(inputs["draft_host_ms"] / MS),
         "flash_decoding_text": f"{FLASH_DECODING_SPEEDUP}×",

@@ -6,6 +6,7 @@ roofline, and every figure the prose quotes, computed at render time by problems
 from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.speculative import (
     DRAFT_TOKENS_MAX,
@@ -16,7 +17,7 @@ from problems.arithmetic.speculative import (
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import count_format, number_format, percent_format
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -191,7 +192,10 @@ def context(*, request: HttpRequest) -> dict:
     # figures are floors for the work).
     big = 2 * r["slower_batch"] if r["slower_batch"] else 0
     at_big = _speculative(**{**inputs, "batch": big}) if big else None
-    tree = plan_compute(**{**inputs, "verify_tokens": max(TREE_EXAMPLE, gamma + 1)})
+    try:  # the example tree's positions must fit the model's context beside the prompt
+        tree = plan_compute(**{**inputs, "verify_tokens": max(TREE_EXAMPLE, gamma + 1)})
+    except ArithmeticInputError:
+        tree = None
     positions = [{"j": j + 1, "p_text": percent_format(p)}
                  for j, p in enumerate(r["acceptance_by_position"])]
     return {
@@ -201,6 +205,8 @@ def context(*, request: HttpRequest) -> dict:
         "cost_text": number_format(cost),
         "batch": f"{inputs['batch']:,}", "context_tokens": f"{inputs['context_tokens']:,}",
         "expected_text": number_format(r["expected_tokens_per_step"]),
+        "expected_n": amount_phrase(r["expected_tokens_per_step"], "tokens"),
+        "context_tokens_n": count_phrase(inputs["context_tokens"], "token"),
         "step_cost_text": number_format(r["step_cost"]),
         "speedup_text": f"{number_format(r['speedup'])}×",
         "slowdown": r["speedup"] < 1,
@@ -253,10 +259,11 @@ def context(*, request: HttpRequest) -> dict:
         "memory_binds": bool(r["memory_batch"]),
         "memory_none": r["memory_batch"] == 0 and not r["fits"] and inputs["batch"] == 1,
         "tree_nodes": f"{TREE_EXAMPLE:,}",
+        "tree_fits": tree is not None,
         "tree_costly_text": count_phrase(tree["costly_batch"], "sequence")
-        if tree["costly_batch"] else "",
+        if tree and tree["costly_batch"] else "",
         "tree_slower_text": count_phrase(tree["slower_batch"], "sequence")
-        if tree["slower_batch"] else "",
+        if tree and tree["slower_batch"] else "",
         "chain_positions": gamma + 1,
         "tree_input": bool(inputs.get("verify_tokens")),
         "checked_text": f"{inputs.get('verify_tokens') or gamma + 1:,}",

@@ -14,6 +14,7 @@ from problems.arithmetic.queueing import (
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
@@ -189,6 +190,10 @@ def context(*, request: HttpRequest) -> dict:
         # Shorter than TTFT, the service implies no answer at all (not "about 0 tokens").
         "service_below_ttft": inputs["mean_service_seconds"] < inputs["ttft_ms"] / 1e3,
         "p99_tokens": f"{inputs['p99_output_tokens']:,}",
+        "p99_tokens_n": count_phrase(inputs["p99_output_tokens"], "token"),
+        "p50_tokens_n": count_phrase(inputs["p50_output_tokens"], "token"),
+        "implied_tokens_n": count_phrase(r["implied_mean_output_tokens"], "token",
+                                         rounding="nearest"),
         "length_p50_text": seconds_format(r["length_p50_seconds"]),
         "length_p99_text": seconds_format(r["length_p99_seconds"]),
         "length_ratio_text": f"{number_format(r['length_ratio'])}×",

@@ -98,6 +98,7 @@ def figures(inputs: dict) -> dict:
         "prompts_per_pass_text": count_phrase(r["prompts_per_pass"], "prompt"),
         "passes_per_prompt_text": count_phrase(r["passes_per_prompt"], "pass"),
         "budget_text": f"{r['prefill_token_budget']:,}",
+        "budget_n": count_phrase(r["prefill_token_budget"], "token"),
         "batched_differs": abs(r["prefill_busy"] - r["prefill_seconds"])
         > 0.01 * r["prefill_seconds"],
         "kv_regions_text": f"{r['kv_regions']:,}",
