@@ -358,6 +358,11 @@ def prefix_routing(
     rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas,
                              in_flight_fleet=in_flight)
     per_day = rpm * MINUTES_PER_DAY
+    # Does the fleet exist as described? The weights must fit each GPU, and the prefills alone
+    # (every request a miss, at the planned MFU) must not need more GPUs than the fleet has.
+    weights_gpu = weight_bytes_model(model=m, dtype=w, embedding=emb)["total"] / tp
+    usable_gpu = g.memory_total_bytes * MEMORY_FRACTION_DEFAULT - RESERVE_GB_DEFAULT * GB
+    prefill_gpus = rpm / 60 * miss["flops"] * tp / (peak * mfu)
     day = {policy: {"hits": per_day * rates[policy],
                     "gpu_hours": per_day * rates[policy] * gpu_seconds_saved / 3600,
                     "flops": per_day * rates[policy] * flops_saved}
@@ -375,6 +380,9 @@ def prefix_routing(
             "in_flight": in_flight, "in_flight_replica": in_flight / replicas,
             "pinned_random": rates["pinned_random"],
             "gpu_seconds_lone": tp * ttft_saved,
+            "weights_gpu": weights_gpu, "usable_gpu": usable_gpu,
+            "weights_fit": weights_gpu < usable_gpu, "prefill_gpus": prefill_gpus,
+            "fleet_gpus": replicas * tp,
             "hit_affine_busiest": rates["affine_busiest"],
             "apps_busiest": rates["apps_busiest"], "busiest_share": rates["busiest_share"],
             "even_share": rates["even_share"], "replicas_used": rates["replicas_used"],
@@ -405,6 +413,11 @@ def prefix_routing(
                  f"{percent_format(mfu)} MFU): batched prefills share the weight reads, so a "
                  "hit frees its FLOPs",
                  gpu_seconds_saved, "GPU·s", f"{number_format(gpu_seconds_saved)} GPU·s"),
+            Step("GPUs the prefills alone would keep busy, every request a miss",
+                 f"{number_format(rpm)} a minute ÷ 60 × {flops_format(miss['flops'] * tp)} ÷ "
+                 f"({rate_of_format(peak, unit=unit)} × {percent_format(mfu)}), against the "
+                 f"fleet's {count_phrase(replicas * tp, 'GPU')}",
+                 prefill_gpus, "GPUs", number_format(prefill_gpus)),
             Step("KV of one cached prefix", f"{count_phrase(system_tokens, 'token')} × "
                  f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
                  prefix_kv, "B", bytes_format(prefix_kv)),

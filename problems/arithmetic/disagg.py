@@ -316,19 +316,20 @@ def disagg_plan(
         Step("Each GPU's share",
              (f"{count_phrase(n, 'GPU')}, each holding and sending the whole latent (MLA's "
               "cache is not split by heads)") if m.attention == "MLA" else
-             f"{count_phrase(n, 'GPU')}, each sending the KV heads it holds", per_gpu, "B",
+             ("the replica's one GPU, sending all of it" if n == 1 else
+              f"{count_phrase(n, 'GPU')}, each sending the KV heads it holds"), per_gpu, "B",
              bytes_format(per_gpu)),
         Step("Prefill of the prompt",
              f"{n} × {g.name} at {percent_format(k['mfu_prefill'])} MFU: "
              f"compute {seconds_format(pre['compute'])}, memory "
              f"{seconds_format(pre['memory'])}, {pre['bound']}-bound",
              pre["seconds"], "s", seconds_format(pre["seconds"])),
-        Step("Tensor-parallel all-reduces in that prefill (if not overlapped)",
+        *((Step("Tensor-parallel all-reduces in that prefill (if not overlapped)",
              f"2 × {m.layers} layers × 2({n} − 1)/{n} × {count_phrase(prompt_tokens, 'token')} × "
              f"{m.hidden:,} × {ACTIVATION_BYTES} B = {bytes_short(allreduce_bytes)} per GPU ÷ "
              f"{bandwidth_format(allreduce_link)}"
              + (" (the replica spans nodes: over the network)" if n > NODE_GPUS else ""),
-             allreduce_seconds, "s", seconds_format(allreduce_seconds)),
+             allreduce_seconds, "s", seconds_format(allreduce_seconds)),) if n > 1 else ()),
         Step("Prefill replica-time per request, batched",
              f"up to {count_phrase(budget, 'token')} a pass, {batched['per_pass']:,} "
              f"prompt{'s' if batched['per_pass'] != 1 else ''} a pass sharing its weight reads"

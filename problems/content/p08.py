@@ -90,6 +90,15 @@ def figures(inputs: dict) -> dict:
         "in_flight_text": number_format(r["in_flight_replica"]),
         "pinned_text": number_format(r["pinned_random"]),
         "in_flight_none": r["in_flight"] == 0,
+        "weights_fit": r["weights_fit"],
+        "weights_gpu_text": bytes_in(r["weights_gpu"], "GB"),
+        "usable_gpu_text": bytes_in(r["usable_gpu"], "GB"),
+        "overloaded": r["prefill_gpus"] > r["fleet_gpus"],
+        "prefill_gpus_text": number_format(r["prefill_gpus"]),
+        "fleet_gpus_text": count_phrase(r["fleet_gpus"], "GPU"),
+        # Below one request in flight per replica, prefills seldom meet to share weight reads.
+        "busy": inputs["requests_per_minute"] / 60 / inputs["replicas"]
+        * max(inputs.get("request_seconds", 0.0), r["miss_seconds"]) >= 1,
         "gpu_seconds_lone_text": number_format(r["gpu_seconds_lone"]),
         "views_differ": abs(r["gpu_seconds_lone"] - r["gpu_seconds_saved"])
         > 0.05 * r["gpu_seconds_saved"],

@@ -431,3 +431,32 @@ def test_problem_22_wide_replicas_and_pcie_gpus_are_flagged(client) -> None:
                           22, "worked")
     assert "DGX" not in worked and "cannot beat the GPU's own PCIe Gen4 x16" in worked
     assert "31.5 GB/s" in worked
+
+
+def test_problem_8_says_when_the_fleet_is_idle_overloaded_or_cannot_hold_the_model(client) -> None:
+    """Read-through findings. At 1 request a minute on 8 replicas a 155 ms prefill meets another
+    about 1/60 ÷ 8 × 5 s = 1% of the time: the GPU time a hit frees is idle time, not
+    capacity. Llama 3.1 405B in BF16 on one L4: 812 GB of weights against 18.4 GB usable, and
+    1,000 a minute of 1.8×10¹⁵-FLOP prefills at 60.6 TFLOP/s would keep 492 GPUs busy
+    against the fleet's 8."""
+    idle = section_text(page_get(client, "?p8-routing-requests_per_minute=1"), 8, "worked")
+    assert "a hit frees GPU time nobody was waiting for" in idle
+    assert "kept busy all day" not in idle
+    busy = section_text(page_get(client), 8, "worked")
+    assert "at this load the engine batches prefills" in busy and "A caution" not in busy
+    query = "?p8-routing-model=llama-3.1-405b&p8-routing-gpu=l4&p8-routing-tp=1"
+    worked = section_text(page_get(client, query), 8, "worked")
+    assert "812 GB on each GPU against 18.4 GB usable" in worked
+    assert "would keep 492 GPUs busy against its 8 GPUs" in worked
+
+
+def test_problem_22_one_gpu_replicas_have_no_all_reduce_step(client) -> None:
+    """Read-through finding: at TP 1 the all-reduce step read '2(1 − 1)/1 … = 0 B … 0 s'; a
+    replica of one GPU has no tensor-parallel all-reduce, so neither step nor sentence."""
+    r = api_get(client, "disagg-plan", model="llama-3.1-8b", gpu="h200", tp=1,
+                prompt_tokens=256, output_tokens=512)
+    assert not any("all-reduces" in s["label"] for s in r["steps"])
+    worked = section_text(page_get(client, p22_query(model="llama-3.1-8b", gpu="h200", tp=1)),
+                          22, "worked")
+    assert "all-reduces the activations" not in worked
+    assert "the replica's one GPU, sending all of it" in worked
