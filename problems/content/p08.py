@@ -38,7 +38,7 @@ VLLM_TIMING_FIXED = "0.9.0"
 OPENAI_ROUTE_TOKENS = 256
 OPENAI_MIN_TOKENS = 1_024
 # FlashInfer's cascade-inference post: shared-prefix batch decoding up to 31× faster than
-# vLLM's PagedAttention kernel (32K-token shared prefix, batch 256).
+# vLLM's PagedAttention kernel on an H100 SXM.
 FLASHINFER_CASCADE = 31
 # A small illustration of the block rule: a prefix that ends mid-block shares only full blocks.
 BLOCK_EXAMPLE_TOKENS = 2_050
@@ -177,11 +177,12 @@ SOURCES: list[tuple[str, str]] = [
      "short or the remote prefill queue is long)", "https://github.com/ai-dynamo/dynamo"),
     ("OpenAI, 'Prompt caching' guide (requests routed by a hash of the prompt's initial prefix, "
      "typically the first 256 tokens; caching from 1,024 prompt tokens; an optional "
-     "prompt_cache_key to refine routing; a prefix sent above a request rate overflows to more "
-     "machines)", "https://platform.openai.com/docs/guides/prompt-caching"),
+     "prompt_cache_key to refine routing; a prefix sent above a request rate, about 15 a minute "
+     "when the guide was updated, overflows to more machines)",
+     "https://platform.openai.com/docs/guides/prompt-caching"),
     ("FlashInfer blog, 'Cascade Inference: Memory Bandwidth Efficient Shared Prefix Batch "
-     "Decoding' (shared-prefix KV read once per step for the group; up to 31× over vLLM's "
-     "PagedAttention kernel at a 32K-token prefix and batch 256)",
+     "Decoding' (the shared prefix's attention split from each request's own, its KV read once "
+     "per step for the group; up to 31× over vLLM's PagedAttention kernel on an H100 SXM)",
      "https://flashinfer.ai/2024/02/02/cascade-inference.html"),
     ("llm-d (inference scheduler with prefix-cache-aware routing)",
      "https://github.com/llm-d/llm-d"),
