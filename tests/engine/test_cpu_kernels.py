@@ -577,3 +577,91 @@ def test_a_model_shared_by_runners_with_different_kv_dtypes(tiny_models, monkeyp
     assert reference.runner.model.cpu_kernels is None
     assert not torch.allclose(narrow_logits, fp32_logits, rtol=0, atol=1e-6)  # K/V rounded
     torch.testing.assert_close(engine.runner.execute(entry), fp32_logits, rtol=1e-5, atol=1e-5)
+
+
+def _misuses(kern) -> list:  # noqa: ANN001
+    """Each misuse the review found (and its neighbours), as (kernel, thunk). Unchecked, each
+    read or wrote out of bounds under AddressSanitizer or gave a silently wrong answer."""
+    heads, kv_heads, dim, capacity = 2, 1, 16, 32
+    rotary = RotaryEmbedding(head_dim=dim, max_positions=8,
+                             rope={"rope_theta": 10000.0, "rope_type": "default"})
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    pool = torch.zeros(2, 4, kv_heads, dim)
+    keys, values = torch.randn(2, kv_heads, dim, capacity), torch.randn(2, kv_heads, capacity, dim)
+    two = torch.tensor([0, 1])
+    packed = kern.pack(torch.randn(20, 30))
+
+    def rope(**over):  # noqa: ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, cos=rotary.cos,
+                    sin=rotary.sin, positions=two, pool_k=pool, pool_v=pool, slots=two)
+        return lambda: kern.rope_store(qkv, **{**args, **over})
+
+    def decode(q=qkv, **over):  # noqa: ANN001, ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, keys=keys,
+                    values=values, rows=two, positions=two, scale=0.25, threads=1)
+        return lambda: kern.decode_attention(q, **{**args, **over})
+
+    def paged(**over):  # noqa: ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, pool_k=pool,
+                    pool_v=pool, block_tables=torch.tensor([[0, 1]]), offsets=torch.tensor([0]),
+                    query_lens=torch.tensor([2]), starts=torch.tensor([0]), scale=0.25,
+                    threads=1)
+        return lambda: kern.paged_attention(qkv, **{**args, **over})
+
+    x = torch.randn(3, 48)
+    return [
+        # gemm_tile read past x: rows of 25 floats where the weight wants 30.
+        ("linear", lambda: kern.linear(torch.randn(4, 25), packed, 1)),
+        ("linear", lambda: kern.linear(torch.randn(4, 30, dtype=torch.float64), packed, 1)),
+        ("linear", lambda: kern.linear(torch.randn(4, 30, device="meta"), packed, 1)),
+        # add_rmsnorm read past a shorter delta or weight.
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, torch.randn(2, 48), torch.ones(48), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, None, torch.ones(40), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x.t(), None, torch.ones(3), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, None, torch.ones(48), 1e-5,
+                                                 select=torch.tensor([0], dtype=torch.int32))),
+        # silu_mul silently dropped a column of an odd width.
+        ("silu_mul", lambda: kern.silu_mul(torch.randn(2, 7))),
+        ("silu_mul", lambda: kern.silu_mul(torch.randn(2, 8)[:, ::2].contiguous().t())),
+        # rope_store wrote the wrong slots of a non-contiguous pool; int32 positions.
+        ("rope_store", rope(pool_k=torch.zeros(4, 2, kv_heads, dim).transpose(0, 1))),
+        ("rope_store", rope(positions=two.to(torch.int32))),
+        ("rope_store", rope(slots=torch.tensor([0, 1, 2]))),
+        ("rope_store", rope(num_heads=3, num_kv_heads=2)),
+        ("rope_store", rope(head_dim=15)),
+        # decode_attention wrote past keys shaped for another head size; qkv too narrow.
+        ("decode_attention", decode(keys=torch.randn(2, kv_heads, 8, capacity))),
+        ("decode_attention", decode(values=torch.randn(1, kv_heads, capacity, dim))),
+        ("decode_attention", decode(q=qkv[:, :40])),
+        ("decode_attention", decode(rows=torch.tensor([0]))),
+        ("paged_attention", paged(pool_v=torch.zeros(1, 4, kv_heads, dim))),
+        ("paged_attention", paged(num_heads=3)),
+    ]
+
+
+def test_every_wrapper_refuses_arguments_the_c_would_misread(kern) -> None:
+    """A ValueError naming the kernel, before any pointer reaches the C. Page 07's demos call
+    these wrappers, and so will learners."""
+    torch.manual_seed(11)
+    for kernel, call in _misuses(kern):
+        with pytest.raises(ValueError, match=kernel):
+            call()
+
+
+def test_the_c_refuses_heads_that_do_not_fit(kern) -> None:
+    """Called straight through ctypes (no wrapper): 3 query heads over 2 KV heads, or an odd
+    head size, return KERNEL_BAD_HEADS (3) before touching memory."""
+    lib = kern._lib
+    qkv, pool = torch.zeros(1, 112), torch.zeros(4, 2, 16)
+    positions = slots = torch.zeros(1, dtype=torch.int64)
+    cos = torch.zeros(8, 16)
+    for nh, nkv, dim in ((3, 2, 16), (2, 1, 15), (2, 0, 16)):
+        status = lib.rope_store(qkv.data_ptr(), 1, 112, nh, nkv, dim, cos.data_ptr(),
+                                cos.data_ptr(), 8, positions.data_ptr(), pool.data_ptr(),
+                                pool.data_ptr(), 4, slots.data_ptr())
+        assert status == 3
+        status = lib.decode_attention(qkv.data_ptr(), 1, 112, nh, nkv, dim, pool.data_ptr(),
+                                      pool.data_ptr(), 1, 32, slots.data_ptr(),
+                                      positions.data_ptr(), 0.25, qkv.data_ptr(), 1)
+        assert status == 3
+    assert not qkv.any() and not pool.any()

@@ -179,7 +179,9 @@ _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 # may have written some tokens' K/V into their slots (the values the call was to write).
 _FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
                              "of range"),
-             2: (MemoryError, "no memory for attention's scratch buffers")}
+             2: (MemoryError, "no memory for attention's scratch buffers"),
+             3: (ValueError, "the heads do not fit: num_heads must be a multiple of "
+                             "num_kv_heads, and head_dim even and above 0")}
 
 
 def _check(status: int, kernel: str) -> None:
@@ -190,6 +192,42 @@ def _check(status: int, kernel: str) -> None:
 
 def _ptr(t: torch.Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
+
+
+_F32, _I64 = torch.float32, torch.int64
+
+
+def _need(kernel: str, name: str, t: object, dtype: torch.dtype, shape: tuple,
+          *, rows_apart: bool = False) -> None:
+    """Raise ValueError unless `t` is a CPU tensor of `dtype` and `shape` (None: any size),
+    contiguous; with `rows_apart`, a 2-D tensor whose rows may lie further apart (stride(0) at
+    least its width) but whose elements within a row are adjacent. The C reads raw pointers:
+    anything else would read or write the wrong memory. (A few hundred nanoseconds a tensor,
+    against the tens of microseconds of a kernel call.)"""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{kernel}: {name} must be a tensor, got {type(t).__name__}")
+    if t.device.type != "cpu" or t.dtype != dtype:
+        raise ValueError(f"{kernel}: {name} must be a {str(dtype)[6:]} CPU tensor, got "
+                         f"{str(t.dtype)[6:]} on {t.device}")
+    if t.dim() != len(shape) or any(want is not None and got != want
+                                    for got, want in zip(t.shape, shape, strict=True)):
+        wanted = ", ".join("any" if w is None else str(w) for w in shape)
+        raise ValueError(f"{kernel}: {name} must have shape [{wanted}], got {list(t.shape)}")
+    if rows_apart:
+        if t.stride(1) != 1 or t.stride(0) < t.shape[1]:
+            raise ValueError(f"{kernel}: {name}'s elements within a row must be adjacent")
+    elif not t.is_contiguous():
+        raise ValueError(f"{kernel}: {name} must be contiguous")
+
+
+def _heads(kernel: str, num_heads: int, num_kv_heads: int, head_dim: int) -> int:
+    """The width of one packed qkv row, after checking the heads (the C checks them too)."""
+    if num_kv_heads < 1 or num_heads < 1 or num_heads % num_kv_heads or head_dim < 2 \
+            or head_dim % 2:
+        raise ValueError(f"{kernel}: {num_heads} heads over {num_kv_heads} KV heads of "
+                         f"{head_dim} channels: num_heads must be a multiple of num_kv_heads "
+                         "and head_dim even")
+    return (num_heads + 2 * num_kv_heads) * head_dim
 
 
 @dataclass
@@ -251,8 +289,13 @@ class CpuKernels:
 
     def linear(self, x: torch.Tensor, w: PackedLinear, threads: int) -> torch.Tensor:
         """x [M, K] @ W^T (+ bias): what F.linear computes, summed in a fixed order."""
-        if x.stride(-1) != 1:
+        if isinstance(x, torch.Tensor) and x.dim() == 2 and x.stride(-1) != 1:
             x = x.contiguous()
+        _need("linear", "x", x, _F32, (None, w.in_features), rows_apart=True)
+        panels = -(-w.out_features // self.panel)
+        _need("linear", "weight", w.weight, _F32, (panels, w.in_features, self.panel))
+        if w.bias is not None:
+            _need("linear", "bias", w.bias, _F32, (panels * self.panel,))
         out = torch.empty(x.shape[0], w.out_features)
         self._run("gemm_packed", x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
                   w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
@@ -262,7 +305,13 @@ class CpuKernels:
     def add_rmsnorm(self, x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor,
                     eps: float, select: torch.Tensor | None = None) -> torch.Tensor:
         """x += delta in place (when given), then RMSNorm of x's rows (or of `select`'s)."""
+        _need("add_rmsnorm", "x", x, _F32, (None, None))
         rows, dim = x.shape
+        if delta is not None:
+            _need("add_rmsnorm", "delta", delta, _F32, (rows, dim))
+        _need("add_rmsnorm", "weight", weight, _F32, (dim,))
+        if select is not None:
+            _need("add_rmsnorm", "select", select, _I64, (None,))
         n = rows if select is None else len(select)
         out = torch.empty(n, dim)
         self._run("add_rmsnorm", x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(),
@@ -273,6 +322,18 @@ class CpuKernels:
                    cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
                    pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
         """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
+        width = _heads("rope_store", num_heads, num_kv_heads, head_dim)
+        _need("rope_store", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"rope_store: qkv rows must hold {width} floats (q, k and v "
+                             f"heads), got {qkv.shape[1]}")
+        tokens = qkv.shape[0]
+        _need("rope_store", "cos", cos, _F32, (None, head_dim))
+        _need("rope_store", "sin", sin, _F32, tuple(cos.shape))
+        _need("rope_store", "positions", positions, _I64, (tokens,))
+        _need("rope_store", "slots", slots, _I64, (tokens,))
+        _need("rope_store", "pool_k", pool_k, _F32, (None, None, num_kv_heads, head_dim))
+        _need("rope_store", "pool_v", pool_v, _F32, tuple(pool_k.shape))
         self._run("rope_store", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(), cos.shape[0],
                   positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
@@ -286,6 +347,17 @@ class CpuKernels:
         positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
         (values.shape[2]) should be a multiple of 32 (whole vector tiles; any capacity is
         read within bounds). Raises IndexError for a row or position outside the buffers."""
+        width = _heads("decode_attention", num_heads, num_kv_heads, head_dim)
+        _need("decode_attention", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"decode_attention: qkv rows must hold {width} floats (q, k and "
+                             f"v heads), got {qkv.shape[1]}")
+        _need("decode_attention", "keys", keys, _F32, (None, num_kv_heads, head_dim, None))
+        n_rows, capacity = keys.shape[0], keys.shape[3]
+        _need("decode_attention", "values", values, _F32,
+              (n_rows, num_kv_heads, capacity, head_dim))
+        _need("decode_attention", "rows", rows, _I64, (qkv.shape[0],))
+        _need("decode_attention", "positions", positions, _I64, (qkv.shape[0],))
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("decode_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(), values.shape[0],
@@ -304,15 +376,18 @@ class CpuKernels:
         The sequences' rows must follow one another and cover qkv's rows (offsets[0] = 0,
         each next offset the last plus its queries), else IndexError, as for a block id
         outside the pool or a context longer than the table."""
+        width = _heads("paged_attention", num_heads, num_kv_heads, head_dim)
+        _need("paged_attention", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"paged_attention: qkv rows must hold {width} floats (q, k and v "
+                             f"heads), got {qkv.shape[1]}")
+        _need("paged_attention", "starts", starts, _I64, (None,))
         num_seqs = len(starts)
-        for index in (offsets, query_lens, starts):
-            if index.dtype != torch.int64 or not index.is_contiguous() or len(index) != num_seqs:
-                raise ValueError("paged_attention: offsets, query_lens and starts must be "
-                                 "contiguous int64 tensors of one length each")
-        if (block_tables.dtype != torch.int64 or not block_tables.is_contiguous()
-                or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs):
-            raise ValueError("paged_attention: block_tables must be a contiguous int64 tensor "
-                             "[sequences, max_blocks]")
+        for name, index in (("offsets", offsets), ("query_lens", query_lens)):
+            _need("paged_attention", name, index, _I64, (num_seqs,))
+        _need("paged_attention", "block_tables", block_tables, _I64, (num_seqs, None))
+        _need("paged_attention", "pool_k", pool_k, _F32, (None, None, num_kv_heads, head_dim))
+        _need("paged_attention", "pool_v", pool_v, _F32, tuple(pool_k.shape))
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("paged_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
@@ -323,7 +398,11 @@ class CpuKernels:
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         """silu(gate) * up for gate_up [rows, 2 * inter] (gate, then up): [rows, inter]."""
+        _need("silu_mul", "gate_up", gate_up, _F32, (None, None))
         rows, width = gate_up.shape
+        if width % 2:
+            raise ValueError(f"silu_mul: gate_up's width must be even (gate, then up), got "
+                             f"{width}")
         out = torch.empty(rows, width // 2)
         self._run("silu_mul", gate_up.data_ptr(), rows, width // 2, out.data_ptr())
         return out
