@@ -72,7 +72,7 @@ def worker_serving_setup(sender: str, instance, **kwargs) -> None:  # noqa: ANN0
         except Exception:
             logger.exception("the shared engine failed to load: this worker stays not ready")
             return
-        _beat.ready()
+        _beat.ready(kernels=serving.loop.client(owner="heartbeat").stats()["cpu_kernels"])
         try:
             from demos.hardware import engine_load_store
 

@@ -359,11 +359,108 @@ def compiler_calls(monkeypatch) -> list:
     return calls
 
 
-def test_the_build_is_reused(kern, compiler_calls) -> None:
-    """A second build finds the library already compiled for this source, compiler and CPU."""
+def test_the_build_is_reused_without_asking_the_compiler(kern, compiler_calls,
+                                                         monkeypatch) -> None:
+    """A second build finds the library already compiled for this source, flags and CPU, and
+    runs no compiler at all: a machine whose compiler has gone loads it too."""
     calls = compiler_calls
     assert cpu_mod._build() == kern.path
-    assert all("--version" in args for args in calls)  # the compiler was only asked its version
+    assert calls == []
+
+    def no_compiler() -> str:
+        raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+    monkeypatch.setattr(cpu_mod, "_compiler", no_compiler)
+    assert cpu_mod._build() == kern.path
+
+
+def test_a_failure_that_names_no_flag_is_not_remembered(kern, monkeypatch, tmp_path,
+                                                        compiler_calls, caplog) -> None:
+    """A compile that failed for a passing reason (here the compiler ran out of memory) once
+    left a `.refused` file, and every later process silently ran without OpenMP. Now only a
+    refusal whose message names a dropped flag is remembered; the fallback build is logged."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    real_run = cpu_mod.subprocess.run
+    failed = []
+
+    def run(args, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if "-fopenmp" in args and "-c" in args and not failed:
+            failed.append(args)
+            return cpu_mod.subprocess.CompletedProcess(args, 1, "", "cc1: out of memory "
+                                                       "allocating 65536 bytes")
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(cpu_mod.subprocess, "run", run)
+    with caplog.at_level("WARNING"):
+        fallback = cpu_mod._load()
+    assert failed and "-fopenmp" not in fallback.flags
+    assert not list(tmp_path.glob("*.refused"))
+    assert "fallback build without -fopenmp" in caplog.text and "single-threaded" in caplog.text
+    # The next process tries OpenMP again, and gets it.
+    best = cpu_mod._load()
+    assert best.flags == cpu_mod.flag_sets()[0] and best.path != fallback.path
+
+
+def test_a_compiler_whose_version_prints_nothing_still_builds(kern, monkeypatch,
+                                                               tmp_path) -> None:
+    """`cc --version` printing nothing once raised IndexError on every forward pass."""
+    cc = tmp_path / "quiet-cc"
+    real = next(shutil.which(c) for c in ("gcc", "cc", "clang") if shutil.which(c))
+    cc.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exit 0\nexec {real} "$@"\n')
+    cc.chmod(0o755)
+    cache = tmp_path / "kernels"
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", cache)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O3", "--no-such-flag", "-fPIC"],
+                                               ["-O2", "-fPIC"]])
+    built = cpu_mod.CpuKernels(cpu_mod._build())
+    assert str(cc) in next(cache.glob("*.refused")).read_text()  # its name stands in
+    x, w = torch.randn(3, 30), torch.randn(20, 30)
+    torch.testing.assert_close(built.linear(x, built.pack(w), 1), F.linear(x, w),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_builds_for_two_cpus_in_one_checkout_both_stay(kern, monkeypatch, tmp_path) -> None:
+    """A checkout shared by two machines: each one's build used to delete the other's."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O2", "-fPIC"]])
+    here = cpu_mod._build()
+    monkeypatch.setattr(cpu_mod, "_cpu_signature", lambda: "model name: another CPU")
+    there = cpu_mod._build()
+    assert here != there and here.exists() and there.exists()
+
+
+def test_the_build_without_avx512_can_be_forced_and_runs(kern, monkeypatch, tmp_path) -> None:
+    """ENGINE_CPU_KERNELS_AVX512=0 builds the 8-float path that CPUs without AVX-512 run (16-
+    column panels), here on any machine; it computes what PyTorch does."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS_AVX512", "0")
+    plain = cpu_mod._load()
+    assert plain.panel == 16 and "no AVX-512" in plain.build
+    assert "-mno-avx512f" in plain.flags
+    torch.manual_seed(12)
+    for rows, n, k in ((1, 33, 64), (9, 100, 40)):
+        x, w, b = torch.randn(rows, k), torch.randn(n, k), torch.randn(n)
+        torch.testing.assert_close(plain.linear(x, plain.pack(w, b), 2), F.linear(x, w, b),
+                                   rtol=1e-5, atol=1e-5)
+    heads, kv_heads, dim, capacity = 4, 2, 16, 32
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    keys = torch.randn(2, kv_heads, dim, capacity)
+    values = torch.randn(2, kv_heads, capacity, dim)
+    args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, rows=torch.tensor([0, 1]),
+                positions=torch.tensor([5, 20]), scale=0.25, threads=2)
+    got = plain.decode_attention(qkv, keys=keys.clone(), values=values.clone(), **args)
+    torch.testing.assert_close(got, kern.decode_attention(qkv, keys=keys.clone(),
+                                                          values=values.clone(), **args),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_the_engine_stats_name_the_loaded_build(tiny_models, kern) -> None:
+    from worker.engine import Engine, SamplingParams
+
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=16, block_size=4)
+    engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=2))
+    assert engine.stats()["cpu_kernels"] == kern.build and kern.path.name in kern.build
 
 
 def test_flags_the_compiler_refused_are_not_tried_again(kern, monkeypatch, tmp_path,

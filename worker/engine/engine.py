@@ -20,6 +20,7 @@ import torch
 from worker.engine.block_manager import BlockManager
 from worker.engine.config import ModelConfig
 from worker.engine.detokenizer import detokenizer_init, text_piece_next
+from worker.engine.kernels.cpu import kernels_describe
 from worker.engine.kv_transfer import KVHandoff, kv_check, kv_read, kv_write
 from worker.engine.layers.sampler import logprobs_of, penalties_apply, tokens_sample
 from worker.engine.loader import engine_parts_load
@@ -555,6 +556,8 @@ class Engine:
             "spec_decode_num_accepted_tokens_per_pos": (list(spec.accepted_by_position)
                                                         if spec else []),
             "max_model_len": self.max_model_len,
+            # Which fused-kernel build the forward pass runs (or why PyTorch's ops run).
+            "cpu_kernels": kernels_describe(getattr(self.runner.model, "cpu_kernels", None)),
         }
 
 

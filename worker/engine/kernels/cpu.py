@@ -12,13 +12,16 @@ prefill chunks from the pool's blocks. worker/engine/README.md has the
 measurements.
 
 The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
--fopenmp`, about a second) into `var/kernels/`, named by a hash of the source, the flags, the
-compiler and the CPU, so a changed file or another CPU builds afresh and processes share the
-build. Without OpenMP it builds single-threaded (a flag set the compiler refused is remembered
-there as `cpu_fused-<hash>.refused`, so later processes skip it; delete `var/kernels/` to try
-again); without a compiler, or with
-ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's ops, which stay the
-reference the tests hold these kernels to.
+-fopenmp`, about a second) into `var/kernels/`, named by a hash of the source and of the flags
+and CPU, so a changed file builds afresh, builds for other CPUs sharing the checkout stay, a
+build made earlier loads without a compiler, and processes share the build. Without OpenMP it
+builds single-threaded: a flag set whose flag the compiler named in refusing it is remembered
+as `cpu_fused-<hash>.refused`, so later processes skip it (delete the file to try again); any
+other failed compile is tried again by the next process, and a fallback build is logged as a
+warning. The build loaded shows in the engine's stats (`cpu_kernels`) and the worker's
+heartbeat. ENGINE_CPU_KERNELS_AVX512=0 builds the path of CPUs without AVX-512. Without a
+compiler, or with ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's
+ops, which stay the reference the tests hold these kernels to.
 """
 
 import ctypes
@@ -62,19 +65,49 @@ def cpu_kernels_wanted() -> bool:
     return setting not in ("0", "off", "false", "no")
 
 
+def avx512_wanted() -> bool:
+    """ENGINE_CPU_KERNELS_AVX512: auto (default) lets -march=native use AVX-512 where the CPU
+    has it; 0 builds the 8-float-vector path (-mno-avx512f) that CPUs without it run, so it
+    can be measured and tested on any machine."""
+    setting = os.environ.get("ENGINE_CPU_KERNELS_AVX512", "auto").strip().lower()
+    return setting not in ("0", "off", "false", "no")
+
+
+def flag_sets() -> list[list[str]]:
+    """FLAG_SETS as this process builds them (without AVX-512 when the setting says so)."""
+    if avx512_wanted():
+        return [list(flags) for flags in FLAG_SETS]
+    return [[*flags, "-mno-avx512f"] if "-march=native" in flags else list(flags)
+            for flags in FLAG_SETS]
+
+
+_unavailable = ""  # why cpu_kernels() is None, when it is
+
+
 def cpu_kernels() -> "CpuKernels | None":
     """The compiled kernels, built on first use in this process; None when unavailable."""
-    global _loaded
+    global _loaded, _unavailable
     if not cpu_kernels_wanted():
         return None
     with _lock:
         if _loaded is False:
             try:
                 _loaded = _load()
-            except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001  any failure leaves PyTorch's ops, once
                 log.warning("CPU kernels unavailable, using PyTorch ops: %s", exc)
-                _loaded = None
+                _loaded, _unavailable = None, str(exc)[:200]
         return _loaded
+
+
+def kernels_describe(kernels: "CpuKernels | None | bool") -> str:
+    """Which build a model runs, for the engine's stats and the worker's heartbeat."""
+    if isinstance(kernels, CpuKernels):
+        return kernels.build
+    if not cpu_kernels_wanted():
+        return "off (ENGINE_CPU_KERNELS=0): PyTorch ops"
+    if kernels is None:
+        return f"unavailable ({_unavailable or 'not a CPU fp32 model'}): PyTorch ops"
+    return "not loaded yet"
 
 
 def _compiler() -> str:
@@ -82,6 +115,17 @@ def _compiler() -> str:
         if name and shutil.which(name):
             return name
     raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+
+def _compiler_version(cc: str) -> str:
+    """The compiler's first line of --version; its name when it prints nothing (the key must
+    not depend on a line that is not there)."""
+    try:
+        done = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return cc
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if lines else cc
 
 
 def _cpu_signature() -> str:
@@ -109,25 +153,46 @@ def _cache_dir() -> Path:
     raise RuntimeError(f"cannot write a kernel build to {_CACHE_DIR} or the temporary directory")
 
 
+def _flag_named(flags: list[str], fallback: list[str] | None, stderr: str) -> bool:
+    """Whether a failed compile refused the flag set itself: the compiler's message names a
+    flag that the next set drops (-fopenmp, -march=native). A compile that failed for any
+    other reason (out of memory, a full disk, a killed process) is not remembered."""
+    dropped = [f for f in flags if f not in (fallback or [])]
+    return any(f in stderr or f.lstrip("-") in stderr for f in dropped)
+
+
 def _build() -> Path:
-    """The compiled library's path, built now unless this machine already has it."""
-    cc = _compiler()
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
-                             check=True).stdout.splitlines()[0]
+    """The compiled library's path, built now unless this machine already has it.
+
+    Named `cpu_fused-<source>-<flags and CPU>.so`: the key needs neither the compiler nor a
+    compile, so a machine without a compiler loads a build made there before, and builds for
+    other CPUs sharing the checkout stay (only builds of an older source are deleted)."""
     source = SOURCE.read_bytes()
+    source_key = hashlib.sha256(source).hexdigest()[:10]
     cache = _cache_dir()
+    sets = flag_sets()
+    keys = [hashlib.sha256(b"\0".join([source, " ".join(flags).encode(),
+                                        _cpu_signature().encode()])).hexdigest()[:12]
+            for flags in sets]
+    targets = [cache / f"cpu_fused-{source_key}-{key}.so" for key in keys]
     errors = []
-    keys = [hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
-                                       _cpu_signature().encode()])).hexdigest()[:16]
-            for flags in FLAG_SETS]
-    for flags, key in zip(FLAG_SETS, keys, strict=True):
-        target = cache / f"cpu_fused-{key}.so"
-        refused = target.with_suffix(".refused")  # this compiler refused these flags before
+    cc = None
+    for i, (flags, target) in enumerate(zip(sets, targets, strict=True)):
+        refused = target.with_suffix(".refused")  # the compiler named these flags as refused
         if target.exists():
             return target
         if refused.exists():
             errors.append(refused.read_text(errors="replace"))
             continue
+        if cc is None:
+            try:
+                cc = _compiler()
+            except RuntimeError:
+                # No compiler now: a lesser build made earlier still beats PyTorch's ops.
+                for later in targets[i + 1:]:
+                    if later.exists():
+                        return later
+                raise
         # Built under a temporary name and renamed into place: processes that build at once
         # never load a half-written file.
         fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
@@ -142,18 +207,16 @@ def _build() -> Path:
                                       capture_output=True, text=True, timeout=120)
             if done.returncode == 0:
                 os.replace(partial, target)
-                for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
-                    if stale != target:
-                        stale.unlink(missing_ok=True)
-                for stale in cache.glob("cpu_fused-*.refused"):
-                    if stale.stem.removeprefix("cpu_fused-") not in keys:
-                        stale.unlink(missing_ok=True)
+                for stale in [*cache.glob("cpu_fused-*.so"), *cache.glob("cpu_fused-*.refused")]:
+                    if not stale.name.startswith(f"cpu_fused-{source_key}-"):
+                        stale.unlink(missing_ok=True)  # a build of an older source
                 return target
             error = f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}"
             errors.append(error)
-            # Remembered, so later processes (every worker and test process) go straight to
-            # the next flag set instead of paying for a failing compile each time.
-            refused.write_text(error)
+            if _flag_named(flags, sets[i + 1] if i + 1 < len(sets) else None, done.stderr):
+                # Remembered, so later processes (every worker and test process) go straight
+                # to the next flag set instead of paying for a failing compile each time.
+                refused.write_text(f"{_compiler_version(cc)}\n{error}")
         finally:
             for leftover in (partial, obj):
                 if os.path.exists(leftover):
@@ -163,14 +226,36 @@ def _build() -> Path:
 
 def _load() -> "CpuKernels":
     """Build (or find) the library and load it. Another process with another source may
-    delete a build as stale between this one finding it and loading it: then build again."""
+    delete a build as stale between this one finding it and loading it: then build again.
+    A build without the first flag set's OpenMP or -march=native is logged as a warning."""
     path = _build()
     try:
-        return CpuKernels(path)
+        kernels = CpuKernels(path)
     except OSError:
         if path.exists():
             raise
-        return CpuKernels(_build())
+        kernels = CpuKernels(_build())
+    best = flag_sets()[0]
+    if kernels.flags is not None and kernels.flags != best:
+        missing = " ".join(f for f in best if f not in kernels.flags)
+        log.warning("CPU kernels: a fallback build without %s is loaded (%s); it runs slower. "
+                    "A refusal remembered in %s/*.refused is retried once that file is "
+                    "deleted.", missing, kernels.build, path.parent)
+    return kernels
+
+
+def _flag_keys(path: Path) -> list[tuple[list[str], bool]]:
+    """Each flag set of this process, and whether `path` is its build (by the key in its name)."""
+    try:
+        source = SOURCE.read_bytes()
+    except OSError:
+        return []
+    out = []
+    for flags in flag_sets():
+        key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(),
+                                          _cpu_signature().encode()])).hexdigest()[:12]
+        out.append((flags, path.stem.endswith(f"-{key}")))
+    return out
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
@@ -248,6 +333,8 @@ class CpuKernels:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # The flag set this build was compiled with (None for a file not named by _build).
+        self.flags = next((flags for flags, key in _flag_keys(path) if key), None)
         lib = ctypes.CDLL(str(path))
         lib.add_rmsnorm.argtypes = [_P, _P, _P, _P, _I, _I, _F, _P, _I]
         lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _P, _I, _P]
@@ -264,6 +351,12 @@ class CpuKernels:
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
         self._lib = lib
+        # AVX-512 builds pack 32-column panels (two 16-float vectors), the others 16.
+        parts = ["AVX-512" if self.panel == 32 else "no AVX-512"]
+        if self.flags is not None:
+            parts += ["OpenMP" if "-fopenmp" in self.flags else "single-threaded",
+                      "-march=native" if "-march=native" in self.flags else "generic CPU"]
+        self.build = f"C kernels ({', '.join(parts)}; {path.name})"
 
     def _run(self, name: str, *args: object) -> None:
         """Call a compiled function, raising what a non-zero status means (for a bad index,
