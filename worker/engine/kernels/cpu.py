@@ -228,6 +228,11 @@ def _load() -> "CpuKernels":
     """Build (or find) the library and load it. Another process with another source may
     delete a build as stale between this one finding it and loading it: then build again.
     A build without the first flag set's OpenMP or -march=native is logged as a warning."""
+    library = os.environ.get("ENGINE_CPU_KERNELS_LIBRARY")
+    if library:
+        # A build made elsewhere, loaded as it is: the AddressSanitizer test's
+        # (tests/engine/test_kernels_asan.py).
+        return CpuKernels(Path(library))
     path = _build()
     try:
         kernels = CpuKernels(path)
