@@ -328,7 +328,9 @@ def test_a_copied_model_packs_its_own_weights(tiny_models, monkeypatch, kern) ->
     assert reference.cpu_kernels is None
 
 
-def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog) -> None:
+def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog,
+                                                        tmp_path) -> None:
+    """No compiler and no build made earlier (an empty build directory)."""
     from worker.engine import Engine, SamplingParams
 
     def no_compiler() -> str:
@@ -336,6 +338,7 @@ def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch
 
     monkeypatch.setattr(cpu_mod, "_loaded", False)
     monkeypatch.setattr(cpu_mod, "_compiler", no_compiler)
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
     monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
     with caplog.at_level("WARNING"):
         assert cpu_mod.cpu_kernels() is None
