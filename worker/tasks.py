@@ -1,4 +1,6 @@
-"""Tasks every worker offers; demo runs live in demos/tasks.py."""
+"""Tasks every worker offers; demo runs live in demos/tasks.py. What the tasks share with the web
+(Redis, a run's events and heartbeat, where measurements are kept) comes from plumbing/: worker/
+imports nothing from demos/ or course/."""
 
 import platform
 import socket
@@ -25,16 +27,16 @@ def worker_describe() -> dict:
              acks_late=False)
 def hardware_measure_task(**sizes: object) -> dict:
     """Measure this worker's roofline (worker/hardware.py) on its engine device and store it
-    where the page reads it (demos/hardware.py). `sizes` override the measurement's sizes, as
+    where the page reads it (plumbing/hardware.py). `sizes` override the measurement's sizes, as
     settings.HARDWARE_MEASURE_SIZES does when given (the tests' tiny ones); the page never sends
     any."""
-    from demos.hardware import hardware_store
-    from demos.services import redis
+    from plumbing.events import redis_shared
+    from plumbing.hardware import hardware_store
     from worker.hardware import hardware_measure
 
     sizes = sizes or dict(getattr(settings, "HARDWARE_MEASURE_SIZES", {}))
     measurement = hardware_measure(device=getattr(settings, "ENGINE_DEVICE", "cpu"), **sizes)
-    hardware_store(redis(), measurement)
+    hardware_store(redis_shared(), measurement)
     return measurement
 
 
@@ -54,20 +56,18 @@ def v1_generate(request_id: str, payload: dict) -> str:
     """
     import time
 
-    from demos import events
-    from demos.runners.base import CANCEL_POLL_S, EVENT_WAIT_S
-    from demos.services import redis
-    from demos.tasks import _Heartbeat
+    from plumbing import events
+    from plumbing.events import CANCEL_POLL_S, EVENT_WAIT_S, RunHeartbeat, redis_shared
     from worker.demo_engine import serving_get
     from worker.engine import SamplingParams
 
     run_id = f"v1-{request_id}"
-    client = redis()
+    client = redis_shared()
 
     def publish(type: str, data: dict) -> None:
         events.event_publish(client, run_id=run_id, type=type, data=data, ttl_s=600)
 
-    with _Heartbeat(run_id):
+    with RunHeartbeat(run_id):
         serving = serving_get(settings.ENGINE_MODEL,
                               device=getattr(settings, "ENGINE_DEVICE", "cpu"))
         engine_client = serving.loop.client(owner=payload["owner"])
