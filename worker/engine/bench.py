@@ -332,6 +332,11 @@ def main(argv: list[str] | None = None) -> None:
         runs.append((HF_CONTINUOUS, lambda w: transformers_batch_run(
             hf, w, batch_size=args.batch_size)))
 
+    warm = workload_make(num_requests=args.num_requests, prompt_range=tuple(args.prompt_len),
+                         output_range=tuple(args.output_len), vocab_size=vocab, seed=-1)
+    for _, run in runs:  # first-call set-up and the kernels' build, before any timing
+        run(warm)
+
     print(f"model {model_dir} on {args.device}, fp32, torch threads {threads}"
           f"{' (the worker rule)' if not args.threads else ''}; {args.num_requests} requests, "
           f"prompts {args.prompt_len[0]}-{args.prompt_len[1]} tokens, outputs "
@@ -345,11 +350,6 @@ def main(argv: list[str] | None = None) -> None:
           "Each run is warmed up once on a workload of the same shapes (another seed); "
           f"{args.rounds} rounds, the runs' order rotated each round; a row shows its median "
           "round and its min/median/max throughput.", flush=True)
-    warm = workload_make(num_requests=args.num_requests, prompt_range=tuple(args.prompt_len),
-                         output_range=tuple(args.output_len), vocab_size=vocab, seed=-1)
-    for _, run in runs:
-        run(warm)
-
     rounds: dict[str, list[RunResult]] = {name: [] for name, _ in runs}
     for round_index, workload in enumerate(workloads):
         shift = round_index % len(runs)
