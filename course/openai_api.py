@@ -12,8 +12,12 @@ Server-Sent Events chunks (`stream: true`) or as one JSON body. A client that go
 mid-answer sets the request's cancel flag, and the worker aborts it at once (its KV blocks
 return). Each key's prompts are cached apart: the prefix cache is salted per key.
 
-Besides OpenAI's parameters, `ignore_eos` (vLLM's extension, `extra_body` in the OpenAI client)
-keeps a request going to max_tokens.
+Sampling: temperature, top_p, seed, stop, n (samples share the prompt's KV blocks), the
+presence and frequency penalties, logprobs (chat: logprobs/top_logprobs; completions: logprobs
+0-5), and vLLM's extensions `top_k` and `ignore_eos` (keep going to max_tokens), sent as
+`extra_body` by the OpenAI client. A prompt whose tokens plus max_tokens pass the model's
+context is refused with 400 (naming both), not cut short. Tools, response_format, logit_bias,
+echo and suffix are refused with 400 naming the parameter: this engine cannot honour them.
 
 Errors use OpenAI's body, {"error": {"message", "type", "param", "code"}}, with its status
 codes: 400 bad input, 401 no or bad key, 404 unknown model, 429 over a limit (Retry-After).
@@ -43,6 +47,16 @@ logger = logging.getLogger(__name__)
 ACCEPT_TIMEOUT_S = 30
 EVENT_TIMEOUT_S = 60
 _ROLES = ("system", "user", "assistant")
+N_MAX = 64  # samples of one prompt (the engine's own limit; max_num_seqs may lower it)
+# OpenAI parameters this engine cannot honour, each with the values that ask for nothing:
+# refused with a 400 naming them rather than silently ignored.
+_UNSUPPORTED = (
+    ("tools", ([],)), ("tool_choice", ("none",)), ("functions", ([],)),
+    ("function_call", ("none",)), ("parallel_tool_calls", ()),
+    ("response_format", ({"type": "text"},)), ("logit_bias", ({},)), ("echo", (False,)),
+    ("suffix", ("",)), ("audio", ()), ("modalities", (["text"],)), ("prediction", ()),
+    ("web_search_options", ()), ("reasoning_effort", ()),
+)
 
 
 def model_id() -> str:
@@ -115,16 +129,21 @@ def request_parse(body: dict, *, chat: bool) -> dict:
             prompt = prompt[0]
         if not isinstance(prompt, str) or not prompt:
             raise ApiError(400, "prompt must be a non-empty string", param="prompt")
-    for name, supported in (("n", 1), ("best_of", 1)):
-        if body.get(name) not in (None, supported):
-            raise ApiError(400, f"{name} must be 1 here", param=name)
-    if body.get("logprobs") not in (None, False) or body.get("echo"):
-        name = "logprobs" if body.get("logprobs") not in (None, False) else "echo"
-        raise ApiError(400, f"{name} is not supported", param=name)
+    for name, neutral in _UNSUPPORTED:
+        if body.get(name) not in (None, *neutral):
+            raise ApiError(400, f"{name} is not supported by this server", param=name)
+    n = body.get("n", 1) if body.get("n") is not None else 1
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= N_MAX:
+        raise ApiError(400, f"n must be an integer from 1 to {N_MAX}", param="n")
+    if body.get("best_of") not in (None, n):
+        raise ApiError(400, "best_of must equal n here (the server returns every sample)",
+                       param="best_of")
+    logprobs = _logprobs(body, chat=chat)
     limit = settings.API_MAX_TOKENS
     max_name = "max_completion_tokens" if chat and "max_completion_tokens" in body \
         else "max_tokens"
     max_tokens = body.get(max_name)
+    max_tokens_given = max_tokens is not None
     if max_tokens is None:
         max_tokens = min(limit, 256) if chat else 16  # OpenAI's completions default is 16
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or \
@@ -142,7 +161,11 @@ def request_parse(body: dict, *, chat: bool) -> dict:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise ApiError(400, "stream must be true or false", param="stream")
-    options = body.get("stream_options") or {}
+    options = body.get("stream_options")
+    if options is not None and not stream:
+        raise ApiError(400, "stream_options is only allowed when stream is true",
+                       param="stream_options")
+    options = options or {}
     if not isinstance(options, dict):
         raise ApiError(400, "stream_options must be an object", param="stream_options")
     # vLLM's extension: keep going past end-of-sequence up to max_tokens (benchmarks use it).
@@ -152,12 +175,46 @@ def request_parse(body: dict, *, chat: bool) -> dict:
     top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
     if top_p == 0:
         raise ApiError(400, "top_p must be above 0", param="top_p")
+    # vLLM's extension: keep only the k most likely tokens; -1 (vLLM's off) or 0 for all.
+    top_k = body.get("top_k")
+    top_k = 0 if top_k is None else top_k
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < -1:
+        raise ApiError(400, "top_k must be an integer: -1 or 0 for no cut, or k >= 1",
+                       param="top_k")
     return {
         "messages": messages, "prompt": prompt, "max_tokens": max_tokens,
+        "max_tokens_given": max_tokens_given, "max_tokens_name": max_name,
         "temperature": _number(body, "temperature", 1.0, 0.0, 2.0), "top_p": top_p,
+        "top_k": max(top_k, 0), "n": n, "logprobs": logprobs,
+        "presence_penalty": _number(body, "presence_penalty", 0.0, -2.0, 2.0),
+        "frequency_penalty": _number(body, "frequency_penalty", 0.0, -2.0, 2.0),
         "stop": stop, "seed": seed, "stream": stream, "ignore_eos": ignore_eos,
         "include_usage": bool(options.get("include_usage")),
     }
+
+
+def _logprobs(body: dict, *, chat: bool) -> int | None:
+    """How many alternatives each token's logprobs carry (None: no logprobs). Chat asks with
+    `logprobs: true` and `top_logprobs` (0 to 20); completions with `logprobs` (0 to 5)."""
+    if chat:
+        wanted = body.get("logprobs")
+        if wanted not in (None, True, False):
+            raise ApiError(400, "logprobs must be true or false", param="logprobs")
+        top = body.get("top_logprobs")
+        if top is None:
+            return 0 if wanted else None
+        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
+            raise ApiError(400, "top_logprobs must be an integer from 0 to 20",
+                           param="top_logprobs")
+        if not wanted:
+            raise ApiError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
+        return top
+    wanted = body.get("logprobs")
+    if wanted is None:
+        return None
+    if isinstance(wanted, bool) or not isinstance(wanted, int) or not 0 <= wanted <= 5:
+        raise ApiError(400, "logprobs must be an integer from 0 to 5", param="logprobs")
+    return wanted
 
 
 # Authentication and limits ---------------------------------------------------------------------
@@ -234,8 +291,10 @@ class _Relay:
 def _dispatch(payload: dict, *, request_id: str, key) -> None:  # noqa: ANN001
     from worker.celery import app
 
-    worker_payload = {k: payload[k] for k in ("messages", "prompt", "max_tokens", "temperature",
-                                              "top_p", "stop", "seed", "ignore_eos")}
+    worker_payload = {k: payload[k] for k in (
+        "messages", "prompt", "max_tokens", "max_tokens_given", "max_tokens_name", "temperature",
+        "top_p", "top_k", "n", "logprobs", "presence_penalty", "frequency_penalty", "stop",
+        "seed", "ignore_eos")}
     worker_payload.update(owner=f"key:{key.pk}", cache_salt=f"key:{key.pk}")
     app.send_task("worker.v1_generate", args=[request_id, worker_payload],
                   queue=settings.ENGINE_QUEUE)
@@ -283,17 +342,22 @@ async def _complete(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if payload["stream"]:
         response = StreamingHttpResponse(
             _stream(relay, early, meta=meta, chat=chat, include_usage=payload["include_usage"],
-                    key_id=key.pk), content_type="text/event-stream")
+                    key_id=key.pk, n=payload["n"], logprobs=payload["logprobs"] is not None),
+            content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
     try:
-        text, done = [], None
+        texts: dict[int, list[str]] = {i: [] for i in range(payload["n"])}
+        logprobs: dict[int, list[dict]] = {i: [] for i in range(payload["n"])}
+        done = None
         batch = early
         while done is None:
             for event in batch:
                 if event.type == "delta":
-                    text.append(event.data["text"])
+                    index = int(event.data.get("index", 0))
+                    texts[index].append(event.data["text"])
+                    logprobs[index] += event.data.get("logprobs", [])
                 elif event.type in ("done", "error", "aborted"):
                     done = event
             if done is None:
@@ -307,24 +371,61 @@ async def _complete(request: HttpRequest, *, chat: bool) -> HttpResponse:
         return error.response()
     finally:
         await relay.close()  # also when the client left mid-wait (the view is cancelled)
-    content = "".join(text)
-    choice = ({"index": 0, "message": {"role": "assistant", "content": content},
-               "logprobs": None, "finish_reason": done.data["finish_reason"]} if chat else
-              {"index": 0, "text": content, "logprobs": None,
-               "finish_reason": done.data["finish_reason"]})
+    choices = []
+    for index in range(payload["n"]):
+        content = "".join(texts[index])
+        finish = _finishes(done.data)[index]
+        lp = (_logprobs_body(logprobs[index], chat=chat)
+              if payload["logprobs"] is not None else None)
+        choices.append({"index": index, "message": {"role": "assistant", "content": content},
+                        "logprobs": lp, "finish_reason": finish} if chat else
+                       {"index": index, "text": content, "logprobs": lp,
+                        "finish_reason": finish})
     return JsonResponse({**meta, "object": "chat.completion" if chat else "text_completion",
-                         "choices": [choice], "usage": done.data["usage"]})
+                         "choices": choices, "usage": done.data["usage"]})
+
+
+def _finishes(done: dict) -> list[str]:
+    return done.get("finish_reasons") or [done["finish_reason"]]
+
+
+def _logprobs_body(entries: list[dict], *, chat: bool, offset: int = 0) -> dict:
+    """OpenAI's logprobs object for some tokens (from the worker's {token, logprob, top}):
+    chat's `content` list, or completions' parallel lists (text_offset counts each token's
+    own text from `offset`)."""
+    if chat:
+        def item(token: str, logprob: float) -> dict:
+            return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+        return {"content": [{**item(e["token"], e["logprob"]),
+                             "top_logprobs": [item(t, lp) for t, lp in e["top"]]}
+                            for e in entries]}
+    offsets = []
+    for e in entries:
+        offsets.append(offset)
+        offset += len(e["token"])
+    return {"tokens": [e["token"] for e in entries],
+            "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [dict(e["top"]) for e in entries], "text_offset": offsets}
 
 
 async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include_usage: bool,
-                  key_id: int):
-    """SSE chunks: (chat) a role chunk first, text deltas, a finish chunk; the usage chunk
-    when asked; `data: [DONE]`."""
+                  key_id: int, n: int = 1, logprobs: bool = False):
+    """SSE chunks: (chat) a role chunk per sample first, text deltas, a finish chunk per
+    sample; the usage chunk when asked; `data: [DONE]`, after an error too."""
     kind = "chat.completion.chunk" if chat else "text_completion"
+    offsets = [0] * n  # completions' text_offset, per sample
 
-    def chunk(delta: dict | None, text: str = "", finish: str | None = None) -> str:
-        choice = ({"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}
-                  if chat else {"index": 0, "text": text, "logprobs": None,
+    def chunk(delta: dict | None, text: str = "", finish: str | None = None, index: int = 0,
+              lp: list | None = None) -> str:
+        lp_body = None
+        if logprobs and lp is not None:
+            lp_body = _logprobs_body(lp, chat=chat, offset=offsets[index])
+            if not chat:
+                offsets[index] += sum(len(e["token"]) for e in lp)
+        choice = ({"index": index, "delta": delta or {}, "logprobs": lp_body,
+                   "finish_reason": finish}
+                  if chat else {"index": index, "text": text, "logprobs": lp_body,
                                 "finish_reason": finish})
         body = {**meta, "object": kind, "choices": [choice]}
         if include_usage:
@@ -333,15 +434,19 @@ async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include
 
     try:
         if chat:
-            yield chunk({"role": "assistant", "content": ""})
+            for index in range(n):
+                yield chunk({"role": "assistant", "content": ""}, index=index)
         batch = early
         while True:
             for event in batch:
                 if event.type == "delta":
-                    yield chunk({"content": event.data["text"]}, event.data["text"])
+                    text, index = event.data["text"], int(event.data.get("index", 0))
+                    yield chunk({"content": text}, text, index=index,
+                                lp=event.data.get("logprobs", []))
                 elif event.type == "done":
                     relay.ended = True
-                    yield chunk({}, "", event.data["finish_reason"])
+                    for index, finish in enumerate(_finishes(event.data)):
+                        yield chunk({}, "", finish, index=index)
                     usage = event.data["usage"]
                     await sync_to_async(_spend)(key_id, usage)
                     if include_usage:
@@ -354,12 +459,14 @@ async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include
                     error = {"message": event.data.get("message", "aborted"),
                              "type": "server_error", "param": None, "code": None}
                     yield f"data: {json.dumps({'error': error})}\n\n"
+                    yield "data: [DONE]\n\n"  # the stream still ends as every stream does
                     return
             batch = await relay.next_events(EVENT_TIMEOUT_S)
     except ApiError as error:
         body = {"error": {"message": error.message, "type": error.kind, "param": None,
                           "code": error.code}}
         yield f"data: {json.dumps(body)}\n\n"
+        yield "data: [DONE]\n\n"
     except asyncio.CancelledError:
         raise  # the client left: close() below cancels the request in the worker
     finally:

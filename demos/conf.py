@@ -7,6 +7,8 @@ import os
 
 from django.conf import settings
 
+from plumbing.events import HEARTBEAT_TTL_S
+
 _DEFAULTS: dict[str, int | float | str] = {
     # The queue: anonymous visitors and signed-in learners each have a share of their own, so
     # a flood of cookie-less requests cannot lock learners out.
@@ -22,7 +24,7 @@ _DEFAULTS: dict[str, int | float | str] = {
     "DEMO_RUN_TIME_LIMIT": 90,  # seconds a run may take in the worker before it fails
     "DEMO_QUEUE_TIMEOUT": 600,  # seconds a run may wait for a worker before it fails
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
-    "DEMO_HEARTBEAT_TTL": 10,  # seconds without a worker heartbeat before a run is dead
+    "DEMO_HEARTBEAT_TTL": HEARTBEAT_TTL_S,  # seconds without a worker heartbeat: run dead
     "DEMO_SSE_PER_VISITOR": 8,  # event streams one visitor may hold open at once
     "DEMO_SSE_PER_RUN": 8,  # event streams following one run at once (4 per streaming demo)
     "DEMO_SSE_PER_PROCESS": 200,  # event streams one web process serves at once, before 503

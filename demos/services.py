@@ -208,6 +208,9 @@ def _queue_check(*, anonymous: bool, work_tokens: int) -> None:
                         f"again in {retry} s, or ask for fewer tokens.")
 
 
+RUN_EXECUTE_TASK = "demos.run_execute"  # demos/tasks.py's task, sent by name
+
+
 def enqueued_key(run_id: str) -> str:
     return f"run:{run_id}:enqueued"
 
@@ -220,13 +223,14 @@ def run_enqueued_mark(*, run_id: str) -> None:
 
 
 def _enqueue(run: Run) -> None:
-    from demos.tasks import run_execute  # the task module imports no torch at import time
+    # Sent by name: demos/tasks.py imports this module, and this one does not import it back.
+    from worker.celery import app
 
     # Chat-like demos go to the shared-engine workers, experiments to their own queue.
     queue = str(demo_setting("DEMO_QUEUE")) or runner_queue(run.demo)
     run_enqueued_mark(run_id=str(run.id))
     # retry=False: a broker that is down answers now, not after Celery's retries.
-    run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)
+    app.send_task(RUN_EXECUTE_TASK, args=[str(run.id)], queue=queue, retry=False)
 
 
 def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",

@@ -124,6 +124,15 @@ def model_name_of(model_path: str) -> str:
     return Path(model_path).name
 
 
+def _context_of(model_path: str) -> int:
+    """The model's context from its config.json (the engine's max_model_len by default): the
+    metrics' token histograms reach it before the model is loaded."""
+    import json
+
+    config = json.loads((Path(model_path) / "config.json").read_text())
+    return int(config.get("max_position_embeddings") or 1024)
+
+
 def engine_build(model_path: str, *, device: str = "cpu", **overrides):  # noqa: ANN003, ANN201
     """A fresh engine with the demos' pool (experiments pass their own settings)."""
     from worker.engine import Engine
@@ -181,7 +190,8 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
                                               Path(model_path).glob("*.safetensors"))})
             return engine
 
-        metrics = EngineMetrics(model_name=model_name_of(model_path))
+        metrics = EngineMetrics(model_name=model_name_of(model_path),
+                                max_model_len=_context_of(model_path))
         try:
             loop = EngineLoop(model_name=model_name_of(model_path), setup=setup,
                               engine_factory=lambda: engine_build(model_path, device=device),

@@ -275,6 +275,12 @@ class EngineLoop:
                 self._step_deliver(event, riders)
                 continue
             request_id = event.get("request_id")
+            if event["type"] == "forked" and event.get("parent") in self.clients:
+                # Sample i of an n > 1 request belongs to the parent's client: its tokens,
+                # its end and its abort (see close()) go there.
+                parent_client = self.clients[event["parent"]]
+                self.clients[request_id] = parent_client
+                parent_client.request_ids.add(request_id)
             client = self.clients.get(request_id)
             if client is None:
                 continue

@@ -28,12 +28,12 @@ def start(client: Client, slug: str = "lifecycle", body=None, **extra):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_enqueue_failure_fails_the_run_and_answers_503(client, monkeypatch):
-    from demos import tasks
+    from worker.celery import app
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 10.1.2.3:6379. Connection refused.")
 
-    monkeypatch.setattr(tasks.run_execute, "apply_async", broker_down)
+    monkeypatch.setattr(app, "send_task", broker_down)  # the run is sent by the task's name
     response = start(client)
     assert response.status_code == 503
     body = response.json()
