@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from course.api_keys import api_key_create, api_key_revoke, api_keys_for
+from course.api_keys import TooManyKeys, api_key_create, api_key_revoke, api_keys_for
 from course.forms import DescribedErrorsMixin
 from course.openai_api import model_id
 
@@ -26,8 +26,12 @@ def account(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            _, new_key = api_key_create(user=request.user, name=form.cleaned_data["name"])
-            form = ApiKeyForm()
+            try:
+                _, new_key = api_key_create(user=request.user, name=form.cleaned_data["name"])
+                form = ApiKeyForm()
+            except TooManyKeys as exc:
+                form.add_error("name", str(exc))
+                status = 400
         else:
             status = 400
     # The new key is in this response only: it is never stored, so never shown again.

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: whatever Django answers under /v1 in HTML becomes an OpenAI-style JSON error.
+    "course.middleware.v1_json_errors",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -176,6 +178,18 @@ ENGINE_WORKER_CONCURRENCY = int(os.environ.get("ENGINE_WORKER_CONCURRENCY", "32"
 API_KEY_REQUESTS_PER_MINUTE = int(os.environ.get("API_KEY_REQUESTS_PER_MINUTE", "60"))
 API_KEY_TOKENS_PER_MINUTE = int(os.environ.get("API_KEY_TOKENS_PER_MINUTE", "20000"))
 API_MAX_TOKENS = int(os.environ.get("API_MAX_TOKENS", "512"))  # per request, at most
+# Requests of one account running at once, and active keys per account: the limits above count
+# per account, so a second key is no second share.
+API_CONCURRENT_PER_USER = int(os.environ.get("API_CONCURRENT_PER_USER", "4"))
+API_KEYS_PER_USER = int(os.environ.get("API_KEYS_PER_USER", "5"))
+# Refused before anything is tokenized: a /v1 body past this many bytes (413), a prompt or all
+# messages' text past this many characters (400). The shipped model's context is 1,024 tokens
+# and its longest token is 16 characters, so no prompt past 16,384 characters can fit; 64,000
+# leaves room for a model with a longer context, and tokenizing that much takes milliseconds.
+API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2**20)))
+API_MAX_PROMPT_CHARS = int(os.environ.get("API_MAX_PROMPT_CHARS", "64000"))
+# Failed key lookups per client address per minute before /v1 answers 429 to that address.
+API_AUTH_FAILURES_PER_MINUTE = int(os.environ.get("API_AUTH_FAILURES_PER_MINUTE", "20"))
 # /metrics answers only these client addresses (comma-separated; "*" for any).
 METRICS_ALLOWED_IPS = [a for a in os.environ.get("METRICS_ALLOWED_IPS",
                                                  "127.0.0.1,::1").split(",") if a]

@@ -1,0 +1,59 @@
+"""Middleware of the site's own.
+
+`v1_json_errors` (first in MIDDLEWARE): every answer under /v1 is JSON. The API's views answer
+their own errors in OpenAI's body; this catches what Django answers before or around them in
+HTML (a 500 from an unexpected exception, a 400 for a Host header not in ALLOWED_HOSTS, a body
+past DATA_UPLOAD_MAX_MEMORY_SIZE read by something else) and gives it the same body and status.
+"""
+
+import logging
+
+from asgiref.sync import iscoroutinefunction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import sync_and_async_middleware
+
+logger = logging.getLogger(__name__)
+
+_MESSAGES = {
+    400: "the request could not be read",
+    403: "the request is not allowed",
+    404: "unknown route",
+    405: "method not allowed",
+    413: "the body is too large",
+    429: "too many requests",
+    500: "the server hit an internal error (it has been logged)",
+    503: "the service is not answering; try again shortly",
+}
+
+
+def _is_v1(request: HttpRequest) -> bool:
+    return request.path == "/v1" or request.path.startswith("/v1/")
+
+
+def _as_json(response: HttpResponse) -> HttpResponse:
+    status = response.status_code
+    content_type = response.get("Content-Type", "")
+    if status < 400 or content_type.startswith(("application/json", "text/event-stream")):
+        return response
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    fixed = JsonResponse({"error": {"message": _MESSAGES.get(status, "request failed"),
+                                    "type": kind, "param": None, "code": None}},
+                         status=status)
+    if "Retry-After" in response:
+        fixed["Retry-After"] = response["Retry-After"]
+    elif status == 503:
+        fixed["Retry-After"] = "5"
+    return fixed
+
+
+@sync_and_async_middleware
+def v1_json_errors(get_response):  # noqa: ANN001, ANN201
+    if iscoroutinefunction(get_response):
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            response = await get_response(request)
+            return _as_json(response) if _is_v1(request) else response
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:
+            response = get_response(request)
+            return _as_json(response) if _is_v1(request) else response
+    return middleware
