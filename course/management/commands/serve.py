@@ -34,7 +34,9 @@ def web_command(*, host: str, port: int, processes: int) -> list[str]:
     """The uvicorn command line serving the site: the same in `make run` and production."""
     command = [sys.executable, "-m", "uvicorn", "course.asgi:application", "--host", host,
                "--port", str(port), "--lifespan", "off", "--timeout-graceful-shutdown", "3",
-               "--limit-concurrency", str(WEB_CONCURRENCY_LIMIT)]
+               "--limit-concurrency", str(WEB_CONCURRENCY_LIMIT),
+               # Closes connections that send no complete request head within a few seconds.
+               "--http", "course.web_protocol:HeadTimeoutProtocol"]
     if processes > 1:
         command += ["--workers", str(processes)]
     return command
