@@ -127,6 +127,15 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
             demo=slug, params=params, prompt_tokens=prompt_tokens))
     except services.WorkTooLarge as exc:
         return _error(422, field=exc.field, message=f"This run {exc.message}.")
+    from course.throttle import new_session_allowed
+
+    retry = new_session_allowed(request)  # before a session row is written for a new visitor
+    if retry:
+        response = _error(429, message="Too many new visitors from your address in the last "
+                          f"hour; try again in {max(1, round(retry / 60))} minutes, or sign in.",
+                          retry_after_s=retry)
+        response["Retry-After"] = str(retry)
+        return response
     owner = services.run_owner_for_request(request)
     try:
         run = services.run_start(owner=owner, demo=slug, params=params,

@@ -113,11 +113,25 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login throttling: after AXES_FAILURE_LIMIT wrong passwords from one address, or for one
-# username, logins from that address and for that username are paused for the cool-off.
+# Login throttling: after AXES_FAILURE_LIMIT wrong passwords for one username from one address,
+# that pair is paused for the cool-off. The pair, not the username alone: locking a username
+# let anyone lock anyone out (5 wrong passwords for "carol" from one address, and carol's own
+# correct password from hers answered 429). An address that fails LOGIN_ADDRESS_FAILURE_LIMIT
+# logins within the cool-off, whatever the usernames, is paused too (course/throttle.py).
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "30"))
+# Successful-login records older than this are deleted by the hourly sweep (failed attempts go
+# once their cool-off has passed).
+AXES_ACCESS_LOG_KEEP_DAYS = int(os.environ.get("AXES_ACCESS_LOG_KEEP_DAYS", "30"))
+# Accounts are free, so sign-ups per address are limited (per hour), and so are the anonymous
+# sessions one address makes (every cookie-less progress post or run made a session row), and
+# practice attempts per visitor or account (per hour).
+SIGNUPS_PER_ADDRESS_PER_HOUR = int(os.environ.get("SIGNUPS_PER_ADDRESS_PER_HOUR", "5"))
+NEW_SESSIONS_PER_ADDRESS_PER_HOUR = int(os.environ.get("NEW_SESSIONS_PER_ADDRESS_PER_HOUR",
+                                                       "60"))
+PRACTICE_ATTEMPTS_PER_HOUR = int(os.environ.get("PRACTICE_ATTEMPTS_PER_HOUR", "30"))
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "course.views.login_locked_out"
 # The client's address, the same rule the demo limits use (TRUSTED_PROXY_COUNT below).
