@@ -305,6 +305,26 @@ def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",
     active = run_active_for_owner(owner=owner)
     if active is not None:
         raise RunConflict(active)
+    # The per-address counts are checked and taken (the row inserted) under one lock per
+    # address, so parallel starts from one address cannot all pass a check before any of
+    # them has inserted its run (the owner's one active run is a unique index already).
+    lock = redis().lock(f"lock:runstart:{client_addr or owner}", timeout=15,
+                        blocking_timeout=10)
+    if not lock.acquire():
+        raise RateLimited(2, "Too many runs are starting from your address at once; try "
+                          "again in 2 s.")
+    try:
+        return _run_start_locked(owner=owner, demo=demo, params=params,
+                                 client_addr=client_addr, work=work)
+    finally:
+        try:
+            lock.release()
+        except Exception:  # expired meanwhile: the next start takes it afresh
+            logger.warning("the run-start lock for %s had expired", client_addr or owner)
+
+
+def _run_start_locked(*, owner: str, demo: str, params: "RunParams | SchemaParams",
+                      client_addr: str | None, work: int) -> Run:
     _limits_check(owner=owner, client_addr=client_addr, demo=demo)
     _queue_check(anonymous=owner.startswith("session:"), work_tokens=work,
                  experiments=_is_experiment(demo))

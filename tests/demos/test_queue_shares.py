@@ -92,3 +92,33 @@ def test_experiments_are_capped_per_address_whoever_is_signed_in():
         learner.force_login(User.objects.create_user(f"same-addr{n}", password="x" * 12))
         statuses.append(_post(learner, "profile", {}, REMOTE_ADDR="203.0.113.7").status_code)
     assert statuses == [201, 201, 429]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DEMO_QUEUE="demos-nobody-listens-shares", DEMO_ACTIVE_PER_ADDRESS=1)
+def test_parallel_starts_from_one_address_keep_its_limit():
+    """Six starts at once from one address, each a new cookie-less visitor, with one active
+    run allowed per address: exactly one run. The count and the insert were separate steps,
+    and parallel starts all passed the count (3 runs where 1 was the rule)."""
+    import concurrent.futures
+
+    from demos.params import RunParams
+
+    params = RunParams(prompt="Hi", max_tokens=8, temperature=0.0, top_p=1.0)
+
+    def start(n: int) -> str:
+        from django.db import connection
+
+        try:
+            services.run_start(owner=f"session:parallel{n}", demo="lifecycle", params=params,
+                               client_addr="203.0.113.88")
+            return "started"
+        except services.RateLimited:
+            return "refused"
+        finally:
+            connection.close()
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(start, range(6)))
+    assert sorted(outcomes) == ["refused"] * 5 + ["started"]
+    assert Run.objects.filter(client_addr="203.0.113.88").count() == 1
