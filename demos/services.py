@@ -383,6 +383,16 @@ def _queue_timeout_message() -> str:
     return "No worker took this run up in time. Is a Celery worker running?"
 
 
+# The marker is written right after the run's row commits; a queued run older than this without
+# it was lost.
+ENQUEUED_MARK_GRACE = timedelta(seconds=3)
+
+
+def _lost_message() -> str:
+    return ("This run was lost before a worker took it up (the message store restarted). "
+            "Please run it again.")
+
+
 def run_liveness_check(*, run: Run) -> Run:
     """Fail a run whose worker died (heartbeat gone) or that no worker took up in time."""
     now = timezone.now()
@@ -395,6 +405,14 @@ def run_liveness_check(*, run: Run) -> Run:
         if now - run.created_at > _queue_timeout():
             run_fail(run_id=str(run.id), message=_queue_timeout_message(),
                      reason="queue_timeout", from_states=(Run.State.QUEUED,))
+            run.refresh_from_db()
+        elif (now - run.created_at > ENQUEUED_MARK_GRACE
+              and not redis().exists(enqueued_key(str(run.id)))):
+            # Its message went with a Redis restart: no worker will ever take it up. Said
+            # here, the owner's next start is not refused for the sweep's next pass (about
+            # 40 s blocked after a restart).
+            run_fail(run_id=str(run.id), reason="lost", from_states=(Run.State.QUEUED,),
+                     message=_lost_message())
             run.refresh_from_db()
     return run
 
@@ -424,8 +442,7 @@ def runs_sweep() -> dict[str, int]:
             if not marked:
                 ended["lost"] += run_fail(
                     run_id=str(run_id), reason="lost", from_states=(Run.State.QUEUED,),
-                    message="This run was lost before a worker took it up (the message store "
-                    "restarted). Please run it again.")
+                    message=_lost_message())
     running = list(Run.objects.filter(state=Run.State.RUNNING).values_list("id", flat=True))
     if running:
         pipe = client.pipeline(transaction=False)

@@ -42,6 +42,8 @@ MIDDLEWARE = [
     # Outermost: whatever Django answers under /v1 in HTML becomes an OpenAI-style JSON error.
     "course.middleware.v1_json_errors",
     "django.middleware.security.SecurityMiddleware",
+    # Gzips whole HTML pages; before the others so it sees their finished body.
+    "course.middleware.HtmlGZipMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -122,3 +122,22 @@ def test_parallel_starts_from_one_address_keep_its_limit():
         outcomes = list(pool.map(start, range(6)))
     assert sorted(outcomes) == ["refused"] * 5 + ["started"]
     assert Run.objects.filter(client_addr="203.0.113.88").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_run_queued_when_redis_was_lost_frees_its_owner_at_once():
+    """Redis restarted empty: the run's message and its enqueued marker are gone. Its owner's
+    next start was refused as a second active run until the sweep came round (about 40 s);
+    the liveness check now sees the missing marker and ends the run at once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    lost = Run.objects.create(owner="session:lost-one", demo="lifecycle", params={})
+    Run.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(seconds=5))
+    assert services.run_active_for_owner(owner="session:lost-one") is None
+    lost.refresh_from_db()
+    assert lost.state == "failed" and lost.summary["reason"] == "lost"
+    # One just created (its marker is written right after the commit) is left alone.
+    fresh = Run.objects.create(owner="session:fresh-one", demo="lifecycle", params={})
+    assert services.run_active_for_owner(owner="session:fresh-one").pk == fresh.pk
