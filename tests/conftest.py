@@ -135,3 +135,12 @@ def site_throttles_cleared():
             redis().delete(*keys)
     except redis_lib.RedisError:
         pass
+
+
+@pytest.fixture(autouse=True)
+def problem_contexts_cleared():
+    """Each test computes problems' figures afresh (a test may change a catalog or a
+    calculator): the per-process cache of them (course/render_cache.py) starts empty."""
+    from course.render_cache import contexts
+
+    contexts.clear()

@@ -1,8 +1,10 @@
 """Template helpers for problem pages."""
 
 from django import template
+from django.conf import settings
 from django.http import HttpRequest
 
+from course.render_cache import contexts, whole_query_key
 from problems.calculators import refusals_collected
 from problems.registry import Problem
 
@@ -20,6 +22,15 @@ def problem_context(problem: Problem, request: HttpRequest) -> dict:
     module = problem.content_module
     if module is None or not hasattr(module, "context"):
         return {}
-    with refusals_collected() as refusals:
-        context = module.context(request=request)
-    return {**context, "refusals": tuple(refusals)}
+
+    def compute() -> dict:
+        with refusals_collected() as refusals:
+            context = module.context(request=request)
+        return {**context, "refusals": tuple(refusals)}
+
+    # A content module reads nothing of the request but its query, and the same inputs always
+    # give the same figures: computed once per process per query (course/render_cache.py).
+    inputs = whole_query_key(request.GET)
+    if inputs is None or not getattr(settings, "RENDER_CACHE", True):
+        return compute()
+    return contexts.get_or_compute(("problem-context", problem.number, inputs), compute)

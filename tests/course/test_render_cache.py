@@ -74,3 +74,19 @@ def test_the_cache_is_bounded_by_bytes():
 def test_long_or_foreign_queries_do_not_make_keys():
     assert query_key({"a-x": "1", "b-y": "2"}, prefix="a") == (("a-x", ("1",)),)
     assert query_key({"a-x": "9" * 5000}, prefix="a") is None
+
+
+@pytest.mark.parametrize("page", range(1, 11))
+def test_every_page_is_the_same_with_its_figures_cached_or_not(client, page):
+    """Each problem's worked figures are computed once per query and kept (they were computed
+    on every view: about 80% of page 01's render). What is served stays a fresh render's,
+    at the defaults and with inputs that change the figures or are refused."""
+    from course.render_cache import contexts
+
+    path = f"/pages/{page:02d}/"
+    for query in ("", "?p1-prompt_tokens=4000&p1-batch=8", "?p1-prompt_tokens=-5"):
+        with override_settings(RENDER_CACHE=False):
+            fresh = _html(client, path + query)
+        assert _html(client, path + query) == fresh
+        assert _html(client, path + query) == fresh
+    assert contexts.hits > 0
