@@ -16,6 +16,7 @@ import logging
 from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.gzip import GZipMiddleware
+from django.utils.cache import patch_vary_headers
 from django.utils.decorators import sync_and_async_middleware
 
 logger = logging.getLogger(__name__)
@@ -65,8 +66,38 @@ def v1_json_errors(get_response):  # noqa: ANN001, ANN201
     return middleware
 
 
+# zlib's fastest level: /calculators/ (581 KB) packs to 111 KB in about 7 ms, where Django's
+# level 6 takes 20-40 ms on the shared two-core machine for 83 KB, more than the page's render.
+HTML_GZIP_LEVEL = 1
+
+
+def _gzip(content: bytes, *, max_random_bytes: int) -> bytes:
+    """Django's compress_string (a random-length file name in the header, against BREACH) at
+    HTML_GZIP_LEVEL."""
+    import gzip
+    import secrets
+
+    packed = gzip.compress(content, compresslevel=HTML_GZIP_LEVEL, mtime=0)
+    header = bytearray(packed[:10])
+    header[3] = gzip.FNAME
+    return bytes(header) + b"a" * secrets.randbelow(max_random_bytes) + b"\x00" + packed[10:]
+
+
 class HtmlGZipMiddleware(GZipMiddleware):
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+        if response.streaming or not response.get("Content-Type", "").startswith("text/html") \
+                or len(response.content) < 200 or response.has_header("Content-Encoding"):
             return response
-        return super().process_response(request, response)
+        patch_vary_headers(response, ("Accept-Encoding",))
+        if "gzip" not in request.META.get("HTTP_ACCEPT_ENCODING", ""):
+            return response
+        packed = _gzip(response.content, max_random_bytes=self.max_random_bytes)
+        if len(packed) >= len(response.content):
+            return response
+        response.content = packed
+        response.headers["Content-Length"] = str(len(packed))
+        etag = response.get("ETag")
+        if etag and etag.startswith('"'):
+            response.headers["ETag"] = "W/" + etag
+        response.headers["Content-Encoding"] = "gzip"
+        return response
