@@ -56,6 +56,8 @@ ACCEPT_TIMEOUT_S = 30
 EVENT_TIMEOUT_S = 60
 # What a client is told to wait when Redis (the broker and the event bus) does not answer.
 UNAVAILABLE_RETRY_S = 5
+# While no event comes, how often the relay checks that the worker's heartbeat is still there.
+HEARTBEAT_CHECK_S = 3
 _ROLES = ("system", "user", "assistant")
 
 
@@ -303,12 +305,23 @@ class _Relay:
         self.prompt_tokens: int | None = None
         self.produced = 0
         self.total_tokens: int | None = None
+        self.accepted = False  # from then on the worker's heartbeat says it is alive
         self.client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True,
                                               socket_timeout=15)
 
     async def next_events(self, timeout_s: float) -> list[events.Event]:
         deadline = time.monotonic() + timeout_s
+        checked = time.monotonic()
         while time.monotonic() < deadline:
+            if self.accepted and time.monotonic() - checked > HEARTBEAT_CHECK_S:
+                checked = time.monotonic()
+                if not await self.client.exists(events.heartbeat_key(self.run_id)):
+                    # The worker died mid-answer (its heartbeat expired): say so now, not
+                    # after EVENT_TIMEOUT_S of silence.
+                    self.ended = True
+                    raise ApiError(503, "the worker serving this request stopped; try again",
+                                   kind="server_error", code="worker_lost",
+                                   headers={"Retry-After": str(UNAVAILABLE_RETRY_S)})
             reply = await self.client.xread({self.key: self.last_id}, block=1000, count=100)
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -389,6 +402,7 @@ async def _accepted(relay: _Relay) -> tuple[int, list[events.Event]]:
                 raise ApiError(event.data.get("status", 400), event.data["message"],
                                param=event.data.get("param"))
             if event.type == "accepted":
+                relay.accepted = True
                 relay.prompt_tokens = int(event.data["prompt_tokens"])
                 return relay.prompt_tokens, batch[i + 1:]
 

@@ -163,3 +163,35 @@ def test_demo_bodies_refuse_invalid_unicode_at_parse_time(client):
                            content_type="application/json")
     assert response.status_code == 422, response.content
     assert response.json()["field"] == "body" and "surrogate" in response.json()["error"]
+
+
+def test_a_stream_whose_worker_dies_ends_with_an_error_event_at_once():
+    """A worker killed mid-answer: the stream waited 60 s of silence for a 503. Now the relay
+    sees the worker's heartbeat expire and ends the stream with an error event (here a 1 s
+    heartbeat, checked every 3 s: well within 10 s)."""
+    import asyncio
+    import time
+    import uuid
+
+    from course.openai_api import _Relay, _stream
+    from demos import events
+    from demos.services import redis
+
+    request_id = uuid.uuid4().hex
+    run_id = f"v1-{request_id}"
+    events.event_publish(redis(), run_id=run_id, type="accepted", data={"prompt_tokens": 3})
+    events.heartbeat_beat(redis(), run_id=run_id, ttl_s=1)
+
+    async def follow() -> list[str]:
+        from course.openai_api import _accepted
+
+        relay = _Relay(request_id)
+        _, early = await _accepted(relay)
+        return [chunk async for chunk in _stream(relay, early, meta={"id": "x"}, chat=False,
+                                                 include_usage=False)]
+
+    started = time.monotonic()
+    chunks = asyncio.run(follow())
+    assert time.monotonic() - started < 10
+    last = json.loads(chunks[-1].removeprefix("data: "))
+    assert last["error"]["code"] == "worker_lost"
