@@ -102,7 +102,9 @@ def body_parse(request: HttpRequest) -> object:
     if declared > limit:
         raise too_big
     try:
-        raw = request.body
+        # At most one byte past the limit: a body sent without a Content-Length (chunked) is
+        # never read whole into memory to find out it is too big.
+        raw = request.read(limit + 1)
     except RequestDataTooBig:
         raise too_big from None
     if len(raw) > limit:

@@ -201,7 +201,7 @@ def test_tokens_spent_count_against_the_key(openai_client, api_key):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
 @pytest.mark.slow
-def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
+def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client, api_key):
     import openai
 
     # As long an answer as the context allows (some 1.5 s on an idle machine), on a connection
@@ -221,6 +221,17 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
     assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
     delivered = sum(e.data["tokens"] for e in _stream_events(request_id) if e.type == "delta")
     assert delivered < 960
+    # The account is charged what was produced before the client left, not the whole
+    # reservation (prompt + 960), and its seat is free again.
+    from course.api_keys import _keys
+    from demos.services import redis as redis_client
+
+    _, _, amounts_key, inflight_key = _keys(api_key[0].user_id)
+    _wait_for(lambda: redis_client().zcard(inflight_key) == 0 or None)
+    prompt = next(e.data["prompt_tokens"] for e in _stream_events(request_id)
+                  if e.type == "accepted")
+    charged = int(redis_client().hget(amounts_key, request_id))
+    assert prompt <= charged <= prompt + delivered < prompt + 960
 
     # Without streaming too: the client gives up waiting, the request is aborted.
     from demos import events as run_events
