@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from course.management.commands.serve import web_command
 from course.redis_server import free_port, redis_server_start
 
 GOAL_ALONE_MS = 15.0
@@ -141,9 +142,9 @@ class Command(BaseCommand):
                  "WARNING", "--concurrency", "1"], cwd=root, env=env, stdout=log,
                 stderr=subprocess.STDOUT))
             started.append(subprocess.Popen(
-                [python, "-m", "uvicorn", "course.asgi:application", "--host", "127.0.0.1",
-                 "--port", str(port), "--workers", str(processes), "--no-access-log",
-                 "--log-level", "warning", "--lifespan", "off"],
+                # The command `manage.py serve` runs (its concurrency limit and head timeout).
+                [*web_command(host="127.0.0.1", port=port, processes=processes),
+                 "--no-access-log", "--log-level", "warning"],
                 cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT))
             self._wait_up(port, directory)
             self._measure(port=port, processes=processes, clients=clients, requests=requests,
