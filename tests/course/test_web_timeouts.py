@@ -96,6 +96,7 @@ def test_a_complete_request_is_not_cut_by_the_head_clock(server):
     conn = http.client.HTTPConnection("127.0.0.1", server, timeout=5)
     for _ in range(3):
         conn.request("GET", "/v1/nothing-here")
-        assert conn.getresponse().status == 404
+        response = conn.getresponse()
+        assert response.status == 404 and response.read()
         time.sleep(0.5)
     conn.close()
