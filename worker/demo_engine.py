@@ -152,6 +152,12 @@ def engine_warm_up(engine) -> None:  # noqa: ANN001
 SHARED_POLICY = "fair"
 
 
+def shared_engine_build(model_path: str, *, device: str = "cpu", **overrides):  # noqa: ANN003, ANN201
+    """The engine every chat-like request of this process joins: the demos' pool, the fair
+    policy."""
+    return engine_build(model_path, device=device, **{"policy": SHARED_POLICY, **overrides})
+
+
 def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
     """Load, warm up and start the shared engine of this process (once; later calls wait for
     the first and return what it built)."""
@@ -174,7 +180,7 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
                 # The loop thread runs every step: its setting is the engine's.
                 torch.set_num_threads(engine_threads())
             started = time.perf_counter()
-            engine = engine_build(model_path, device=device, policy=SHARED_POLICY)
+            engine = shared_engine_build(model_path, device=device)
             built = time.perf_counter()
             engine_warm_up(engine)
             # The load's own timing (problem 20 sets it beside a large model's cold start).
@@ -192,8 +198,7 @@ def serving_start(model_path: str, *, device: str = "cpu") -> Serving:
         metrics = EngineMetrics(model_name=model_name_of(model_path))
         try:
             loop = EngineLoop(model_name=model_name_of(model_path), setup=setup,
-                              engine_factory=lambda: engine_build(model_path, device=device,
-                                                                 policy=SHARED_POLICY),
+                              engine_factory=lambda: shared_engine_build(model_path, device=device),
                               on_events=metrics.observe).start()
         except BaseException as exc:
             _load_error = exc

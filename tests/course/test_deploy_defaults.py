@@ -74,3 +74,31 @@ def test_html_is_compressed_and_json_and_streams_are_not(client):
     assert len(packed.content) < len(plain.content) / 4
     api = client.get("/v1/models", HTTP_ACCEPT_ENCODING="gzip")
     assert "Content-Encoding" not in api
+
+
+V1_PROBE = r"""
+import django, json
+django.setup()
+from django.test import Client
+c = Client(raise_request_exception=False, HTTP_HOST="course.example.org",
+           HTTP_X_FORWARDED_PROTO="https")
+for name, response in [
+        ("models", c.get("/v1/models", HTTP_AUTHORIZATION="Bearer sk-course-x")),
+        ("unknown", c.get("/v1/embeddings")),
+        ("digits", c.generic("POST", "/v1/completions", '{"seed": ' + "7" * 5000 + "}",
+                             content_type="application/json")),
+        ("host", c.get("/v1/models", HTTP_HOST="elsewhere.example"))]:
+    body = json.loads(response.content)
+    print(name, response.status_code, response.get("Retry-After"), sorted(body["error"]))
+"""
+
+
+def test_v1_answers_openai_json_in_production_with_redis_down(tmp_path):
+    """Under the production settings, with Redis not answering: 503 with Retry-After, 404, 400
+    (a 5,000-digit number answered 500 before authentication) and a refused Host header, all
+    as OpenAI's JSON error body."""
+    done = _production(tmp_path, V1_PROBE, REDIS_URL="redis://127.0.0.1:1/0")
+    lines = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines()}
+    keys = "['code', 'message', 'param', 'type']"
+    assert lines == {"models": f"503 5 {keys}", "unknown": f"404 None {keys}",
+                     "digits": f"400 None {keys}", "host": f"400 None {keys}"}, done.stderr[-2000:]

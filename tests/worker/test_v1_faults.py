@@ -68,3 +68,32 @@ def test_a_prompt_is_tokenized_while_the_engine_keeps_stepping(monkeypatch):
     finally:
         gate.set()
         loop.stop()
+
+
+@pytest.mark.slow
+def test_the_shared_engine_seats_a_second_owner_before_the_first_owners_backlog():
+    """One owner's many requests must not keep another waiting: the shared engine ran
+    first-come-first-served, and 40 streams on one key raised another key's time to first
+    token from 0.04 s to 6.6 s. Two seats here: owner A queues 6 requests, then owner B one;
+    B is seated as soon as a seat frees, before A's remaining 4."""
+    from worker.demo_engine import shared_engine_build
+
+    engine = shared_engine_build(str(SHIPPED), max_num_seqs=2)
+    assert engine.scheduler.policy == "fair"
+    loop = EngineLoop(engine).start()
+    try:
+        a, b = loop.client(owner="user:a"), loop.client(owner="user:b")
+        params = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
+        with loop.lock:  # all queued before the loop's next step
+            mine = [a.add_request([5, 6, 7 + i], params) for i in range(6)]
+            theirs = b.add_request([9, 9, 9], params)
+        order: list[str] = []
+        deadline = time.monotonic() + 30
+        while len(order) < 7 and time.monotonic() < deadline:
+            for client in (a, b):
+                order += [e["request_id"] for e in client.events(timeout=0.02)
+                          if e["type"] == "admitted"]
+        assert theirs in order and order.index(theirs) <= 2, order
+        assert set(order) == {*mine, theirs}
+    finally:
+        loop.stop()
