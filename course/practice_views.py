@@ -149,7 +149,10 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
         status = 200
     seconds_limit = minutes * 60
     started_token, nonce = _started_token(problem, seconds_limit)
-    owner, owner_merged = practice.practice_owner_tags(request)
+    # Showing the interview gives a new visitor an id (a session row): within the address's
+    # allowance of new sessions, else a tag for this page only (cookie-less GETs made rows).
+    owner, owner_merged = practice.practice_owner_tags(
+        request, create=request.method == "GET" and not new_session_allowed(request))
     return render(request, "course/practice_interview.html", {
         "problem": problem, "sheet": sheet, "minutes": minutes, "seconds_limit": seconds_limit,
         "started": started_token, "nonce": nonce, "answer": answer, "errors": errors,

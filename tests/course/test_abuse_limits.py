@@ -88,3 +88,15 @@ def test_expired_login_records_are_pruned():
     AccessLog.objects.filter().update(attempt_time=timezone.now() - timedelta(days=31))
     assert login_records_prune() == 4
     assert list(AccessAttempt.objects.values_list("pk", flat=True)) == [fresh.pk]
+
+
+def test_cookie_less_practice_views_stop_making_sessions(settings):
+    """Each cookie-less view of an interview gave the visitor an id, so a session row. Past
+    the address's allowance (3 here) the page still shows, with a draft tag for that page
+    only, and no row is written."""
+    settings.NEW_SESSIONS_PER_ADDRESS_PER_HOUR = 3
+    before = Session.objects.count()
+    for _ in range(6):
+        response = Client().get("/practice/1/", REMOTE_ADDR="203.0.113.80")
+        assert response.status_code == 200 and b'name="started"' in response.content
+    assert Session.objects.count() - before == 3
