@@ -308,8 +308,8 @@ def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",
     # The per-address counts are checked and taken (the row inserted) under one lock per
     # address, so parallel starts from one address cannot all pass a check before any of
     # them has inserted its run (the owner's one active run is a unique index already).
-    lock = redis().lock(f"lock:runstart:{client_addr or owner}", timeout=15,
-                        blocking_timeout=10)
+    lock = redis().lock(f"lock:runstart:{client_addr or owner}", timeout=30,
+                        blocking_timeout=30)
     if not lock.acquire():
         raise RateLimited(2, "Too many runs are starting from your address at once; try "
                           "again in 2 s.")
@@ -325,6 +325,10 @@ def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",
 
 def _run_start_locked(*, owner: str, demo: str, params: "RunParams | SchemaParams",
                       client_addr: str | None, work: int) -> Run:
+    # A parallel start of the same owner that held the lock before us has its run by now.
+    active = Run.objects.filter(owner=owner, state__in=Run.ACTIVE_STATES).first()
+    if active is not None:
+        raise RunConflict(active)
     _limits_check(owner=owner, client_addr=client_addr, demo=demo)
     _queue_check(anonymous=owner.startswith("session:"), work_tokens=work,
                  experiments=_is_experiment(demo))
