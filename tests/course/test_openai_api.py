@@ -204,46 +204,50 @@ def test_errors_come_in_openai_shape(openai_client, asgi_server):  # noqa: F811
 def test_a_key_over_its_limits_gets_429_with_retry_after(openai_client, api_key):
     import openai
 
+    from course.api_keys import _keys
     from demos.services import redis
 
     key, _ = api_key
-    minute = int(time.time() // 60)
-    redis().set(f"course:ratelimit:{key.pk}:requests:{minute}",
-                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)
-    redis().set(f"course:ratelimit:{key.pk}:requests:{minute + 1}",
-                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)  # the minute may turn over
+    requests_key, tokens_key, amounts_key, _ = _keys(key.user_id)
+    now = time.time()
+    redis().zadd(requests_key, {f"filler-{i}": now for i in range(
+        settings.API_KEY_REQUESTS_PER_MINUTE)})
     with pytest.raises(openai.RateLimitError) as limited:
         openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
     retry_after = int(limited.value.response.headers["Retry-After"])
     assert 1 <= retry_after <= 60 and limited.value.body["type"] == "requests"
-    for m in (minute, minute + 1):
-        redis().delete(f"course:ratelimit:{key.pk}:requests:{m}")
-        redis().set(f"course:ratelimit:{key.pk}:tokens:{m}",
-                    settings.API_KEY_TOKENS_PER_MINUTE, ex=120)
+    redis().delete(requests_key)
+    redis().zadd(tokens_key, {"filler": now})
+    redis().hset(amounts_key, "filler", settings.API_KEY_TOKENS_PER_MINUTE)
     with pytest.raises(openai.RateLimitError) as spent:
         openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
     assert spent.value.body["type"] == "tokens"
+    for name in (tokens_key, amounts_key):
+        redis().delete(name)
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
 @pytest.mark.slow
 def test_tokens_spent_count_against_the_key(openai_client, api_key):
+    """The reservation (prompt bytes + 8, then prompt tokens + max_tokens) becomes the usage
+    when the request ends: the account holds exactly what it used."""
+    from course.api_keys import _keys
     from demos.services import redis
 
     key, _ = api_key
+    _, _, amounts_key, inflight_key = _keys(key.user_id)
     out = openai_client.completions.create(model=MODEL, prompt="Decode is", max_tokens=5,
                                            temperature=0)
-    minute = int(time.time() // 60)
-    spent = sum(int(redis().get(f"course:ratelimit:{key.pk}:tokens:{m}") or 0)
-                for m in (minute - 1, minute))
+    spent = sum(int(v) for v in redis().hvals(amounts_key))
     assert spent == out.usage.total_tokens
+    assert redis().zcard(inflight_key) == 0  # its seat is free again
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
 @pytest.mark.slow
-def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
+def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client, api_key):
     import openai
 
     # As long an answer as the context allows (some 1.5 s on an idle machine), on a connection
@@ -263,6 +267,17 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
     assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
     delivered = sum(e.data["tokens"] for e in _stream_events(request_id) if e.type == "delta")
     assert delivered < 960
+    # The account is charged what was produced before the client left, not the whole
+    # reservation (prompt + 960), and its seat is free again.
+    from course.api_keys import _keys
+    from demos.services import redis as redis_client
+
+    _, _, amounts_key, inflight_key = _keys(api_key[0].user_id)
+    _wait_for(lambda: redis_client().zcard(inflight_key) == 0 or None)
+    prompt = next(e.data["prompt_tokens"] for e in _stream_events(request_id)
+                  if e.type == "accepted")
+    charged = int(redis_client().hget(amounts_key, request_id))
+    assert prompt <= charged <= prompt + delivered < prompt + 960
 
     # Without streaming too: the client gives up waiting, the request is aborted.
     from demos import events as run_events
