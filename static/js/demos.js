@@ -97,6 +97,14 @@
     const fieldError = data.field && root.querySelector('[data-error-for="' + data.field + '"]');
     if (fieldError) fieldError.textContent = data.error;
     else general.textContent = data.error || "Something went wrong (" + response.status + ").";
+    if (data.active_demo_url) {
+      // A run of another demo is still going: link to it, where it can be cancelled.
+      const link = el("a", "", "Go to the " + data.active_demo_name + " demo");
+      link.href = data.active_demo_url;
+      general.appendChild(document.createTextNode(" "));
+      general.appendChild(link);
+      general.appendChild(document.createTextNode("."));
+    }
   }
 
   // Plots built in Python (problems/plots.py: a plotly figure and the same numbers as a table),
@@ -219,7 +227,7 @@
     ["", "measured", "estimate", "measured ÷ estimate"].forEach(function (h) { head.appendChild(el("th", "", h)); });
     table.appendChild(head);
     [["Prefill", d.prefill_ms, est.prefill_ms, est.measured_over_estimate.prefill],
-     ["TTFT", d.ttft_ms, est.ttft_ms, est.measured_over_estimate.ttft],
+     ["TTFT (estimate: prefill only)", d.ttft_ms, est.ttft_ms, est.measured_over_estimate.ttft],
      ["TPOT", d.tpot_ms, est.tpot_ms, est.measured_over_estimate.tpot]].forEach(function (row) {
       const tr = el("tr");
       tr.appendChild(el("th", "", row[0]));
@@ -229,6 +237,11 @@
       table.appendChild(tr);
     });
     box.appendChild(table);
+    // The estimate of TTFT is the prefill's floor alone; say what else the measured one holds.
+    box.appendChild(el("p", "demo-note", "The TTFT estimate is the prefill's floor and nothing else. " +
+      "The measured TTFT also holds tokenizing (" + ms(d.tokenize_ms) + "), the wait in the queue (" +
+      ms(d.queue_ms) + ") and the prefill step's host work (scheduling, sampling the first token), " +
+      "none of which the arithmetic counts."));
     const working = el("ol", "estimate-steps");
     est.steps.forEach(function (s) {
       working.appendChild(el("li", "", s.label + ": " + s.expression + " = " + s.display));
@@ -361,7 +374,13 @@
       },
       done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
       finished: function (d) { kvShow(root, d); streamingResult(root, run, d.measured_vs_predicted); },
-      cancelled: function (d) { kvShow(root, d); },
+      cancelled: function (d) {
+        kvShow(root, d);
+        // The whole run stopped: no panel still streams, and none keeps a live button.
+        root.querySelectorAll(".stream:not(.ended)").forEach(function (col) {
+          streamEnded(col.dataset.stream, "cancelled with the run (" + d.reason + ")");
+        });
+      },
     };
   }
 

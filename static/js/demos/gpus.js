@@ -108,8 +108,9 @@
 
   async function latest(root) {
     const response = await fetch(root.dataset.hardwareUrl, { credentials: "same-origin" });
-    if (response.status === 200) return response.json();
-    return null;
+    if (response.status !== 200) return null;
+    const m = await response.json();
+    return m.measured === false ? null : m;
   }
 
   function wire(root) {
