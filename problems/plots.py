@@ -370,7 +370,8 @@ def _bar_cell(value: float, base: float | None) -> str:
 
 
 def _bar_table(plot: BarPlot) -> dict[str, list]:
-    headers = [plot.category_title or "", *(s.name for s in plot.series),
+    # A header for every column: an empty one is a screen reader's (and axe's) dead end.
+    headers = [plot.category_title or "case", *(s.name for s in plot.series),
                *(header for header, _ in plot.columns)]
     rows = []
     for i, category in enumerate(plot.categories):

@@ -108,21 +108,30 @@
   }
 
   // Plots built in Python (problems/plots.py: a plotly figure and the same numbers as a table),
-  // drawn beside their tables, as the calculators draw theirs.
+  // drawn as the calculators draw theirs (templates/problems/_plot.html): the title as HTML
+  // above the plot, the numbers behind "Show the numbers".
   function plotsDraw(container, plots, src) {
     container.replaceChildren();
     return plotlyLoad(src).then(function (Plotly) {
       return Promise.all((plots || []).map(function (plot) {
         const figure = el("figure", "plot-figure");
         const target = el("div", "plot");
-        const title = (plot.figure.layout.title || {}).text || "";
+        const layout = plot.figure.layout || {};
+        const title = (layout.title || {}).text || "";
+        delete layout.title;
+        layout.margin = Object.assign({}, layout.margin || {}, { t: 16 });
         target.setAttribute("role", "img");
-        target.setAttribute("aria-label", title + "; the table beside it lists the same numbers.");
-        const caption = el("figcaption", "plot-table-wrap");
+        target.setAttribute("aria-label", title + "; under Show the numbers, a table lists the same numbers.");
+        const details = el("details", "plot-numbers");
+        details.appendChild(el("summary", "", "Show the numbers"));
+        const scroll = el("div", "table-scroll");
+        scroll.tabIndex = 0;
+        scroll.setAttribute("role", "region");
+        scroll.setAttribute("aria-label", "The numbers of: " + title);
         const table = el("table", "plot-table");
         table.appendChild(el("caption", "", title + (plot.table.unit ? " (values: " + plot.table.unit + ")" : "")));
         const head = el("tr");
-        plot.table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
+        plot.table.headers.forEach(function (h) { const th = el("th", "", h || "case"); th.scope = "col"; head.appendChild(th); });
         const thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
         const body = el("tbody");
         plot.table.rows.forEach(function (row) {
@@ -131,11 +140,13 @@
           body.appendChild(tr);
         });
         table.appendChild(body);
-        caption.appendChild(table);
+        scroll.appendChild(table);
+        details.appendChild(scroll);
+        figure.appendChild(el("figcaption", "plot-title", title));
         figure.appendChild(target);
-        figure.appendChild(caption);
+        figure.appendChild(details);
         container.appendChild(figure);
-        return Plotly.newPlot(target, plot.figure.data, plot.figure.layout,
+        return Plotly.newPlot(target, plot.figure.data, layout,
           { displayModeBar: false, responsive: true }).then(function () { target.classList.add("drawn"); });
       }));
     });

@@ -159,6 +159,10 @@
     document.addEventListener("htmx:afterSettle", function () {
       if (root.measurement) overlay(root, root.measurement);
     });
+    // plots.js draws the rooflines plot when it comes into view, perhaps long after this.
+    document.addEventListener("course:plotdrawn", function () {
+      if (root.measurement) overlay(root, root.measurement);
+    });
   }
 
   function start() { document.querySelectorAll(".demo-gpus[data-hardware-url]").forEach(wire); }
