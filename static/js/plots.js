@@ -52,18 +52,13 @@
     });
   }, { rootMargin: "600px 0px" }) : null;
 
-  // An htmx swap brings new, undrawn elements (an outerHTML swap leaves the old target
-  // detached, so look at the document); a redrawn calculator is in view already.
+  // The page's plots, drawn as each nears the screen.
   function plotsWatch() {
     document.querySelectorAll("[data-plot]:not([data-plot-state])").forEach(function (element) {
       if (observer) observer.observe(element);
       else plotDraw(element);
     });
   }
-
-  window.coursePlots = { plotlyLoad: plotlyLoad, drawAll: function () {
-    document.querySelectorAll("[data-plot]:not([data-plot-state])").forEach(plotDraw);
-  } };
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", plotsWatch);
@@ -80,8 +75,15 @@
     (window.requestIdleCallback || function (f) { return setTimeout(f, 200); })(drawIdle);
   }
   window.addEventListener("load", function () { setTimeout(drawIdle, 1500); });
-  // htmx briefly gives a swapped-in element that shares an id with the old one the old
-  // attributes ("settling"), so look again once it has settled.
-  document.addEventListener("htmx:afterSwap", plotsWatch);
-  document.addEventListener("htmx:afterSettle", plotsWatch);
+  // A swap redraws a calculator the learner is working with: draw it now. htmx briefly gives
+  // a swapped-in element that shares an id with the old one the old attributes ("settling"),
+  // so look again once it has settled.
+  function plotsDrawNow() {
+    document.querySelectorAll("[data-plot]:not([data-plot-state])").forEach(function (element) {
+      if (observer) observer.unobserve(element);
+      plotDraw(element);
+    });
+  }
+  document.addEventListener("htmx:afterSwap", plotsDrawNow);
+  document.addEventListener("htmx:afterSettle", plotsDrawNow);
 })();
