@@ -119,7 +119,7 @@
     let ticking = false;
     function tick() {
       if (!state.startedAt) {
-        countdown.textContent = `${clockText(limit).replace(" left", "")} on the clock; it starts when you do`;
+        countdown.textContent = `${clockText(limit).replace(" left", "")} on the clock`;
         return;
       }
       // What the server subtracts from its own count: the question read before the clock ran.
