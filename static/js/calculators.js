@@ -1,8 +1,10 @@
 // Mark the values a calculator's last change moved: before htmx swaps the working in, note
 // each step's value by its label; after, flag the rows whose value changed and say what it was.
+// A plot's "Show the numbers" left open stays open across the swap.
 (function () {
   "use strict";
   var before = {};
+  var numbersOpen = {};
 
   function valuesOf(output) {
     var values = {};
@@ -17,6 +19,8 @@
     var target = event.detail.target;
     if (target && target.classList && target.classList.contains("calculator-output")) {
       before[target.id] = valuesOf(target);
+      numbersOpen[target.id] = Array.prototype.map.call(
+        target.querySelectorAll("details.plot-numbers"), function (d) { return d.open; });
     }
   });
 
@@ -24,8 +28,13 @@
     Object.keys(before).forEach(function (id) {
       var output = document.getElementById(id);
       var old = before[id];
+      var open = numbersOpen[id] || [];
       delete before[id];
+      delete numbersOpen[id];
       if (!output) return;
+      output.querySelectorAll("details.plot-numbers").forEach(function (d, i) {
+        if (open[i]) d.open = true;
+      });
       var moved = 0;
       output.querySelectorAll("table.steps tbody tr").forEach(function (row) {
         var label = row.querySelector("th"), value = row.querySelector("td.value");

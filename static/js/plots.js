@@ -68,7 +68,11 @@
   // Once the page has loaded, the plots not yet in view are drawn one at a time in idle
   // moments, so scrolling down finds them ready and nothing holds up the load event.
   function drawIdle() {
-    var next = document.querySelector("[data-plot]:not([data-plot-state])");
+    // Only plots that are laid out: one inside a closed fold would be drawn at a wrong size
+    // (the observer draws it once the fold opens and it comes into view).
+    var next = Array.prototype.find.call(
+      document.querySelectorAll("[data-plot]:not([data-plot-state])"),
+      function (element) { return element.getClientRects().length > 0; });
     if (!next) return;
     if (observer) observer.unobserve(next);
     plotDraw(next);
