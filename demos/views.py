@@ -85,7 +85,8 @@ def demo_home(slug: str) -> dict:
     url = (f"{reverse('course:problem', args=[number])}#demo-{slug}" if number
            else reverse("demos:demo_page", args=[slug]))
     name = slug.replace("-", " ")
-    return {"name": f"problem {number}'s {name}" if number else name, "url": url}
+    return {"name": f"problem {number}'s {name} demo" if number else f"the {name} demo",
+            "url": url}
 
 
 EXAMPLE_PROMPTS = (
@@ -153,8 +154,8 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
     except RunConflict as exc:
         run_id = str(exc.active.id)
         where = demo_home(exc.active.demo)
-        return _error(409, message=f"You already have a run of the {where['name']} demo in "
-                      "progress; cancel it there or wait for it to end.", active_run_id=run_id,
+        return _error(409, message=f"You already have a run of {where['name']} in progress; "
+                      "cancel it there or wait for it to end.", active_run_id=run_id,
                       active_events_url=_events_url(run_id), active_demo=exc.active.demo,
                       active_demo_name=where["name"], active_demo_url=where["url"])
     except (QueueFull, RateLimited) as exc:

@@ -99,7 +99,7 @@
     else general.textContent = data.error || "Something went wrong (" + response.status + ").";
     if (data.active_demo_url) {
       // A run of another demo is still going: link to it, where it can be cancelled.
-      const link = el("a", "", "Go to the " + data.active_demo_name + " demo");
+      const link = el("a", "", "Go to " + data.active_demo_name);
       link.href = data.active_demo_url;
       general.appendChild(document.createTextNode(" "));
       general.appendChild(link);
