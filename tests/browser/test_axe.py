@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.usefixtures("tr
 
 PAGES = ["/", *(f"/pages/{n:02d}/" for n in range(1, 11)), "/numbers/", "/calculators/",
          "/calculators/kv-cache/", "/practice/", "/practice/1/", "/practice/1/history/",
+         "/practice/drills/", "/practice/drills/next/", "/practice/drills/history/",
          "/accounts/login/", "/accounts/signup/", "/demos/lifecycle/", "/api/docs"]
 
 WIDTHS = {"desktop": 1280, "phone": 390}
