@@ -27,7 +27,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase, times_phrase
+from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase, times_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -240,6 +240,18 @@ def context(*, request: HttpRequest) -> dict:
         "pcie_text": bandwidth_format(PCIE_GEN5_X16_ONE_WAY),
         "pcie_both_text": bandwidth_format(2 * PCIE_GEN5_X16_ONE_WAY),
         "pcie_efficiency_percent": percent_format(inputs["pcie_efficiency"]),
+        # Offload and recompute are timed on one replica of the first node that holds the
+        # model and one user (kv_sizing); where none does, the page says so.
+        "offload_gpus_text": count_phrase(r["offload_tp"], gpu_get(r["offload_gpu"]).short_name),
+        "sizing_gpus_text": list_phrase([f"{row['short_name']}s" for row in r["gpus"]],
+                                        conjunction="or"),
+        "offload_tp": r["offload_tp"],
+        "offload_fits": r["offload_fits"],
+        # A lever that saves nothing at these inputs says so instead of a cost.
+        "mean_saves": inputs["mean_tokens"] < inputs["tokens"],
+        "window_saves": inputs["window_share"] > 0 and inputs["window_tokens"] < inputs["tokens"],
+        "h100_fewest_layout_text": (f"{count_format(h100['replicas'], 'replica')} of tensor "
+                                    f"parallel {h100['tp']}" if h100["batch"] else ""),
         "reload_text": seconds_format(float(r["reload_seconds"])),
         "recompute_text": seconds_format(float(r["recompute_seconds"])),
         "recompute_bound": r["recompute_bound"],
