@@ -429,3 +429,31 @@ def test_p21_equal_rates_move_no_waiting(client) -> None:
     page said fairness 'moves waiting from the light tenants to the heavy one'."""
     worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=2")
     assert "favours nobody" in worked and "moves waiting" not in worked
+
+
+def test_p07_the_rule_of_thumb_is_faulted_only_where_attention_is_large(client) -> None:
+    """Found on the fresh review: at a 1,000-token prompt on Llama 3.1 8B the page said two
+    FLOPs per parameter per token "would miss" attention, which is 1.84% of the prefill there
+    (by hand: 524,288 FLOP per pair × 1,000 × 1,001 ÷ 2 = 2.6×10¹¹ against 2 × 6.98×10⁹ ×
+    1,000 = 1.4×10¹³). At the default 100,000 tokens attention is 65.3% and the rule does."""
+    short = section_text(client, 7, "worked", "?p07-long-prompt_tokens=1000")
+    assert "would miss it" not in short
+    assert "at this length the rule of thumb of two FLOPs per parameter per token is close" in short
+    assert "would miss it" in section_text(client, 7, "worked")
+
+
+def test_p07_one_chunk_and_two_near_equal_chunks_read_right(client) -> None:
+    """Found on the fresh review: a 1,000-token prompt (one chunk of the 2,016 a 2,048 budget
+    leaves) read "the first chunk's step ... the largest chunk's step, late in the prompt"; Llama
+    2 7B's 4,000 tokens in two chunks of 2,047 read "the later chunks cost 1.03× the first
+    because they attend to more of the prompt" (57.4 ms ÷ 55.8 ms); with no streams decoding the
+    budget was left "after the decodes' one token each"."""
+    one = section_text(client, 7, "worked", "?p07-long-prompt_tokens=1000")
+    assert "late in the prompt" not in one and "The prompt's one step takes 29.8 ms" in one
+    two = section_text(client, 7, "worked", "?p07-long-model=llama-2-7b&p07-long-prompt_tokens=4000"
+                       "&p07-long-decode_batch=1")
+    assert "The later chunks cost" not in two
+    assert "The last chunk's step is barely longer than the first's (1.03×)" in two
+    idle = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
+    assert "after the decodes' one token each" not in idle
+    assert "2,048 tokens for the prompt, with no decodes to carry" in idle
