@@ -457,3 +457,26 @@ def test_p07_one_chunk_and_two_near_equal_chunks_read_right(client) -> None:
     idle = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
     assert "after the decodes' one token each" not in idle
     assert "2,048 tokens for the prompt, with no decodes to carry" in idle
+
+
+def test_p06_the_batch_set_beside_this_one_is_larger_or_smaller_as_it_is(client) -> None:
+    """Found on the fresh review: at a batch of 100,000 the page said "a larger batch draws a
+    longer longest: at 256 sequences ...". From 256 up it now sets a smaller batch beside it:
+    by hand, the longest of 8 uniform draws on [16, 1,024] is 16 + 1,008 × 8 ÷ 9 = 912 tokens,
+    912 ÷ 520 = 1.75×."""
+    big = section_text(client, 6, "worked", "?p06-batching-batch=256")
+    assert "A larger batch" not in big
+    assert "A smaller batch draws a shorter longest: at 8 sequences the ratio is 1.75×" in big
+    assert "A larger batch draws a longer longest: at 256 sequences the ratio is 1.96×" in (
+        section_text(client, 6, "worked"))
+
+
+def test_p06_equal_lengths_are_not_called_a_spread(client) -> None:
+    """Found on the fresh review: shortest = longest = 500 read "spread evenly between 500 tokens
+    and 500 tokens" and "an exponential tail of mean 256 tokens gives 1× (the mean is 500
+    tokens)"; with no spread both schedules run alike, 500 ÷ 500 = 1×."""
+    same = section_text(client, 6, "worked",
+                        "?p06-batching-output_min=500&p06-batching-output_max=500")
+    assert "spread evenly between 500 tokens and 500 tokens" not in same
+    assert "all 500 tokens long" in same
+    assert "exponential tail of mean" not in same and "run alike (1×)" in same
