@@ -168,3 +168,29 @@ def test_the_page_says_how_vllm_shares_today_and_names_the_alternatives(client) 
     assert "today's vLLM (V1) fans n samples out" in answer
     followups = section_text(client, "followups")
     assert "(V1) only recomputes" in followups
+
+
+def test_a_cap_that_binds_for_every_policy_is_not_called_a_gain(client) -> None:
+    """Found on the fresh review: with max_num_seqs 1 (short chats, 100:200:100) every policy
+    runs 1 sequence, yet the page said paged blocks "seat 1× the sequences ... and throughput
+    rises about as much, 1×: ... more sequences share the same weight reads". By hand the
+    memory would hold 57.6 GB ÷ (258 tokens × 131,072 B) = 1,704 sequences; the cap holds both
+    policies to 1, so paging adds no sequence and no throughput."""
+    query = "?p04-paging-mix=100:200:100&p04-paging-max_num_seqs=1"
+    worked = section_text(client, "worked", query)
+    assert "more sequences share the same weight reads" not in worked
+    assert "seat 1×" not in worked
+    assert "run the same 1 sequence as reserving 8,192 tokens" in worked
+    assert "memory would hold 1,704 sequences" in worked
+    answer = section_text(client, "answer", query)
+    assert "1× the batch" not in answer and "binds before memory does" in answer
+
+
+def test_the_cache_format_takes_its_article(client) -> None:
+    """Found on the fresh review: "with a FP8 (E4M3) cache" and "with a FP32 (the course's CPU
+    demo model only) cache"."""
+    fp8 = section_text(client, "worked", "?p04-paging-kv_dtype=fp8")
+    assert "with an FP8 (E4M3) cache" in fp8 and "a FP8" not in fp8
+    course = section_text(client, "worked", "?p04-paging-model=course-lm&p04-paging-max_len=256"
+                          "&p04-paging-mix=100:40:40")
+    assert "with an FP32 cache" in course
