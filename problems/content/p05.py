@@ -156,6 +156,10 @@ def _chip(gid: str) -> dict:
             "source": source}
 
 
+# A traffic ratio under this reads "about the same bytes", not "1.01× the bytes".
+TRAFFIC_CLOSE = 1.05
+
+
 def _speedup_text(*, worst: float, best: float) -> str:
     """The fused kernel's time floors against the standard one's, as words: the re-read worst
     case can lose when tiles are small, and where arithmetic bounds both it gains nothing."""
@@ -210,6 +214,11 @@ def context(*, request: HttpRequest) -> dict:
         "speedup_text": _speedup_text(worst=r["standard_seconds"] / r["fused_tiles_seconds"],
                                       best=r["standard_seconds"] / r["fused_min_seconds"]),
         "tiles_win": float(r["traffic_ratio"]) > 1,
+        # Within 5% the two paths move about the same bytes (one token, or a few): no "1.01×".
+        "traffic_close": float(r["traffic_ratio"]) < TRAFFIC_CLOSE,
+        # A sequence no longer than one tile reads K and V once even with re-reads counted.
+        "one_tile": float(r["fused_tiles_bytes"]) <= float(r["fused_min_bytes"]),
+        "fused_min_intensity": number_format(float(r["flops"]) / float(r["fused_min_bytes"])),
         "traffic_inverse_text": f"{number_format(1 / float(r['traffic_ratio']))}×",
         "min_ratio_text": f"{number_format(float(r['standard_bytes'] / r['fused_min_bytes']))}×",
         "standard_intensity": number_format(float(r["standard_intensity"])),

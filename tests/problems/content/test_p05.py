@@ -237,3 +237,18 @@ def test_the_learners_own_length_is_always_on_the_plots() -> None:
         assert [m.x for m in plot.marks] == [128] and "your 128 tokens" in plot.marks[0].label
     plot = p05.time_plot(inputs={**inputs, "tokens": 1_000}, result=None)
     assert 1_000 in plot.series[0].x and plot.marks[0].x == 1_000
+
+
+def test_one_tile_and_a_tiny_sequence_read_right(client) -> None:
+    """Found on the fresh review: at 64 tokens of course-lm with tiles of 128 rows the page said
+    the fused intensity is "far higher when each tensor moves once", though one tile reads K and
+    V once either way (131,072 B both, 4.2×10⁶ FLOP ÷ 131,072 B = 32 FLOP/B both); at one token
+    it said the standard path moves "1.01× the bytes" (66,048 ÷ 65,536). At the defaults the
+    each-once intensity is now given: 3.5×10¹³ FLOP ÷ 2.15 GB = N ÷ 2 = 16,384 FLOP/B."""
+    small = section_text(client, "worked", "?p05-attn-model=course-lm&p05-attn-gpu=b200"
+                         "&p05-attn-tokens=64")
+    assert "far higher" not in small
+    assert "the whole sequence is one tile of queries" in small
+    one = section_text(client, "worked", "?p05-attn-tokens=1&p05-attn-tile_rows=1")
+    assert "moves about the same bytes as the tiled kernel here (1.01×)" in one
+    assert "16,384 when each tensor moves once" in section_text(client, "worked")
