@@ -16,7 +16,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase
+from problems.arithmetic.wording import ratio_phrase, share_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -29,6 +29,8 @@ SLUG = "tenant-fairness"
 PREFIX = "p21-tenants"
 SWEEP_SLUG = "tenant-waits"
 SWEEP_PREFIX = "p21-sweep"
+# A refused share below this reads "almost nothing" (share_phrase writes it "under 0.1%").
+REFUSED_NOTED = 0.001
 MS = 1e3
 RATE_FIELD_MAX = 1e6
 # VTC's linear cost in its paper's experiments and its artifact's default (vtc_req_queue.py:
@@ -184,7 +186,11 @@ def context(*, request: HttpRequest) -> dict:
         "fair_mean_text": (seconds_format(r["fair_mean_wait_seconds"])
                            if r["fair_mean_wait_seconds"] is not None else ""),
         "excess_text": _rate(r["heavy_excess_rate"]),
-        "refused_text": percent_format(r["heavy_refused_share"]),
+        "refused_text": share_phrase(r["heavy_refused_share"]),
+        "fluid_refused_text": percent_format(r["heavy_fluid_refused_share"]),
+        # An M/M/1/K queue refuses a little even below capacity; under a tenth of a percent
+        # is "almost nothing".
+        "refuses_some": r["heavy_refused_share"] >= REFUSED_NOTED,
         "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
         "bucket_depth_text": count_format(r["bucket_depth_tokens"], "token"),
         "retry_after_text": seconds_format(r["retry_after_seconds"]),

@@ -480,3 +480,16 @@ def test_p06_equal_lengths_are_not_called_a_spread(client) -> None:
     assert "spread evenly between 500 tokens and 500 tokens" not in same
     assert "all 500 tokens long" in same
     assert "exponential tail of mean" not in same and "run alike (1×)" in same
+
+
+def test_p21_a_short_bound_refuses_far_more_than_the_excess(client) -> None:
+    """Found on the fresh review: with a queue bound of 1 the worked answer said the excess is
+    refused with 429 "(5.56% of its requests)", 2 ÷ 36; an M/M/1/K queue of one place at
+    ρ_h = 36/34 refuses ρ ÷ (1 + ρ) = 51.4%."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-queue_bound=1")
+    assert "refused with 429: 51.4% of its requests" in worked
+    assert "would say 5.56%" in worked
+    near = section_text(client, 21, "worked",
+                        "?p21-tenants-heavy_rate=33.9&p21-tenants-queue_bound=8")
+    assert "this fluid model does not count those refusals" not in near
+    assert "even below capacity: 11% of its requests" in near
