@@ -135,7 +135,9 @@ def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
 
 
 def _rate(value: float) -> str:
-    return rate_format(value, "requests/s")
+    # "1 request/s", never "1 requests/s" (the phrasing helper keeps unit symbols such as
+    # "tokens/s" as they are, so the singular is said here).
+    return rate_format(value, "request/s" if number_format(value) == "1" else "requests/s")
 
 
 def context(*, request: HttpRequest) -> dict:

@@ -493,3 +493,12 @@ def test_p21_a_short_bound_refuses_far_more_than_the_excess(client) -> None:
                         "?p21-tenants-heavy_rate=33.9&p21-tenants-queue_bound=8")
     assert "this fluid model does not count those refusals" not in near
     assert "even below capacity: 11% of its requests" in near
+
+
+def test_p21_one_request_per_second_is_singular(client) -> None:
+    """Found on the fresh review: one light tenant at 1 req/s read "1 light tenant sends 1
+    requests/s"."""
+    worked = section_text(client, 21, "worked",
+                          "?p21-tenants-light_tenants=1&p21-tenants-light_rate=1")
+    assert "1 light tenant sends 1 request/s;" in worked
+    assert "1 requests/s" not in worked
