@@ -172,6 +172,9 @@ def context(*, request: HttpRequest) -> dict:
         "own_per_gpu_text": bytes_short(own_gpu),
         "mla_per_gpu_vs_own": ratio_phrase(mla_same, own_gpu, more="more", less="less"),
         "mla_per_gpu_more": mla_same > own_gpu,
+        # A model with few, small heads (course-lm: 4 KV heads of 32) caches less than MLA's
+        # latent would at its layer count: then MLA saves nothing at all.
+        "mla_saves": mla_same < own,
         "tp_pp_per_gpu_text": bytes_short(tp_pp),
         "node_gpus_double": NODE_GPUS * 2,
         "model_id": m.id, "attention": m.attention,

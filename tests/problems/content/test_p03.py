@@ -340,3 +340,17 @@ def test_a_lever_that_saves_nothing_says_so(client) -> None:
         client, "worked", "?p03-kv-window_share=0")
     one = section_text(client, "worked", "?p03-kv-users=1&p03-kv-tokens=131072")
     assert "For 1 user: 42.9 GB" in one and "All users" not in one
+
+
+def test_mla_is_not_offered_as_a_saving_where_it_would_cache_more(client) -> None:
+    """Found on the fresh review: course-lm caches 6 layers × 2 × 4 KV heads × 32 × 4 B =
+    6,144 B per token; DeepSeek-V3's latent at its 6 layers in FP32 is 6 × 576 × 4 = 13,824 B,
+    2.25× more, yet the answer said MLA "saves memory per GPU only with data-parallel
+    attention", as if it saved memory at all."""
+    query = "?p03-kv-model=course-lm&p03-kv-tokens=1024&p03-kv-mean_tokens=512"
+    answer = section_text(client, "answer", query)
+    assert "saves memory per GPU" not in answer
+    assert "would be 13,824 B per token, 2.25× more than its own cache" in answer
+    worked = section_text(client, "worked", query)
+    assert "no saving: with KV heads this small" in worked
+    assert "MLA wins per GPU" not in worked
