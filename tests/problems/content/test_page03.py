@@ -502,3 +502,15 @@ def test_p21_one_request_per_second_is_singular(client) -> None:
                           "?p21-tenants-light_tenants=1&p21-tenants-light_rate=1")
     assert "1 light tenant sends 1 request/s;" in worked
     assert "1 requests/s" not in worked
+
+
+def test_p07_a_chunking_cost_past_doubling_is_a_multiple(client) -> None:
+    """Found on the fresh review: course-lm's 900-token prompt in chunks of 32 (a budget of 64
+    less 32 decodes) read "Chunking costs it 1,238%"; its chunked TTFT, 289 µs, is 13.4 times
+    the one pass's 21.6 µs, each of 29 steps paying a full weight read."""
+    worked = section_text(client, 7, "worked", "?p07-long-model=course-lm"
+                          "&p07-long-prompt_tokens=900&p07-long-decode_context_tokens=100"
+                          "&p07-long-token_budget=64")
+    assert "1,238%" not in worked
+    assert "Chunking costs it 13.4× its one-pass TTFT" in worked
+    assert "Chunking costs it 0.627%" in section_text(client, 7, "worked")
