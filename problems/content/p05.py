@@ -51,10 +51,12 @@ PREFIX = "p05-attn"
 KERNELS_FILE = Path(__file__).resolve().parents[2] / "worker" / "attention_kernels.py"
 
 
-def _lengths(tokens: int) -> list[int]:
+def _lengths(tokens: int, model: str) -> list[int]:
     """The plots' sequence lengths: from 512 (or the learner's own, if shorter) to 131,072 (or
-    theirs, if longer), with the learner's own always among them."""
-    return sorted(set(sweep_whole(min(512, tokens), max(131_072, tokens), count=12)) | {tokens})
+    theirs, if longer), never past the model's window, with the learner's own always among
+    them."""
+    top = max(min(131_072, model_get(model).context or 131_072), tokens)
+    return sorted(set(sweep_whole(min(512, tokens), top, count=12)) | {tokens})
 
 
 def _your_length(tokens: int) -> tuple[Mark, ...]:
@@ -63,7 +65,7 @@ def _your_length(tokens: int) -> tuple[Mark, ...]:
 
 def traffic_plot(*, inputs: dict, result) -> Plot:
     """HBM traffic and the standard path's intermediate memory against sequence length."""
-    xs = _lengths(inputs["tokens"])
+    xs = _lengths(inputs["tokens"], inputs["model"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     g = gpu_get(inputs["gpu"])
     memory = g.memory_total_bytes / GB
@@ -84,7 +86,7 @@ def traffic_plot(*, inputs: dict, result) -> Plot:
 
 
 def time_plot(*, inputs: dict, result) -> Plot:
-    xs = _lengths(inputs["tokens"])
+    xs = _lengths(inputs["tokens"], inputs["model"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     return Plot(
         title="Time floor of one layer's attention (roofline)",

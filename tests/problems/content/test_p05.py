@@ -121,7 +121,8 @@ def test_the_tile_hint_computes_its_sizes(client) -> None:
     160 KiB, and a smaller head_dim shrinks them (the words follow the inputs)."""
     follow = section_text(client, "followups")
     assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
-    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
+    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32"
+                         "&p05-attn-tokens=1024")
     assert "80 KiB" not in small
 
 
@@ -213,7 +214,7 @@ def test_decode_reads_each_kv_head_once_only_when_the_kernel_packs_gqa(client) -
     assert "PackGQA" in text and "loads every KV head 8 times per step" in text
     assert "at about 8 FLOP per byte" in text
     # Llama 2 7B has one KV head per query head: no packing to speak of.
-    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b")
+    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b&p05-attn-tokens=4096")
     assert "one KV head per query head, so each is loaded once per step by any kernel" in mha
 
 
@@ -252,3 +253,18 @@ def test_one_tile_and_a_tiny_sequence_read_right(client) -> None:
     one = section_text(client, "worked", "?p05-attn-tokens=1&p05-attn-tile_rows=1")
     assert "moves about the same bytes as the tiled kernel here (1.01×)" in one
     assert "16,384 when each tensor moves once" in section_text(client, "worked")
+
+
+def test_a_prefill_past_the_models_window_is_refused(client) -> None:
+    """Found on the fresh review: Llama 3.1 405B "prefilling 64 sequences of 1,000,000 tokens"
+    was worked through, though its window is 131,072 tokens; the form now refuses it beside
+    the field, as problem 3 does, and the plots stop at the model's window."""
+    body = client.get("/api/calc/attention-io", {"model": "llama-3.1-405b", "tokens": 1_000_000})
+    assert body.status_code == 400 and b"context window of 131,072 tokens" in body.content
+    worked = section_text(client, "worked",
+                          "?p05-attn-model=llama-3.1-405b&p05-attn-tokens=1000000")
+    assert "were refused" in worked and "1,000,000 tokens exceeds" in worked
+    # Llama 2 7B's plots end at its 4,096-token window.
+    text = section_text(client, "worked", "?p05-attn-model=llama-2-7b&p05-attn-tokens=512")
+    assert "| 4,096 |" in text or "4,096" in text
+    assert "131,072" not in text
