@@ -514,3 +514,16 @@ def test_p07_a_chunking_cost_past_doubling_is_a_multiple(client) -> None:
     assert "1,238%" not in worked
     assert "Chunking costs it 13.4× its one-pass TTFT" in worked
     assert "Chunking costs it 0.627%" in section_text(client, 7, "worked")
+
+
+def test_p21_the_bound_on_the_heavy_wait_is_called_a_bound(client) -> None:
+    """Found on the fresh review: at the defaults the heavy tenant's 64 queued ÷ 34/s = 1.88 s
+    is Little's law at a full queue, the longest it waits, yet the worked answer said it waits
+    "about" that and the model answer "here 1.88 s"."""
+    worked = section_text(client, 21, "worked")
+    assert "wait at most bound ÷ service rate = 1.88 s" in worked
+    answer = section_text(client, 21, "answer")
+    assert "here up to 1.88 s for the heavy tenant" in answer
+    # Below capacity its wait is the priority formula's, not a bound: 16.25 ÷ (0.85 × 0.35).
+    assert "here 54.6 ms for the heavy tenant" in section_text(
+        client, 21, "answer", "?p21-tenants-heavy_rate=20")
