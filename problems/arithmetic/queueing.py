@@ -14,7 +14,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import amount_phrase, share_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
 
 SERVERS_MAX = 100_000
 RATE_MAX = 1e9
@@ -232,6 +232,19 @@ def priority_waits(*, first_rate: float, second_rate: float,
     first = w0 / (1 - rho_1)
     second = math.inf if rho >= 1 else w0 / ((1 - rho_1) * (1 - rho))
     return first, second
+
+
+def kingman_wait(*, utilization: float, arrival_cv2: float, service_cv2: float,
+                 mean_service: float) -> float:
+    """Kingman's G/G/1 approximation of the mean wait in queue (seconds):
+    ρ ÷ (1 − ρ) × (Ca² + Cs²) ÷ 2 × E[S], with Ca² and Cs² the squared coefficients of variation
+    of the gaps between arrivals and of the service times (1 each for Poisson arrivals and
+    exponential service, which gives M/M/1's ρ ÷ (1 − ρ) × E[S] exactly). Bursts or retries
+    raise Ca² just as a long-tailed service raises Cs². ρ 0.8, Ca² 4, Cs² 1, E[S] 2 s:
+    4 × 2.5 × 2 = 20 s, against M/M/1's 8 s."""
+    if not 0 <= utilization < 1:
+        raise ValueError(f"a stable queue needs 0 ≤ ρ < 1, not {utilization}")
+    return utilization / (1 - utilization) * (arrival_cv2 + service_cv2) / 2 * mean_service
 
 
 def tenant_fairness(
@@ -554,7 +567,8 @@ def tail_latency(
         Step("M/M/1 p99 ÷ p50 of response, at any load", "ln 100 ÷ ln 2", ratio_mm1, "×",
              f"{number_format(ratio_mm1)}×"),
         Step(f"M/M/{c} at {percent_format(rho)}: chance an arrival waits (Erlang C)",
-             f"{c} servers, {number_format(rho * c)} erlangs", minec["wait_probability"], "",
+             f"{count_phrase(c, 'server')}, {number_format(rho * c)} erlangs",
+             minec["wait_probability"], "",
              percent_format(minec["wait_probability"])),
         Step(f"M/M/{c} at {percent_format(rho)}: p99 wait and response",
              f"p99 wait {seconds_format(minec['p99_wait_seconds'])}; p50 response "
