@@ -194,3 +194,24 @@ def test_the_cache_format_takes_its_article(client) -> None:
     course = section_text(client, "worked", "?p04-paging-model=course-lm&p04-paging-max_len=256"
                           "&p04-paging-mix=100:40:40")
     assert "with an FP32 cache" in course
+
+
+def test_a_mix_near_the_maximum_is_not_explained_by_the_weights(client) -> None:
+    """Found on the fresh review: with 8,000-token prompts and 100-token answers under an
+    8,192-token maximum, paging seats 54 sequences against 53 (1.02×), and the page said
+    throughput rises "about as much, 1×: the weights dominate each step", though the step is
+    21.5 ms of which the weights' read is 15 GB ÷ 3.35 TB/s ≈ 4.5 ms. The reason is that the
+    requests nearly reach the maximum: 8,050 held on average of 8,192 reserved."""
+    query = "?p04-paging-mix=100:8000:100"
+    worked = section_text(client, "worked", query)
+    assert "the weights dominate each step" not in worked
+    assert "seat about as many sequences as reserving 8,192 tokens (1.02×)" in worked
+    assert "nearly reach the maximum" in section_text(client, "answer", query)
+
+
+def test_a_throughput_that_does_not_rise_is_not_said_to_rise(client) -> None:
+    """Found on the fresh review: at 1% MFU every policy's step is compute-bound and each runs
+    617 tokens/s (53 sequences ÷ 85.9 ms; 222 ÷ 360 ms), yet the page said throughput "rises
+    only 1×"."""
+    worked = section_text(client, "worked", "?p04-paging-mfu=0.01")
+    assert "rises only 1×" not in worked and "throughput does not rise at all (1×)" in worked
