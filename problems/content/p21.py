@@ -5,6 +5,7 @@ share), the sweep of waits against the heavy tenant's rate, and every figure the
 """
 
 import functools
+import math
 
 from django.http import HttpRequest
 
@@ -165,6 +166,8 @@ def context(*, request: HttpRequest) -> dict:
         "fcfs_wait_text": seconds_format(r["fcfs_wait_seconds"]) if r["fcfs_stable"] else "",
         "fcfs_settled": r["fcfs_settled"],
         "growth_text": number_format(r["fcfs_wait_growth"]),
+        # λ = μ exactly: no drift for the backlog, only the diffusion's √t.
+        "at_capacity": math.isclose(r["total_rate"], r["service_rate"], rel_tol=1e-9),
         "backlog_text": number_format(r["fcfs_backlog_requests"]),
         "fcfs_after_text": seconds_format(r["fcfs_wait_after_overload_seconds"]),
         "share_text": _rate(r["fair_share_rate"]),

@@ -527,3 +527,13 @@ def test_p21_the_bound_on_the_heavy_wait_is_called_a_bound(client) -> None:
     # Below capacity its wait is the priority formula's, not a bound: 16.25 ÷ (0.85 × 0.35).
     assert "here 54.6 ms for the heavy tenant" in section_text(
         client, 21, "answer", "?p21-tenants-heavy_rate=20")
+
+
+def test_p21_a_load_at_capacity_is_not_called_an_excess(client) -> None:
+    """Found on the fresh review: at a heavy rate of 34 the load is 34 + 3 × 2 = 40 requests/s
+    = μ, yet the page said "the load exceeds capacity ... every tenant's wait by 0 seconds per
+    second of overload". At ρ = 1 the backlog has no drift; the diffusion alone gives
+    √(2 × 80 × 60 ÷ π) ≈ 55 requests after 60 s, 55.3 ÷ 40 = 1.38 s."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=34")
+    assert "exceeds capacity" not in worked and "0 seconds per second" not in worked
+    assert "The load equals capacity" in worked and "55.3 requests" in worked
