@@ -168,6 +168,9 @@ def context(*, request: HttpRequest) -> dict:
         "growth_text": number_format(r["fcfs_wait_growth"]),
         # λ = μ exactly: no drift for the backlog, only the diffusion's √t.
         "at_capacity": math.isclose(r["total_rate"], r["service_rate"], rel_tol=1e-9),
+        # The heavy tenant sends exactly what the light tenants leave: no excess, all bursts.
+        "heavy_at_capacity": math.isclose(inputs["heavy_rate"], r["heavy_capacity_rate"],
+                                          rel_tol=1e-9),
         "backlog_text": number_format(r["fcfs_backlog_requests"]),
         "fcfs_after_text": seconds_format(r["fcfs_wait_after_overload_seconds"]),
         "share_text": _rate(r["fair_share_rate"]),

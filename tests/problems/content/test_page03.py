@@ -537,3 +537,13 @@ def test_p21_a_load_at_capacity_is_not_called_an_excess(client) -> None:
     worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=34")
     assert "exceeds capacity" not in worked and "0 seconds per second" not in worked
     assert "The load equals capacity" in worked and "55.3 requests" in worked
+
+
+def test_p21_a_heavy_tenant_exactly_at_its_capacity_has_no_excess(client) -> None:
+    """Found on the fresh review: at 34 requests/s, exactly the 40 − 3 × 2 the light tenants
+    leave, the page said "It sends 0 requests/s more than that". With ρ_h = 1 an M/M/1/K queue
+    of 64 refuses 1 ÷ 65 = 1.54%."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=34")
+    assert "0 requests/s more" not in worked
+    assert "It sends exactly that, so on average it has no excess" in worked
+    assert "refused with 429: 1.54% of its requests" in worked
