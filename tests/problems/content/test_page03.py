@@ -547,3 +547,10 @@ def test_p21_a_heavy_tenant_exactly_at_its_capacity_has_no_excess(client) -> Non
     assert "0 requests/s more" not in worked
     assert "It sends exactly that, so on average it has no excess" in worked
     assert "refused with 429: 1.54% of its requests" in worked
+
+
+def test_p21_the_light_bound_is_reached_when_the_replica_is_always_busy(client) -> None:
+    """Found on the fresh review: past capacity a light tenant waits exactly (1 ÷ 40) ÷ (1 −
+    0.15) = 29.4 ms, the bound itself, yet the page said its wait "stays below 29.4 ms"."""
+    worked = section_text(client, 21, "worked")
+    assert "stays below" not in worked and "stays at or below 29.4 ms" in worked
