@@ -128,7 +128,7 @@ def test_p21_worked_figures_equal_the_api(client) -> None:
     assert r["fcfs_wait_seconds"] is None and not r["fcfs_stable"]
     assert seconds_format(r["fcfs_wait_after_overload_seconds"]) in worked
     assert f"ρ_light), {seconds_format(r['light_wait_seconds'])}" in worked
-    assert f"stays below {seconds_format(r['light_wait_bound_seconds'])}" in worked
+    assert f"stays at or below {seconds_format(r['light_wait_bound_seconds'])}" in worked
     assert percent_format(r["heavy_refused_share"]) in worked
     assert "5,000 tokens/s, 10,000 tokens deep" in worked
 
