@@ -158,8 +158,12 @@ def context(*, request: HttpRequest) -> dict:
                                    dtype=checkpoint, kv_dtype=kv_d.id,
                                    memory_fraction=inputs["memory_fraction"],
                                    reserve_gb=inputs["reserve_gb"]) if checkpoint else None)
+    # The follow-up's pipeline example starts where tensor parallelism stops dividing the
+    # cache: at the KV-head count (8 for Llama 3.1 70B; 32 for Llama 2 7B, whose tp 16 still
+    # splits heads), or at the node's 8 for MLA, whose latent no tp splits.
+    tp_last = NODE_GPUS if m.attention == "MLA" else m.kv_heads
     tp_pp = float(kv_cache(model=m.id, tokens=1, dtype=kv_d.id,
-                           tp=NODE_GPUS)["total_bytes_per_gpu"]) / 2
+                           tp=tp_last)["total_bytes_per_gpu"]) / 2
     return {
         "checkpoint_dtype_name": dtype_get(checkpoint).name if checkpoint else "",
         "checkpoint_node_text": (count_format(checkpoint_node["users"], "user")
@@ -176,7 +180,7 @@ def context(*, request: HttpRequest) -> dict:
         # latent would at its layer count: then MLA saves nothing at all.
         "mla_saves": mla_same < own,
         "tp_pp_per_gpu_text": bytes_short(tp_pp),
-        "node_gpus_double": NODE_GPUS * 2,
+        "tp_last": tp_last, "tp_last_double": tp_last * 2,
         "model_id": m.id, "attention": m.attention,
         "per_token_working": per_token_step.expression,
         "kv_exceeds_weights": float(r["kv_over_weights"]) > 1,

@@ -354,3 +354,15 @@ def test_mla_is_not_offered_as_a_saving_where_it_would_cache_more(client) -> Non
     worked = section_text(client, "worked", query)
     assert "no saving: with KV heads this small" in worked
     assert "MLA wins per GPU" not in worked
+
+
+def test_the_pipeline_example_starts_where_heads_stop_splitting(client) -> None:
+    """Found on the fresh review: for Llama 2 7B (32 KV heads) the hint said that "past" the
+    KV-head count tp 8 × pp 2 over 16 GPUs keeps 32,768 B per token, which tp 16 alone also
+    keeps (524,288 ÷ 16). Past 32 heads the example is tp 32 × pp 2 over 64 GPUs:
+    524,288 ÷ 32 ÷ 2 = 8,192 B. At the defaults it stays tp 8 × pp 2: 327,680 ÷ 16 = 20,480 B."""
+    follow = section_text(client, "followups",
+                          "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048")
+    assert "parallel 32 × pipeline parallel 2 over 64 GPUs keeps 8,192 B per token" in follow
+    assert "parallel 8 × pipeline parallel 2 over 16 GPUs keeps 20,480 B per token" in (
+        section_text(client, "followups"))
