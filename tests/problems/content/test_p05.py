@@ -268,3 +268,17 @@ def test_a_prefill_past_the_models_window_is_refused(client) -> None:
     text = section_text(client, "worked", "?p05-attn-model=llama-2-7b&p05-attn-tokens=512")
     assert "| 4,096 |" in text or "4,096" in text
     assert "131,072" not in text
+
+
+def test_a_one_token_prefill_is_not_called_faster_or_lighter(client) -> None:
+    """Found on the fresh review: at one token the standard path moves 66,048 B against the
+    fused kernel's 65,536 B (1.01×), and the page said the fused kernel is "1.01× faster" and
+    moves "1.01× less traffic", a difference no floor can show."""
+    query = "?p05-attn-tokens=1&p05-attn-tile_rows=1"
+    worked = section_text(client, "worked", query)
+    assert "1.01× faster" not in worked and "The fused kernel is no faster" in worked
+    answer = section_text(client, "answer", query)
+    assert "1.01× less" not in answer
+    assert "about the same traffic as the standard path at this length" in answer
+    assert "where the scores are too small to matter" in answer
+    assert "257× less traffic" in section_text(client, "answer")
