@@ -54,13 +54,6 @@ class Problem:
         return LEVELS[self.number][1]
 
     @property
-    def drills(self) -> list:
-        """The drill kinds that practise this problem's arithmetic (problems/drills.py)."""
-        from problems.drills import kinds_for
-
-        return kinds_for(problem=self.number)
-
-    @property
     def anchor(self) -> str:
         return f"problem-{self.number}"
 

@@ -73,3 +73,11 @@ def _embedded_calculators(problem: Problem, context: dict) -> list[tuple[str, st
         kwargs.pop("heading", None)
         embedded.append((slug, prefix, kwargs))
     return embedded
+
+
+@register.filter
+def problem_drills(problem: Problem) -> list:
+    """The drill kinds that practise this problem's arithmetic (problems/drills.py)."""
+    from problems.drills import kinds_for
+
+    return kinds_for(problem=problem.number)

@@ -172,6 +172,7 @@ def test_a_stream_whose_worker_dies_ends_with_an_error_event_at_once():
     import asyncio
     import time
     import uuid
+    from concurrent.futures import ThreadPoolExecutor
 
     from course.openai_api import _Relay, _stream
     from demos import events
@@ -191,7 +192,9 @@ def test_a_stream_whose_worker_dies_ends_with_an_error_event_at_once():
                                                  include_usage=False)]
 
     started = time.monotonic()
-    chunks = asyncio.run(follow())
+    # A thread of its own: the suite may leave an event loop running in the main thread.
+    with ThreadPoolExecutor(1) as pool:
+        chunks = pool.submit(asyncio.run, follow()).result(timeout=30)
     assert time.monotonic() - started < 10
     # The error chunk, then `data: [DONE]` as every stream ends.
     assert chunks[-1] == "data: [DONE]\n\n"

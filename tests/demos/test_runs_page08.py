@@ -36,7 +36,7 @@ def test_metrics_runs_to_finished_and_moves_the_metrics_endpoint(site, celery_wo
     summary = seen[-1].data
     generated = summary["finished"] * 3
     assert summary["finished"] == summary["requests"] > 0
-    assert len(summary["plots"]) == 4 and summary["note"]
+    assert len(summary["plots"]) == 5 and summary["note"]
 
     def moved() -> dict | None:
         after = scrape(site.port)
