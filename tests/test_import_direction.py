@@ -9,9 +9,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("course", "demos", "worker", "problems", "plumbing")
+# The rooms held to no circles (problems/, the course's content, is read for the direction
+# only: its calculator registry and drills import each other by design of their own).
+SERVING = ("course", "demos", "worker", "plumbing")
 # Packages that register their members: the package's __init__ imports each member, which
 # imports the package's shared pieces back. A circle inside one of these is their design.
-REGISTRIES = ("demos.runners", "problems.calculators")
+REGISTRIES = ("demos.runners",)
 
 
 def _module_name(path: Path) -> str:
@@ -90,7 +93,8 @@ def test_worker_imports_nothing_from_demos_or_course_and_plumbing_nothing_above(
 
 
 def test_no_import_circles_outside_the_registries():
-    graph = import_graph()
+    graph = {m: {t for t in targets if t.split(".")[0] in SERVING}
+             for m, targets in import_graph().items() if m.split(".")[0] in SERVING}
     def inside(circle: list[str], registry: str) -> bool:
         return all(m == registry or m.startswith(f"{registry}.") for m in circle)
 

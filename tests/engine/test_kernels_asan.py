@@ -1,5 +1,5 @@
 """The fused CPU kernels' tests again, against a build with AddressSanitizer: a read or write
-past any buffer fails the run. Part of the normal pytest run (some 30 s on two cores); skipped,
+past any buffer fails the run. Part of the normal pytest run (about a minute on two cores); skipped,
 saying why, where the compiler cannot build with -fsanitize=address.
 
 Python itself is not built with AddressSanitizer, so the child process preloads the compiler's
@@ -17,9 +17,10 @@ import pytest
 from worker.engine.kernels import cpu as cpu_mod
 
 ROOT = Path(__file__).resolve().parents[2]
-# The direct kernel tests (the engines' agreement tests drive the same calls, more slowly).
+# The direct kernel tests, and the engines' agreement tests: the engine's forward pass calls
+# the compiled functions directly, past the wrappers' checks (arguments prepared per step).
 KERNEL_TESTS = ("matmul or add_rmsnorm or rope_store or attention or silu or indices or refuse "
-                "or misread")
+                "or misread or engines_agree")
 
 
 def _asan_build(tmp_path: Path) -> tuple[Path, str]:
