@@ -250,8 +250,8 @@ def test_pages_are_reachable_by_name():
 def test_home_says_how_progress_and_reviews_work_above_the_map(client):
     """A newcomer reads, above the map, that a page is marked done on the page itself, that
     doing so schedules a review a day later (then out along 1, 3, 7, 21 and 60 days), and why
-    page 03 holds problem 21: the pages group problems by topic, and 21 is past page 04's first
-    problem, 8."""
+    page 03 holds problem 21: the pages group problems by topic, and 21 is past page 04's
+    first problem, 8."""
     from course.views import problems_away
 
     html = _text(client.get("/"))
