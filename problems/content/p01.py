@@ -16,9 +16,15 @@ from problems import arithmetic as a
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.compute import peak_describe, peak_flops_get
-from problems.arithmetic.memory import params_count_model
+from problems.arithmetic.memory import (
+    RESERVE_GB_DEFAULT,
+    embedding_dtype_resolve,
+    params_count_model,
+    weight_bytes_model,
+)
 from problems.arithmetic.request import request_for_scale, request_split, seconds_rounded
 from problems.arithmetic.units import (
+    GB,
     bandwidth_format,
     count_format,
     flops_rate_format,
@@ -261,6 +267,9 @@ def _users_context(inputs: dict, users, alone) -> dict:
         "users_step": seconds_rounded(step, digits=digits),
         "users_alone_step": seconds_rounded(alone_step, digits=digits),
         "users_close": close,
+        # Closer still, three figures print the same time twice: give the growth instead.
+        "users_same": seconds_rounded(step, digits=digits)
+        == seconds_rounded(alone_step, digits=digits),
         "users_unreachable": step < FIXED_COSTS_DOMINATE,
         "users_ratio": number_format(ratio, digits=2),
         "users_alone_bound": alone["bound"],
@@ -298,6 +307,45 @@ def _demo_context(inputs: dict) -> dict:
         "demo_window": count_phrase(window, "token"),
         "demo_prompt": count_phrase(prompt, "token"),
         "demo_output": count_phrase(output, "token"),
+    }
+
+
+# Narrower weight formats to suggest for a model that does not fit, widest first; the last is the
+# narrowest one every GPU can serve (weight-only where it has no 4-bit arithmetic): if the model
+# does not fit even in it, no smaller format is left to try.
+NARROWER_FORMATS = ("fp8", "int4")
+NARROWEST_FORMAT = NARROWER_FORMATS[-1]
+
+
+def _split_context(inputs: dict, result, *, prefix: str) -> dict:
+    """What a calculator's inputs that do not fit one GPU would take: whether the weights and
+    reserve alone overflow it (then a smaller batch or prompt cannot help), whether a 4-bit copy
+    of the model would fit, and the fewest GPUs that could hold it split (a ceiling: the weights
+    and KV shared out, each GPU keeping its own reserve)."""
+    if result["fits"]:
+        return {f"{prefix}_weights_overflow": False}
+    model, dtype = model_get(inputs["model"]), dtype_get(inputs["dtype"])
+    embedding = embedding_dtype_resolve(model=model, dtype=dtype,
+                                        embedding_dtype=inputs.get("embedding_dtype") or None)
+    weights = weight_bytes_model(model=model, dtype=dtype, embedding=embedding)["total"]
+    usable = float(result["memory_usable_bytes"])
+    reserve = float(inputs.get("reserve_gb", RESERVE_GB_DEFAULT)) * GB
+    kv = float(result["memory_needed_bytes"]) - weights - reserve
+    # The widest narrower format whose copy of the model fits one GPU, if any.
+    narrower = ""
+    for candidate in map(dtype_get, NARROWER_FORMATS):
+        stored = weight_bytes_model(
+            model=model, dtype=candidate,
+            embedding=embedding_dtype_resolve(model=model, dtype=candidate))["total"]
+        if candidate.bits < dtype.bits and stored + kv + reserve <= usable:
+            narrower = candidate.name
+            break
+    per_gpu = usable - reserve
+    return {
+        f"{prefix}_weights_overflow": weights + reserve > usable,
+        f"{prefix}_narrower_fits": narrower,
+        f"{prefix}_fewest_gpus": (count_phrase((weights + kv) / per_gpu, "GPU", rounding="ceil")
+                                  if per_gpu > 0 else ""),
     }
 
 
@@ -426,7 +474,7 @@ def context(*, request: HttpRequest) -> dict:
         # thumb, which puts every parameter in the weights' format.
         "refined_reads_more": float(result["weight_bytes"]) > float(result["rule_weight_bytes"]),
         "decode_steps": f"{int(result['decode_steps']):,}",
-        "kv_tokens": f"{int(result['kv_tokens']):,}",
+        "kv_tokens": count_phrase(int(result["kv_tokens"]), "token"),
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),
         "bandwidth_full": inputs["bandwidth_efficiency"] >= 1,
@@ -452,9 +500,8 @@ def context(*, request: HttpRequest) -> dict:
         "ridge": number_format(ridge, digits=3),
         "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",
         "weight_bytes_each": number_format(dtype.bytes, digits=3),
-        # Below 8 bits a smaller format is no longer the easy way to fit: split the model.
-        "smaller_format_left": dtype.bits >= 8,
         "weight_bytes_text": count_format(dtype.bytes, "byte"),
+        "dtype_bits_above_four": dtype.bits > dtype_get(NARROWEST_FORMAT).bits,
         "moe_factor": number_format(moe_factor, digits=2),
         "ridge_tokens": count_format(round(ridge_tokens), "token"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
@@ -480,6 +527,8 @@ def context(*, request: HttpRequest) -> dict:
         "users_aggregate": significant_format(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
         "users_end_tokens": count_phrase(users_end, "token"),
+        # A one-token answer takes no decode step, so its sequences never grow.
+        "users_grow": users_end > users_inputs["context_tokens"],
         "users_largest_batch": count_phrase(int(users["largest_batch"]), "sequence"),
         "users_none_fit": int(users["largest_batch"]) == 0,
         "users_memory_needed": bytes_phrase(float(users["memory_needed_bytes"])),
@@ -506,5 +555,7 @@ def context(*, request: HttpRequest) -> dict:
             or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1)),
         **_users_context(users_inputs, users, alone),
         **_moe_batch_context(model, inputs),
+        **_split_context(inputs, result, prefix="split"),
+        **_split_context(chunk_inputs, chunk, prefix="chunk_split"),
         **_demo_context(inputs),
     }

@@ -3,6 +3,8 @@
 figures its prose quotes, all computed at render time by problems/arithmetic.
 """
 
+import math
+
 from django.http import HttpRequest
 
 from problems.arithmetic.catalog import gpu_get, model_get
@@ -160,6 +162,9 @@ SOURCES: list[tuple[str, str]] = [
 # Below this per-stream rate (bytes per second, 1 Mbit/s) streaming's bytes are small for any
 # network a reader is on; above it, the rate is worth sizing at the proxy.
 SMALL_STREAM_RATE = 125_000
+# Streaming saves little when the first visible text comes within this share of the whole
+# answer's time of its end (hidden reasoning filling nearly all of max_tokens).
+SAVES_LITTLE = 0.1
 # A step time under this (seconds) is a byte count no engine reaches: each real step also pays
 # fixed costs (launching its kernels, scheduling, sampling) that the count leaves out.
 FIXED_COSTS_DOMINATE = 1e-4
@@ -176,7 +181,7 @@ def bits_rate(bytes_per_second: float) -> str:
 
 def bytes_said(count: float) -> str:
     """Bytes in the decimal unit that reads best: "1.05 GB", "1.4 kB", never "1.4×10⁻⁶ GB"."""
-    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
         if count >= scale:
             return f"{number_format(count / scale)} {unit}"
     return f"{number_format(count)} B"
@@ -187,6 +192,9 @@ def average_count(value: float, noun: str) -> str:
     than one stream" (Little's law gives averages, but a stream is never fractional)."""
     if value < 0.5:
         return f"fewer than one {noun}"
+    # An average is an estimate: three significant figures, not 148,266,473.
+    if value >= 1000:
+        value = round(value, 2 - math.floor(math.log10(value)))
     return "about " + count_phrase(value, noun, rounding="nearest")
 
 
@@ -266,6 +274,14 @@ def context(*, request: HttpRequest) -> dict:
             (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
             or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1)),
         "first_visible": seconds_format(float(r["first_visible_seconds"])),
+        # Hidden thinking that fills nearly all of max_tokens leaves streaming almost nothing
+        # to save: the first visible text comes within 10% of the whole answer's time.
+        "streaming_saves_little": inputs["reasoning_tokens"] > 0
+        and float(r["full_answer_seconds"]) - float(r["first_visible_seconds"])
+        < SAVES_LITTLE * float(r["full_answer_seconds"]),
+        "one_visible_token": inputs["output_tokens"] - inputs["reasoning_tokens"] == 1,
+        "streaming_saved": seconds_format(
+            float(r["full_answer_seconds"]) - float(r["first_visible_seconds"])),
         # What streaming saves, against the whole answer: the first visible text's wait.
         "first_seen": seconds_format(float(r["first_visible_seconds"])),
         # What a reasoning model's hidden thinking does to the first visible text, at these

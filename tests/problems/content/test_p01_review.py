@@ -165,7 +165,7 @@ def test_f10_a_step_that_turns_compute_bound_says_so(client) -> None:
         in text
     assert "stays compute-bound" not in text
     assert one_tokens(text) == []
-    assert "grow to 1 token each" in text
+    assert "hold 1 token each" in text  # a one-token answer never grows them
 
 
 def test_f11_throughput_of_a_batch_that_does_not_fit_is_conditional(client) -> None:

@@ -1,0 +1,170 @@
+"""Page 01 (problems 1 and 2) and the home page at the inputs a second, fresh strict review
+found wrong after issue 36's fixes, through Django's test client. Each test renders the input
+that showed the fault and checks the corrected sentence, with the figure worked by hand in its
+docstring. Shared figures: Llama 3 8B reads 15.01 GB per decode step and caches 131,072 B of
+KV per token; an H100 SXM has 3.35 TB/s, 989.5 TFLOP/s dense BF16 and 76.97 GB usable (81,559
+MiB × 0.9); the runtime reserve is 3.3 GB."""
+
+import pytest
+
+from problems.arithmetic.reaction import distance_text
+from tests.problems.content.helpers import problem_html, section_html, text_of
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/pages/01/"
+
+
+def section(client, query: str, number: int, slug: str) -> str:
+    response = client.get(PAGE + query)
+    assert response.status_code == 200
+    return " ".join(text_of(section_html(problem_html(response.content.decode(), number),
+                                         number, slug)).split())
+
+
+# Problem 1
+
+
+def test_a_one_token_prompt_and_answer_hold_1_token_not_1_tokens(client) -> None:
+    """Prompt 1, answer 1: the KV cache holds the prompt's 1 token and no fed-back answer token
+    (the only answer token is the last, never fed back): "1 token", 131,072 B ≈ 0.13 MB."""
+    worked = section(client, "?p1-scale-prompt_tokens=1&p1-scale-output_tokens=1", 1, "worked")
+    assert "the KV cache holds 1 token (the prompt" in worked
+    assert "holds 1 tokens" not in worked
+    assert "about 0.13 MB" in worked
+
+
+def test_a_batch_whose_step_rounds_to_one_sequences_says_how_much_longer(client) -> None:
+    """100 sequences of 1 token: their KV is 100 × 131,072 B = 13.1 MB, 99 × 131,072 B =
+    13.0 MB more than one sequence reads, 13.0 MB ÷ 3.35 TB/s = 3.9 µs on a 4.48 ms step. Three
+    figures print "4.48 ms against 4.48 ms"; the page gives the 3.9 µs instead."""
+    query = "?p1-users-context_tokens=1"
+    worked = section(client, query, 1, "worked")
+    assert "4.48 ms against 4.48 ms" not in worked
+    assert "The step takes 4.48 ms, only 3.9 µs more than for one sequence alone" in worked
+    assert "so at this context, batching is almost free" in worked
+    hint = section(client, query, 1, "followups")
+    assert "the step takes 4.48 ms, only 3.9 µs more than for one sequence" in hint
+    # At 10 tokens the three figures differ (4.52 against 4.48 ms) and are both given.
+    assert "4.52 ms against 4.48 ms for one sequence alone" in section(
+        client, "?p1-users-context_tokens=10", 1, "worked")
+
+
+def test_a_model_whose_weights_overflow_the_gpu_is_not_fixed_by_a_smaller_batch(client) -> None:
+    """Mixtral 8x7B in BF16 stores 93.4 GB of weights; with the 3.3 GB reserve that is 96.7 GB,
+    over the 77 GB an H100 engine may use before any KV: no smaller batch or prompt fits it.
+    Llama 3 8B's 16.1 GB + 3.3 GB fit, so 2,000 streams of 8,000 tokens (2.1 TB of KV) are
+    fixed by a smaller batch."""
+    mixtral = section(client, "?p1-chunk-model=mixtral-8x7b", 1, "worked")
+    assert "no smaller batch or prompt would do" in mixtral
+    assert "or the batch made smaller" not in mixtral
+    llama = section(client, "?p1-chunk-decode_batch=2000&p1-chunk-decode_context_tokens=8000",
+                    1, "worked")
+    assert "need 2.1 TB of the 77 GB the engine may use, so the batch or the prompt would be " \
+           "made smaller, or the model split over GPUs" in llama
+
+
+def test_a_model_no_format_fits_is_not_told_to_shrink_and_gets_a_gpu_count(client) -> None:
+    """Llama 3.1 405B on an L4: 811.7 GB of BF16 weights (embedding and head included) + 0.67 GB
+    of KV, over 21.74 GB usable less the 3.3 GB reserve = 18.44 GB a GPU: 812.4 ÷ 18.44 = 44.06,
+    so at least 45 GPUs. In INT4 (4.16 bits) the body alone is about 209 GB: no 4-bit copy fits
+    one L4. Mixtral 8x7B on an H100: (93.4 + 0.17) ÷ (76.97 − 3.3) = 1.27, so at least 2; in FP8
+    its 46.7 GB + 0.17 GB + 3.3 GB = 50 GB fit one."""
+    big = section(client, "?p1-scale-model=llama-3.1-405b&p1-scale-gpu=l4", 1, "worked")
+    assert "split over several GPUs (at least 45 GPUs, sharing out the weights and KV" in big
+    assert "even a 4-bit copy would not fit one" in big
+    assert "smaller format" not in big
+    moe = section(client, "?p1-scale-model=mixtral-8x7b", 1, "worked")
+    assert "(at least 2 GPUs," in moe
+    assert "or stored in FP8 (E4M3), which would fit one" in moe
+
+
+def test_prefill_memory_time_names_the_kv_it_writes(client) -> None:
+    """course-lm, prompt 724: its weights are 10.8 MB (3.2 µs at 3.35 TB/s, the decode step's
+    figure), but prefill also writes 724 × 6,144 B = 4.45 MB of FP32 KV, so its memory side
+    is about 15.3 MB ÷ 3.35 TB/s ≈ 4.6 µs (4.7 µs with the embedding rows). The page must not
+    call 4.7 µs "reading the weights once" two lines above "11 MB and 3.2 µs"."""
+    worked = section(client, "?p1-scale-model=course-lm&p1-scale-prompt_tokens=724"
+                             "&p1-scale-output_tokens=300", 1, "worked")
+    assert "Reading the weights once and writing the prompt's KV cache takes 4.7 µs" in worked
+    assert "would be 11 MB and 3.2 µs" in worked
+
+
+def test_rule_and_refined_count_differ_by_attention_too(client) -> None:
+    """course-lm, prompt 724: the rule gives 2 × 5.4 M × 724 = 7.8×10⁹ FLOP while the refined
+    count is 7.9×10⁹, larger, because causal attention (which the rule leaves out) outweighs
+    the embedding and head it removes; the page says both differences."""
+    worked = section(client, "?p1-scale-model=course-lm&p1-scale-prompt_tokens=724"
+                             "&p1-scale-output_tokens=300", 1, "worked")
+    assert "7.8×10⁹ FLOP" in worked and "7.9×10⁹ FLOP" in worked
+    assert "and by attention, which the rule leaves out" in worked
+
+
+def test_the_long_prompt_hint_agrees_with_one_stream(client) -> None:
+    """One running stream: the 2,048-token chunk step takes 69 ms against 5 ms alone (64 ms
+    late); the whole 8,000-token prompt would add 255 ms. One stream is "it", not "them"."""
+    hint = section(client, "?p1-chunk-decode_batch=1", 1, "followups")
+    assert "delays the stream's next token by about 64 ms" in hint
+    assert "would stall it by 255 ms" in hint
+    assert "stall them" not in hint and "every stream's" not in hint
+
+
+def test_the_long_prompt_hint_does_not_sell_chunking_where_it_buys_nothing(client) -> None:
+    """2,000 streams of 8,000 tokens read 15 GB + 2.1 TB = 2.11 TB a step (630 ms); the whole
+    8,000-token prompt's 1.3×10¹⁴ FLOP take 261 ms at 494.8 TFLOP/s, hidden under the reads, so
+    chunked or not the stall is the same 313 µs of extra KV and weights reads."""
+    hint = section(client, "?p1-chunk-decode_batch=2000&p1-chunk-decode_context_tokens=8000",
+                   1, "followups")
+    assert "would stall them about as little, 313 µs, so here chunking buys almost nothing" \
+        in hint
+    assert "Where a chunk does stall the streams, smaller chunks" in hint
+    # A one-token prompt is not split at all.
+    single = section(client, "?p1-chunk-prompt_tokens=1", 1, "followups")
+    assert "Its prefill fits in one step's budget, so it shares a single step" in single
+
+
+# Problem 2
+
+
+def test_reasoning_that_fills_max_tokens_leaves_streaming_nothing_to_buy(client) -> None:
+    """max_tokens 1,000 with 999 hidden reasoning tokens: the one visible token is token 1,000,
+    at 28.7 ms + 999 × 5.73 ms ≈ 5.76 s, the same moment as the whole answer, so streaming buys
+    nothing visible. With 950: first visible at 28.7 ms + 950 × 5.73 ms = 5.47 s against 5.76 s,
+    about 0.28 s sooner (under 10% of the answer's time), next to nothing."""
+    worked = section(client, "?p2-stream-reasoning_tokens=999", 2, "worked")
+    assert "That one visible token is the last one generated" in worked
+    assert "Streaming still saves the wait after the thinking" not in worked
+    answer = section(client, "?p2-stream-reasoning_tokens=999", 2, "answer")
+    assert "streaming buys next to nothing" in answer
+    assert "the same moment as the whole answer" in answer
+    assert "instead of nothing for 5.76 s" not in answer
+    late = section(client, "?p2-stream-reasoning_tokens=950", 2, "worked")
+    assert "the first visible text waits until 5.47 s" in late
+    assert "the answer lands at 5.76 s, only 281 ms later" in late
+    # 500 tokens of thinking still leave 2.9 s against 5.76 s: streaming saves half.
+    assert "Streaming still saves the wait after the thinking" in section(
+        client, "?p2-stream-reasoning_tokens=500", 2, "worked")
+
+
+def test_an_overloaded_service_is_said_in_rounded_averages_and_petabytes(client) -> None:
+    """1,000,000 requests/s, all abandoned after 100 tokens, a 4,096-sequence step of 165 ms:
+    900 tokens × 165 ms = 148 s left running each, so by Little's law about 1.48×10⁸ streams,
+    an average said to three figures ("about 148,000,000"), holding 30.2 PB of KV, not
+    "30,161 TB"."""
+    worked = section(client, "?p2-stream-batch=4096&p2-stream-requests_per_second=1000000"
+                             "&p2-stream-abandon_rate=1", 2, "worked")
+    assert "about 148,000,000 streams are decoding for nobody" in worked
+    assert "30.2 PB of KV cache" in worked
+    assert "TB of KV cache" not in worked
+
+
+# The home page
+
+
+def test_a_long_reaction_distance_reads_in_kilometres(client) -> None:
+    """1,000 km/h for 60,000 ms: 277.8 m/s × 60 s = 16,667 m, said as 16.7 km."""
+    response = client.get("/?speed_kmh=1000&latency_ms=60000")
+    text = " ".join(text_of(response.content.decode()).split())
+    assert "it travels 16.7 km before it can begin to react" in text
+    assert "16,667 m" not in text
+    assert distance_text(999) == "999 m" and distance_text(1000) == "1 km"
