@@ -248,6 +248,9 @@ def context(*, request: HttpRequest) -> dict:
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
         "blocks_at_cut_text": count_phrase(int(r["blocks_at_cut"]), "block"),
         "blocks_at_end": f"{int(r['blocks_at_end']):,}",
+        # With blocks as large as the rest of the answer, the abandoned request needs no new one.
+        "blocks_grow": int(r["blocks_at_end"]) > int(r["blocks_at_cut"]),
+        "blocks_at_cut_one": int(r["blocks_at_cut"]) == 1,
         "wasted_tokens": f"{int(r['wasted_tokens']):,}",
         "held_without": seconds_format(float(r["held_seconds_without_cancel"])),
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),

@@ -168,3 +168,19 @@ def test_a_long_reaction_distance_reads_in_kilometres(client) -> None:
     assert "it travels 16.7 km before it can begin to react" in text
     assert "16,667 m" not in text
     assert distance_text(999) == "999 m" and distance_text(1000) == "1 km"
+
+
+def test_an_abandoned_request_whose_blocks_already_hold_the_answer_does_not_grow(client) -> None:
+    """4,096-token blocks: at the cut the request has fed back 1,000 + 99 = 1,099 tokens, one
+    block (4,096 × 131,072 B = 537 MB); at max_tokens 1,999, still one block. Nothing "grows to
+    1"; the one block stays held for the 900 wasted steps (900 × 5.73 ms = 5.16 s). With 16-token
+    blocks the request grows from ⌈1,099 ÷ 16⌉ = 69 to ⌈1,999 ÷ 16⌉ = 125."""
+    query = "?p2-stream-block_size=4096"
+    worked = section(client, query, 2, "worked")
+    assert "grow to 1 " not in worked
+    assert "the 1 block it holds already has room for every one of them, so it stays held" \
+        in worked
+    answer = section(client, query, 2, "answer")
+    assert "1 growing to 1" not in answer
+    assert "keeps its 1 block of KV cache busy for 5.16 s" in answer
+    assert "keeps 69 growing to 125 KV blocks busy for 5.16 s" in section(client, "", 2, "answer")
