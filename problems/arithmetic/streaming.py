@@ -290,7 +290,9 @@ def abandoned_request(
     )
     if cut_after_tokens >= output_tokens:
         raise ArithmeticInputError(
-            field="cut_after_tokens", message="must be fewer than output_tokens (max_tokens)"
+            field="cut_after_tokens",
+            message=f"must be fewer than output_tokens (max_tokens, {output_tokens:,} here): "
+            "a reader who stays to the last token has not left early",
         )
     block_size = count_check(block_size, field="block_size", maximum=BLOCK_SIZE_MAX)
     number_check(step_seconds, field="step_seconds", maximum=SECONDS_MAX)

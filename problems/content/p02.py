@@ -296,7 +296,7 @@ def context(*, request: HttpRequest) -> dict:
         "requests_per_second": amount_phrase(inputs["requests_per_second"], "requests"),
         "abandon_percent": percent_format(inputs["abandon_rate"]),
         "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
-        "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
+        "wasted_rate": amount_phrase(float(r["wasted_tokens_per_second"]), "tokens"),
         "wasted_share": share_phrase(float(r["wasted_share"])),
         "running": average_count(float(r["running_sequences"]), "sequence"),
         "abandoned_running": average_count(float(r["abandoned_running"]), "stream"),

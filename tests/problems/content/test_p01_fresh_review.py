@@ -184,3 +184,24 @@ def test_an_abandoned_request_whose_blocks_already_hold_the_answer_does_not_grow
     assert "1 growing to 1" not in answer
     assert "keeps its 1 block of KV cache busy for 5.16 s" in answer
     assert "keeps 69 growing to 125 KV blocks busy for 5.16 s" in section(client, "", 2, "answer")
+
+
+def test_a_reader_who_leaves_one_token_early_wastes_1_token_a_second(client) -> None:
+    """Cut after 999 of 1,000 tokens: 1 token is left; 10 requests/s × 10% abandoned × 1 token =
+    1 token a second wasted, "1 token", not "1 tokens", in the worked answer, the model answer
+    and the follow-up. Its 125 blocks (⌈1,999 ÷ 16⌉) already have room for that one token."""
+    query = "?p2-stream-cut_after_tokens=999"
+    worked = section(client, query, 2, "worked")
+    assert "that is 1 token a second decoded for nobody" in worked
+    assert "the 125 blocks it holds already have room for it" in worked
+    assert "costs 1 token a second" in section(client, query, 2, "answer")
+    assert "1 token a second of decode spent on nobody" in section(client, query, 2, "followups")
+    # At the defaults: 10 × 10% × 900 = 900 tokens a second.
+    assert "that is 900 tokens a second decoded for nobody" in section(client, "", 2, "worked")
+
+
+def test_a_cut_at_max_tokens_is_refused_with_the_budget(client) -> None:
+    """Cut after 1,000 of a 1,000-token budget is no early exit: refused, naming the budget."""
+    worked = section(client, "?p2-stream-cut_after_tokens=1000", 2, "worked")
+    assert "were refused" in worked
+    assert "fewer than output_tokens (max_tokens, 1,000 here)" in worked
