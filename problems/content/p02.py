@@ -266,6 +266,8 @@ def context(*, request: HttpRequest) -> dict:
         "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
         "one_wasted_step": int(r["wasted_decode_steps"]) == 1,
         "left_before_first": inputs["cut_after_tokens"] == 0,
+        # A reader who leaves before the hidden reasoning ends has seen no answer text.
+        "left_while_thinking": 0 < inputs["cut_after_tokens"] <= inputs["reasoning_tokens"],
         # A cut with nothing after it to decode (a one-token answer): nothing to waste.
         "no_decode_wasted": int(r["wasted_decode_steps"]) == 0,
         "none_abandoned": inputs["abandon_rate"] == 0,

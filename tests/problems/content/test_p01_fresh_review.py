@@ -205,3 +205,16 @@ def test_a_cut_at_max_tokens_is_refused_with_the_budget(client) -> None:
     worked = section(client, "?p2-stream-cut_after_tokens=1000", 2, "worked")
     assert "were refused" in worked
     assert "fewer than output_tokens (max_tokens, 1,000 here)" in worked
+
+
+def test_a_reader_who_leaves_during_hidden_thinking_is_said_to_have_seen_nothing(client) -> None:
+    """500 hidden reasoning tokens, reader leaves after 100: every token so far was thinking
+    (the first visible one is token 501, at 28.7 ms + 500 × 5.73 ms ≈ 2.9 s), so they saw no
+    answer at all. Leaving after 600 is past the thinking, and nothing is said."""
+    worked = section(client, "?p2-stream-reasoning_tokens=500&p2-stream-cut_after_tokens=100",
+                     2, "worked")
+    assert "after 100 tokens, still inside the 500 tokens of hidden thinking: they leave " \
+           "having seen no answer at all." in worked
+    later = section(client, "?p2-stream-reasoning_tokens=500&p2-stream-cut_after_tokens=600",
+                    2, "worked")
+    assert "having seen no answer" not in later
