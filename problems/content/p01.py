@@ -483,6 +483,7 @@ def context(*, request: HttpRequest) -> dict:
         "step_floor_ok": inputs["bandwidth_efficiency"] >= 1 and bool(result["fits"]),
         # A step under a tenth of a millisecond is a byte count no engine reaches.
         "step_unreachable": float(result["decode_step_seconds"]) < FIXED_COSTS_DOMINATE,
+        "prefill_unreachable": float(result["ttft_seconds"]) < FIXED_COSTS_DOMINATE,
         # Below full bandwidth a step time is an estimate; the floor is the same bytes at 100%.
         "step_floor_full": seconds_rounded(float(result["decode_weights_floor_seconds"])
                                            * inputs["bandwidth_efficiency"]),

@@ -218,3 +218,14 @@ def test_a_reader_who_leaves_during_hidden_thinking_is_said_to_have_seen_nothing
     later = section(client, "?p2-stream-reasoning_tokens=500&p2-stream-cut_after_tokens=600",
                     2, "worked")
     assert "having seen no answer" not in later
+
+
+def test_a_microsecond_prefill_is_flagged_as_a_count_no_engine_reaches(client) -> None:
+    """course-lm, prompt 724: 7.9×10⁹ FLOP ÷ 494.8 TFLOP/s = 16 µs, under the 100 µs below which
+    fixed per-pass costs outweigh the work; the decode step (3.2 µs) was flagged, the prefill
+    was not. Llama 3 8B's 29 ms prefill is not flagged."""
+    worked = section(client, "?p1-scale-model=course-lm&p1-scale-prompt_tokens=724"
+                             "&p1-scale-output_tokens=300", 1, "worked")
+    assert "this prefill takes about 16 µs" in worked
+    assert "A pass this short is only its FLOP and byte count" in worked
+    assert "A pass this short" not in section(client, "", 1, "worked")
