@@ -229,3 +229,16 @@ def test_a_microsecond_prefill_is_flagged_as_a_count_no_engine_reaches(client) -
     assert "this prefill takes about 16 µs" in worked
     assert "A pass this short is only its FLOP and byte count" in worked
     assert "A pass this short" not in section(client, "", 1, "worked")
+
+
+def test_the_glossary_does_not_call_every_decode_step_memory_bound(client) -> None:
+    """Llama 3 8B on an H100, 1,000 sequences of 100 tokens: the matmuls are 1,000 × 2 × 6.98×10⁹
+    = 1.4×10¹³ FLOP, 14 ms at the full 989.5 TFLOP/s, while the reads are 15 GB of weights +
+    1,000 × 100 × 131,072 B = 13.1 GB of KV = 28 GB, 8.4 ms at 3.35 TB/s: compute-bound, as page
+    01 says. The home page's glossary must not say decode is always limited by memory."""
+    page = " ".join(text_of(client.get("/").content.decode()).split())
+    assert "Usually limited by how fast memory can be read" in page
+    assert "only a large batch of short sequences makes the matrix multiplies the limit" in page
+    users = section(client, "?p1-users-batch=1000&p1-users-context_tokens=100"
+                            "&p1-users-output_tokens=1", 1, "worked")
+    assert "The step has turned compute-bound" in users
