@@ -505,6 +505,10 @@ def context(*, request: HttpRequest) -> dict:
         "dtype_bits_above_four": dtype.bits > dtype_get(NARROWEST_FORMAT).bits,
         "moe_factor": number_format(moe_factor, digits=2),
         "ridge_tokens": count_format(round(ridge_tokens), "token"),
+        # Narrow weights multiplied at the BF16 rate (weight-only: INT4 anywhere, FP8 on an A100,
+        # FP4 off Blackwell) cut the bytes but not the FLOP rate, so the crossover falls well
+        # below a dense model's few hundred tokens.
+        "weight_only": dtype.bits < 16 and peak == gpu.rate_get("bf16"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
         "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",

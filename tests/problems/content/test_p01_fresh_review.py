@@ -242,3 +242,16 @@ def test_the_glossary_does_not_call_every_decode_step_memory_bound(client) -> No
     users = section(client, "?p1-users-batch=1000&p1-users-context_tokens=100"
                             "&p1-users-output_tokens=1", 1, "worked")
     assert "The step has turned compute-bound" in users
+
+
+def test_a_weight_only_format_is_not_set_beside_a_few_hundred_for_a_dense_model(client) -> None:
+    """FP8 on an A100 runs weight-only: 312 TFLOP/s ÷ 2.04 TB/s = 153 FLOP/byte, × 1 byte ÷ 2 =
+    77 tokens, far below "a few hundred", for Llama 3 8B, itself a dense model. On an H100 FP8
+    runs natively: 1,979 ÷ 3.35 = 591 × 1 ÷ 2 = 295 tokens, and "a few hundred" stands."""
+    listens = section(client, "?p1-scale-gpu=a100-80gb-sxm&p1-scale-dtype=fp8", 1, "listens")
+    assert "77 tokens for Llama 3 8B in FP8 (E4M3)" in listens
+    assert "a few hundred for a dense model" not in listens
+    assert "the multiplies still run at the BF16 rate" in listens
+    native = section(client, "?p1-scale-dtype=fp8", 1, "listens")
+    assert "295 tokens for Llama 3 8B in FP8 (E4M3)" in native
+    assert "a few hundred for a dense model on current GPUs" in native
