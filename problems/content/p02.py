@@ -7,7 +7,8 @@ import math
 
 from django.http import HttpRequest
 
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.memory import embedding_dtype_resolve, weight_bytes_model
 from problems.arithmetic.streaming import (
     SSE_DONE,
     abandoned_blocks_timeline,
@@ -15,6 +16,7 @@ from problems.arithmetic.streaming import (
     streaming_for_scale,
 )
 from problems.arithmetic.units import (
+    GB,
     bytes_format,
     count_format,
     number_format,
@@ -198,6 +200,15 @@ def average_count(value: float, noun: str) -> str:
     return "about " + count_phrase(value, noun, rounding="nearest")
 
 
+def _weights_overflow(inputs: dict, usable: float) -> bool:
+    """Whether the model's weights and the runtime reserve alone exceed what the engine may use
+    on one GPU: then no smaller batch fits, and the model must be split over GPUs."""
+    model, dtype = model_get(inputs["model"]), dtype_get(inputs["dtype"])
+    weights = weight_bytes_model(model=model, dtype=dtype,
+                                 embedding=embedding_dtype_resolve(model=model, dtype=dtype))
+    return weights["total"] + inputs["reserve_gb"] * GB > usable
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 2's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -304,6 +315,9 @@ def context(*, request: HttpRequest) -> dict:
         "abandoned_running": average_count(float(r["abandoned_running"]), "stream"),
         "abandoned_running_one": average_count(float(r["abandoned_running"]), "stream")
         in ("about 1 stream", "fewer than one stream"),
+        "batches_at_batch": count_phrase(
+            max(1.0, float(r["running_sequences"]) / inputs["batch"]), "batch",
+            rounding="ceil", plural_noun="batches"),
         "gpus_at_batch": count_phrase(max(1.0, float(r["running_sequences"]) / inputs["batch"]),
                                       "GPU", rounding="ceil"),
         "one_gpu_holds_them": float(r["running_sequences"]) <= inputs["batch"],
@@ -311,4 +325,5 @@ def context(*, request: HttpRequest) -> dict:
         "fits": r["fits"],
         "memory_needed": bytes_phrase(float(r["memory_needed_bytes"])),
         "memory_usable": bytes_phrase(float(r["memory_usable_bytes"])),
+        "weights_overflow": _weights_overflow(inputs, float(r["memory_usable_bytes"])),
     }

@@ -255,3 +255,18 @@ def test_a_weight_only_format_is_not_set_beside_a_few_hundred_for_a_dense_model(
     native = section(client, "?p1-scale-dtype=fp8", 1, "listens")
     assert "295 tokens for Llama 3 8B in FP8 (E4M3)" in native
     assert "a few hundred for a dense model on current GPUs" in native
+
+
+def test_a_model_one_gpu_cannot_hold_is_not_counted_in_single_gpus(client) -> None:
+    """DeepSeek-V3 in BF16 stores about 1.34 TB of weights, over the 77 GB an H100 engine may use
+    before any KV: a smaller batch cannot help, and its 10 requests/s × 4.33 min ≈ 2,600 running
+    sequences at 32 a step are ⌈2,600 ÷ 32⌉ = 82 batches, each on the several GPUs one copy
+    needs, not "82 GPUs". Llama 3 8B at a batch of 4,096 (weights fit, the batch's KV does not)
+    keeps the advice to run fewer sequences per step."""
+    worked = section(client, "?p2-stream-model=deepseek-v3", 2, "worked")
+    assert "fill 82 GPUs" not in worked
+    assert "at 32 sequences a step make 82 batches, each served by the several GPUs" in worked
+    assert "the weights and reserve alone overflow one GPU, so no smaller batch would fit" \
+        in worked
+    assert "the engine would run fewer sequences per step" in section(
+        client, "?p2-stream-batch=4096", 2, "worked")
