@@ -470,6 +470,13 @@ def context(*, request: HttpRequest) -> dict:
         "output_tokens": f"{inputs['output_tokens']:,}",
         "answer_tokens": count_format(inputs["output_tokens"], "token"),
         "one_token": inputs["output_tokens"] == 1,
+        # Under 90% of the time in decode, this answer is not "long" next to its prompt.
+        "decode_dominates": float(result["decode_share"]) >= 0.9,
+        # How many decode steps take as long as this prefill: the answer length past which the
+        # loop is most of the time.
+        "steps_matching_prefill": count_phrase(
+            max(1.0, float(result["ttft_seconds"]) / float(result["decode_step_seconds"])),
+            "decode step", rounding="ceil"),
         # Quantized weights with the embedding and head kept in BF16 read more than the rule of
         # thumb, which puts every parameter in the weights' format.
         "refined_reads_more": float(result["weight_bytes"]) > float(result["rule_weight_bytes"]),

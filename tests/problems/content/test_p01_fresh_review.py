@@ -270,3 +270,21 @@ def test_a_model_one_gpu_cannot_hold_is_not_counted_in_single_gpus(client) -> No
         in worked
     assert "the engine would run fewer sequences per step" in section(
         client, "?p2-stream-batch=4096", 2, "worked")
+
+
+def test_a_short_answer_after_a_long_prompt_is_not_called_almost_all_decode(client) -> None:
+    """Prompt 7,000, answer 100 (Llama 3 8B, H100): prefill 2 × 6.98×10⁹ × 7,000 + attention
+    524,288 × 7,000 × 7,001 ÷ 2 ≈ 1.1×10¹⁴ FLOP ÷ 494.8 TFLOP/s ≈ 223 ms; 99 steps of about
+    4.76 ms take 471 ms, so decode is 471 ÷ 694 = 68%, not "almost all", and 223 ÷ 4.76 ≈ 47
+    (48 by the exact times) decode steps match the prefill. A one-token answer at the defaults:
+    28.7 ms ÷ 4.52 ms = 6.35, so 7 steps would match its prefill ("almost all its time" was
+    said regardless of the prompt)."""
+    hint = section(client, "?p1-scale-prompt_tokens=7000&p1-scale-output_tokens=100", 1,
+                   "followups")
+    assert "decode is 68% of the request: after a prompt of 7,000 tokens this answer is not " \
+           "long, and prefill still counts; 48 decode steps take as long as the prefill" in hint
+    assert "this answer is not long" not in section(client, "", 1, "followups")
+    answer = section(client, "?p1-scale-output_tokens=1", 1, "answer")
+    assert "each token of a longer one adds a step, and 7 decode steps would already take as " \
+           "long as this prefill" in answer
+    assert "almost all its time" not in answer
