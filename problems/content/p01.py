@@ -532,7 +532,9 @@ def context(*, request: HttpRequest) -> dict:
         "users_kv_compared": kv_compared,
         "users_weights_text": bytes_phrase(float(users["weight_bytes_per_step"])),
         "users_weight_share": percent_format(float(users["weight_share"])),
-        "users_even_context": f"{round(even_context):,}",
+        "users_even_context": count_phrase(round(even_context), "token") + " each",
+        # Past about W ÷ kv sequences, a single token of context each outweighs the weights.
+        "users_even_below_one": even_context < 1,
         "users_even_past_window": bool(users_model.context)
         and even_context > users_model.context,
         "users_window": f"{users_model.context:,}" if users_model.context else "",

@@ -288,3 +288,14 @@ def test_a_short_answer_after_a_long_prompt_is_not_called_almost_all_decode(clie
     assert "each token of a longer one adds a step, and 7 decode steps would already take as " \
            "long as this prefill" in answer
     assert "almost all its time" not in answer
+
+
+def test_a_batch_so_large_that_one_token_each_outweighs_the_weights(client) -> None:
+    """1,000,000 sequences: even 1 token of context each is 1,000,000 × 131,072 B = 131 GB of
+    KV, over the 15 GB of weights; the break-even 15.01 GB ÷ 131 GB = 0.11 tokens printed as
+    "about 0 tokens each". At the defaults it is 15.01 GB ÷ (100 × 131,072 B) = 1,145 tokens."""
+    worked = section(client, "?p1-users-batch=1000000&p1-users-context_tokens=1000", 1, "worked")
+    assert "0 tokens each" not in worked
+    assert "for this batch even one token of context each would read more KV than weights" \
+        in worked
+    assert "the two are equal at about 1,145 tokens each" in section(client, "", 1, "worked")
