@@ -234,6 +234,13 @@ def significant_format(value: float, *, digits: int = 2) -> str:
     return number_format(int(rounded) if rounded >= 10**(digits - 1) else rounded)
 
 
+def rate_tokens(value: float) -> str:
+    """A token rate said aloud with its noun agreeing: "1 token", "220 tokens", "0.37 tokens"
+    (the caller adds "per second")."""
+    said = significant_format(value)
+    return f"{said} {'token' if said == '1' else 'tokens'}"
+
+
 def _evaluated(calculator: Calculator, prefix: str, request: HttpRequest) -> tuple[dict, object]:
     """The calculator's inputs and result for this request, or its defaults when the learner's
     inputs are refused: the error shows beside the field, and the refusal is recorded so that
@@ -282,7 +289,7 @@ def _users_context(inputs: dict, users, alone) -> dict:
         "users_growth_experts": seconds_rounded(extra_weights / bandwidth),
         "users_growth_kv": seconds_rounded(extra_kv / bandwidth),
         "users_growth_mostly_experts": extra_weights > extra_kv,
-        "users_fitting_rate": (significant_format(float(fitting["tokens_per_second"]))
+        "users_fitting_rate": (rate_tokens(float(fitting["tokens_per_second"]))
                                if fitting else ""),
     }
 
@@ -538,8 +545,9 @@ def context(*, request: HttpRequest) -> dict:
         "users_even_past_window": bool(users_model.context)
         and even_context > users_model.context,
         "users_window": f"{users_model.context:,}" if users_model.context else "",
-        "users_aggregate": significant_format(float(users["tokens_per_second"])),
+        "users_aggregate_tokens": rate_tokens(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
+        "users_alone_rate_tokens": rate_tokens(float(alone["tokens_per_second"])),
         "users_end_tokens": count_phrase(users_end, "token"),
         # A one-token answer takes no decode step, so its sequences never grow.
         "users_grow": users_end > users_inputs["context_tokens"],
