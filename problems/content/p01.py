@@ -488,6 +488,7 @@ def context(*, request: HttpRequest) -> dict:
         # thumb, which puts every parameter in the weights' format.
         "refined_reads_more": float(result["weight_bytes"]) > float(result["rule_weight_bytes"]),
         "decode_steps": f"{int(result['decode_steps']):,}",
+        "one_step": int(result["decode_steps"]) == 1,
         "kv_tokens": count_phrase(int(result["kv_tokens"]), "token"),
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),

@@ -308,3 +308,15 @@ def test_a_rate_of_one_token_a_second_is_singular(client) -> None:
                              "&p1-users-bandwidth_efficiency=0.47", 1, "worked")
     assert "makes about 1 token per second" in worked
     assert "at most 11,000 tokens per second in aggregate" in section(client, "", 1, "worked")
+
+
+def test_a_two_token_answer_has_one_decode_step_said_as_one(client) -> None:
+    """An answer of 2 tokens: prefill gives the first, 1 decode step gives the second, 15.01 GB ÷
+    3.35 TB/s = 4.48 ms. Not "the other 1 take one step each" or "the other 1 tokens take"."""
+    query = "?p1-scale-output_tokens=2"
+    worked = section(client, query, 1, "worked")
+    assert "Prefill gave the first token, so the second takes one step: at least 4.48 ms" \
+        in worked
+    answer = section(client, query, 1, "answer")
+    assert "the second token takes at least 4.48 ms" in answer
+    assert "other 1 " not in worked + answer
