@@ -320,3 +320,23 @@ def test_a_two_token_answer_has_one_decode_step_said_as_one(client) -> None:
     answer = section(client, query, 1, "answer")
     assert "the second token takes at least 4.48 ms" in answer
     assert "other 1 " not in worked + answer
+
+
+def test_the_streaming_working_holds_1_token_at_a_cut_before_the_first(client) -> None:
+    """A 1-token prompt and a reader who leaves before the first token: the cache holds the
+    prompt's 1 token at the cut, ⌈1 ÷ 16⌉ = 1 block: "1 token", not "1 tokens"."""
+    response = client.get(PAGE + "?p2-stream-prompt_tokens=1&p2-stream-cut_after_tokens=0")
+    text = " ".join(text_of(problem_html(response.content.decode(), 2)).split())
+    assert "1 prompt (the client left before the first token) 1 token " in text
+    assert "1 tokens" not in text
+
+
+def test_the_streaming_waste_working_says_1_request_and_1_token_a_second(client) -> None:
+    """1 request/s, all abandoned after 999 of 1,000 tokens: 1 stream a second × 1 decode step
+    left = 1 token/s; the working says "1 request/s" and "1 token/s", not "1 requests/s"."""
+    response = client.get(PAGE + "?p2-stream-requests_per_second=1&p2-stream-abandon_rate=1"
+                                 "&p2-stream-cut_after_tokens=999")
+    text = " ".join(text_of(problem_html(response.content.decode(), 2)).split())
+    assert "1 request/s × 100% abandoned" in text
+    assert "1 token/s" in text
+    assert "1 requests/s" not in text and "1 tokens/s" not in text
