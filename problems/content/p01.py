@@ -398,6 +398,8 @@ def _chunk_context(inputs: dict, chunk) -> dict:
         "chunk_no_gain": float(chunk["unchunked_stall_seconds"])
         <= 1.05 * float(chunk["max_chunk_stall_seconds"]),
         "chunk_fits": bool(chunk["fits"]),
+        # Microsecond steps (a tiny model) are counts that fixed per-step costs outweigh.
+        "chunk_unreachable": float(chunk["largest_step_seconds"]) < FIXED_COSTS_DOMINATE,
         "chunk_memory_needed": bytes_phrase(float(chunk["memory_needed_bytes"])),
         "chunk_memory_usable": bytes_phrase(float(chunk["memory_usable_bytes"])),
         "chunk_gpu": gpu_get(inputs["gpu"]).name,

@@ -340,3 +340,16 @@ def test_the_streaming_waste_working_says_1_request_and_1_token_a_second(client)
     assert "1 request/s × 100% abandoned" in text
     assert "1 token/s" in text
     assert "1 requests/s" not in text and "1 tokens/s" not in text
+
+
+def test_a_microsecond_long_prompt_step_is_flagged(client) -> None:
+    """course-lm, 32 streams of 200 tokens and a 500-token prompt in chunks of 128: the streams
+    read about 11 MB of weights + 32 × 200 × 6,144 B = 39 MB of FP32 KV ≈ 50 MB, 15 µs at
+    3.35 TB/s, and the chunk's step 16 µs: under the 100 µs below which fixed per-step costs
+    dominate. The default (5.7 ms, 70 ms) is not flagged."""
+    worked = section(client, "?p1-chunk-model=course-lm&p1-chunk-prompt_tokens=500"
+                             "&p1-chunk-decode_context_tokens=200&p1-chunk-chunk_tokens=128",
+                     1, "worked")
+    assert "Their step alone takes 15 µs" in worked
+    assert "Steps of microseconds are only byte and FLOP counts" in worked
+    assert "Steps of microseconds" not in section(client, "", 1, "worked")
