@@ -353,3 +353,13 @@ def test_a_microsecond_long_prompt_step_is_flagged(client) -> None:
     assert "Their step alone takes 15 µs" in worked
     assert "Steps of microseconds are only byte and FLOP counts" in worked
     assert "Steps of microseconds" not in section(client, "", 1, "worked")
+
+
+def test_a_one_token_moe_prefill_reads_only_its_routed_experts(client) -> None:
+    """Mixtral 8x7B, prompt 1: the token is routed to 2 of 8 experts, so the pass reads about
+    25 GB (25.5 GB ÷ 3.35 TB/s = 7.6 ms), not all 93 GB: "every weight the prompt is routed
+    to", not "every weight"."""
+    answer = section(client, "?p1-scale-model=mixtral-8x7b&p1-scale-prompt_tokens=1", 1,
+                     "answer")
+    assert "every weight the prompt is routed to must still be read once, so about 7.6 ms" \
+        in answer
