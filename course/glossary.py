@@ -42,9 +42,10 @@ TERMS: tuple[Term, ...] = (
          "once."),
     Term("decode", "Decode",
          "Every step after prefill: one forward pass that adds one token to each running "
-         "sequence. Limited by how fast memory can be read: batching shares the weight reads, "
-         "but attention's reads of each sequence's KV cache stay memory-bound at any batch "
-         "size."),
+         "sequence. Usually limited by how fast memory can be read: batching shares the weight "
+         "reads, so only a large batch of short sequences makes the matrix multiplies the "
+         "limit, while attention's reads of each sequence's KV cache stay memory-bound at any "
+         "batch size."),
     Term("kv-cache", "KV cache",
          "The attention keys and values of every token already processed, kept per layer and "
          "per sequence so that each new token attends to them instead of recomputing them."),

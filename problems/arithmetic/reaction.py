@@ -36,7 +36,10 @@ def _checked(value: float, *, field: str, maximum: float, unit: str) -> float:
 
 def distance_text(metres: float) -> str:
     """A distance in the unit that reads best: "8.33 m", "0.278 mm" is "278 µm", never
-    "0.000278 m" (a learner reads a bare run of zeros as zero)."""
+    "0.000278 m" (a learner reads a bare run of zeros as zero), and "16.7 km", not
+    "16,667 m"."""
+    if metres >= 1000:
+        return f"{number_format(metres / 1000)} km"
     if metres == 0 or metres >= 0.1:
         return f"{number_format(metres)} m"
     for scale, unit in ((1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")):

@@ -290,7 +290,9 @@ def abandoned_request(
     )
     if cut_after_tokens >= output_tokens:
         raise ArithmeticInputError(
-            field="cut_after_tokens", message="must be fewer than output_tokens (max_tokens)"
+            field="cut_after_tokens",
+            message=f"must be fewer than output_tokens (max_tokens, {output_tokens:,} here): "
+            "a reader who stays to the last token has not left early",
         )
     block_size = count_check(block_size, field="block_size", maximum=BLOCK_SIZE_MAX)
     number_check(step_seconds, field="step_seconds", maximum=SECONDS_MAX)
@@ -326,7 +328,7 @@ def abandoned_request(
             "first token)",
             at_cut,
             "tokens",
-            f"{at_cut:,} tokens",
+            count_phrase(at_cut, "token"),
         ),
         Step(
             "Blocks held at the cut",
@@ -513,7 +515,7 @@ def streaming_for_scale(
     waste = (
         Step(
             "Streams abandoned per second",
-            f"{number_format(rps)} requests/s × {percent_format(abandon)} abandoned",
+            f"{amount_phrase(rps, 'requests')}/s × {percent_format(abandon)} abandoned",
             abandoned_per_second,
             "streams/s",
             f"{count_format(abandoned_per_second, 'stream')} per second",
@@ -525,11 +527,11 @@ def streaming_for_scale(
             "without cancellation",
             wasted_rate,
             "tokens/s",
-            f"{number_format(wasted_rate)} tokens/s",
+            f"{amount_phrase(wasted_rate, 'tokens')}/s",
         ),
         Step(
             "Sequences running at once (Little's law)",
-            f"{number_format(rps)} requests/s × "
+            f"{amount_phrase(rps, 'requests')}/s × "
             f"{seconds_format(float(cost['full_answer_seconds']))} each, to max_tokens",
             running,
             "sequences",

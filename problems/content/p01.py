@@ -16,9 +16,15 @@ from problems import arithmetic as a
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.compute import peak_describe, peak_flops_get
-from problems.arithmetic.memory import params_count_model
+from problems.arithmetic.memory import (
+    RESERVE_GB_DEFAULT,
+    embedding_dtype_resolve,
+    params_count_model,
+    weight_bytes_model,
+)
 from problems.arithmetic.request import request_for_scale, request_split, seconds_rounded
 from problems.arithmetic.units import (
+    GB,
     bandwidth_format,
     count_format,
     flops_rate_format,
@@ -228,6 +234,13 @@ def significant_format(value: float, *, digits: int = 2) -> str:
     return number_format(int(rounded) if rounded >= 10**(digits - 1) else rounded)
 
 
+def rate_tokens(value: float) -> str:
+    """A token rate said aloud with its noun agreeing: "1 token", "220 tokens", "0.37 tokens"
+    (the caller adds "per second")."""
+    said = significant_format(value)
+    return f"{said} {'token' if said == '1' else 'tokens'}"
+
+
 def _evaluated(calculator: Calculator, prefix: str, request: HttpRequest) -> tuple[dict, object]:
     """The calculator's inputs and result for this request, or its defaults when the learner's
     inputs are refused: the error shows beside the field, and the refusal is recorded so that
@@ -261,6 +274,9 @@ def _users_context(inputs: dict, users, alone) -> dict:
         "users_step": seconds_rounded(step, digits=digits),
         "users_alone_step": seconds_rounded(alone_step, digits=digits),
         "users_close": close,
+        # Closer still, three figures print the same time twice: give the growth instead.
+        "users_same": seconds_rounded(step, digits=digits)
+        == seconds_rounded(alone_step, digits=digits),
         "users_unreachable": step < FIXED_COSTS_DOMINATE,
         "users_ratio": number_format(ratio, digits=2),
         "users_alone_bound": alone["bound"],
@@ -273,7 +289,7 @@ def _users_context(inputs: dict, users, alone) -> dict:
         "users_growth_experts": seconds_rounded(extra_weights / bandwidth),
         "users_growth_kv": seconds_rounded(extra_kv / bandwidth),
         "users_growth_mostly_experts": extra_weights > extra_kv,
-        "users_fitting_rate": (significant_format(float(fitting["tokens_per_second"]))
+        "users_fitting_rate": (rate_tokens(float(fitting["tokens_per_second"]))
                                if fitting else ""),
     }
 
@@ -298,6 +314,45 @@ def _demo_context(inputs: dict) -> dict:
         "demo_window": count_phrase(window, "token"),
         "demo_prompt": count_phrase(prompt, "token"),
         "demo_output": count_phrase(output, "token"),
+    }
+
+
+# Narrower weight formats to suggest for a model that does not fit, widest first; the last is the
+# narrowest one every GPU can serve (weight-only where it has no 4-bit arithmetic): if the model
+# does not fit even in it, no smaller format is left to try.
+NARROWER_FORMATS = ("fp8", "int4")
+NARROWEST_FORMAT = NARROWER_FORMATS[-1]
+
+
+def _split_context(inputs: dict, result, *, prefix: str) -> dict:
+    """What a calculator's inputs that do not fit one GPU would take: whether the weights and
+    reserve alone overflow it (then a smaller batch or prompt cannot help), whether a 4-bit copy
+    of the model would fit, and the fewest GPUs that could hold it split (a ceiling: the weights
+    and KV shared out, each GPU keeping its own reserve)."""
+    if result["fits"]:
+        return {f"{prefix}_weights_overflow": False}
+    model, dtype = model_get(inputs["model"]), dtype_get(inputs["dtype"])
+    embedding = embedding_dtype_resolve(model=model, dtype=dtype,
+                                        embedding_dtype=inputs.get("embedding_dtype") or None)
+    weights = weight_bytes_model(model=model, dtype=dtype, embedding=embedding)["total"]
+    usable = float(result["memory_usable_bytes"])
+    reserve = float(inputs.get("reserve_gb", RESERVE_GB_DEFAULT)) * GB
+    kv = float(result["memory_needed_bytes"]) - weights - reserve
+    # The widest narrower format whose copy of the model fits one GPU, if any.
+    narrower = ""
+    for candidate in map(dtype_get, NARROWER_FORMATS):
+        stored = weight_bytes_model(
+            model=model, dtype=candidate,
+            embedding=embedding_dtype_resolve(model=model, dtype=candidate))["total"]
+        if candidate.bits < dtype.bits and stored + kv + reserve <= usable:
+            narrower = candidate.name
+            break
+    per_gpu = usable - reserve
+    return {
+        f"{prefix}_weights_overflow": weights + reserve > usable,
+        f"{prefix}_narrower_fits": narrower,
+        f"{prefix}_fewest_gpus": (count_phrase((weights + kv) / per_gpu, "GPU", rounding="ceil")
+                                  if per_gpu > 0 else ""),
     }
 
 
@@ -343,6 +398,8 @@ def _chunk_context(inputs: dict, chunk) -> dict:
         "chunk_no_gain": float(chunk["unchunked_stall_seconds"])
         <= 1.05 * float(chunk["max_chunk_stall_seconds"]),
         "chunk_fits": bool(chunk["fits"]),
+        # Microsecond steps (a tiny model) are counts that fixed per-step costs outweigh.
+        "chunk_unreachable": float(chunk["largest_step_seconds"]) < FIXED_COSTS_DOMINATE,
         "chunk_memory_needed": bytes_phrase(float(chunk["memory_needed_bytes"])),
         "chunk_memory_usable": bytes_phrase(float(chunk["memory_usable_bytes"])),
         "chunk_gpu": gpu_get(inputs["gpu"]).name,
@@ -422,11 +479,19 @@ def context(*, request: HttpRequest) -> dict:
         "output_tokens": f"{inputs['output_tokens']:,}",
         "answer_tokens": count_format(inputs["output_tokens"], "token"),
         "one_token": inputs["output_tokens"] == 1,
+        # Under 90% of the time in decode, this answer is not "long" next to its prompt.
+        "decode_dominates": float(result["decode_share"]) >= 0.9,
+        # How many decode steps take as long as this prefill: the answer length past which the
+        # loop is most of the time.
+        "steps_matching_prefill": count_phrase(
+            max(1.0, float(result["ttft_seconds"]) / float(result["decode_step_seconds"])),
+            "decode step", rounding="ceil"),
         # Quantized weights with the embedding and head kept in BF16 read more than the rule of
         # thumb, which puts every parameter in the weights' format.
         "refined_reads_more": float(result["weight_bytes"]) > float(result["rule_weight_bytes"]),
         "decode_steps": f"{int(result['decode_steps']):,}",
-        "kv_tokens": f"{int(result['kv_tokens']):,}",
+        "one_step": int(result["decode_steps"]) == 1,
+        "kv_tokens": count_phrase(int(result["kv_tokens"]), "token"),
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),
         "bandwidth_full": inputs["bandwidth_efficiency"] >= 1,
@@ -435,6 +500,7 @@ def context(*, request: HttpRequest) -> dict:
         "step_floor_ok": inputs["bandwidth_efficiency"] >= 1 and bool(result["fits"]),
         # A step under a tenth of a millisecond is a byte count no engine reaches.
         "step_unreachable": float(result["decode_step_seconds"]) < FIXED_COSTS_DOMINATE,
+        "prefill_unreachable": float(result["ttft_seconds"]) < FIXED_COSTS_DOMINATE,
         # Below full bandwidth a step time is an estimate; the floor is the same bytes at 100%.
         "step_floor_full": seconds_rounded(float(result["decode_weights_floor_seconds"])
                                            * inputs["bandwidth_efficiency"]),
@@ -452,11 +518,14 @@ def context(*, request: HttpRequest) -> dict:
         "ridge": number_format(ridge, digits=3),
         "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",
         "weight_bytes_each": number_format(dtype.bytes, digits=3),
-        # Below 8 bits a smaller format is no longer the easy way to fit: split the model.
-        "smaller_format_left": dtype.bits >= 8,
         "weight_bytes_text": count_format(dtype.bytes, "byte"),
+        "dtype_bits_above_four": dtype.bits > dtype_get(NARROWEST_FORMAT).bits,
         "moe_factor": number_format(moe_factor, digits=2),
         "ridge_tokens": count_format(round(ridge_tokens), "token"),
+        # Narrow weights multiplied at the BF16 rate (weight-only: INT4 anywhere, FP8 on an A100,
+        # FP4 off Blackwell) cut the bytes but not the FLOP rate, so the crossover falls well
+        # below a dense model's few hundred tokens.
+        "weight_only": dtype.bits < 16 and peak == gpu.rate_get("bf16"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
         "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",
@@ -473,13 +542,18 @@ def context(*, request: HttpRequest) -> dict:
         "users_kv_compared": kv_compared,
         "users_weights_text": bytes_phrase(float(users["weight_bytes_per_step"])),
         "users_weight_share": percent_format(float(users["weight_share"])),
-        "users_even_context": f"{round(even_context):,}",
+        "users_even_context": count_phrase(round(even_context), "token") + " each",
+        # Past about W ÷ kv sequences, a single token of context each outweighs the weights.
+        "users_even_below_one": even_context < 1,
         "users_even_past_window": bool(users_model.context)
         and even_context > users_model.context,
         "users_window": f"{users_model.context:,}" if users_model.context else "",
-        "users_aggregate": significant_format(float(users["tokens_per_second"])),
+        "users_aggregate_tokens": rate_tokens(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
+        "users_alone_rate_tokens": rate_tokens(float(alone["tokens_per_second"])),
         "users_end_tokens": count_phrase(users_end, "token"),
+        # A one-token answer takes no decode step, so its sequences never grow.
+        "users_grow": users_end > users_inputs["context_tokens"],
         "users_largest_batch": count_phrase(int(users["largest_batch"]), "sequence"),
         "users_none_fit": int(users["largest_batch"]) == 0,
         "users_memory_needed": bytes_phrase(float(users["memory_needed_bytes"])),
@@ -506,5 +580,7 @@ def context(*, request: HttpRequest) -> dict:
             or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1)),
         **_users_context(users_inputs, users, alone),
         **_moe_batch_context(model, inputs),
+        **_split_context(inputs, result, prefix="split"),
+        **_split_context(chunk_inputs, chunk, prefix="chunk_split"),
         **_demo_context(inputs),
     }

@@ -3,9 +3,12 @@
 figures its prose quotes, all computed at render time by problems/arithmetic.
 """
 
+import math
+
 from django.http import HttpRequest
 
-from problems.arithmetic.catalog import gpu_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.memory import embedding_dtype_resolve, weight_bytes_model
 from problems.arithmetic.streaming import (
     SSE_DONE,
     abandoned_blocks_timeline,
@@ -13,6 +16,7 @@ from problems.arithmetic.streaming import (
     streaming_for_scale,
 )
 from problems.arithmetic.units import (
+    GB,
     bytes_format,
     count_format,
     number_format,
@@ -160,6 +164,9 @@ SOURCES: list[tuple[str, str]] = [
 # Below this per-stream rate (bytes per second, 1 Mbit/s) streaming's bytes are small for any
 # network a reader is on; above it, the rate is worth sizing at the proxy.
 SMALL_STREAM_RATE = 125_000
+# Streaming saves little when the first visible text comes within this share of the whole
+# answer's time of its end (hidden reasoning filling nearly all of max_tokens).
+SAVES_LITTLE = 0.1
 # A step time under this (seconds) is a byte count no engine reaches: each real step also pays
 # fixed costs (launching its kernels, scheduling, sampling) that the count leaves out.
 FIXED_COSTS_DOMINATE = 1e-4
@@ -176,7 +183,7 @@ def bits_rate(bytes_per_second: float) -> str:
 
 def bytes_said(count: float) -> str:
     """Bytes in the decimal unit that reads best: "1.05 GB", "1.4 kB", never "1.4×10⁻⁶ GB"."""
-    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
         if count >= scale:
             return f"{number_format(count / scale)} {unit}"
     return f"{number_format(count)} B"
@@ -187,7 +194,19 @@ def average_count(value: float, noun: str) -> str:
     than one stream" (Little's law gives averages, but a stream is never fractional)."""
     if value < 0.5:
         return f"fewer than one {noun}"
+    # An average is an estimate: three significant figures, not 148,266,473.
+    if value >= 1000:
+        value = round(value, 2 - math.floor(math.log10(value)))
     return "about " + count_phrase(value, noun, rounding="nearest")
+
+
+def _weights_overflow(inputs: dict, usable: float) -> bool:
+    """Whether the model's weights and the runtime reserve alone exceed what the engine may use
+    on one GPU: then no smaller batch fits, and the model must be split over GPUs."""
+    model, dtype = model_get(inputs["model"]), dtype_get(inputs["dtype"])
+    weights = weight_bytes_model(model=model, dtype=dtype,
+                                 embedding=embedding_dtype_resolve(model=model, dtype=dtype))
+    return weights["total"] + inputs["reserve_gb"] * GB > usable
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -240,6 +259,9 @@ def context(*, request: HttpRequest) -> dict:
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
         "blocks_at_cut_text": count_phrase(int(r["blocks_at_cut"]), "block"),
         "blocks_at_end": f"{int(r['blocks_at_end']):,}",
+        # With blocks as large as the rest of the answer, the abandoned request needs no new one.
+        "blocks_grow": int(r["blocks_at_end"]) > int(r["blocks_at_cut"]),
+        "blocks_at_cut_one": int(r["blocks_at_cut"]) == 1,
         "wasted_tokens": f"{int(r['wasted_tokens']):,}",
         "held_without": seconds_format(float(r["held_seconds_without_cancel"])),
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),
@@ -255,6 +277,8 @@ def context(*, request: HttpRequest) -> dict:
         "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
         "one_wasted_step": int(r["wasted_decode_steps"]) == 1,
         "left_before_first": inputs["cut_after_tokens"] == 0,
+        # A reader who leaves before the hidden reasoning ends has seen no answer text.
+        "left_while_thinking": 0 < inputs["cut_after_tokens"] <= inputs["reasoning_tokens"],
         # A cut with nothing after it to decode (a one-token answer): nothing to waste.
         "no_decode_wasted": int(r["wasted_decode_steps"]) == 0,
         "none_abandoned": inputs["abandon_rate"] == 0,
@@ -266,6 +290,14 @@ def context(*, request: HttpRequest) -> dict:
             (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
             or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1)),
         "first_visible": seconds_format(float(r["first_visible_seconds"])),
+        # Hidden thinking that fills nearly all of max_tokens leaves streaming almost nothing
+        # to save: the first visible text comes within 10% of the whole answer's time.
+        "streaming_saves_little": inputs["reasoning_tokens"] > 0
+        and float(r["full_answer_seconds"]) - float(r["first_visible_seconds"])
+        < SAVES_LITTLE * float(r["full_answer_seconds"]),
+        "one_visible_token": inputs["output_tokens"] - inputs["reasoning_tokens"] == 1,
+        "streaming_saved": seconds_format(
+            float(r["full_answer_seconds"]) - float(r["first_visible_seconds"])),
         # What streaming saves, against the whole answer: the first visible text's wait.
         "first_seen": seconds_format(float(r["first_visible_seconds"])),
         # What a reasoning model's hidden thinking does to the first visible text, at these
@@ -277,12 +309,15 @@ def context(*, request: HttpRequest) -> dict:
         "requests_per_second": amount_phrase(inputs["requests_per_second"], "requests"),
         "abandon_percent": percent_format(inputs["abandon_rate"]),
         "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
-        "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
+        "wasted_rate": amount_phrase(float(r["wasted_tokens_per_second"]), "tokens"),
         "wasted_share": share_phrase(float(r["wasted_share"])),
         "running": average_count(float(r["running_sequences"]), "sequence"),
         "abandoned_running": average_count(float(r["abandoned_running"]), "stream"),
         "abandoned_running_one": average_count(float(r["abandoned_running"]), "stream")
         in ("about 1 stream", "fewer than one stream"),
+        "batches_at_batch": count_phrase(
+            max(1.0, float(r["running_sequences"]) / inputs["batch"]), "batch",
+            rounding="ceil", plural_noun="batches"),
         "gpus_at_batch": count_phrase(max(1.0, float(r["running_sequences"]) / inputs["batch"]),
                                       "GPU", rounding="ceil"),
         "one_gpu_holds_them": float(r["running_sequences"]) <= inputs["batch"],
@@ -290,4 +325,5 @@ def context(*, request: HttpRequest) -> dict:
         "fits": r["fits"],
         "memory_needed": bytes_phrase(float(r["memory_needed_bytes"])),
         "memory_usable": bytes_phrase(float(r["memory_usable_bytes"])),
+        "weights_overflow": _weights_overflow(inputs, float(r["memory_usable_bytes"])),
     }

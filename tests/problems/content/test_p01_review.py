@@ -109,8 +109,9 @@ def test_f6_a_one_token_answer_has_no_long_answer_tail(client) -> None:
     """Output of 1 token: prefill gives it, so no decode step; the sentence about where a long
     answer's time goes belongs to the other branch."""
     answer = section(client, "?p1-scale-output_tokens=1", "answer")
-    assert "needs no step at all; a longer one would spend almost all its time in such steps" \
-        in answer
+    # (A second review: "almost all its time" was false after a long prompt; the page now says
+    # how many steps match the prefill, 28.7 ms ÷ 4.52 ms → 7.)
+    assert "needs no step at all; each token of a longer one adds a step" in answer
     assert "That is where a long answer's time goes" not in answer
 
 
@@ -165,7 +166,7 @@ def test_f10_a_step_that_turns_compute_bound_says_so(client) -> None:
         in text
     assert "stays compute-bound" not in text
     assert one_tokens(text) == []
-    assert "grow to 1 token each" in text
+    assert "hold 1 token each" in text  # a one-token answer never grows them
 
 
 def test_f11_throughput_of_a_batch_that_does_not_fit_is_conditional(client) -> None:
