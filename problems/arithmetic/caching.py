@@ -25,7 +25,7 @@ from problems.arithmetic.memory import (
     weight_bytes_model,
     weights_read_model,
 )
-from problems.arithmetic.replica import prefill_pass_replica
+from problems.arithmetic.replica import kv_bytes_per_token_gpu, prefill_pass_replica
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     GB,
@@ -286,6 +286,13 @@ def prefix_hit_rates(*, capacity: int, applications: int, replicas: int,
             "replicas_used": min(replicas, applications)}
 
 
+def kv_replication_why(model, tp: int) -> str:
+    """Why each GPU of a `tp`-way replica keeps more than its split of a token's KV."""
+    if model.attention == "MLA":
+        return "MLA's latent is whole on every GPU"
+    return f"{model.kv_heads} KV heads over {tp} GPUs, so heads are copied"
+
+
 def prefix_routing(
     *,
     model: str,
@@ -353,7 +360,14 @@ def prefix_routing(
     # Throughput view: at load the weight reads are shared by a batch, so a hit frees its FLOPs.
     gpu_seconds_saved = flops_saved / (peak * mfu)
     in_flight = rpm / 60 * request_seconds
-    prefix_kv = system_tokens * kv_bytes_per_token_model(m, kv)
+    # A cached prefix occupies the KV of every GPU of the replica: its share of the KV heads
+    # on each (the model's total, split), or the whole MLA latent, or a replicated head where
+    # tp exceeds the KV heads, on every one of them. DeepSeek-V3 at TP 8 keeps 8 copies of
+    # its 70,272 B latent a token, so a prefix costs the replica 8 times the model's figure.
+    kv_token_gpu = kv_bytes_per_token_gpu(model=m, tp=tp, kv=kv)
+    kv_token_replica = kv_token_gpu * tp
+    replicated = kv_token_replica > kv_bytes_per_token_model(m, kv) * (1 + 1e-9)
+    prefix_kv = system_tokens * kv_token_replica
     capacity = math.floor(cache_bytes / prefix_kv)
     rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas,
                              in_flight_fleet=in_flight)
@@ -375,6 +389,7 @@ def prefix_routing(
             "miss_bound": miss["bound"], "hit_bound": hit["bound"],
             "ttft_saved": ttft_saved, "gpu_seconds_saved": gpu_seconds_saved,
             "prefix_kv_bytes": prefix_kv, "capacity": capacity,
+            "kv_token_replica_bytes": kv_token_replica, "kv_replicated": replicated,
             "hit_random": rates["random"], "hit_affine": rates["affine"],
             "hit_random_idle": rates["random_idle"], "hit_affine_idle": rates["affine_idle"],
             "in_flight": in_flight, "in_flight_replica": in_flight / replicas,
@@ -418,8 +433,12 @@ def prefix_routing(
                  f"({rate_of_format(peak, unit=unit)} × {percent_format(mfu)}), against the "
                  f"fleet's {count_phrase(replicas * tp, 'GPU')}",
                  prefill_gpus, "GPUs", number_format(prefill_gpus)),
-            Step("KV of one cached prefix", f"{count_phrase(system_tokens, 'token')} × "
-                 f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
+            Step("KV of one cached prefix, on the whole replica",
+                 f"{count_phrase(system_tokens, 'token')} × "
+                 + (f"{bytes_format(kv_token_gpu)} per token on each of "
+                    f"{count_phrase(tp, 'GPU')} ({kv_replication_why(m, tp)}; {kv.kv_label})"
+                    if replicated else
+                    f"{bytes_format(kv_token_replica)} per token ({kv.kv_label})"),
                  prefix_kv, "B", bytes_format(prefix_kv)),
             Step("Prefixes one replica keeps", f"⌊{bytes_format(cache_bytes)} ÷ "
                  f"{bytes_format(prefix_kv)}⌋", capacity, "prefixes", f"{capacity:,}"),

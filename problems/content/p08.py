@@ -7,10 +7,10 @@ time by problems/arithmetic.
 from django.http import HttpRequest
 
 from problems import arithmetic as a
-from problems.arithmetic.catalog import dtype_get, kv_dtype_get, model_get
-from problems.arithmetic.compute import kv_bytes_per_token_model
+from problems.arithmetic.catalog import dtype_get, model_get
 from problems.arithmetic.units import (
     bytes_in,
+    bytes_short,
     count_format,
     flops_format,
     number_format,
@@ -50,7 +50,6 @@ def figures(inputs: dict) -> dict:
     """Every figure problem 8's prose quotes, for the calculator's inputs."""
     r = a.prefix_routing(**inputs)
     m = model_get(inputs["model"])
-    kv = kv_dtype_get(inputs.get("kv_dtype"), model=m)
     system, user = inputs["system_tokens"], inputs["user_tokens"]
     full_blocks = BLOCK_EXAMPLE_TOKENS // VLLM_BLOCK
     return {
@@ -78,8 +77,12 @@ def figures(inputs: dict) -> dict:
         "ttft_saved_text": seconds_format(r["ttft_saved"]),
         "gpu_seconds_text": number_format(r["gpu_seconds_saved"]),
         "saved_share_text": percent_format(r["ttft_saved"] / r["miss_seconds"]),
-        "kv_token_text": bytes_in(kv_bytes_per_token_model(m, kv), "kB"),
-        "prefix_kv_text": bytes_in(r["prefix_kv_bytes"], "MB"),
+        # Across the replica's GPUs: MLA's latent, or a head copied past the KV-head count,
+        # sits whole on every GPU, so the replica pays for it tp times.
+        "kv_token_text": bytes_in(r["kv_token_replica_bytes"], "kB"),
+        "kv_replicated": r["kv_replicated"], "mla": m.attention == "MLA",
+        "kv_token_gpu_text": bytes_in(r["kv_token_replica_bytes"] / inputs["tp"], "kB"),
+        "prefix_kv_text": bytes_short(r["prefix_kv_bytes"]),
         "capacity": f"{r['capacity']:,}",
         "cache_short": r["capacity"] < inputs["applications"],
         "hit_random_text": percent_format(r["hit_random"]),

@@ -366,8 +366,10 @@ def test_problem_8_says_which_view_each_saving_takes_on_a_memory_bound_hit(clien
     worked = section_text(page_get(client, query), 8, "worked")
     assert "0.154 GPU-seconds (a throughput view)" in worked
     assert "0.000298 GPU-seconds" in worked and "0.193% of the throughput view's" in worked
-    assert "saves 61.8 GPU-hours" in worked and "0.119" not in worked
-    assert "keep them all" in worked  # 71 prefixes kept, 40 applications
+    assert "at affine routing's, 61.8" in worked and "0.119" not in worked
+    # The latent is whole on each of the 8 GPUs: 1.12 GB a prefix, 8 kept, not 71 (fresh read).
+    # Random routing: 1,440,000 × 42.9% × 0.154 GPU·s ÷ 3,600 = 26.5 GPU·h a day.
+    assert "keep only 8 idle" in worked and "the cache saves 26.5 GPU-hours" in worked
 
 
 def test_problem_8_decode_gains_routers_and_skew_are_named(client) -> None:
@@ -460,3 +462,18 @@ def test_problem_22_one_gpu_replicas_have_no_all_reduce_step(client) -> None:
                           22, "worked")
     assert "all-reduces the activations" not in worked
     assert "the replica's one GPU, sending all of it" in worked
+
+
+def test_problem_8_counts_the_latent_on_every_gpu_of_the_replica(client) -> None:
+    """Fresh read, DeepSeek-V3 on 8 H200s in FP8: the page said a replica keeps 71 prefixes of
+    141 MB, but MLA's 70,272 B latent a token sits whole on each of the 8 GPUs, so a
+    2,000-token prefix costs the replica 8 × 140.5 MB = 1.12 GB and 10 GB keeps 8; random
+    routing hits (9.17 + 8) ÷ 40 = 42.9%, not 100%."""
+    query = ("?p8-routing-model=deepseek-v3&p8-routing-gpu=h200&p8-routing-tp=8"
+             "&p8-routing-dtype=fp8")
+    worked = section_text(page_get(client, query), 8, "worked")
+    assert "70.3 kB on each of its 8 GPUs, because each keeps the same latent" in worked
+    assert "gives 1.12 GB per copy of the prefix" in worked
+    assert "a replica keeps 8 prefixes" in worked and "hit rate 42.9%" in worked
+    default = section_text(page_get(client), 8, "worked")
+    assert "328 kB of KV per token across the replica gives 655 MB per copy" in default
