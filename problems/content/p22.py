@@ -34,9 +34,14 @@ SHORT_PROMPT = 256  # a short prompt, to show where the transfer stops hiding be
 CALCULATOR = calculator_get(SLUG)
 
 
-def short_verdict(share_ratio: float) -> str:
+def short_verdict(share_ratio: float, *, short_share: float = 0.0,
+                  asked_share: float = 0.0) -> str:
     """How a short prompt's transfer hides behind its prefill, against the asked prompt's, from
-    the ratio of their shares of the prefill (within a quarter either way: about as well)."""
+    the ratio of their shares of the prefill (within a quarter either way: about as well). A
+    transfer that outlasts its prefill (share ≥ 1) is not hidden at all, however it compares."""
+    if short_share >= 1:
+        return ("cannot hide its transfer either" if asked_share >= 1
+                else "cannot hide its transfer")
     if share_ratio > 1.25:
         return "hides its transfer less well"
     if share_ratio < 0.8:
@@ -152,7 +157,11 @@ def figures(inputs: dict) -> dict:
             inputs["requests_per_second"] * r["decode_busy"] / r["decode_replicas"]),
         "short_tokens": f"{SHORT_PROMPT:,}",
         "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
-        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),
+        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"],
+                                       short_share=short_eth["ratio"],
+                                       asked_share=eth["ratio"]),
+        # 100 GbE slower than the prefill: layer by layer cannot hide what outlasts the compute.
+        "eth_outruns": eth["ratio"] >= 1,
         "short_memory_bound": short["prefill_bound"] == "memory",
         "short_more_decode": short["ratio"] < r["ratio"],
         "short_prefill_text": seconds_format(short["prefill_seconds"]),

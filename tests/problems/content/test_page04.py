@@ -477,3 +477,22 @@ def test_problem_8_counts_the_latent_on_every_gpu_of_the_replica(client) -> None
     assert "a replica keeps 8 prefixes" in worked and "hit rate 42.9%" in worked
     default = section_text(page_get(client), 8, "worked")
     assert "328 kB of KV per token across the replica gives 655 MB per copy" in default
+
+
+def test_problem_22_a_link_slower_than_the_prefill_hides_nothing(client) -> None:
+    """Fresh read, course-lm in FP32 on one B200 with 512-token prompts: 512 × 6,144 B =
+    3.15 MB over 100 GbE at 80% (10 GB/s) is 315 µs against a 140 µs prefill (224%), and a
+    256-token prompt's 1.57 MB is 157 µs against 64.8 µs (243%). The page said the shorter
+    prompt 'hides its transfer about as well' and that short prompts' poor fit 'is elsewhere';
+    neither transfer is hidden at all."""
+    worked = section_text(page_get(client, p22_query(
+        model="course-lm", gpu="b200", tp=1, dtype="fp32", prompt_tokens=512,
+        output_tokens=256)), 22, "worked")
+    assert "315 µs, 224% of the prefill" in worked
+    assert "The link is slower than the prefill here" in worked
+    assert "A shorter prompt cannot hide its transfer either" in worked
+    assert "243% of its 64.8 µs prefill" in worked
+    assert "about as well" not in worked and "is elsewhere" not in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "The link is slower than the prefill" not in default
+    assert "What makes short prompts a poor fit is elsewhere" in default
