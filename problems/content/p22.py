@@ -78,7 +78,7 @@ def figures(inputs: dict) -> dict:
         "output_tokens_text": count_format(inputs["output_tokens"], "token"),
         "link_eff_text": percent_format(inputs["link_efficiency"]),
         "mfu_text": percent_format(inputs["mfu_prefill"]),
-        "kv_text": bytes_in(r["kv_bytes"], "GB"),
+        "kv_text": bytes_short(r["kv_bytes"]),  # "576 MB", not "0.576 GB"
         "kv_gpu_text": bytes_in(r["kv_bytes_per_gpu"], "MB"),
         "prefill_text": seconds_format(r["prefill_seconds"]),
         "prefill_bound": r["prefill_bound"],

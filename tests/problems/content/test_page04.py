@@ -489,6 +489,8 @@ def test_problem_22_a_link_slower_than_the_prefill_hides_nothing(client) -> None
         model="course-lm", gpu="b200", tp=1, dtype="fp32", prompt_tokens=512,
         output_tokens=256)), 22, "worked")
     assert "315 µs, 224% of the prefill" in worked
+    # 512 × 6,144 B = 3.15 MB, in the unit that reads ("0.00315 GB" before).
+    assert "KV to move. 3.15 MB for the prompt" in worked
     assert "The link is slower than the prefill here" in worked
     assert "A shorter prompt cannot hide its transfer either" in worked
     assert "243% of its 64.8 µs prefill" in worked
