@@ -212,3 +212,14 @@ def test_the_batch_plot_stops_where_memory_does() -> None:
               "context_tokens": 8_000}
     plot = p10.batch_plot(inputs=inputs, result=p10.plan_compute(**inputs))
     assert max(plot.series[0].x) == 22
+
+
+def test_the_tree_example_says_it_is_credited_the_chains_yield(client) -> None:
+    """Fresh read: 'a 64-node tree … loses to plain decoding from 7 sequences' divides the
+    chain's 2.77 tokens a pass ((1 − 0.7⁵) ÷ 0.3) by the tree's cost, about 3 plain steps at
+    batch 7 (448 positions × ~1.5×10¹⁰ FLOP ÷ 495 TFLOP/s ≈ 13.8 ms against a 4.52 ms plain
+    step) plus 0.2 for drafts: 2.77 ÷ 3.25 ≈ 0.85. A tree keeps more tokens a pass than a chain
+    at the same α, so the page must say which yield it credited."""
+    concepts = section_text(client, 10, "concepts")
+    assert ("loses to plain decoding from 7 sequences (crediting it the chain's 2.77 tokens a "
+            "pass; a tree keeps more, which moves that point somewhat later)") in concepts
