@@ -140,7 +140,7 @@ def prefix_cache(
                 "Skipped on a hit",
                 f"{flops_format(full)} − {flops_format(suffix_flops)} for the "
                 f"{count_phrase(suffix_tokens, 'suffix token')} "
-                "suffix tokens (their linear layers, their attention to every earlier token, the "
+                "(their linear layers, their attention to every earlier token, the "
                 "head at the last position)",
                 skipped,
                 "FLOP",
