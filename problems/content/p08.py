@@ -84,6 +84,11 @@ def figures(inputs: dict) -> dict:
         "kv_token_gpu_text": bytes_in(r["kv_token_replica_bytes"] / inputs["tp"], "kB"),
         "prefix_kv_text": bytes_short(r["prefix_kv_bytes"]),
         "capacity": f"{r['capacity']:,}",
+        # Zero gets words of its own: a prefix larger than the idle cache is never kept.
+        "capacity_n": count_phrase(r["capacity"], "prefix"),
+        "capacity_none": r["capacity"] == 0,
+        # No idle room and nothing in flight: no request ever hits, under either routing.
+        "never_hits": r["hit_affine"] == 0,
         "cache_short": r["capacity"] < inputs["applications"],
         "hit_random_text": percent_format(r["hit_random"]),
         "hit_random_idle_text": percent_format(r["hit_random_idle"]),

@@ -498,3 +498,28 @@ def test_problem_22_a_link_slower_than_the_prefill_hides_nothing(client) -> None
     default = section_text(page_get(client), 22, "worked")
     assert "The link is slower than the prefill" not in default
     assert "What makes short prompts a poor fit is elsewhere" in default
+
+
+def test_problem_8_a_prefix_larger_than_the_idle_room_is_never_kept(client) -> None:
+    """Fresh read, Llama 3.1 8B on one H100, a 100,000-token system prompt, 10 requests a
+    minute: 100,000 × 131,072 B = 13.1 GB per prefix against 10 GB of room, so ⌊0.76⌋ = 0 are
+    kept. The page said 'a replica keeps 0 prefixes', 'keep only 0 idle' and 'Set the
+    applications to one: … one prefix fits everywhere'. Only held prefixes hit: 10/60 × 5 s
+    ÷ 8 = 0.104 in flight, 40 × (1 − e^(−0.104/40)) = 0.104 held, 0.26%. With requests taken
+    to run for no time nothing hits at all, and the page said 'saves 0 GPU-hours (0 FLOP)'."""
+    base = ("?p8-routing-system_tokens=100000&p8-routing-model=llama-3.1-8b&p8-routing-tp=1"
+            "&p8-routing-requests_per_minute=10")
+    worked = section_text(page_get(client, base), 8, "worked")
+    assert "a replica cannot keep even one: the prefix is larger than that room" in worked
+    assert "keep none idle: hit rate 0.26%, all of it from the prefixes running requests hold" \
+        in worked
+    assert not re.search(r"\b0 prefixes", worked) and "only 0 idle" not in worked
+    assert "one prefix fits everywhere" not in worked
+    worked = section_text(page_get(client, base + "&p8-routing-request_seconds=0"), 8,
+                          "worked")
+    assert "no request ever hits" in worked
+    assert "With no hits under either routing, the cache saves nothing." in worked
+    assert not re.search(r"(?<![\d,.])0 GPU-hours|\(0 FLOP\)", worked)
+    answer = section_text(page_get(client, base + "&p8-routing-request_seconds=0"), 8,
+                          "answer")
+    assert "that never hits" in answer and not re.search(r"up to 0 GPU-hours", answer)
