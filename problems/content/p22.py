@@ -79,7 +79,7 @@ def figures(inputs: dict) -> dict:
         "link_eff_text": percent_format(inputs["link_efficiency"]),
         "mfu_text": percent_format(inputs["mfu_prefill"]),
         "kv_text": bytes_short(r["kv_bytes"]),  # "576 MB", not "0.576 GB"
-        "kv_gpu_text": bytes_in(r["kv_bytes_per_gpu"], "MB"),
+        "kv_gpu_text": bytes_short(r["kv_bytes_per_gpu"]),
         "prefill_text": seconds_format(r["prefill_seconds"]),
         "prefill_bound": r["prefill_bound"],
         "links": [{"name": x["name"], "seconds_text": seconds_format(x["seconds"]),

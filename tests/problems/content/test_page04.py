@@ -491,6 +491,11 @@ def test_problem_22_a_link_slower_than_the_prefill_hides_nothing(client) -> None
     assert "315 µs, 224% of the prefill" in worked
     # 512 × 6,144 B = 3.15 MB, in the unit that reads ("0.00315 GB" before).
     assert "KV to move. 3.15 MB for the prompt" in worked
+    # One token of Llama 3.1 70B: 327,680 B, a quarter on each of 4 GPUs, 81,920 B
+    # ("0.0819 MB" before).
+    one = section_text(page_get(client, p22_query(prompt_tokens=1, output_tokens=1)), 22,
+                       "worked")
+    assert "327,680 B for the prompt; each of the 4 GPUs holds and sends 81,920 B." in one
     assert "The link is slower than the prefill here" in worked
     assert "A shorter prompt cannot hide its transfer either" in worked
     assert "243% of its 64.8 µs prefill" in worked
