@@ -19,7 +19,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, ratio_phrase, share_phrase
+from problems.arithmetic.wording import count_phrase, ratio_phrase, times_phrase
 from problems.calculators import calculator_evaluate, calculator_get
 from problems.forms import inputs_normalise
 
@@ -94,7 +94,8 @@ def figures(inputs: dict) -> dict:
         "node_gpus": NODE_GPUS, "dgx_like": inputs["gpu"] in ("h100-sxm", "h200"),
         "ib_capped": r["ib_capped"], "host_link": r["host_link"],
         "allreduce_text": seconds_format(r["allreduce_seconds"]),
-        "allreduce_share_text": share_phrase(r["allreduce_seconds"] / r["prefill_seconds"]),
+        # A share above one is a multiple ("6.6 times the prefill"), never a clamped 100%.
+        "allreduce_share_text": times_phrase(r["allreduce_seconds"], r["prefill_seconds"]),
         "allreduce_bytes_text": bytes_short(r["allreduce_bytes"]),
         "allreduce_exceeds": r["allreduce_seconds"] > r["prefill_seconds"],
         "prefill_batched_text": seconds_format(r["prefill_busy"]),

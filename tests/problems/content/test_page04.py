@@ -528,3 +528,19 @@ def test_problem_8_a_prefix_larger_than_the_idle_room_is_never_kept(client) -> N
     answer = section_text(page_get(client, base + "&p8-routing-request_seconds=0"), 8,
                           "answer")
     assert "that never hits" in answer and not re.search(r"up to 0 GPU-hours", answer)
+
+
+def test_problem_22_an_all_reduce_longer_than_the_prefill_is_a_multiple_not_100_percent(
+        client) -> None:
+    """Fresh read, Llama 3.1 70B at TP 16 on H100s: 2 × 80 layers × 2(15/16) × 8,192 tokens ×
+    8,192 × 2 B = 40.3 GB per GPU over 400 Gb/s at 80% (40 GB/s) is 1.01 s against a 153 ms
+    prefill, 6.59 times it; the page said '100% of the prefill' (a share clamped at one). On
+    eight L40S, 37.6 GB over PCIe is 1.47 s against 835 ms, 1.76 times."""
+    worked = section_text(page_get(client, p22_query(tp=16)), 22, "worked")
+    assert "1.01 s over the network" in worked
+    assert "6.59 times the prefill if none of it overlaps" in worked
+    assert "100% of the prefill" not in worked
+    worked = section_text(page_get(client, p22_query(gpu="l40s", tp=8)), 22, "worked")
+    assert "1.76 times the prefill if none of it overlaps" in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "89.5 ms over NVLink 4, 14.6% of the prefill if none of it overlaps" in default
