@@ -140,3 +140,21 @@ def test_swapping_is_not_vllm_v1s_preemption_and_lengths_are_conditional(client)
     worked = " ".join(section_text(client, 17, "worked").split())
     assert "the lengths alone come close to explaining it" not in worked
     assert "if your measured output lengths" in worked
+
+
+def test_equal_length_percentiles_and_vanishing_waits_read_in_words(client) -> None:
+    """Fresh read. A p99 answer of 200 tokens against a median of 200: 200 ms + 199 × 20 ms =
+    4.18 s both, ratio 1, and the page said '1× the median'. 100,000 seats of 1 ms at 90%:
+    Erlang C is about 2×10⁻²³⁵, printed '1.98×10⁻²³³% of arrivals wait' (and '0%' at 50%
+    load, where it underflowed, beside a nonzero 80% row); a share that small is 'under 0.1%'."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=200)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "takes 4.18 s: about the same as the median, short of the question's ratio" in worked
+    assert "1× the median" not in worked
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, servers=100_000,
+                             mean_service_seconds=0.001, ttft_ms=0, p99_output_tokens=201)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "100,000 seats at 90%. Under 0.1% of arrivals wait" in worked
+    assert "×10⁻" not in worked.split("Output lengths alone")[0]
+    default = " ".join(section_text(client, 17, "worked").split())
+    assert "59.1% of arrivals wait" in default and "9.61× the median" in default
