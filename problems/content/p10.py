@@ -231,6 +231,10 @@ def context(*, request: HttpRequest) -> dict:
             r["memory_bound_speedup"]),
         "verify_bound": r["verify_bound"],
         "best_gamma": r["best_gamma"],
+        # At α = 1 the formula is 0 ÷ 0 (every guess kept); and a best γ at the search's end
+        # is a bound, not an optimum, when the speedup still rises past it.
+        "alpha_one": inputs["acceptance"] >= 1,
+        "best_at_limit": r["best_gamma"] == DRAFT_TOKENS_MAX,
         "best_text": f"{number_format(r['best_gamma_speedup'])}×",
         "positions": positions,
         "last_kept_text": positions[-1]["p_text"],

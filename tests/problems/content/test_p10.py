@@ -223,3 +223,19 @@ def test_the_tree_example_says_it_is_credited_the_chains_yield(client) -> None:
     concepts = section_text(client, 10, "concepts")
     assert ("loses to plain decoding from 7 sequences (crediting it the chain's 2.77 tokens a "
             "pass; a tree keeps more, which moves that point somewhat later)") in concepts
+
+
+def test_alpha_one_and_a_best_gamma_at_the_forms_limit_read_right(client) -> None:
+    """Fresh read at α = 1, γ = 1, c = 0: (1 − α^(γ+1)) ÷ (1 − α) is 0 ÷ 0, so the page must
+    not print it; every guess is kept and a pass yields γ + 1 = 2. With free drafts that are
+    always kept the speedup is γ + 1, still rising at the form's γ = 64 (65×), so that γ is a
+    bound, not an optimum."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=1, draft_tokens=1,
+                             draft_cost=0)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "Every guess is kept (α = 1), so a pass yields all γ + 1 = 2." in worked
+    assert "falls geometrically" not in worked
+    assert ("the best is γ = 64, for 65× while verification is free (the most the form "
+            "allows; the speedup is still rising there)") in worked
+    default = " ".join(section_text(client, 10, "worked").split())
+    assert "falls geometrically" in default and "the most the form allows" not in default
