@@ -140,8 +140,10 @@ def prefix_cache(
                 "Skipped on a hit",
                 f"{flops_format(full)} − {flops_format(suffix_flops)} for the "
                 f"{count_phrase(suffix_tokens, 'suffix token')} "
-                "(their linear layers, their attention to every earlier token, the "
-                "head at the last position)",
+                + ("(its linear layers, its attention to every earlier token, the head)"
+                   if suffix_tokens == 1 else
+                   "(their linear layers, their attention to every earlier token, the "
+                   "head at the last position)"),
                 skipped,
                 "FLOP",
                 flops_format(skipped),

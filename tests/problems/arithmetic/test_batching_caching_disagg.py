@@ -100,3 +100,14 @@ def test_prefix_cache_skipped_step_names_the_suffix_once() -> None:
     step = next(s for s in r.steps if s.label == "Skipped on a hit")
     assert "for the 1,000 suffix tokens (their linear layers" in step.expression
     assert "suffix tokens suffix tokens" not in step.expression
+
+
+def test_prefix_as_long_as_the_prompt_leaves_one_suffix_token_in_the_singular() -> None:
+    """A 3,000-token prefix on a 3,000-token prompt: the last token is always recomputed, so a
+    hit computes 1 token (2 × 7.5×10⁹ + its attention to 2,999 ≈ 1.7×10¹⁰ FLOP); the step read
+    'the 1 suffix token (their linear layers …)'."""
+    from problems.arithmetic.caching import prefix_cache
+    r = prefix_cache(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=3_000,
+                     prefix_tokens=3_000, hit_rate=0.8)
+    step = next(s for s in r.steps if s.label == "Skipped on a hit")
+    assert "for the 1 suffix token (its linear layers, its attention" in step.expression
