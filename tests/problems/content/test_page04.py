@@ -450,6 +450,11 @@ def test_problem_8_says_when_the_fleet_is_idle_overloaded_or_cannot_hold_the_mod
     worked = section_text(page_get(client, query), 8, "worked")
     assert "812 GB on each GPU against 18.4 GB usable" in worked
     assert "would keep about 492 GPUs busy against its 8 GPUs" in worked
+    # Fresh read: the assumed 5 s a request runs is shorter than this miss's own prefill,
+    # 1.8×10¹⁵ FLOP ÷ (121 TFLOP/s × 50%) = 29.5 s, so Little's law undercounts.
+    assert ("5 s (an assumption, and too short here: a miss's prefill alone takes 29.5 s, so "
+            "this undercounts what is in flight)") in worked
+    assert "too short here" not in busy
 
 
 def test_problem_22_one_gpu_replicas_have_no_all_reduce_step(client) -> None:
