@@ -453,11 +453,14 @@ def prefix_routing(
                  f"{applications:,})): held prefixes hit for free",
                  rates["pinned_random"], "prefixes", number_format(rates["pinned_random"])),
             Step("Hit rate, random or round-robin routing",
-                 f"every replica sees all {applications:,} prefixes: min(1, "
+                 f"every replica sees "
+                 f"{'the one prefix' if applications == 1 else f'all {applications:,} prefixes'}"
+                 ": min(1, "
                  f"({number_format(rates['pinned_random'])} held + {capacity:,} kept idle) ÷ "
                  f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
             Step("Hit rate, prefix-affine routing (the fleet's)",
-                 f"{applications:,} homes spread over {count_format(replicas, 'replica')}, "
+                 f"{count_phrase(applications, 'home')} spread over "
+                 f"{count_format(replicas, 'replica')}, "
                  f"each replica hitting min(1, (held + {capacity:,} kept idle) ÷ the "
                  "applications it is home to), weighted by its traffic",
                  rates["affine"], "", percent_format(rates["affine"])),
@@ -466,7 +469,8 @@ def prefix_routing(
                  f"min(1, (held + {capacity:,}) ÷ {rates['apps_busiest']:,})",
                  rates["affine_busiest"], "", percent_format(rates["affine_busiest"])),
             Step("Busiest replica's share of traffic, prefix-affine",
-                 f"{rates['apps_busiest']:,} of {applications:,} applications (an even split "
+                 f"{rates['apps_busiest']:,} of {count_phrase(applications, 'application')} "
+                 "(an even split "
                  f"is {percent_format(rates['even_share'])})",
                  rates["busiest_share"], "", percent_format(rates["busiest_share"])),
             Step("Requests per day", f"{number_format(rpm)} a minute × {MINUTES_PER_DAY:,}",

@@ -331,3 +331,15 @@ def test_a_cached_prefix_costs_the_replica_every_gpus_copy_of_a_latent_or_copied
     r = _fleet()
     assert r["kv_token_replica_bytes"] == 327_680 and not r["kv_replicated"]
     assert r["capacity"] == 15
+
+
+def test_one_application_reads_in_the_singular_in_the_steps() -> None:
+    """Proofread at applications = 1 (once prefixes and applications counted as whole things):
+    the steps read 'sees all 1 prefixes', '1 homes' and '1 of 1 applications'. One prefix of
+    655 MB fits 10 GB, so every policy hits: min(1, (1 held + 15) ÷ 1) = 100%."""
+    r = _fleet(applications=1, request_seconds=5.0)
+    text = " ".join(s.expression for s in r.steps)
+    assert "every replica sees the one prefix: min(1," in text
+    assert "1 home spread over 8 replicas" in text and "1 of 1 application (" in text
+    assert "1 prefixes" not in text and "1 homes" not in text and "1 applications" not in text
+    assert r["hit_random"] == r["hit_affine"] == 1.0

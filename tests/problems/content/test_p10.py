@@ -239,3 +239,11 @@ def test_alpha_one_and_a_best_gamma_at_the_forms_limit_read_right(client) -> Non
             "allows; the speedup is still rising there)") in worked
     default = " ".join(section_text(client, 10, "worked").split())
     assert "falls geometrically" in default and "the most the form allows" not in default
+
+
+def test_the_tree_example_counts_one_token_in_the_singular(client) -> None:
+    """Proofread at α = 0: every guess is refused, so a pass yields (1 − 0⁵) ÷ 1 = 1 token; the
+    tree sentence read 'the chain's 1 tokens a pass'."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0)
+    concepts = " ".join(section_text(client, 10, "concepts", query).split())
+    assert "crediting it the chain's 1 token a pass" in concepts
