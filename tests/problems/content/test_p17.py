@@ -158,3 +158,19 @@ def test_equal_length_percentiles_and_vanishing_waits_read_in_words(client) -> N
     assert "×10⁻" not in worked.split("Output lengths alone")[0]
     default = " ".join(section_text(client, 17, "worked").split())
     assert "59.1% of arrivals wait" in default and "9.61× the median" in default
+
+
+def test_drill_links_keep_their_acronyms(client) -> None:
+    """Fresh read: the links to a problem's drills were lowered whole, so problem 17 offered
+    'mean wait in an m/m/1 queue' and problem 22 'moving a prompt's kv cache'. Only the first
+    word is lowered, and not when it is an acronym."""
+    from problems.templatetags.problem_tags import lowerfirst
+    assert lowerfirst("Mean wait in an M/M/1 queue") == "mean wait in an M/M/1 queue"
+    assert lowerfirst("KV bytes per token") == "KV bytes per token"
+    assert lowerfirst("GPUs to hold the weights") == "GPUs to hold the weights"
+    assert lowerfirst("A GPU's ridge point") == "a GPU's ridge point"
+    page = client.get("/pages/05/").content.decode()
+    assert "mean wait in an M/M/1 queue</a>" in page
+    assert "m/m/1" not in page
+    page = client.get("/pages/04/").content.decode()
+    assert "moving a prompt's KV cache</a>" in page or "moving a prompt&#x27;s KV cache</a>" in page
