@@ -265,3 +265,16 @@ def test_the_tp_mistake_does_not_say_per_gpu_throughput_usually_drops(client) ->
     query = calculator_query(p09.CALCULATOR, p09.PREFIX, tpot_target_ms=1)
     mistakes = " ".join(section_text(client, 9, "mistakes", query).split())
     assert "the cost metric, drops." in mistakes and "wins it back" not in mistakes
+
+
+def test_a_chunk_as_long_as_the_prompt_is_no_chunking(client) -> None:
+    """Fresh read, a 10,000-token chunk against the 8,000-token prompt: ⌈8,000 ÷ 10,000⌉ = 1
+    chunk, and the page said 'the worst step is 264 ms, repeated over 1 chunk' and 'In chunks
+    it is 43.8 ms, no lower'. One chunk is the whole prefill: it still adds 264 ms − 11.5 ms
+    = 252 ms to one step (the step with the prefill in it against a plain one)."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, chunk_tokens=10_000)
+    worked = " ".join(section_text(client, 9, "worked", query).split())
+    assert ("A 10,000-token chunk holds the whole prompt, so chunking at that size changes "
+            "nothing: the prefill still adds 252 ms to one step") in worked
+    assert "repeated over 1 chunk" not in worked and "In chunks it is" not in worked
+    assert "Disaggregated, the decode GPUs never run a prefill" in worked
