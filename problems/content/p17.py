@@ -180,6 +180,10 @@ def context(*, request: HttpRequest) -> dict:
         "m1_p50_text": seconds_format(m1["p50_response_seconds"]),
         "m1_p99_text": seconds_format(m1["p99_response_seconds"]),
         "m1_p99_wait_text": seconds_format(m1["p99_wait_seconds"]),
+        # At ρ ≤ 1% the p99 arrival finds the server free; below half load most do, and the
+        # 6.64× is the exponential service's spread, not the queue's.
+        "m1_p99_no_wait": m1["p99_wait_seconds"] == 0,
+        "m1_light": inputs["utilization"] < 0.5,
         "m1_mean_wait_text": seconds_format(m1["mean_wait_seconds"]),
         "mc_wait_prob_text": wait_share_text(mc["wait_probability"]),
         "mc_p50_text": seconds_format(mc["p50_response_seconds"]),

@@ -174,3 +174,19 @@ def test_drill_links_keep_their_acronyms(client) -> None:
     assert "m/m/1" not in page
     page = client.get("/pages/04/").content.decode()
     assert "moving a prompt's KV cache</a>" in page or "moving a prompt&#x27;s KV cache</a>" in page
+
+
+def test_a_light_load_does_not_blame_the_queue(client) -> None:
+    """Fresh read at ρ = 1% on one server of 4 s: an arrival waits with probability 0.01, so
+    the p99 wait is 0 (P(wait > 0) = 1% is not above 1%) and the mean wait is 0.01 ÷ (0.25 ×
+    0.99) = 40.4 ms; the response is Exp(0.2475): p50 2.8 s, p99 18.6 s, 6.64× apart from
+    the exponential service alone. The page said 'the p99 wait alone 0 s' and 'the queue
+    stretches everything'."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, utilization=0.01)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "The mean wait is 40.4 ms; p50 response 2.8 s, p99 18.6 s" in worked
+    assert "(even the 99th-percentile arrival does not wait)" in worked
+    assert "it is the exponential service time's own spread" in worked
+    assert "the queue stretches everything" not in worked
+    default = " ".join(section_text(client, 17, "worked").split())
+    assert "the p99 wait alone 3 min" in default and "the queue stretches everything" in default
