@@ -113,7 +113,10 @@ def problem_html(page_html: str, number: int) -> str:
 def visible_text(fragment: str) -> str:
     """What a reader sees of `fragment`: tags, scripts and styles gone, entities decoded,
     whitespace collapsed."""
-    text = re.sub(r"<(script|style|template)\b.*?</\1>", " ", fragment, flags=re.S | re.I)
+    # A <pre> block is a source listing (problem 5 shows its demo's kernel, float("-inf") and
+    # all): code, not prose, so the prose rules do not read it.
+    text = re.sub(r"<(script|style|template|pre)\b.*?</\1>", " ", fragment,
+                  flags=re.S | re.I)
     # Inline elements join the text around them ("<code>id</code>," reads "id,"); the rest
     # (paragraphs, cells, list items) part it.
     text = re.sub(r"</?(?:code|em|strong|a|span|abbr|q|sub|sup|b|i|var|kbd|samp|small|mark|"

@@ -28,6 +28,9 @@ from problems.plots import Mark, Plot, Series, sweep_whole
 SLUG = "static-vs-continuous"
 PREFIX = "p06-batching"
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# The batches "what moves it" sets beside the chosen one: a larger one, or from it up a smaller.
+OTHER_BATCH_LARGER = 256
+OTHER_BATCH_SMALLER = 8
 # The model answer's example: the calculator's starting inputs, uniform lengths.
 ANSWER = {"batch": 32, "distribution": "uniform", "output_min": 16, "output_max": 1_024}
 
@@ -160,6 +163,12 @@ def _tokens(value: float) -> str:
     return count_format(value, "token")
 
 
+def _waste_text(share: float) -> str:
+    """A wasted share as a percentage; floating-point noise from a mean and a longest that are
+    equal (a batch of one) reads as 0%, not as 6.88×10⁻¹³%."""
+    return percent_format(0.0 if abs(share) < 1e-9 else share)
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 6's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request)
@@ -171,9 +180,14 @@ def context(*, request: HttpRequest) -> dict:
                                                    inputs["output_max"])))
     uni = static_vs_continuous(batch=batch, distribution="uniform",
                                output_min=inputs["output_min"], output_max=inputs["output_max"])
-    big = static_vs_continuous(**{**inputs, "batch": 256})
+    # The batch set beside this one: a larger one below 256, a smaller one from 256 up (a
+    # batch of 100,000 must not be told that "a larger batch" of 256 draws a longer longest).
+    other_batch = OTHER_BATCH_LARGER if batch < OTHER_BATCH_LARGER else OTHER_BATCH_SMALLER
+    big = static_vs_continuous(**{**inputs, "batch": other_batch})
     one = static_vs_continuous(**{**inputs, "batch": 1})
     return {
+        "batch_draws_text": count_format(inputs["batch"], "draw"),
+        "batch_slots_text": count_format(inputs["batch"], "slot"),
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "inputs_valid": valid,
@@ -186,18 +200,22 @@ def context(*, request: HttpRequest) -> dict:
         "mean_text": _tokens(r["mean_output_tokens"]),
         "longest_text": _tokens(r["expected_longest_tokens"]),
         "useful_text": percent_format(r["static_useful_share"]),
-        "wasted_text": percent_format(r["static_wasted_share"]),
+        "wasted_text": _waste_text(r["static_wasted_share"]),
         "ratio_text": f"{number_format(r['throughput_ratio'])}×",
         "held_text": _tokens(r["mean_output_held_tokens"]),
         "useful_tokens_text": _tokens(r["useful_tokens_per_batch"]),
         "slot_steps_text": f"{batch * r['expected_longest_tokens']:,.0f}",
         "uniform_ratio_text": f"{number_format(uni['throughput_ratio'])}×",
-        "uniform_wasted_text": percent_format(uni["static_wasted_share"]),
+        "uniform_wasted_text": _waste_text(uni["static_wasted_share"]),
         "exp_ratio_text": f"{number_format(exp['throughput_ratio'])}×",
-        "exp_wasted_text": percent_format(exp["static_wasted_share"]),
+        "exp_wasted_text": _waste_text(exp["static_wasted_share"]),
         "exp_mean_text": _tokens(exp["mean_output_tokens"]),
         "exp_longest_text": _tokens(exp["expected_longest_tokens"]),
         "big_ratio_text": f"{number_format(big['throughput_ratio'])}×",
+        "other_batch_text": count_format(other_batch, "sequence"),
+        "other_batch_larger": other_batch > batch,
+        # Every output the same length: nothing to spread, so nothing to wait for.
+        "equal_lengths": inputs["output_min"] == inputs["output_max"],
         "one_ratio_text": f"{number_format(one['throughput_ratio'])}×",
         "answer_min_text": f"{ANSWER['output_min']:,}",
         "answer_max_text": f"{ANSWER['output_max']:,}",
@@ -223,6 +241,10 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("NVIDIA Triton Inference Server docs, model configuration: Dynamic Batcher (requests "
+     "combined into a batch, with preferred batch sizes and a maximum queue delay)",
+     "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/"
+     "model_configuration.html#dynamic-batcher"),
     ("Yu et al., 'Orca: A Distributed Serving System for Transformer-Based Generative Models' "
      "(OSDI 2022: iteration-level scheduling and selective batching)",
      "https://www.usenix.org/conference/osdi22/presentation/yu"),

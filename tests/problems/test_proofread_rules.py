@@ -60,6 +60,13 @@ def test_right_sentences_pass(text):
     assert rules(text) == []
 
 
+def test_visible_text_leaves_source_listings_out():
+    """Problem 5 shows its demo's tiled kernel in a <pre> block; its float("-inf") was flagged
+    as an infinite figure in the prose."""
+    listing = '<p>The kernel:</p><pre class="code-listing"><code>m = float("-inf")</code></pre>'
+    assert visible_text(listing) == "The kernel:"
+
+
 def test_visible_text_joins_inline_elements():
     assert visible_text("<p>give each event an <code>id</code>, then</p>") == (
         "give each event an id, then")

@@ -121,7 +121,8 @@ def test_the_tile_hint_computes_its_sizes(client) -> None:
     160 KiB, and a smaller head_dim shrinks them (the words follow the inputs)."""
     follow = section_text(client, "followups")
     assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
-    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
+    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32"
+                         "&p05-attn-tokens=1024")
     assert "80 KiB" not in small
 
 
@@ -195,3 +196,89 @@ def test_a_short_sequence_is_not_said_to_turn_compute_bound(client) -> None:
     body = api(client, tokens=256, gpu="a100-80gb-sxm")
     assert body["fused_min_bound"] == "memory"
     assert "attention becomes compute-bound" not in section_text(client, "answer", query)
+
+
+def test_decode_reads_each_kv_head_once_only_when_the_kernel_packs_gqa(client) -> None:
+    """The strict review's M6: 'each step reads the KV cache once, whatever the kernel' is
+    false under GQA. Llama 3.1 70B has 64 ÷ 8 = 8 query heads per KV head. By hand, per cached
+    position and KV head: 2 × 128 values loaded; each query head does 2 × 128 (q·k) + 2 × 128
+    (p·v) FLOPs. Unpacked: 512 FLOPs ÷ (256 × 2 B) = 1 FLOP/B; packed, 8 heads per load:
+    8 FLOP/B."""
+    from problems.arithmetic.attention_io import decode_attention_intensity
+
+    assert decode_attention_intensity(heads=64, kv_heads=8, value_bytes=2, packed=False) == 1
+    assert decode_attention_intensity(heads=64, kv_heads=8, value_bytes=2, packed=True) == 8
+    text = " ".join(section_text(client, slug) for slug in ("tradeoffs", "followups",
+                                                            "mistakes"))
+    assert "whatever the kernel" not in text and "regardless" not in text
+    assert "PackGQA" in text and "loads every KV head 8 times per step" in text
+    assert "at about 8 FLOP per byte" in text
+    # Llama 2 7B has one KV head per query head: no packing to speak of.
+    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b&p05-attn-tokens=4096")
+    assert "one KV head per query head, so each is loaded once per step by any kernel" in mha
+
+
+def test_the_fa3_hint_names_the_exponential_bottleneck(client) -> None:
+    """The strict review's X5: the FA3 paper's §3 gives the H100 SXM5 989 TFLOPS of FP16
+    matmul against 3.9 TFLOPS of special functions: 989 ÷ 3.9 = 254× less for exp."""
+    followups = section_text(client, "followups")
+    assert "989 TFLOPS of FP16 matmul but only 3.9 TFLOPS of exponentials" in followups
+    assert "(254× less)" in followups and "two warpgroups take turns" in followups
+
+
+def test_the_learners_own_length_is_always_on_the_plots() -> None:
+    """The calculator review's dead end: at 128 tokens the plots began at 512, so the
+    learner's own point was off the chart. Now both start at min(512, 128) = 128, hold 128
+    itself, and mark it; a length between sweep points (1,000) is added and marked too."""
+    inputs = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tokens": 128, "batch": 1,
+              "dtype": "bf16", "tile_rows": 128, "mfu": 1.0}
+    for plot in (p05.traffic_plot(inputs=inputs, result=None),
+                 p05.time_plot(inputs=inputs, result=None)):
+        assert plot.series[0].x[0] == 128
+        assert [m.x for m in plot.marks] == [128] and "your 128 tokens" in plot.marks[0].label
+    plot = p05.time_plot(inputs={**inputs, "tokens": 1_000}, result=None)
+    assert 1_000 in plot.series[0].x and plot.marks[0].x == 1_000
+
+
+def test_one_tile_and_a_tiny_sequence_read_right(client) -> None:
+    """Found on the fresh review: at 64 tokens of course-lm with tiles of 128 rows the page said
+    the fused intensity is "far higher when each tensor moves once", though one tile reads K and
+    V once either way (131,072 B both, 4.2×10⁶ FLOP ÷ 131,072 B = 32 FLOP/B both); at one token
+    it said the standard path moves "1.01× the bytes" (66,048 ÷ 65,536). At the defaults the
+    each-once intensity is now given: 3.5×10¹³ FLOP ÷ 2.15 GB = N ÷ 2 = 16,384 FLOP/B."""
+    small = section_text(client, "worked", "?p05-attn-model=course-lm&p05-attn-gpu=b200"
+                         "&p05-attn-tokens=64")
+    assert "far higher" not in small
+    assert "the whole sequence is one tile of queries" in small
+    one = section_text(client, "worked", "?p05-attn-tokens=1&p05-attn-tile_rows=1")
+    assert "moves about the same bytes as the tiled kernel here (1.01×)" in one
+    assert "16,384 when each tensor moves once" in section_text(client, "worked")
+
+
+def test_a_prefill_past_the_models_window_is_refused(client) -> None:
+    """Found on the fresh review: Llama 3.1 405B "prefilling 64 sequences of 1,000,000 tokens"
+    was worked through, though its window is 131,072 tokens; the form now refuses it beside
+    the field, as problem 3 does, and the plots stop at the model's window."""
+    body = client.get("/api/calc/attention-io", {"model": "llama-3.1-405b", "tokens": 1_000_000})
+    assert body.status_code == 400 and b"context window of 131,072 tokens" in body.content
+    worked = section_text(client, "worked",
+                          "?p05-attn-model=llama-3.1-405b&p05-attn-tokens=1000000")
+    assert "were refused" in worked and "1,000,000 tokens exceeds" in worked
+    # Llama 2 7B's plots end at its 4,096-token window.
+    text = section_text(client, "worked", "?p05-attn-model=llama-2-7b&p05-attn-tokens=512")
+    assert "| 4,096 |" in text or "4,096" in text
+    assert "131,072" not in text
+
+
+def test_a_one_token_prefill_is_not_called_faster_or_lighter(client) -> None:
+    """Found on the fresh review: at one token the standard path moves 66,048 B against the
+    fused kernel's 65,536 B (1.01×), and the page said the fused kernel is "1.01× faster" and
+    moves "1.01× less traffic", a difference no floor can show."""
+    query = "?p05-attn-tokens=1&p05-attn-tile_rows=1"
+    worked = section_text(client, "worked", query)
+    assert "1.01× faster" not in worked and "The fused kernel is no faster" in worked
+    answer = section_text(client, "answer", query)
+    assert "1.01× less" not in answer
+    assert "about the same traffic as the standard path at this length" in answer
+    assert "where the scores are too small to matter" in answer
+    assert "257× less traffic" in section_text(client, "answer")
