@@ -35,7 +35,8 @@ from problems.registry import PROBLEMS, Problem
 # Whole things: a count of these is never fractional, "0 x" reads "no x", "1 xs" is wrong.
 WHOLE_NOUNS = ("requests", "GPUs", "replicas", "sequences", "users", "nodes", "streams",
                "servers", "machines", "chunks", "instances", "tenants", "workers", "pods",
-               "conversations", "prompts", "answers", "sessions", "clients", "keys")
+               "conversations", "prompts", "answers", "sessions", "clients", "keys",
+               "prefixes", "applications")
 # Nouns that read wrong as "1 <plural>" (the whole things and the units counted in prose).
 ONE_NOUNS = WHOLE_NOUNS + (
     "tokens", "times", "steps", "blocks", "layers", "heads", "bytes", "seconds", "minutes",

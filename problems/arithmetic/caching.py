@@ -25,7 +25,7 @@ from problems.arithmetic.memory import (
     weight_bytes_model,
     weights_read_model,
 )
-from problems.arithmetic.replica import prefill_pass_replica
+from problems.arithmetic.replica import kv_bytes_per_token_gpu, prefill_pass_replica
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     GB,
@@ -140,8 +140,10 @@ def prefix_cache(
                 "Skipped on a hit",
                 f"{flops_format(full)} − {flops_format(suffix_flops)} for the "
                 f"{count_phrase(suffix_tokens, 'suffix token')} "
-                "suffix tokens (their linear layers, their attention to every earlier token, the "
-                "head at the last position)",
+                + ("(its linear layers, its attention to every earlier token, the head)"
+                   if suffix_tokens == 1 else
+                   "(their linear layers, their attention to every earlier token, the "
+                   "head at the last position)"),
                 skipped,
                 "FLOP",
                 flops_format(skipped),
@@ -286,6 +288,13 @@ def prefix_hit_rates(*, capacity: int, applications: int, replicas: int,
             "replicas_used": min(replicas, applications)}
 
 
+def kv_replication_why(model, tp: int) -> str:
+    """Why each GPU of a `tp`-way replica keeps more than its split of a token's KV."""
+    if model.attention == "MLA":
+        return "MLA's latent is whole on every GPU"
+    return f"{model.kv_heads} KV heads over {tp} GPUs, so heads are copied"
+
+
 def prefix_routing(
     *,
     model: str,
@@ -353,7 +362,14 @@ def prefix_routing(
     # Throughput view: at load the weight reads are shared by a batch, so a hit frees its FLOPs.
     gpu_seconds_saved = flops_saved / (peak * mfu)
     in_flight = rpm / 60 * request_seconds
-    prefix_kv = system_tokens * kv_bytes_per_token_model(m, kv)
+    # A cached prefix occupies the KV of every GPU of the replica: its share of the KV heads
+    # on each (the model's total, split), or the whole MLA latent, or a replicated head where
+    # tp exceeds the KV heads, on every one of them. DeepSeek-V3 at TP 8 keeps 8 copies of
+    # its 70,272 B latent a token, so a prefix costs the replica 8 times the model's figure.
+    kv_token_gpu = kv_bytes_per_token_gpu(model=m, tp=tp, kv=kv)
+    kv_token_replica = kv_token_gpu * tp
+    replicated = kv_token_replica > kv_bytes_per_token_model(m, kv) * (1 + 1e-9)
+    prefix_kv = system_tokens * kv_token_replica
     capacity = math.floor(cache_bytes / prefix_kv)
     rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas,
                              in_flight_fleet=in_flight)
@@ -375,6 +391,7 @@ def prefix_routing(
             "miss_bound": miss["bound"], "hit_bound": hit["bound"],
             "ttft_saved": ttft_saved, "gpu_seconds_saved": gpu_seconds_saved,
             "prefix_kv_bytes": prefix_kv, "capacity": capacity,
+            "kv_token_replica_bytes": kv_token_replica, "kv_replicated": replicated,
             "hit_random": rates["random"], "hit_affine": rates["affine"],
             "hit_random_idle": rates["random_idle"], "hit_affine_idle": rates["affine_idle"],
             "in_flight": in_flight, "in_flight_replica": in_flight / replicas,
@@ -418,8 +435,12 @@ def prefix_routing(
                  f"({rate_of_format(peak, unit=unit)} × {percent_format(mfu)}), against the "
                  f"fleet's {count_phrase(replicas * tp, 'GPU')}",
                  prefill_gpus, "GPUs", number_format(prefill_gpus)),
-            Step("KV of one cached prefix", f"{count_phrase(system_tokens, 'token')} × "
-                 f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
+            Step("KV of one cached prefix, on the whole replica",
+                 f"{count_phrase(system_tokens, 'token')} × "
+                 + (f"{bytes_format(kv_token_gpu)} per token on each of "
+                    f"{count_phrase(tp, 'GPU')} ({kv_replication_why(m, tp)}; {kv.kv_label})"
+                    if replicated else
+                    f"{bytes_format(kv_token_replica)} per token ({kv.kv_label})"),
                  prefix_kv, "B", bytes_format(prefix_kv)),
             Step("Prefixes one replica keeps", f"⌊{bytes_format(cache_bytes)} ÷ "
                  f"{bytes_format(prefix_kv)}⌋", capacity, "prefixes", f"{capacity:,}"),
@@ -432,11 +453,14 @@ def prefix_routing(
                  f"{applications:,})): held prefixes hit for free",
                  rates["pinned_random"], "prefixes", number_format(rates["pinned_random"])),
             Step("Hit rate, random or round-robin routing",
-                 f"every replica sees all {applications:,} prefixes: min(1, "
+                 f"every replica sees "
+                 f"{'the one prefix' if applications == 1 else f'all {applications:,} prefixes'}"
+                 ": min(1, "
                  f"({number_format(rates['pinned_random'])} held + {capacity:,} kept idle) ÷ "
                  f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
             Step("Hit rate, prefix-affine routing (the fleet's)",
-                 f"{applications:,} homes spread over {count_format(replicas, 'replica')}, "
+                 f"{count_phrase(applications, 'home')} spread over "
+                 f"{count_format(replicas, 'replica')}, "
                  f"each replica hitting min(1, (held + {capacity:,} kept idle) ÷ the "
                  "applications it is home to), weighted by its traffic",
                  rates["affine"], "", percent_format(rates["affine"])),
@@ -445,7 +469,8 @@ def prefix_routing(
                  f"min(1, (held + {capacity:,}) ÷ {rates['apps_busiest']:,})",
                  rates["affine_busiest"], "", percent_format(rates["affine_busiest"])),
             Step("Busiest replica's share of traffic, prefix-affine",
-                 f"{rates['apps_busiest']:,} of {applications:,} applications (an even split "
+                 f"{rates['apps_busiest']:,} of {count_phrase(applications, 'application')} "
+                 "(an even split "
                  f"is {percent_format(rates['even_share'])})",
                  rates["busiest_share"], "", percent_format(rates["busiest_share"])),
             Step("Requests per day", f"{number_format(rpm)} a minute × {MINUTES_PER_DAY:,}",

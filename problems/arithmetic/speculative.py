@@ -262,7 +262,11 @@ def speculative_plan(
     here = speculative(**at, batch=batch)
     by_gamma = speedup_by_gamma(acceptance=acceptance, draft_cost=draft_cost,
                                 gamma_max=DRAFT_TOKENS_MAX // 4)
-    best_gamma, best = max(by_gamma, key=lambda p: p[1])
+    # The best γ is searched over every γ the form accepts, not only the plotted ones: at a
+    # high α and a cheap draft it lies past 16, and a "best" below the chosen γ's own speedup
+    # would contradict the page.
+    best_gamma, best = max(speedup_by_gamma(acceptance=acceptance, draft_cost=draft_cost,
+                                            gamma_max=DRAFT_TOKENS_MAX), key=lambda p: p[1])
     if best <= 1:  # α ≤ c: every γ loses (Corollary 3.9), so the best is not to speculate
         best_gamma, best = 0, 1.0
     positions = acceptance_by_position(acceptance=acceptance, draft_tokens=draft_tokens)
@@ -282,7 +286,7 @@ def speculative_plan(
              f"{number_format(here['expected_tokens_per_step'])} ÷ ({draft_tokens} × "
              f"{number_format(draft_cost)} + 1)", paper, "×", f"{number_format(paper)}×"),
         Step("Best γ while verification is free",
-             f"the γ from 1 to {DRAFT_TOKENS_MAX // 4} with the largest "
+             f"the γ from 1 to {DRAFT_TOKENS_MAX} with the largest "
              "(1 − α^(γ+1)) ÷ ((1 − α)(γc + 1)), or none when none exceeds 1 (α ≤ c)",
              best_gamma, "tokens",
              f"γ = {best_gamma} ({number_format(best)}×)" if best_gamma

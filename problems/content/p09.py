@@ -270,6 +270,8 @@ def context(*, request: HttpRequest) -> dict:
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "chunk_tokens": f"{inputs['chunk_tokens']:,}",
         "chunks_text": count_phrase(r["chunks"], "chunk"),
+        # A chunk as long as the prompt is no chunking at all ("repeated over 1 chunk" before).
+        "one_chunk": r["chunks"] == 1,
         "stall_total_text": seconds_format(r["prefill_stall_total_seconds"]),
         "stall_chunked_text": seconds_format(r["prefill_stall_chunked_total_seconds"]),
         "stall_chunked_less": r["prefill_stall_chunked_total_seconds"]

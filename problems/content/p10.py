@@ -71,9 +71,16 @@ def gamma_plot(*, inputs: dict, result: Result) -> Plot:
                 series=tuple(series), marks=(Mark(inputs["draft_tokens"], "your γ"),))
 
 
+BATCH_PLOT_MAX = 1_024  # the batch plot's right end when memory holds more (or nothing)
+
+
 def batch_plot(*, inputs: dict, result: Result) -> Plot:
-    """Speedup against batch from the roofline at the learner's γ."""
-    xs = sorted({*sweep_whole(1, 1024, count=16), inputs["batch"]})
+    """Speedup against batch from the roofline at the learner's γ, over the batches the GPU's
+    memory holds (a batch that does not fit is no operating point); all up to 1,024 when none
+    fits, as floors for the work the page's caution describes."""
+    held = result["memory_batch"]
+    top = min(BATCH_PLOT_MAX, held) if held >= 2 else BATCH_PLOT_MAX
+    xs = sorted({*sweep_whole(1, top, count=16), inputs["batch"]})
     ys = []
     for b in xs:
         try:
@@ -83,6 +90,8 @@ def batch_plot(*, inputs: dict, result: Result) -> Plot:
     marks = [Mark(inputs["batch"], "your batch")]
     if result["costly_batch"]:
         marks.append(Mark(result["costly_batch"], "verification no longer free"))
+    if 1 <= held <= BATCH_PLOT_MAX:
+        marks.append(Mark(held, "memory's limit"))
     return Plot(title=f"Speedup against batch at γ = {inputs['draft_tokens']}, "
                       f"α = {number_format(inputs['acceptance'])}",
                 x_title="Batch (sequences)", y_title="Speedup over plain decoding (×)",
@@ -222,6 +231,10 @@ def context(*, request: HttpRequest) -> dict:
             r["memory_bound_speedup"]),
         "verify_bound": r["verify_bound"],
         "best_gamma": r["best_gamma"],
+        # At α = 1 the formula is 0 ÷ 0 (every guess kept); and a best γ at the search's end
+        # is a bound, not an optimum, when the speedup still rises past it.
+        "alpha_one": inputs["acceptance"] >= 1,
+        "best_at_limit": r["best_gamma"] == DRAFT_TOKENS_MAX,
         "best_text": f"{number_format(r['best_gamma_speedup'])}×",
         "positions": positions,
         "last_kept_text": positions[-1]["p_text"],

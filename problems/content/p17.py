@@ -14,7 +14,7 @@ from problems.arithmetic.queueing import (
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import SAME_WITHIN, count_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
@@ -125,9 +125,16 @@ BURSTY_CA2 = 4.0
 HEDGE_PERCENTILE = 0.95  # hedge a request still unanswered past this percentile (an example)
 
 
+def wait_share_text(probability: float) -> str:
+    """The chance an arrival waits, as a share a reader can use: Erlang C is above zero at any
+    load, so a value that underflows or sits far below 0.1% reads "under 0.1%", not
+    "1.98×10⁻²³³%" or a "0%" beside a larger load's nonzero share."""
+    return share_phrase(max(probability, 1e-12))
+
+
 def _row(r: dict) -> dict:
     return {"util_text": percent_format(r["utilization"]),
-            "wait_prob_text": percent_format(r["wait_probability"]),
+            "wait_prob_text": wait_share_text(r["wait_probability"]),
             "p50_wait_text": seconds_format(r["p50_wait_seconds"]),
             "p99_wait_text": seconds_format(r["p99_wait_seconds"]),
             "p50_text": seconds_format(r["p50_response_seconds"]),
@@ -173,8 +180,12 @@ def context(*, request: HttpRequest) -> dict:
         "m1_p50_text": seconds_format(m1["p50_response_seconds"]),
         "m1_p99_text": seconds_format(m1["p99_response_seconds"]),
         "m1_p99_wait_text": seconds_format(m1["p99_wait_seconds"]),
+        # At ρ ≤ 1% the p99 arrival finds the server free; below half load most do, and the
+        # 6.64× is the exponential service's spread, not the queue's.
+        "m1_p99_no_wait": m1["p99_wait_seconds"] == 0,
+        "m1_light": inputs["utilization"] < 0.5,
         "m1_mean_wait_text": seconds_format(m1["mean_wait_seconds"]),
-        "mc_wait_prob_text": percent_format(mc["wait_probability"]),
+        "mc_wait_prob_text": wait_share_text(mc["wait_probability"]),
         "mc_p50_text": seconds_format(mc["p50_response_seconds"]),
         "mc_p99_text": seconds_format(mc["p99_response_seconds"]),
         "mc_p99_wait_text": seconds_format(mc["p99_wait_seconds"]),
@@ -196,7 +207,10 @@ def context(*, request: HttpRequest) -> dict:
                                          rounding="nearest"),
         "length_p50_text": seconds_format(r["length_p50_seconds"]),
         "length_p99_text": seconds_format(r["length_p99_seconds"]),
-        "length_ratio_text": f"{number_format(r['length_ratio'])}×",
+        # "X× the median", or "about the same as the median" within the phrasing helper's 5%
+        # (a p99 of 200 tokens against a median of 200 read "1× the median").
+        "length_ratio_text": ("about the same as" if r["length_ratio"] <= 1 + SAME_WITHIN
+                              else f"{number_format(r['length_ratio'])}×"),
         "length_ratio_reaches": r["length_ratio"] >= QUESTION_RATIO,
         # Within 10% of the question's ratio counts as "nearly": 9.61× is not "short of" 10×.
         "length_ratio_close": r["length_ratio"] >= 0.9 * QUESTION_RATIO,

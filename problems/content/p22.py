@@ -19,7 +19,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, ratio_phrase, share_phrase
+from problems.arithmetic.wording import count_phrase, ratio_phrase, times_phrase
 from problems.calculators import calculator_evaluate, calculator_get
 from problems.forms import inputs_normalise
 
@@ -34,9 +34,14 @@ SHORT_PROMPT = 256  # a short prompt, to show where the transfer stops hiding be
 CALCULATOR = calculator_get(SLUG)
 
 
-def short_verdict(share_ratio: float) -> str:
+def short_verdict(share_ratio: float, *, short_share: float = 0.0,
+                  asked_share: float = 0.0) -> str:
     """How a short prompt's transfer hides behind its prefill, against the asked prompt's, from
-    the ratio of their shares of the prefill (within a quarter either way: about as well)."""
+    the ratio of their shares of the prefill (within a quarter either way: about as well). A
+    transfer that outlasts its prefill (share ≥ 1) is not hidden at all, however it compares."""
+    if short_share >= 1:
+        return ("cannot hide its transfer either" if asked_share >= 1
+                else "cannot hide its transfer")
     if share_ratio > 1.25:
         return "hides its transfer less well"
     if share_ratio < 0.8:
@@ -73,8 +78,8 @@ def figures(inputs: dict) -> dict:
         "output_tokens_text": count_format(inputs["output_tokens"], "token"),
         "link_eff_text": percent_format(inputs["link_efficiency"]),
         "mfu_text": percent_format(inputs["mfu_prefill"]),
-        "kv_text": bytes_in(r["kv_bytes"], "GB"),
-        "kv_gpu_text": bytes_in(r["kv_bytes_per_gpu"], "MB"),
+        "kv_text": bytes_short(r["kv_bytes"]),  # "576 MB", not "0.576 GB"
+        "kv_gpu_text": bytes_short(r["kv_bytes_per_gpu"]),
         "prefill_text": seconds_format(r["prefill_seconds"]),
         "prefill_bound": r["prefill_bound"],
         "links": [{"name": x["name"], "seconds_text": seconds_format(x["seconds"]),
@@ -89,7 +94,8 @@ def figures(inputs: dict) -> dict:
         "node_gpus": NODE_GPUS, "dgx_like": inputs["gpu"] in ("h100-sxm", "h200"),
         "ib_capped": r["ib_capped"], "host_link": r["host_link"],
         "allreduce_text": seconds_format(r["allreduce_seconds"]),
-        "allreduce_share_text": share_phrase(r["allreduce_seconds"] / r["prefill_seconds"]),
+        # A share above one is a multiple ("6.6 times the prefill"), never a clamped 100%.
+        "allreduce_share_text": times_phrase(r["allreduce_seconds"], r["prefill_seconds"]),
         "allreduce_bytes_text": bytes_short(r["allreduce_bytes"]),
         "allreduce_exceeds": r["allreduce_seconds"] > r["prefill_seconds"],
         "prefill_batched_text": seconds_format(r["prefill_busy"]),
@@ -152,7 +158,11 @@ def figures(inputs: dict) -> dict:
             inputs["requests_per_second"] * r["decode_busy"] / r["decode_replicas"]),
         "short_tokens": f"{SHORT_PROMPT:,}",
         "short_shorter": inputs["prompt_tokens"] > SHORT_PROMPT,
-        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"]),
+        "short_verdict": short_verdict(short_eth["ratio"] / eth["ratio"],
+                                       short_share=short_eth["ratio"],
+                                       asked_share=eth["ratio"]),
+        # 100 GbE slower than the prefill: layer by layer cannot hide what outlasts the compute.
+        "eth_outruns": eth["ratio"] >= 1,
         "short_memory_bound": short["prefill_bound"] == "memory",
         "short_more_decode": short["ratio"] < r["ratio"],
         "short_prefill_text": seconds_format(short["prefill_seconds"]),

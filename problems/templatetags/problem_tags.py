@@ -18,6 +18,18 @@ register = template.Library()
 
 
 @register.filter
+def lowerfirst(title: str) -> str:
+    """A sentence-case title read mid-sentence: its first word lowercased unless it is an
+    acronym ("Mean wait in an M/M/1 queue" → "mean wait in an M/M/1 queue", "KV bytes per
+    token" and "GPUs to hold the weights" unchanged). Django's |lower also lowered "KV" and
+    "M/M/1" in the links to a problem's drills."""
+    first, _, rest = title.partition(" ")
+    if len(first) == 1 or first[1:] == first[1:].lower():
+        first = first[:1].lower() + first[1:]
+    return f"{first} {rest}" if rest else first
+
+
+@register.filter
 def problem_context(problem: Problem, request: HttpRequest) -> dict:
     """What problems/content/pNN.py computes for its template (worked arithmetic), or {}.
 

@@ -30,6 +30,8 @@ def rules(text: str) -> list[str]:
     ("The fleet needs 2.5 GPUs for it.", "fractional count of whole things"),
     ("At 0 requests the pool is idle.", "zero count with a number (say 'no …')"),
     ("Deploy 1 replicas first.", "one with a plural noun"),
+    # Problem 8 at a 100,000-token prefix against 10 GB of room (fresh read of page 04).
+    ("With 10 GB left, a replica keeps 0 prefixes.", "zero count with a number (say 'no …')"),
     ("A prompt of 1 tokens.", "one with a plural noun"),
     ("That is 1 times as long.", "one with a plural noun"),
     ("FP8 costs 0.816× less per token.", "ratio under one with a comparative"),

@@ -87,3 +87,27 @@ def test_kv_transfer_over_a_given_link() -> None:
     # A 400 Gb/s NIC moves 50 GB/s.
     result = kv_transfer(model="llama-3-8b", prompt_tokens=1000, link_gb_per_second=50)
     assert result["seconds"] == pytest.approx(1000 * 131_072 / 50e9)
+
+
+def test_prefix_cache_skipped_step_names_the_suffix_once() -> None:
+    """Fresh read of problem 8's prefix-cache calculator at its defaults (Llama 3 8B, 3,000
+    tokens, 2,000 cached): the step read '… for the 1,000 suffix tokens suffix tokens (their
+    linear layers …)'. Skipped = 4.4×10¹³ − 1.5×10¹³ = 2.9×10¹³ FLOP (2 × 7.5×10⁹ × 2,000
+    and the prefix's attention)."""
+    from problems.arithmetic.caching import prefix_cache
+    r = prefix_cache(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=3_000,
+                     prefix_tokens=2_000, hit_rate=0.8)
+    step = next(s for s in r.steps if s.label == "Skipped on a hit")
+    assert "for the 1,000 suffix tokens (their linear layers" in step.expression
+    assert "suffix tokens suffix tokens" not in step.expression
+
+
+def test_prefix_as_long_as_the_prompt_leaves_one_suffix_token_in_the_singular() -> None:
+    """A 3,000-token prefix on a 3,000-token prompt: the last token is always recomputed, so a
+    hit computes 1 token (2 × 7.5×10⁹ + its attention to 2,999 ≈ 1.7×10¹⁰ FLOP); the step read
+    'the 1 suffix token (their linear layers …)'."""
+    from problems.arithmetic.caching import prefix_cache
+    r = prefix_cache(model="llama-3-8b", gpu="h100-sxm", prompt_tokens=3_000,
+                     prefix_tokens=3_000, hit_rate=0.8)
+    step = next(s for s in r.steps if s.label == "Skipped on a hit")
+    assert "for the 1 suffix token (its linear layers, its attention" in step.expression

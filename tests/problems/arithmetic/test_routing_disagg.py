@@ -309,3 +309,37 @@ def test_paged_kv_is_many_small_regions() -> None:
     80 layers × 2 = 81,920 regions per GPU."""
     r = _disagg()
     assert r["kv_region_bytes"] == 8_192 and r["kv_regions"] == 81_920
+
+
+def test_a_cached_prefix_costs_the_replica_every_gpus_copy_of_a_latent_or_copied_head() -> None:
+    """DeepSeek-V3 on 8 H200s in FP8: MLA keeps the whole latent on every GPU, 61 layers ×
+    (512 + 64) × 2 B = 70,272 B a token on each, so the replica pays 8 × 70,272 = 562,176 B a
+    token: a 2,000-token prefix is 1.124 GB, and 10 GB keeps ⌊8.9⌋ = 8 of them, not the 71 the
+    model's single copy (140.5 MB) gave. Random routing then hits (9.17 held + 8) ÷ 40 =
+    42.9%, not 100%. Llama 3.1 70B at TP 16 copies each of its 8 KV heads twice: 16 × 80 × 2
+    × 128 × 2 B = 655,360 B a token, twice 327,680; at TP 4 the heads split and the replica's
+    figure is the model's, 15 prefixes kept as before."""
+    r = _fleet(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", request_seconds=5.0)
+    assert r["kv_token_replica_bytes"] == 8 * 70_272 and r["kv_replicated"]
+    assert r["prefix_kv_bytes"] == pytest.approx(1.124352e9)
+    assert r["capacity"] == 8
+    assert r["hit_random"] == pytest.approx((40 * (1 - math.exp(-1000 / 60 * 5 / 8 / 40)) + 8)
+                                            / 40)
+    assert r["hit_random"] == pytest.approx(0.429, abs=0.001)
+    r = _fleet(tp=16)
+    assert r["kv_token_replica_bytes"] == 655_360 and r["kv_replicated"]
+    r = _fleet()
+    assert r["kv_token_replica_bytes"] == 327_680 and not r["kv_replicated"]
+    assert r["capacity"] == 15
+
+
+def test_one_application_reads_in_the_singular_in_the_steps() -> None:
+    """Proofread at applications = 1 (once prefixes and applications counted as whole things):
+    the steps read 'sees all 1 prefixes', '1 homes' and '1 of 1 applications'. One prefix of
+    655 MB fits 10 GB, so every policy hits: min(1, (1 held + 15) ÷ 1) = 100%."""
+    r = _fleet(applications=1, request_seconds=5.0)
+    text = " ".join(s.expression for s in r.steps)
+    assert "every replica sees the one prefix: min(1," in text
+    assert "1 home spread over 8 replicas" in text and "1 of 1 application (" in text
+    assert "1 prefixes" not in text and "1 homes" not in text and "1 applications" not in text
+    assert r["hit_random"] == r["hit_affine"] == 1.0

@@ -126,3 +126,21 @@ def test_no_gamma_pays_when_alpha_is_at_most_c() -> None:
     r = speculative_plan(acceptance=0.7, draft_tokens=4, draft_cost=0.05,
                          model="llama-3.1-70b", gpu="h200", dtype="fp8", context_tokens=8_000)
     assert r["memory_batch"] == 22 and r["costly_batch"] == 0
+
+
+def test_best_gamma_is_searched_over_every_gamma_the_form_accepts() -> None:
+    """α = 0.99, c = 0.05, γ = 64 (Llama 3.1 405B on an L4 showed it): the page named γ = 16 the
+    best, for 8.73×, while its own γ = 64 gave 11.4×, because the search stopped at the plotted
+    16. By hand: γ = 16 gives (1 − 0.99^17) ÷ 0.01 = 15.71 tokens ÷ (1 + 16 × 0.05) = 8.73×;
+    γ = 64 gives (1 − 0.99^65) ÷ 0.01 = 47.97 ÷ 4.2 = 11.42×; γ = 55 gives
+    (1 − 0.99^56) ÷ 0.01 = 43.04 ÷ 3.75 = 11.48×, the largest (γ = 54 gives 11.477×,
+    γ = 56 11.476×)."""
+    from problems.arithmetic.speculative import speculative_plan
+    r = speculative_plan(acceptance=0.99, draft_tokens=64, draft_cost=0.05,
+                         model="llama-3-8b", gpu="h100-sxm")
+    assert r["best_gamma"] == 55
+    assert r["best_gamma_speedup"] == pytest.approx(11.48, abs=0.01)
+    # Never below the chosen γ's own memory-bound speedup (11.42× at γ = 64).
+    assert r["best_gamma_speedup"] >= r["memory_bound_speedup"] == pytest.approx(11.42, abs=0.01)
+    # The plot still stops at 16 γ.
+    assert len(r["speedup_by_gamma"]) == 16

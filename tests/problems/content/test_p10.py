@@ -197,3 +197,53 @@ def test_trees_rollback_adaptive_gamma_and_numerics_are_explained(client) -> Non
     assert "precision limits of hardware numerics" in concepts
     sources = " ".join(title for title, _ in p10.SOURCES)
     assert "Lossless guarantees" in sources and "SmartSpec" in sources
+
+
+def test_the_batch_plot_stops_where_memory_does() -> None:
+    """Fresh read: the speedup-against-batch plot ran to 1,024 sequences while the page says an
+    H100 holds 437 of Llama 3 8B at 1,000 tokens ((77 GB − 3.3 GB − 16.1 GB) ÷ (131,072 B ×
+    1,005 tokens) = 437): points past that are no operating point. It now ends at 437 and marks
+    it; with Llama 3.1 70B in FP8 at 8,000 tokens on an H200 it ends at 22."""
+    inputs = p10.CALCULATOR.form_class().defaults()
+    plot = p10.batch_plot(inputs=inputs, result=p10.plan_compute(**inputs))
+    assert max(plot.series[0].x) == 437
+    assert any(m.label == "memory's limit" and m.x == 437 for m in plot.marks)
+    inputs = {**inputs, "model": "llama-3.1-70b", "gpu": "h200", "dtype": "fp8",
+              "context_tokens": 8_000}
+    plot = p10.batch_plot(inputs=inputs, result=p10.plan_compute(**inputs))
+    assert max(plot.series[0].x) == 22
+
+
+def test_the_tree_example_says_it_is_credited_the_chains_yield(client) -> None:
+    """Fresh read: 'a 64-node tree … loses to plain decoding from 7 sequences' divides the
+    chain's 2.77 tokens a pass ((1 − 0.7⁵) ÷ 0.3) by the tree's cost, about 3 plain steps at
+    batch 7 (448 positions × ~1.5×10¹⁰ FLOP ÷ 495 TFLOP/s ≈ 13.8 ms against a 4.52 ms plain
+    step) plus 0.2 for drafts: 2.77 ÷ 3.25 ≈ 0.85. A tree keeps more tokens a pass than a chain
+    at the same α, so the page must say which yield it credited."""
+    concepts = section_text(client, 10, "concepts")
+    assert ("loses to plain decoding from 7 sequences (crediting it the chain's 2.77 tokens a "
+            "pass; a tree keeps more, which moves that point somewhat later)") in concepts
+
+
+def test_alpha_one_and_a_best_gamma_at_the_forms_limit_read_right(client) -> None:
+    """Fresh read at α = 1, γ = 1, c = 0: (1 − α^(γ+1)) ÷ (1 − α) is 0 ÷ 0, so the page must
+    not print it; every guess is kept and a pass yields γ + 1 = 2. With free drafts that are
+    always kept the speedup is γ + 1, still rising at the form's γ = 64 (65×), so that γ is a
+    bound, not an optimum."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=1, draft_tokens=1,
+                             draft_cost=0)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "Every guess is kept (α = 1), so a pass yields all γ + 1 = 2." in worked
+    assert "falls geometrically" not in worked
+    assert ("the best is γ = 64, for 65× while verification is free (the most the form "
+            "allows; the speedup is still rising there)") in worked
+    default = " ".join(section_text(client, 10, "worked").split())
+    assert "falls geometrically" in default and "the most the form allows" not in default
+
+
+def test_the_tree_example_counts_one_token_in_the_singular(client) -> None:
+    """Proofread at α = 0: every guess is refused, so a pass yields (1 − 0⁵) ÷ 1 = 1 token; the
+    tree sentence read 'the chain's 1 tokens a pass'."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0)
+    concepts = " ".join(section_text(client, 10, "concepts", query).split())
+    assert "crediting it the chain's 1 token a pass" in concepts

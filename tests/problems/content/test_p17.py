@@ -140,3 +140,53 @@ def test_swapping_is_not_vllm_v1s_preemption_and_lengths_are_conditional(client)
     worked = " ".join(section_text(client, 17, "worked").split())
     assert "the lengths alone come close to explaining it" not in worked
     assert "if your measured output lengths" in worked
+
+
+def test_equal_length_percentiles_and_vanishing_waits_read_in_words(client) -> None:
+    """Fresh read. A p99 answer of 200 tokens against a median of 200: 200 ms + 199 × 20 ms =
+    4.18 s both, ratio 1, and the page said '1× the median'. 100,000 seats of 1 ms at 90%:
+    Erlang C is about 2×10⁻²³⁵, printed '1.98×10⁻²³³% of arrivals wait' (and '0%' at 50%
+    load, where it underflowed, beside a nonzero 80% row); a share that small is 'under 0.1%'."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=200)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "takes 4.18 s: about the same as the median, short of the question's ratio" in worked
+    assert "1× the median" not in worked
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, servers=100_000,
+                             mean_service_seconds=0.001, ttft_ms=0, p99_output_tokens=201)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "100,000 seats at 90%. Under 0.1% of arrivals wait" in worked
+    assert "×10⁻" not in worked.split("Output lengths alone")[0]
+    default = " ".join(section_text(client, 17, "worked").split())
+    assert "59.1% of arrivals wait" in default and "9.61× the median" in default
+
+
+def test_drill_links_keep_their_acronyms(client) -> None:
+    """Fresh read: the links to a problem's drills were lowered whole, so problem 17 offered
+    'mean wait in an m/m/1 queue' and problem 22 'moving a prompt's kv cache'. Only the first
+    word is lowered, and not when it is an acronym."""
+    from problems.templatetags.problem_tags import lowerfirst
+    assert lowerfirst("Mean wait in an M/M/1 queue") == "mean wait in an M/M/1 queue"
+    assert lowerfirst("KV bytes per token") == "KV bytes per token"
+    assert lowerfirst("GPUs to hold the weights") == "GPUs to hold the weights"
+    assert lowerfirst("A GPU's ridge point") == "a GPU's ridge point"
+    page = client.get("/pages/05/").content.decode()
+    assert "mean wait in an M/M/1 queue</a>" in page
+    assert "m/m/1" not in page
+    page = client.get("/pages/04/").content.decode()
+    assert "moving a prompt's KV cache</a>" in page or "moving a prompt&#x27;s KV cache</a>" in page
+
+
+def test_a_light_load_does_not_blame_the_queue(client) -> None:
+    """Fresh read at ρ = 1% on one server of 4 s: an arrival waits with probability 0.01, so
+    the p99 wait is 0 (P(wait > 0) = 1% is not above 1%) and the mean wait is 0.01 ÷ (0.25 ×
+    0.99) = 40.4 ms; the response is Exp(0.2475): p50 2.8 s, p99 18.6 s, 6.64× apart from
+    the exponential service alone. The page said 'the p99 wait alone 0 s' and 'the queue
+    stretches everything'."""
+    query = calculator_query(p17.CALCULATOR, p17.PREFIX, utilization=0.01)
+    worked = " ".join(section_text(client, 17, "worked", query).split())
+    assert "The mean wait is 40.4 ms; p50 response 2.8 s, p99 18.6 s" in worked
+    assert "(even the 99th-percentile arrival does not wait)" in worked
+    assert "it is the exponential service time's own spread" in worked
+    assert "the queue stretches everything" not in worked
+    default = " ".join(section_text(client, 17, "worked").split())
+    assert "the p99 wait alone 3 min" in default and "the queue stretches everything" in default

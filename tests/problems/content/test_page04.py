@@ -366,8 +366,10 @@ def test_problem_8_says_which_view_each_saving_takes_on_a_memory_bound_hit(clien
     worked = section_text(page_get(client, query), 8, "worked")
     assert "0.154 GPU-seconds (a throughput view)" in worked
     assert "0.000298 GPU-seconds" in worked and "0.193% of the throughput view's" in worked
-    assert "saves 61.8 GPU-hours" in worked and "0.119" not in worked
-    assert "keep them all" in worked  # 71 prefixes kept, 40 applications
+    assert "at affine routing's, 61.8" in worked and "0.119" not in worked
+    # The latent is whole on each of the 8 GPUs: 1.12 GB a prefix, 8 kept, not 71 (fresh read).
+    # Random routing: 1,440,000 × 42.9% × 0.154 GPU·s ÷ 3,600 = 26.5 GPU·h a day.
+    assert "keep only 8 idle" in worked and "the cache saves 26.5 GPU-hours" in worked
 
 
 def test_problem_8_decode_gains_routers_and_skew_are_named(client) -> None:
@@ -448,6 +450,11 @@ def test_problem_8_says_when_the_fleet_is_idle_overloaded_or_cannot_hold_the_mod
     worked = section_text(page_get(client, query), 8, "worked")
     assert "812 GB on each GPU against 18.4 GB usable" in worked
     assert "would keep about 492 GPUs busy against its 8 GPUs" in worked
+    # Fresh read: the assumed 5 s a request runs is shorter than this miss's own prefill,
+    # 1.8×10¹⁵ FLOP ÷ (121 TFLOP/s × 50%) = 29.5 s, so Little's law undercounts.
+    assert ("5 s (an assumption, and too short here: a miss's prefill alone takes 29.5 s, so "
+            "this undercounts what is in flight)") in worked
+    assert "too short here" not in busy
 
 
 def test_problem_22_one_gpu_replicas_have_no_all_reduce_step(client) -> None:
@@ -460,3 +467,85 @@ def test_problem_22_one_gpu_replicas_have_no_all_reduce_step(client) -> None:
                           22, "worked")
     assert "all-reduces the activations" not in worked
     assert "the replica's one GPU, sending all of it" in worked
+
+
+def test_problem_8_counts_the_latent_on_every_gpu_of_the_replica(client) -> None:
+    """Fresh read, DeepSeek-V3 on 8 H200s in FP8: the page said a replica keeps 71 prefixes of
+    141 MB, but MLA's 70,272 B latent a token sits whole on each of the 8 GPUs, so a
+    2,000-token prefix costs the replica 8 × 140.5 MB = 1.12 GB and 10 GB keeps 8; random
+    routing hits (9.17 + 8) ÷ 40 = 42.9%, not 100%."""
+    query = ("?p8-routing-model=deepseek-v3&p8-routing-gpu=h200&p8-routing-tp=8"
+             "&p8-routing-dtype=fp8")
+    worked = section_text(page_get(client, query), 8, "worked")
+    assert "70.3 kB on each of its 8 GPUs, because each keeps the same latent" in worked
+    assert "gives 1.12 GB per copy of the prefix" in worked
+    assert "a replica keeps 8 prefixes" in worked and "hit rate 42.9%" in worked
+    default = section_text(page_get(client), 8, "worked")
+    assert "328 kB of KV per token across the replica gives 655 MB per copy" in default
+
+
+def test_problem_22_a_link_slower_than_the_prefill_hides_nothing(client) -> None:
+    """Fresh read, course-lm in FP32 on one B200 with 512-token prompts: 512 × 6,144 B =
+    3.15 MB over 100 GbE at 80% (10 GB/s) is 315 µs against a 140 µs prefill (224%), and a
+    256-token prompt's 1.57 MB is 157 µs against 64.8 µs (243%). The page said the shorter
+    prompt 'hides its transfer about as well' and that short prompts' poor fit 'is elsewhere';
+    neither transfer is hidden at all."""
+    worked = section_text(page_get(client, p22_query(
+        model="course-lm", gpu="b200", tp=1, dtype="fp32", prompt_tokens=512,
+        output_tokens=256)), 22, "worked")
+    assert "315 µs, 224% of the prefill" in worked
+    # 512 × 6,144 B = 3.15 MB, in the unit that reads ("0.00315 GB" before).
+    assert "KV to move. 3.15 MB for the prompt" in worked
+    # One token of Llama 3.1 70B: 327,680 B, a quarter on each of 4 GPUs, 81,920 B
+    # ("0.0819 MB" before).
+    one = section_text(page_get(client, p22_query(prompt_tokens=1, output_tokens=1)), 22,
+                       "worked")
+    assert "327,680 B for the prompt; each of the 4 GPUs holds and sends 81,920 B." in one
+    assert "The link is slower than the prefill here" in worked
+    assert "A shorter prompt cannot hide its transfer either" in worked
+    assert "243% of its 64.8 µs prefill" in worked
+    assert "about as well" not in worked and "is elsewhere" not in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "The link is slower than the prefill" not in default
+    assert "What makes short prompts a poor fit is elsewhere" in default
+
+
+def test_problem_8_a_prefix_larger_than_the_idle_room_is_never_kept(client) -> None:
+    """Fresh read, Llama 3.1 8B on one H100, a 100,000-token system prompt, 10 requests a
+    minute: 100,000 × 131,072 B = 13.1 GB per prefix against 10 GB of room, so ⌊0.76⌋ = 0 are
+    kept. The page said 'a replica keeps 0 prefixes', 'keep only 0 idle' and 'Set the
+    applications to one: … one prefix fits everywhere'. Only held prefixes hit: 10/60 × 5 s
+    ÷ 8 = 0.104 in flight, 40 × (1 − e^(−0.104/40)) = 0.104 held, 0.26%. With requests taken
+    to run for no time nothing hits at all, and the page said 'saves 0 GPU-hours (0 FLOP)'."""
+    base = ("?p8-routing-system_tokens=100000&p8-routing-model=llama-3.1-8b&p8-routing-tp=1"
+            "&p8-routing-requests_per_minute=10")
+    worked = section_text(page_get(client, base), 8, "worked")
+    assert "a replica cannot keep even one: the prefix is larger than that room" in worked
+    assert "keep none idle: hit rate 0.26%, all of it from the prefixes running requests hold" \
+        in worked
+    assert not re.search(r"\b0 prefixes", worked) and "only 0 idle" not in worked
+    assert "one prefix fits everywhere" not in worked
+    worked = section_text(page_get(client, base + "&p8-routing-request_seconds=0"), 8,
+                          "worked")
+    assert "no request ever hits" in worked
+    assert "With no hits under either routing, the cache saves nothing." in worked
+    assert not re.search(r"(?<![\d,.])0 GPU-hours|\(0 FLOP\)", worked)
+    answer = section_text(page_get(client, base + "&p8-routing-request_seconds=0"), 8,
+                          "answer")
+    assert "that never hits" in answer and not re.search(r"up to 0 GPU-hours", answer)
+
+
+def test_problem_22_an_all_reduce_longer_than_the_prefill_is_a_multiple_not_100_percent(
+        client) -> None:
+    """Fresh read, Llama 3.1 70B at TP 16 on H100s: 2 × 80 layers × 2(15/16) × 8,192 tokens ×
+    8,192 × 2 B = 40.3 GB per GPU over 400 Gb/s at 80% (40 GB/s) is 1.01 s against a 153 ms
+    prefill, 6.59 times it; the page said '100% of the prefill' (a share clamped at one). On
+    eight L40S, 37.6 GB over PCIe is 1.47 s against 835 ms, 1.76 times."""
+    worked = section_text(page_get(client, p22_query(tp=16)), 22, "worked")
+    assert "1.01 s over the network" in worked
+    assert "6.59 times the prefill if none of it overlaps" in worked
+    assert "100% of the prefill" not in worked
+    worked = section_text(page_get(client, p22_query(gpu="l40s", tp=8)), 22, "worked")
+    assert "1.76 times the prefill if none of it overlaps" in worked
+    default = section_text(page_get(client), 22, "worked")
+    assert "89.5 ms over NVLink 4, 14.6% of the prefill if none of it overlaps" in default
