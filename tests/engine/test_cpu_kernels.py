@@ -328,6 +328,82 @@ def test_a_copied_model_packs_its_own_weights(tiny_models, monkeypatch, kern) ->
     assert reference.cpu_kernels is None
 
 
+def _bytes_held(model) -> int:
+    """Bytes of every distinct storage the model holds on the CPU: its parameters and buffers,
+    the packed weights and the column-major head copy (meta tensors hold none)."""
+    tensors = [*model.parameters(), *model.buffers(), model.lm_head_weight]
+    for packed in [*(p for layer in model.packed for p in layer.values()), model.head_packed]:
+        if packed is not None:
+            tensors += [packed.weight, packed.bias]
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+                for t in tensors if t is not None and not t.is_meta}
+    return sum(storages.values())
+
+
+@pytest.mark.parametrize("family", ["llama", "llama_tied"])
+def test_packing_frees_the_original_weights(tiny_models, monkeypatch, kern, family) -> None:
+    """The packed copy replaces the weights instead of sitting beside them. The tiny Llama
+    (hidden 64, intermediate 128, 2 layers, vocab 320, q/k/v 64+32+32 rows) has 128×64 +
+    64×64 + 256×64 + 64×128 = 36,864 linear weights a layer, 73,728 for two, and a 320×64
+    head (20,480); its rows are whole 32-column panels, so packing pads nothing. Untied, it
+    loads 115,008 floats (460,032 bytes, with a 320×64 embedding and 320 norm weights) and
+    8,192 floats of RoPE tables: 492,800 bytes. Kept beside the packed copy, the linear
+    weights and head would add 376,832 bytes (869,632); freed, it holds 492,800 again. Tied,
+    it loads 94,528 floats plus the column-major copy of its head (PyTorch's ops) and the
+    tables: 492,800 bytes; freed, the embedding is read from the packed head: 410,880.
+    Counting the parameters (model_facts) gives the same before and after, and the tokens are
+    those of PyTorch's ops."""
+    from worker.demo_engine import model_facts
+    from worker.engine import Engine, SamplingParams
+
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    reference = Engine.from_pretrained(tiny_models[family], num_kv_blocks=16, block_size=4)
+    expected = [o.token_ids for o in reference.generate(prompts, params)]
+    loaded = _bytes_held(reference.runner.model)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models[family], num_kv_blocks=16, block_size=4)
+    assert [o.token_ids for o in engine.generate(prompts, params)] == expected
+    model = engine.runner.model
+    assert model.originals_freed and model.cpu_kernels is not None
+    assert all(p.is_meta for p in model.layers[0].mlp.parameters())
+    assert (loaded, _bytes_held(model)) == ((492_800, 492_800) if family == "llama"
+                                            else (492_800, 410_880))
+    assert model_facts(engine) == model_facts(reference)
+
+
+def test_freed_weights_come_back_bit_for_bit(tiny_models, monkeypatch, kern) -> None:
+    """A copy of a model whose originals are freed (quantization copies the engine's model and
+    reads its weights) rebuilds them from the packed copy, equal to the loaded ones; and the
+    model itself, asked to run PyTorch's ops (a pool in another dtype), unpacks them, drops
+    the packed copy, and packs again on its next fused pass."""
+    from worker.engine import Engine
+    from worker.engine.model_runner import BatchEntry
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "0")
+    loaded = Engine.from_pretrained(tiny_models["llama_tied"], num_kv_blocks=16, block_size=4)
+    originals = {name: p.detach().clone() for name, p in loaded.runner.model.named_parameters()}
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models["llama_tied"], num_kv_blocks=16, block_size=4)
+    entry = [BatchEntry([5, 6, 7, 8], 0, [0], 4)]
+    fused = engine.runner.execute(entry)
+    model = engine.runner.model
+    assert model.originals_freed
+    copied = copy.deepcopy(model)
+    assert not copied.originals_freed and copied.packed == [] and copied.cpu_kernels is False
+    for name, p in copied.named_parameters():
+        assert torch.equal(p, originals[name]), name
+    assert copied.lm_head.weight is copied.embed_tokens.weight
+    with torch.no_grad():
+        model.weights_unpack()
+    assert not model.originals_freed and model.packed == []
+    for name, p in model.named_parameters():
+        assert torch.equal(p, originals[name]), name
+    torch.testing.assert_close(engine.runner.execute(entry), fused, rtol=0, atol=0)
+    assert model.originals_freed and model.packed  # packed again, and freed again
+
+
 def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog,
                                                         tmp_path) -> None:
     """No compiler and no build made earlier (an empty build directory)."""

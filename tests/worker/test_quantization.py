@@ -167,3 +167,29 @@ def test_rounding_noise_model_fits_the_8_bit_formats_on_real_weights(quantized):
                               ("nvfp4", 0.15), ("mxfp4", 0.15)):
         q = quantized(format)
         assert math.isclose(q.error, q.predicted_error, rel_tol=tolerance), format
+
+
+def test_quantizing_a_model_whose_originals_the_packing_freed(one_thread):
+    """Once the engine's fused pass has run, its linear weights and tied head live only in the
+    packed copy (worker/engine/models/llama.py, `originals_free`); quantizing that model copies
+    it, and the copy rebuilds them, so every code, byte count and weight read back is the one
+    quantizing the freshly loaded model gives, and the model's size (model_facts) is unchanged."""
+    from worker.demo_engine import engine_build, model_facts
+    from worker.engine import SamplingParams
+
+    engine = engine_build(str(MODEL))
+    model = engine.runner.model
+    facts = model_facts(engine)
+    before = model_quantize(model, format="int8")
+    engine.generate([[5, 6, 7, 8]], SamplingParams(temperature=0, max_tokens=4))
+    if model.cpu_kernels is None:
+        pytest.skip("the fused CPU kernels do not build here: nothing is freed")
+    assert model.originals_freed
+    after = model_quantize(model, format="int8")
+    assert after.model_bytes == before.model_bytes and after.error == before.error
+    for key, tensor in before.tensors.items():
+        assert torch.equal(after.tensors[key].dequantize(), tensor.dequantize()), key
+    for (name, p), (_, q) in zip(before.model.named_parameters(), after.model.named_parameters(),
+                                 strict=True):
+        assert torch.equal(p, q), name
+    assert model_facts(engine) == facts

@@ -101,6 +101,9 @@ class LlamaForCausalLM(nn.Module):
         self.packed: list[dict[str, PackedLinear]] = []
         self.head_packed: PackedLinear | None = None
         self.fused_layers: list[FusedLayer] = []  # the packed weights' raw arguments, per layer
+        # True while the linear weights (and the LM head, with the embedding it is tied to)
+        # live only in their packed copy: the parameters are then shape-only (meta) tensors.
+        self.originals_freed = False
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -139,6 +142,8 @@ class LlamaForCausalLM(nn.Module):
         if self.cpu_kernels is not None and kv_caches[0][0].dtype == torch.float32:
             return self.forward_fused(self.cpu_kernels, input_ids, positions, kv_caches, meta,
                                       logits_indices)
+        if self.originals_freed:
+            self.weights_unpack()
         x = self.embed_tokens(input_ids)
         rope = self.rotary.tables(positions, x.dtype)
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
@@ -148,8 +153,8 @@ class LlamaForCausalLM(nn.Module):
         return F.linear(self.norm.forward(x[logits_indices]), head).float()
 
     def _cpu_kernels_setup(self) -> CpuKernels | None:
-        """The fused kernels for this model, with its linear weights packed for them (a copy:
-        the parameters stay as loaded), or None where PyTorch's ops run instead."""
+        """The fused kernels for this model, with its linear weights packed for them and the
+        originals freed (`originals_free`), or None where PyTorch's ops run instead."""
         weight = self.embed_tokens.weight
         if weight.device.type != "cpu" or weight.dtype != torch.float32:
             return None
@@ -166,14 +171,77 @@ class LlamaForCausalLM(nn.Module):
             self.head_packed = kern.pack(self.lm_head.weight)
         self.fused_layers = [FusedLayer.bind(kern, layer, packed)
                              for layer, packed in zip(self.layers, self.packed, strict=True)]
+        self.originals_free()
         return kern
+
+    def _packed_modules(self) -> list[tuple[nn.Linear, PackedLinear]]:
+        """Each linear layer beside its packed copy, the LM head last."""
+        found = []
+        for layer, packed in zip(self.layers, self.packed, strict=True):
+            found += [(layer.self_attn.qkv_proj, packed["qkv"]),
+                      (layer.self_attn.o_proj, packed["o"]),
+                      (layer.mlp.gate_up_proj, packed["gate_up"]),
+                      (layer.mlp.down_proj, packed["down"])]
+        return [*found, (self.lm_head, self.head_packed)]
+
+    def originals_free(self) -> None:
+        """Drop the weights the packed copy duplicates, which held the model's memory at 2×:
+        each packed linear layer's weight, and the LM head's (with a tied head, that is the
+        embedding too: the fused pass looks token rows up in the packed head). Each becomes a
+        meta tensor of the same shape and dtype, so counting the parameters (model_facts, the
+        demos, the benchmark's floor) still gives the model's size, and reading one's values
+        fails loudly instead of reading zeros. `weights_unpack` brings them back; a copy and
+        PyTorch's ops call it themselves."""
+        tied = self.lm_head.weight is self.embed_tokens.weight
+        for module, _ in self._packed_modules():
+            module.weight = _shape_only(module.weight)
+        if tied:
+            self.embed_tokens.weight = self.lm_head.weight
+        self.lm_head_weight = None  # the column-major copy of a tied head (PyTorch's ops only)
+        self.originals_freed = True
+
+    def weights_unpack(self) -> None:
+        """The freed weights rebuilt from the packed copy (bit for bit: packing only moves
+        values), and the packed copy dropped, so the model again holds one copy of its weights,
+        as loaded; the next fused pass packs again. PyTorch's ops call this (a model that ran
+        the fused pass may then serve a pool in another dtype)."""
+        if not self.originals_freed:
+            return
+        tied = self.lm_head.weight is self.embed_tokens.weight
+        with torch.no_grad():
+            for module, packed in self._packed_modules():
+                weight = packed.weight.transpose(1, 2).reshape(-1, packed.in_features)
+                module.weight = nn.Parameter(weight[: packed.out_features].clone(),
+                                             requires_grad=module.weight.requires_grad)
+        if tied:
+            self.embed_tokens.weight = self.lm_head.weight
+        self.cpu_kernels, self.packed, self.head_packed, self.fused_layers = False, [], None, []
+        self.originals_freed = False
+        self.column_major_weights()
+
+    def _embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The token rows the fused pass starts from: from the embedding, or, once a tied
+        embedding is freed, from the packed head (row n is column n % panel of panel
+        n // panel)."""
+        if not self.embed_tokens.weight.is_meta:
+            return F.embedding(input_ids, self.embed_tokens.weight)
+        panel = self.head_packed.weight.shape[2]
+        return self.head_packed.weight[input_ids // panel, :, input_ids % panel].contiguous()
 
     def __getstate__(self) -> dict:
         """A copy (copy.deepcopy, pickle) packs its own weights again on its first forward
-        pass: quantization copies a model and then changes the copy's weights."""
+        pass: quantization copies a model and then changes the copy's weights. While the
+        originals are freed, the copy takes the packed weights to rebuild them from
+        (__setstate__)."""
         state = super().__getstate__()
+        if self.originals_freed:
+            return {**state, "cpu_kernels": False, "fused_layers": []}
         return {**state, "cpu_kernels": False, "packed": [], "head_packed": None,
                 "fused_layers": []}
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.weights_unpack()
 
     def forward_fused(self, kern: CpuKernels, input_ids: torch.Tensor, positions: torch.Tensor,
                       kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
@@ -195,7 +263,7 @@ class LlamaForCausalLM(nn.Module):
         c = self.config
         eps, threads = c.rms_norm_eps, torch.get_num_threads()
         nh, nkv, dim = c.num_heads, c.num_kv_heads, c.head_dim
-        x = F.embedding(input_ids, self.embed_tokens.weight)
+        x = self._embed(input_ids)
         tokens, hidden = x.shape
         step = FusedStep(kern, self.fused_layers[0], tokens, hidden, positions,
                          meta.slot_mapping, self.rotary)
@@ -258,7 +326,7 @@ class LlamaForCausalLM(nn.Module):
         profile)."""
         c = self.config
         eps, threads = c.rms_norm_eps, torch.get_num_threads()
-        x = F.embedding(input_ids, self.embed_tokens.weight)
+        x = self._embed(input_ids)
         delta = None
         for layer, packed, (k_cache, v_cache) in zip(self.layers, self.packed, kv_caches,
                                                       strict=True):
@@ -328,6 +396,12 @@ class LlamaForCausalLM(nn.Module):
         else:
             sizes = [c.intermediate_size, c.intermediate_size]
         return param.narrow(0, sum(sizes[:shard]), sizes[shard])
+
+
+def _shape_only(weight: nn.Parameter) -> nn.Parameter:
+    """A parameter of `weight`'s shape and dtype that holds no values (on the meta device)."""
+    return nn.Parameter(torch.empty_like(weight, device="meta"),
+                        requires_grad=weight.requires_grad)
 
 
 # The fused path's raw arguments ----------------------------------------------------------------
