@@ -404,6 +404,40 @@ def test_freed_weights_come_back_bit_for_bit(tiny_models, monkeypatch, kern) -> 
     assert model.originals_freed and model.packed  # packed again, and freed again
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_the_decode_layer_loop_in_c_matches_the_python_loop(tiny_models, monkeypatch, kern,
+                                                            family) -> None:
+    """decode_layers makes the Python loop's calls in its order, so every step's logits are
+    the same bits either way: three sequences of different lengths decoding together (a
+    newcomer joining its slot row runs the Python loop for that step), Qwen2's q/k/v bias
+    included. The C loop must actually run: its calls are counted."""
+    from worker.engine import Engine, SamplingParams
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    params = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+    prompts = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
+    runs = {}
+    for in_c in (False, True):
+        engine = Engine.from_pretrained(tiny_models[family], num_kv_blocks=32, block_size=4)
+        model = engine.runner.model
+        model.decode_layers_in_c = in_c
+        engine.generate([[3, 4]], SamplingParams(temperature=0, max_tokens=2))
+        lib, calls, logits = model.cpu_kernels._lib, [], []
+        real = lib.decode_layers
+        monkeypatch.setattr(lib, "decode_layers", lambda *a, real=real, calls=calls:
+                            calls.append(1) or real(*a), raising=False)
+        model.forward = lambda *a, forward=model.forward, logits=logits: (
+            logits.append(forward(*a)) or logits[-1])
+        outs = engine.generate(prompts, params)
+        monkeypatch.setattr(lib, "decode_layers", real, raising=False)
+        runs[in_c] = ([o.token_ids for o in outs], logits, len(calls))
+    assert runs[True][0] == runs[False][0]
+    assert len(runs[True][1]) == len(runs[False][1])
+    for c_step, python_step in zip(runs[True][1], runs[False][1], strict=True):
+        assert torch.equal(c_step, python_step)
+    assert runs[False][2] == 0 and runs[True][2] >= 8
+
+
 def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog,
                                                         tmp_path) -> None:
     """No compiler and no build made earlier (an empty build directory)."""

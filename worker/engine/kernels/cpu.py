@@ -349,9 +349,14 @@ class CpuKernels:
         lib.gemm_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _I, _I]
         lib.paged_attention.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _I, _P, _I, _P, _P,
                                         _P, _I, _F, _P, _I]
+        lib.decode_layers.argtypes = [_I, _P, _P, _P, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I,
+                                      _F, _P, _P, _I, _P, _P, _I, _I, _I, _P, _P, _F, _I]
+        lib.layer_args.restype = _I
+        self.layer_args = lib.layer_args()  # the addresses decode_layers takes per layer
         for fn in (lib.silu_mul, lib.gemm_packed):
             fn.restype = None
-        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.paged_attention):
+        for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.paged_attention,
+                   lib.decode_layers):
             fn.restype = _I  # 0, or one of _FAILURES
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()

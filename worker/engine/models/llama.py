@@ -17,7 +17,7 @@ from worker.engine.kernels.cpu import CpuKernels, PackedLinear, _check, _need, c
 from worker.engine.layers.attention import AttentionMetadata, PagedAttention
 from worker.engine.layers.norm import RMSNorm
 from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
-from worker.engine.profiling import phase
+from worker.engine.profiling import nvtx_enabled, phase
 
 
 class LlamaAttention(nn.Module):
@@ -101,6 +101,10 @@ class LlamaForCausalLM(nn.Module):
         self.packed: list[dict[str, PackedLinear]] = []
         self.head_packed: PackedLinear | None = None
         self.fused_layers: list[FusedLayer] = []  # the packed weights' raw arguments, per layer
+        self._layer_table: tuple | None = None  # decode_layers' addresses (_decode_layer_table)
+        # A step whose tokens all decode runs its layer loop in C (decode_layers); False keeps
+        # it in Python, call by call (the tests hold the two to the same bits).
+        self.decode_layers_in_c = True
         # True while the linear weights (and the LM head, with the embedding it is tied to)
         # live only in their packed copy: the parameters are then shape-only (meta) tensors.
         self.originals_freed = False
@@ -171,6 +175,7 @@ class LlamaForCausalLM(nn.Module):
             self.head_packed = kern.pack(self.lm_head.weight)
         self.fused_layers = [FusedLayer.bind(kern, layer, packed)
                              for layer, packed in zip(self.layers, self.packed, strict=True)]
+        self._layer_table = None
         self.originals_free()
         return kern
 
@@ -216,6 +221,7 @@ class LlamaForCausalLM(nn.Module):
         if tied:
             self.embed_tokens.weight = self.lm_head.weight
         self.cpu_kernels, self.packed, self.head_packed, self.fused_layers = False, [], None, []
+        self._layer_table = None
         self.originals_freed = False
         self.column_major_weights()
 
@@ -235,9 +241,9 @@ class LlamaForCausalLM(nn.Module):
         (__setstate__)."""
         state = super().__getstate__()
         if self.originals_freed:
-            return {**state, "cpu_kernels": False, "fused_layers": []}
+            return {**state, "cpu_kernels": False, "fused_layers": [], "_layer_table": None}
         return {**state, "cpu_kernels": False, "packed": [], "head_packed": None,
-                "fused_layers": []}
+                "fused_layers": [], "_layer_table": None}
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
@@ -277,6 +283,20 @@ class LlamaForCausalLM(nn.Module):
             d_qkv = state.qkv_p + decode.token_start * state.qkv_width * 4
             d_out = state.attn_p + decode.token_start * nh * dim * 4
         x_p, h_p, delta_p = x.data_ptr(), state.h_p, None
+        if (self.decode_layers_in_c and decode is not None and not meta.groups
+                and decode.join_slots is None
+                and decode.token_start == 0 and d_tokens == tokens and not nvtx_enabled()):
+            # Every token decodes from its slot row: the whole layer loop in one C call.
+            table, pool_len, n_rows, capacity = self._decode_layer_table(kv_caches, meta.slots,
+                                                                         nkv, dim)
+            _check(lib.decode_layers(
+                len(self.layers), table.data_ptr(), x_p, h_p, state.qkv_p, state.attn_p,
+                state.delta_p, state.gate_up_p, state.act_p, tokens, hidden, state.inter, nh,
+                nkv, dim, eps, state.cos_p, state.sin_p, state.table_len, state.positions_p,
+                state.slots_p, pool_len, n_rows, capacity, d_rows.data_ptr(), d_pos.data_ptr(),
+                self.layers[0].self_attn.attn.scale, threads), "decode_layers")
+            h = kern.add_rmsnorm(x, state.delta, self.norm.weight, eps, select=logits_indices)
+            return kern.linear(h, self.head_packed, threads)
         for layer, bound, (k_cache, v_cache) in zip(self.layers, self.fused_layers, kv_caches,
                                                     strict=True):
             pool_len = _need_pool(k_cache, v_cache, nkv, dim)
@@ -316,6 +336,34 @@ class LlamaForCausalLM(nn.Module):
             lib.gemm_packed(state.act_p, tokens, *bound.down, delta_p, bound.down[3], threads)
         h = kern.add_rmsnorm(x, state.delta, self.norm.weight, eps, select=logits_indices)
         return kern.linear(h, self.head_packed, threads)
+
+    def _decode_layer_table(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+                            slots, nkv: int, dim: int) -> tuple:  # noqa: ANN001
+        """decode_layers' per-layer addresses [layers, kern.layer_args] (weights, pools, slot
+        rows) with the pool length, slot rows and capacity, checked and built again only when
+        the pools or the slot tensors change. The runner keeps one list of pools for its
+        life, and DecodeSlots replaces its lists of tensors whenever it grows, so the lists'
+        identity says whether anything moved (the cache holds them, so no id is reused)."""
+        cached = self._layer_table
+        if (cached is not None and cached[0] is kv_caches and cached[1] is slots.keys
+                and cached[2] is slots.values):
+            return cached[3:]
+        rows = []
+        for bound, (k_cache, v_cache), keys, values in zip(
+                self.fused_layers, kv_caches, slots.keys, slots.values, strict=True):
+            pool_len = _need_pool(k_cache, v_cache, nkv, dim)
+            _need_slots(keys, values, nkv, dim)
+            rows.append([bound.input_norm, bound.post_norm,
+                         *(p or 0 for name in ("qkv", "o", "gate_up", "down")
+                           for p in (getattr(bound, name)[2], getattr(bound, name)[4])),
+                         k_cache.data_ptr(), v_cache.data_ptr(), keys.data_ptr(),
+                         values.data_ptr()])
+        table = torch.tensor(rows, dtype=torch.int64)
+        if table.shape[1] != self.cpu_kernels.layer_args:
+            raise RuntimeError("decode_layers: the build's per-layer arguments do not match")
+        self._layer_table = (kv_caches, slots.keys, slots.values, table, pool_len,
+                             values.shape[0], values.shape[2])
+        return self._layer_table[3:]
 
     def _forward_fused_calls(self, kern: CpuKernels, input_ids: torch.Tensor,
                              positions: torch.Tensor,
