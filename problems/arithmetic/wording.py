@@ -233,3 +233,10 @@ def list_phrase(items: list[str] | tuple[str, ...], *, conjunction: str = "and",
     if len(items) == 1:
         return items[0]
     return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+def ordinal(n: int) -> str:
+    """A whole rank as English writes it: "1st", "2nd", "3rd", "11th", "1,181st", "1,195th"."""
+    n = int(n)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"
