@@ -323,7 +323,7 @@ REPLICA_INPUTS: tuple[Input, ...] = (
     _price_input("price_per_hour", "GPU price"),
     whole_input("seconds", "Simulated seconds per load", unit="s", initial=60, api=60,
                 minimum=10, maximum=300,
-                help="Measured after a warm-up (15 s, or a quarter of this if less); a load "
+                help="Counted after a warm-up (15 s, or a quarter of this if less); a load "
                      "also stops after 20,000 steps."),
     whole_input("chunk_tokens", "Per-step token budget", unit="tokens", initial=2_048,
                 api=2_048, minimum=64, maximum=65_536,
@@ -414,12 +414,12 @@ def replica_simulated(*, model: str, gpu: str, tp: int = 2, dtype: str = "fp8",
              f"{seconds_format(t_in)} + {out:,} × {seconds_format(t_out)}) of replica time per "
              "request", capacity, "requests/s", rate_format(capacity, "requests/s")),
         *(Step(f"At {percent_format(load)} of capacity",
-               f"measured {rate_format(round(x['output'] / x['seconds']), 'output tokens/s')} "
+               f"simulated {rate_format(round(x['output'] / x['seconds']), 'output tokens/s')} "
                f"(predicted {number_format(round(min(load, 1) * capacity * out))}), mean batch "
                f"{number_format(x['mean_batch'])}, TTFT p99 {seconds_format(x['ttft_p99'])}, "
                f"TPOT p50 {seconds_format(x['tpot_p50'])}"
                + (" (stopped at the step cap)" if x["cut_short"] else ""), meas, "USD",
-               f"{_money(meas)} per M measured, {_money(pred)} predicted")
+               f"{_money(meas)} per M simulated, {_money(pred)} predicted")
           for load, x, meas, pred in zip(LOADS, runs, measured, predicted, strict=True)),
     )
     return Result(values=values, steps=steps)
@@ -449,7 +449,7 @@ def replica_plots(*, inputs: dict, result: Result) -> tuple[Plot, ...]:
         title="Cost per million tokens: simulated replica against the calculator",
         x_title="Offered load (fraction of predicted capacity)",
         y_title="Dollars per million tokens (input and output)", y_log=True,
-        series=(Series("Measured (simulated replica)", loads, tuple(r["measured"]),
+        series=(Series("Simulated replica", loads, tuple(r["measured"]),
                        markers=True),
                 Series("Predicted (the calculator)", loads, tuple(r["predicted"]), dash=True,
                        markers=True)),
@@ -476,7 +476,7 @@ def replica_note(*, inputs: dict, result: Result) -> str:
 
 REPLICA = calculator_register(Calculator(
     slug=DEMO_SLUG,
-    title="A replica under random load: measured against predicted cost",
+    title="A replica under random load: simulated against predicted cost",
     explanation=("A numpy simulator on the web server (no worker). One replica serves Poisson "
                  "arrivals at five loads, from a quarter of its predicted capacity to 20% "
                  "beyond, step by step: decodes and prefill chunks share each step, whose time "

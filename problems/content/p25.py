@@ -352,7 +352,7 @@ def day_plots(*, inputs: dict, result: Result) -> tuple:
                           (r["monthly_cost_peak"], r["monthly_cost_follow"], nan),
                           labels=(money_format(r["monthly_cost_peak"]),
                                   money_format(r["monthly_cost_follow"]), ""), outline=True),
-                BarSeries("Measured (simulated day)", (nan, nan, r["monthly_cost_simulated"]),
+                BarSeries("Simulated day", (nan, nan, r["monthly_cost_simulated"]),
                           labels=("", "", money_format(r["monthly_cost_simulated"])))))
     return load, gpus, cost
 

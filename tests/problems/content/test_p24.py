@@ -235,3 +235,12 @@ def test_a_cap_that_truncates_most_answers_is_not_called_a_tail_trim(client) -> 
     assert "barely a change per token" not in worked
     assert "less per token than the lever before" in worked
     assert "(per request, all the levers so far:" in worked
+
+
+def test_the_simulators_outputs_are_called_simulated_not_measured(client) -> None:
+    """Review, demo judgement: the replica simulator uses the calculator's own roofline, so its
+    outputs are simulated; the page said 'measured 6,980 output tokens/s … per M measured'."""
+    demo = text_of(section_html(problem_html(page_get(client), 24), 24, "demo"))
+    assert "per M measured" not in demo and "measured " not in demo.lower().replace(
+        "measured against", "")
+    assert "simulated against predicted cost" in demo
