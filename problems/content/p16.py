@@ -175,6 +175,11 @@ def _histogram_example() -> dict:
     }
 
 
+# A fall in the hit rate that raises the cost per request by less than this is noise next to
+# the other levers; the prose does not call the hit rate a lever then.
+HIT_RATE_MATTERS = 0.01
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 16's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -202,6 +207,16 @@ def context(*, request: HttpRequest) -> dict:
         "drop_points": number_format(inputs["hit_rate_drop"] * 100),
         "drop_points_text": count_format(inputs["hit_rate_drop"] * 100, "point"),
         "drop_moves": r["cost_increase"] > 0,
+        # A drop that adds under this share per request is not worth calling a lever.
+        "drop_matters": r["cost_increase"] >= HIT_RATE_MATTERS,
+        "matters_text": percent_format(HIT_RATE_MATTERS),
+        "prefill_minor": r["prefill_seconds_after"] < r["decode_seconds"],
+        "fleet_change_text": (
+            f"grows from {number_format(r['replicas_before'])} to "
+            f"{number_format(r['replicas_after'])} replicas' worth of GPU time"
+            if number_format(r["replicas_before"]) != number_format(r["replicas_after"])
+            else f"stays at about {number_format(r['replicas_after'])} replicas' worth of "
+                 "GPU time"),
         "no_prompt": inputs["prompt_tokens"] == 0,
         "hit_after_text": percent_format(r["hit_rate_after"]),
         "uncached_text": number_format(r["uncached_tokens"]),
