@@ -189,9 +189,20 @@ def fleet_plan_model(k: dict) -> dict:
     util = k["utilisation"]
     t_req = k["ttft_target_seconds"] + (answer - 1) * dec["step_seconds"]
     concurrency = little_concurrency(arrival_rate=d["peak_rps"], time_in_system=t_req)
+    # Decode holds a sequence's KV only while it decodes: its time to first token is spent in
+    # the prefill pool and its queue, so decode occupancy is Little's law over decode time.
+    t_decode = (answer - 1) * dec["step_seconds"]
+    decode_concurrency = little_concurrency(arrival_rate=d["peak_rps"], time_in_system=t_decode)
     by_throughput = d["peak_output"] / (dec["tokens_per_second"] * util)
-    by_kv = concurrency / (dec["b_mem"] * util)
+    # The same count by memory: sequences decoding ÷ (sequences memory holds × utilisation).
+    # With the batch at the KV limit both are rate × step ÷ (batch × utilisation), differing
+    # only by the answer's first token (made by prefill): which resource binds is decided
+    # when the batch is chosen, not here.
+    by_kv = decode_concurrency / (dec["b_mem"] * util)
     decode_replicas = max(by_throughput, by_kv)
+    # Planned at `util` busy, a replica runs a batch of util × batch, whose step is shorter
+    # than the full batch's: sizing with the full batch's step is conservative by this much.
+    step_at_util = dec["step_of"](max(1.0, dec["batch"] * util))["seconds"]
     prefill = prefill_pass_replica(model=m, gpu=g, tp=tp, w=w, emb=dec["emb"], kv=k["kv"],
                                    prompt_tokens=d["prompt"], uncached_tokens=d["uncached"],
                                    bandwidth_efficiency=k["bandwidth_efficiency"],
@@ -220,6 +231,8 @@ def fleet_plan_model(k: dict) -> dict:
     return {
         "demand": d, "decode": dec, "context": context, "t_req": t_req,
         "concurrency": concurrency, "by_throughput": by_throughput, "by_kv": by_kv,
+        "t_decode": t_decode, "decode_concurrency": decode_concurrency,
+        "step_at_util": step_at_util,
         "kv_binds": by_kv >= by_throughput, "decode_replicas": decode_replicas,
         "prefill_flops": flops, "prefill_gpu_seconds": gpu_seconds, "prefill": prefill,
         "prefill_gpus": prefill_gpus, "prefill_time": prefill_time, "kv_token": kv_token,
@@ -284,8 +297,12 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"{number_format(d['peak_output'])} tokens/s ÷ "
              f"({number_format(dec['tokens_per_second'])} × {util})", p["by_throughput"],
              "replicas", number_format(p["by_throughput"])),
+        Step("Sequences decoding at the peak (Little's law over decode time)",
+             f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_decode'])}",
+             p["decode_concurrency"], "sequences",
+             count_format(p["decode_concurrency"], "sequence")),
         Step("Decode replicas by KV memory",
-             f"{number_format(p['concurrency'])} sequences ÷ ({dec['b_mem']:,} × {util})",
+             f"{number_format(p['decode_concurrency'])} sequences ÷ ({dec['b_mem']:,} × {util})",
              p["by_kv"], "replicas", number_format(p["by_kv"])),
         Step("Prefill FLOPs per computed token",
              f"2 × non-embedding parameters + attention over "
