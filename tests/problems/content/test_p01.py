@@ -136,7 +136,7 @@ def test_the_staff_level_points_are_on_the_page(client) -> None:
 def test_bad_input_shows_a_field_error_and_keeps_the_defaults_in_the_prose(client) -> None:
     content = page_get(client, "?p1-scale-prompt_tokens=-5&p1-scale-model=llama-3-8b")
     worked = section_html(problem_html(content, 1), 1, "worked")
-    assert "Enter at least 1 tokens." in worked
+    assert "Enter at least 1 token." in worked
     assert "1.6×10¹³ FLOP" in text_of(worked)
 
 
@@ -259,7 +259,7 @@ def test_the_hundred_users_prose_compares_and_flags_what_does_not_fit(client) ->
     def worked(query: str) -> str:
         return text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
     assert "8.73% of the 15 GB of weights" in worked("?p1-users-context_tokens=100")
-    assert "These 400 sequences do not fit" in worked("?p1-users-batch=400")
+    assert "But these 400 sequences do not fit" in worked("?p1-users-batch=400")
     assert "no batch fits at all" in worked("?p1-users-model=llama-3-70b")
     assert "Memory caps the batch at 0" not in worked("?p1-users-model=llama-3-70b")
 
