@@ -14,6 +14,7 @@ from problems.arithmetic.inputs import fraction_check, number_check
 from problems.arithmetic.serving_metrics import goodput, percentile
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import number_format, rate_format, seconds_format
+from problems.arithmetic.wording import count_phrase
 
 # The two-sided 95% point of the normal distribution.
 CONFIDENCE = 0.95
@@ -97,14 +98,15 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
              f"{seconds_format(duration)}", n, "requests", f"{number_format(n)} requests"),
         Step(f"Requests expected beyond the true {label}",
              f"{number_format(n)} × (1 − {number_format(q)})", beyond, "requests",
-             f"{number_format(beyond)} requests"),
+             f"about {number_format(beyond)} on average"),
         Step("95% range of that count", f"{number_format(beyond)} ± {Z_95:.2f} × √("
              f"{number_format(n)} × {number_format(q)} × {number_format(1 - q)})", high - low,
-             "requests", f"{number_format(max(low, 0))} to {number_format(high)} requests"),
+             "requests", f"about {number_format(max(low, 0))} to about "
+             f"{number_format(high)}"),
         Step("Fewest requests for which that range clears zero (a bare minimum)",
              f"the next whole number above {Z_95:.2f}² × {number_format(q)} ÷ "
              f"{number_format(1 - q)} = {number_format(Z_95**2 * q / (1 - q))}", needed,
-             "requests", f"{needed:,} requests"),
+             "requests", count_phrase(needed, "request")),
         Step(f"95% interval for the {label} (order statistics)",
              f"sorted ranks ⌊{number_format(whole * q)} ∓ {Z_95:.2f} × √({whole:,} × "
              f"{number_format(q)} × {number_format(1 - q)})⌉ of {whole:,}"
@@ -126,7 +128,7 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
                 if capped else ""), offered, "requests/s",
              rate_format(offered, "requests/s")),
         Step("Output throughput if the server keeps up",
-             f"{rate_format(offered, 'requests/s')} × {number_format(output)} tokens",
+             f"{rate_format(offered, 'requests/s')} × {count_phrase(output, 'token')}",
              tokens_per_s, "tokens/s", rate_format(tokens_per_s, "tokens/s")),
     )
     return Result(values={

@@ -48,7 +48,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import times_phrase
+from problems.arithmetic.wording import count_phrase, times_phrase
 
 NORMAL = NormalDist()
 P99 = 0.99
@@ -224,8 +224,9 @@ def canary(**inputs: object) -> Result:
              "ms", c["n_latency"], "requests",
              count_format(math.ceil(c["n_latency"]), "request")),
         Step("Few events: the normal approximation runs short",
-             f"if nothing changed the canary would see {number_format(c['expected_errors'])} "
-             f"errors and {number_format(c['expected_above'])} requests above the p99 in "
+             f"if nothing changed the canary would expect about "
+             f"{number_format(c['expected_errors'])} errors and about "
+             f"{number_format(c['expected_above'])} requests above the p99 in "
              "those samples; Fleiss's continuity correction n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ "
              f"(k n (p₁ − p₀)))]² gives {number_format(math.ceil(c['n_errors_cc']))} and "
              f"{number_format(math.ceil(c['n_latency_cc']))}",
@@ -251,7 +252,7 @@ def canary(**inputs: object) -> Result:
              "it", c["canary_replicas"], "replicas",
              count_format(c["canary_replicas"], "replica")),
         Step("Blue-green instead: a second fleet during the switch",
-             f"{k['replicas']:,} × {k['gpus_per_replica']} GPUs, "
+             f"{k['replicas']:,} × {count_phrase(k['gpus_per_replica'], 'GPU')}, "
              f"{money_format(c['blue_green_cost'])} over the same duration against "
              f"{money_format(c['canary_gpu_cost'])} for the canary", c["blue_green_gpus"],
              "GPUs", count_format(c["blue_green_gpus"], "GPU")),

@@ -22,7 +22,7 @@ from problems.arithmetic.benchmarking import (
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import number_format, percent_format, rate_format, seconds_format
-from problems.arithmetic.wording import ordinal
+from problems.arithmetic.wording import count_phrase, ordinal
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_whole
@@ -169,13 +169,14 @@ def context(*, request: HttpRequest) -> dict:
         "tail_share_text": percent_format(1 - q),
         "e2e_text": seconds_format(inputs["e2e_latency_s"]),
         "cap": number_format(inputs["client_concurrency"]),
+        "cap_requests": count_phrase(inputs["client_concurrency"], "request"),
         "output_tokens": number_format(inputs["output_tokens"]),
         "requests_text": number_format(r["requests"]),
         "beyond_text": number_format(r["beyond"]),
         "beyond_low_text": number_format(r["beyond_low"]),
         "beyond_high_text": number_format(r["beyond_high"]),
         "bounded": r["bounded"],
-        "needed_text": f"{r['requests_needed']:,}",
+        "needed_text": count_phrase(r["requests_needed"], "request"),
         "needed_p99_text": f"{requests_for_bounded_percentile(0.99):,}",
         "rank_low": ordinal(r["rank_low"]), "rank_high": ordinal(r["rank_high"]),
         "rank_high_is_max": r["rank_high"] >= max(1, math.floor(r["requests"])),

@@ -283,8 +283,9 @@ def day_policies(**given: object) -> Result:
     steps = (
         Step("Demand", f"{rate_format(k['average_rps'], 'requests/s')} on average, "
              f"{number_format(k['peak_to_average'])}× at the daily peak, × "
-             f"{number_format(k['spike_multiplier'])} for {number_format(k['spike_minutes'])} "
-             f"minutes from hour {number_format(k['spike_hour'])}",
+             f"{number_format(k['spike_multiplier'])} for "
+             f"{count_phrase(k['spike_minutes'], 'minute', rounding='nearest')} "
+             f"from hour {number_format(k['spike_hour'])}",
              float(demand["rate"].max()), "requests/s",
              rate_format(float(demand["rate"].max()), "requests/s") + " at the busiest step"),
         *(Step(f"{r['name']}", f"{number_format(r['gpu_hours'])} GPU-hours "
@@ -375,9 +376,14 @@ def day_note(*, inputs: dict, result: Result) -> str:
     else:
         loosest_text = (f"The loosest prediction here is the {loosest['name']} policy's "
                         f"({gap_text}). ")
-    worst = number_format(round(reactive["peak_backlog"]))
     predicted = number_format(round(reactive["predicted_backlog"]))
-    return (f"The reactive policy's worst queue was {worst} requests against {predicted} "
+    if round(reactive["peak_backlog"]) == 0 and round(pool["peak_backlog"]) == 0:
+        expected = count_phrase(round(reactive["predicted_backlog"]), "request")
+        return ("Neither the reactive policy nor the warm pool let a queue build here (the "
+                f"arithmetic predicted {expected} for the reactive one): the spike fits in the "
+                "capacity already running. " + loosest_text + static_text)
+    worst_text = count_phrase(round(reactive["peak_backlog"]), "request")
+    return (f"The reactive policy's worst queue was {worst_text} against {predicted} "
             "predicted; "
             f"with the warm pool, {number_format(round(pool['peak_backlog']))} against "
             f"{number_format(round(pool['predicted_backlog']))}. The prediction takes the load "

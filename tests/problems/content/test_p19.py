@@ -37,7 +37,7 @@ def test_figures_equal_the_api(client) -> None:
     assert body["requests_errors"] == 1663 and body["requests_latency"] == 551
     assert f"{body['requests_errors']:,} requests" in worked
     assert f"{body['requests_latency']:,} requests" in worked
-    assert "1,868 and 632 requests" in worked and "8.31 errors" in worked
+    assert "1,868 requests and 632 requests" in worked and "about 8.31 errors" in worked
     assert "31.1 min at 1 request/s" in worked
     assert "the error rate binds" in worked
 
