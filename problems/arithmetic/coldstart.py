@@ -29,7 +29,6 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_in,
-    count_format,
     money_format,
     number_format,
     percent_format,
@@ -211,13 +210,13 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
         Step("Replicas for today's load", f"⌈{rate_format(k['load_rps'], 'requests/s')} ÷ "
              f"({number_format(k['replica_rps'])} per replica × "
              f"{percent_format(k['utilisation'])})⌉", a["base"], "replicas",
-             count_format(a["base"], "replica")),
+             count_phrase(a["base"], "replica")),
         Step("Headroom to ride out the ramp", f"{slope} of the load per minute × ({react} to "
              f"react + {seconds_format(p['total'])} cold start)", a["headroom_cold"],
              "fraction", percent_format(a["headroom_cold"])),
         Step("Extra replicas kept running for it", f"⌈load × (1 + "
              f"{percent_format(a['headroom_cold'])}) ÷ (rate × utilisation)⌉ − {a['base']}",
-             a["extra_cold"], "replicas", count_format(a["extra_cold"], "replica")),
+             a["extra_cold"], "replicas", count_phrase(a["extra_cold"], "replica")),
         Step("Their cost", f"{a['extra_cold']} × {count_phrase(g, 'GPU')} × "
              f"{money_format(k['price_per_hour'])}"
              f"/h × {HOURS_PER_MONTH} h", a["cost_cold"], "USD/month",
@@ -229,7 +228,7 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
         Step("Warm pool size", "the replicas the ramp adds until cold ones arrive: "
              f"{a['extra_cold']} − {a['extra_warm']} kept running"
              + ("; none: the running headroom already covers the ramp" if not a["pool"] else ""),
-             a["pool"], "replicas", count_format(a["pool"], "replica")),
+             a["pool"], "replicas", count_phrase(a["pool"], "replica")),
         Step("Warm pool and its headroom, cost",
              f"({a['extra_warm']} + {a['pool']} × {number_format(k['standby_cost'])} standby "
              f"cost) × {count_phrase(g, 'GPU')} × {money_format(k['price_per_hour'])}/h × "
@@ -242,7 +241,7 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
              fast["total"], "s", seconds_format(fast["total"])),
         Step("Faster loading: headroom and its cost",
              f"{slope} per minute × ({react} + {seconds_format(fast['total'])}) = "
-             f"{percent_format(a['headroom_fast'])}: {count_format(a['extra_fast'], 'replica')}",
+             f"{percent_format(a['headroom_fast'])}: {count_phrase(a['extra_fast'], 'replica')}",
              a["cost_fast"], "USD/month", money_format(a["cost_fast"]) + " a month"),
         Step("Scale to zero: the first request waits", "a whole cold start, plus its own time",
              p["total"], "s", seconds_format(p["total"])),

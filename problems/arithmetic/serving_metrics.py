@@ -221,10 +221,10 @@ def request_cost(
              f"{number_format(b['requests_per_hour'])} requests/h", b["dollars"], "USD",
              money_format(b["dollars"], significant=3)),
         Step("Per million output tokens", f"{money_format(b['dollars'], significant=3)} ÷ "
-             f"{number_format(output)} tokens × 1,000,000", per_m_output, "USD",
+             f"{count_phrase(output, 'token')} × 1,000,000", per_m_output, "USD",
              money_format(per_m_output, significant=3)),
         Step("Per million tokens, prompt and output", f"{money_format(b['dollars'], significant=3)}"
-             f" ÷ {number_format(prompt + output)} tokens × 1,000,000", per_m_total, "USD",
+             f" ÷ {count_phrase(prompt + output, 'token')} × 1,000,000", per_m_total, "USD",
              money_format(per_m_total, significant=3)),
         Step("Hit rate after the drop", f"{percent_format(hit)} − {percent_format(drop)}",
              after, "fraction", percent_format(after)),

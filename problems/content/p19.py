@@ -244,7 +244,7 @@ def figures(inputs: dict) -> dict:
         "blue_green_gpus": f"{r['blue_green_gpus']:,}",
         "blue_green_cost_text": money_format(r["blue_green_cost"]),
         "canary_cost_text": money_format(r["canary_gpu_cost"]),
-        "zero_errors_n_text": f"{zero_errors_n:,}",
+        "zero_errors_n_text": f"{zero_errors_n:,}", "zero_errors_n": zero_errors_n,
         "zero_errors_bound_text": percent_format(errors_rule_of_three(requests=zero_errors_n))
         if zero_errors_n else "",
     }
