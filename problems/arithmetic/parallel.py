@@ -60,7 +60,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 NODES_MAX = 64
 GPUS_PER_NODE_MAX = 8
@@ -569,13 +569,13 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
              full["kv_token"], "B", bytes_format(full["kv_token"])),
         Step("Sequences the KV cache holds",
              f"{d} group{'s' if d > 1 else ''} × ⌊{bytes_short(r['free'])} free ÷ "
-             f"({bytes_short(full['kv_token'])} × {context:,} tokens)⌋"
+             f"({bytes_short(full['kv_token'])} × {count_phrase(context, 'token')})⌋"
              + ("" if r["fits"] else f": fewer than the {k['batch']:,} asked for, so the batch "
                 f"is cut to {r['max_seq']:,}"),
              r["max_seq"], "sequences", count_format(r["max_seq"], "sequence")),
         Step("Experts touched per MoE layer",
              f"{m.experts_routed} × (1 − (1 − {m.experts_per_token}/{m.experts_routed})^"
-             f"{number_format(r['batch'] / r['microbatches'])} tokens), uniform routing",
+             f"{amount_phrase(r['batch'] / r['microbatches'], 'tokens')}), uniform routing",
              top["touched"], "experts", number_format(top["touched"])),
         Step(f"Attention per GPU ({top['attn_bound']}-bound)",
              f"max({bytes_short(top['attn_bytes'])} of weights and KV ÷ "
@@ -603,7 +603,7 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
         steps.append(Step(
             "Dispatch and combine per stage-step",
             f"{top['moe_layers']} MoE layers × {number_format(top['remote'])} other GPUs per "
-            f"token × {number_format(top['attn_tokens'])} tokens on the busiest GPU × "
+            f"token × {amount_phrase(top['attn_tokens'], 'tokens')} on the busiest GPU × "
             f"{m.hidden:,} × ({number_format(k['dispatch'].bytes)} B out + 2 B back) = "
             f"{bytes_short(top['dispatch_bytes'] + top['combine_bytes'])}, "
             f"{percent_format(share)} over InfiniBand; "

@@ -362,7 +362,8 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
         "over_infiniband": over_ib, "hottest_copies": int(run["copies"].max()),
     }
     steps_out = (
-        Step("Tokens and pairs per step", f"{tokens:,} tokens × top-{m.experts_per_token} of "
+        Step("Tokens and pairs per step",
+             f"{count_phrase(tokens, 'token')} × top-{m.experts_per_token} of "
              f"{m.experts_routed} experts over {ep} GPUs", run["mean_load"], "pairs per GPU",
              f"{number_format(run['mean_load'])} pairs per GPU on average"),
         Step("Predicted MoE layer on each GPU (uniform routing)",
@@ -373,16 +374,19 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
              seconds_format(predicted)),
         Step(f"Hottest expert at skew {number_format(skew)}",
              f"its (token, expert) pairs over the mean expert's "
-             f"{number_format(run['mean_expert_load'])}, averaged over {steps} steps",
+             f"{number_format(run['mean_expert_load'])}, averaged over "
+             f"{count_phrase(steps, 'step')}",
              values["ratio_expert_at_skew"], "× the mean",
              f"{number_format(values['ratio_expert_at_skew'])}× the mean expert"),
         Step(f"Busiest GPU at skew {number_format(skew)}, experts in order",
-             f"load {number_format(ratio_plain)}× the mean, averaged over {steps} steps",
+             f"load {number_format(ratio_plain)}× the mean, averaged over "
+             f"{count_phrase(steps, 'step')}",
              t_plain, "s", seconds_format(t_plain)),
         Step(f"Busiest GPU at skew {number_format(skew)}, {redundant} redundant slots",
              f"load {number_format(ratio_balanced)}× the mean; {per_gpu_slots} expert slots per "
              f"GPU instead of {m.experts_routed // ep}; the hottest expert has "
-             f"{values['hottest_copies']} copies", t_bal, "s", seconds_format(t_bal)),
+             f"{count_phrase(values['hottest_copies'], 'copy')}", t_bal, "s",
+             seconds_format(t_bal)),
         Step(f"Over {moe_layers} MoE layers, per step",
              f"{moe_layers} × ({seconds_format(t_plain)} − {seconds_format(predicted)}) "
              "without redundancy", values["step_delta_plain"], "s",
@@ -650,6 +654,7 @@ def figures(inputs: dict) -> dict:
                                                    / m.experts_routed),
         "tp_allreduces_per_step": 2 * m.layers,
         "batch": f"{batch:,}", "batch_phrase": count_phrase(batch, "sequence"),
+        "context_phrase": count_phrase(context, "token"),
         "context": f"{context:,}", "ep": n, "ep_minus_one": n - 1,
         "remote_gpus_text": number_format(remote), "alpha_text":
             f"{number_format(inputs['collective_us'])} µs",

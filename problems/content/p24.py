@@ -41,7 +41,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import count_phrase, finite_or
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -417,7 +417,8 @@ def replica_simulated(*, model: str, gpu: str, tp: int = 2, dtype: str = "fp8",
                f"simulated {rate_format(round(x['output'] / x['seconds']), 'output tokens/s')} "
                f"(predicted {number_format(round(min(load, 1) * capacity * out))}), mean batch "
                f"{number_format(x['mean_batch'])}, TTFT p99 {seconds_format(x['ttft_p99'])}, "
-               f"TPOT p50 {seconds_format(x['tpot_p50'])}"
+               "TPOT p50 " + finite_or(x["tpot_p50"], seconds_format,
+                                       undefined="undefined (one-token answers have no gaps)")
                + (" (stopped at the step cap)" if x["cut_short"] else ""), meas, "USD",
                f"{_money(meas)} per M simulated, {_money(pred)} predicted")
           for load, x, meas, pred in zip(LOADS, runs, measured, predicted, strict=True)),
@@ -611,6 +612,7 @@ def figures(inputs: dict) -> dict:
             token_change = 1 - row["blended"] / previous["blended"]
             entry.update(output_before=f"{previous['state']['output_tokens']:,}",
                          output_after=f"{cap:,}",
+                         output_after_phrase=count_phrase(cap, "token"),
                          # A cap that removes a small share of the mean trims a long tail; one
                          # that removes most of it truncates ordinary answers.
                          trims_tail=trimmed <= CAP_TAIL_SHARE,
@@ -649,6 +651,7 @@ def figures(inputs: dict) -> dict:
         "util_text": percent_format(state["utilisation"]),
         "tpot_target_text": seconds_format(state["tpot_target_seconds"]),
         "batch_cap": f"{state['batch_cap']:,}",
+        "batch_cap_phrase": count_phrase(state["batch_cap"], "sequence"),
         "input_tokens": f"{state['input_tokens']:,}",
         "output_tokens": f"{state['output_tokens']:,}",
         "eff_bw_text": percent_format(state["bandwidth_efficiency"]),
@@ -666,6 +669,7 @@ def figures(inputs: dict) -> dict:
         "base_context": f"{number_format(big['context'])}",
         "base_b_mem": f"{big['b_mem']:,}", "base_b_slo": f"{big['b_slo']:,}",
         "base_batch": f"{big['batch']:,}", "base_limit": big["limit"],
+        "base_batch_phrase": count_phrase(big["batch"], "sequence"),
         "base_read_w_text": bytes_in(at["weights"], "GB"),
         "base_read_kv_text": bytes_in(at["kv"], "GB"),
         "base_bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second
