@@ -35,6 +35,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 DAYS_PER_MONTH = 365 / 12
 SECONDS_PER_DAY = 86_400
@@ -108,8 +109,10 @@ def _demand_steps(d: dict, *, daily_users: int, sessions: float, system_tokens: 
                   user_tokens: int, peak_to_average: float) -> tuple[Step, ...]:
     a, t = d["answer"], d["turns"]
     return (
-        Step("Requests per day", f"{daily_users:,} users × {number_format(sessions)} sessions × "
-             f"{t} turns", d["requests_per_day"], "requests", number_format(d["requests_per_day"])),
+        Step("Requests per day",
+             f"{count_phrase(daily_users, 'user')} × {amount_phrase(sessions, 'sessions')} × "
+             f"{count_phrase(t, 'turn')}", d["requests_per_day"], "requests",
+             number_format(d["requests_per_day"])),
         Step("Average and peak rate", f"{number_format(d['requests_per_day'])} ÷ 86,400 s = "
              f"{rate_format(d['average_rps'], 'requests/s')}, × {number_format(peak_to_average)} "
              "peak-to-average", d["peak_rps"], "requests/s",
@@ -292,7 +295,8 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"{seconds_format(at['seconds'])}", p["t_req"], "s", seconds_format(p["t_req"])),
         Step("Concurrency at the peak (Little's law)",
              f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_req'])}",
-             p["concurrency"], "sequences", count_format(p["concurrency"], "sequence")),
+             p["concurrency"], "sequences",
+             f"about {number_format(p['concurrency'])} sequences on average"),
         Step("Decode replicas by throughput",
              f"{number_format(d['peak_output'])} tokens/s ÷ "
              f"({number_format(dec['tokens_per_second'])} × {util})", p["by_throughput"],
@@ -300,7 +304,7 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
         Step("Sequences decoding at the peak (Little's law over decode time)",
              f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_decode'])}",
              p["decode_concurrency"], "sequences",
-             count_format(p["decode_concurrency"], "sequence")),
+             f"about {number_format(p['decode_concurrency'])} sequences on average"),
         Step("Decode replicas by KV memory",
              f"{number_format(p['decode_concurrency'])} sequences ÷ ({dec['b_mem']:,} × {util})",
              p["by_kv"], "replicas", number_format(p["by_kv"])),
@@ -351,7 +355,8 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              "if all of it is charged to output tokens", p["per_million"], "USD",
              money_format(p["per_million"], significant=3)),
         Step("KV of open conversations at the peak",
-             f"{number_format(p['open_conversations'])} conversations (requests/s × (request "
+             f"about {number_format(p['open_conversations'])} conversations on average "
+             "(requests/s × (request "
              f"time + {seconds_format(k['think_seconds'])} thinking)) × "
              f"{number_format(p['context'])} tokens × {bytes_short(p['kv_token'])}, against "
              f"{bytes_short(p['kv_room'])} of KV room in the decode pool", p["kv_open"], "B",

@@ -33,6 +33,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -170,7 +171,8 @@ def users_plot(inputs: dict) -> Plot:
                 **{**inputs, "daily_users": x}))["total_gpus"]))
         except (ArithmeticInputError, ArithmeticError):
             gpus.append(math.nan)
-    return Plot(title="GPUs against daily users", x_title="Daily active users", y_title="GPUs",
+    return Plot(title="Fleet size in GPUs against daily users", x_title="Daily active users",
+                y_title="GPUs",
                 x_log=True, y_log=True,
                 series=(Series("GPUs in all regions", tuple(float(x) for x in xs), tuple(gpus),
                                markers=True),),
@@ -427,6 +429,7 @@ def figures(inputs: dict) -> dict:
         "sglang_router_throughput": f"{SGLANG_ROUTER[0]}×",
         "sglang_router_hits": f"{SGLANG_ROUTER[1]}×",
         "dau_text": f"{dem['daily_users']:,}", "sessions_text": number_format(dem["sessions"]),
+        "sessions_phrase": amount_phrase(dem["sessions"], "sessions"),
         "turns": dem["turns"], "sys_tokens": f"{dem['system_tokens']:,}",
         "user_tokens": f"{dem['user_tokens']:,}", "answer_tokens": f"{dem['answer_tokens']:,}",
         "peak_to_avg_text": f"{number_format(dem['peak_to_average'])}×",
@@ -457,11 +460,12 @@ def figures(inputs: dict) -> dict:
         "step_bound": dec["bound"],
         "replica_tps_text": rate_format(round(dec["tokens_per_second"]), "tokens/s"),
         "t_req_text": seconds_format(p["t_req"]),
-        "concurrency_text": f"{number_format(round(p['concurrency']))}",
+        # Averages (Little's law), so not rounded to whole requests: "about 0.004 on average".
+        "concurrency_text": number_format(p["concurrency"]),
         "rep_thr_text": number_format(p["by_throughput"]),
         "rep_kv_text": number_format(p["by_kv"]), "kv_binds": p["kv_binds"],
         "t_decode_text": seconds_format(p["t_decode"]),
-        "decode_concurrency_text": f"{number_format(round(p['decode_concurrency']))}",
+        "decode_concurrency_text": number_format(p["decode_concurrency"]),
         "step_at_util_text": seconds_format(p["step_at_util"]),
         "rep_need_text": number_format(p["decode_replicas"]),
         "prefill_flops_text": flops_format(p["prefill_flops"]),
@@ -486,7 +490,7 @@ def figures(inputs: dict) -> dict:
         "per_user_follow_text": money_format(p["per_user_follow"], significant=3),
         "per_million_text": money_format(p["per_million"], significant=3),
         "per_million_output_text": money_format(p["per_million_output"], significant=3),
-        "open_conversations_text": f"{number_format(round(p['open_conversations']))}",
+        "open_conversations_text": number_format(p["open_conversations"]),
         "kv_open_text": bytes_in(p["kv_open"], "TB"),
         "kv_hbm_text": bytes_in(p["kv_room"], "TB"),
         "kv_open_exceeds": p["kv_open"] > p["kv_room"],
