@@ -110,7 +110,7 @@ def _demand_steps(d: dict, *, daily_users: int, sessions: float, system_tokens: 
     a, t = d["answer"], d["turns"]
     return (
         Step("Requests per day",
-             f"{count_phrase(daily_users, 'user')} × {amount_phrase(sessions, 'sessions')} × "
+             f"{count_phrase(daily_users, 'user')} × {amount_phrase(sessions, 'sessions')} a day × "
              f"{count_phrase(t, 'turn')}", d["requests_per_day"], "requests",
              number_format(d["requests_per_day"])),
         Step("Average and peak rate", f"{number_format(d['requests_per_day'])} ÷ 86,400 s = "
@@ -304,9 +304,11 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
         Step("Sequences decoding at the peak (Little's law over decode time)",
              f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_decode'])}",
              p["decode_concurrency"], "sequences",
+             "no sequences" if p["decode_concurrency"] == 0 else
              f"about {number_format(p['decode_concurrency'])} sequences on average"),
         Step("Decode replicas by KV memory",
-             f"{number_format(p['decode_concurrency'])} sequences ÷ ({dec['b_mem']:,} × {util})",
+             f"about {number_format(p['decode_concurrency'])} sequences on average ÷ "
+             f"({dec['b_mem']:,} × {util})",
              p["by_kv"], "replicas", number_format(p["by_kv"])),
         Step("Prefill FLOPs per computed token",
              f"2 × non-embedding parameters + attention over "

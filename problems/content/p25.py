@@ -33,7 +33,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import amount_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -340,7 +340,7 @@ def day_plots(*, inputs: dict, result: Result) -> tuple:
                 Series("Prefill pool, ready (at full load)", hours,
                        tuple(r["prefill_capacity"]), step=True)))
     gpus = Plot(
-        title="GPUs paid against GPUs the load needs", x_title="Hour of the day",
+        title="Fleet paid against the load's need, in GPUs", x_title="Hour of the day",
         y_title="GPUs",
         series=(Series("Paid (ready + booting)", hours, tuple(r["paid_gpus"]), step=True),
                 Series("Needed (before headroom)", hours, tuple(r["needed_gpus"]), dash=True,
@@ -365,7 +365,8 @@ def day_note(*, inputs: dict, result: Result) -> str:
             f"GPU-hours in the day, {money_format(r['monthly_cost_simulated'])} a month, "
             f"against {money_format(r['monthly_cost_follow'])} for a fleet that follows the load "
             f"exactly and {money_format(r['monthly_cost_peak'])} for one sized for the peak; it "
-            f"was short of its target capacity for {number_format(r['minutes_short'])} minutes. "
+            "was short of its target capacity for "
+            f"{amount_phrase(r['minutes_short'], 'minutes')}. "
             "It costs more than the ideal because it rounds up to whole replicas in every "
             "region, keeps a floor in each, holds the failover reserve all day, waits out cold "
             "starts and keeps capacity through its cool-down; with less headroom it gets cheaper "
@@ -466,6 +467,10 @@ def figures(inputs: dict) -> dict:
         "rep_kv_text": number_format(p["by_kv"]), "kv_binds": p["kv_binds"],
         "t_decode_text": seconds_format(p["t_decode"]),
         "decode_concurrency_text": number_format(p["decode_concurrency"]),
+        "decode_concurrency_phrase": (
+            "no sequences" if p["decode_concurrency"] == 0 else
+            f"about {number_format(p['decode_concurrency'])} sequences on average"),
+        "answer_tokens_phrase": count_phrase(dem["answer_tokens"], "token"),
         "step_at_util_text": seconds_format(p["step_at_util"]),
         "rep_need_text": number_format(p["decode_replicas"]),
         "prefill_flops_text": flops_format(p["prefill_flops"]),
