@@ -464,7 +464,8 @@ def figures(inputs: dict) -> dict:
         # Averages (Little's law), so not rounded to whole requests: "about 0.004 on average".
         "concurrency_text": number_format(p["concurrency"]),
         "rep_thr_text": number_format(p["by_throughput"]),
-        "rep_kv_text": number_format(p["by_kv"]), "kv_binds": p["kv_binds"],
+        "rep_kv_text": number_format(p["by_kv"]), "rep_kv_none": p["by_kv"] == 0,
+        "kv_binds": p["kv_binds"],
         "t_decode_text": seconds_format(p["t_decode"]),
         "decode_concurrency_text": number_format(p["decode_concurrency"]),
         "decode_concurrency_phrase": (
