@@ -41,7 +41,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, finite_or
+from problems.arithmetic.wording import count_phrase, finite_or, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -543,6 +543,24 @@ def _delta(fraction: float) -> str:
     return f"{sign}{percent_format(abs(fraction))} of the baseline"
 
 
+def _piggyback(big: dict, state: dict) -> dict:
+    """How much of the baseline's prefill could ride free in its decode steps (Sarathi-Serve's
+    chunked prefill): a memory-bound step leaves (step − its FLOPs' time) of compute idle on
+    every GPU; each computed prompt token needs the prefill's GPU-seconds ÷ tp of replica time.
+    The share of the prompts' computed tokens that fit in that slack bounds how far pricing
+    prefill and decode separately overstates the input side (a fraction, at most one)."""
+    at = big["step"]
+    slack = max(0.0, at["seconds"] - at["compute"])
+    per_token = big["prefill_gpu_seconds_per_token"] / state["tp"]
+    free_tokens = slack / per_token if per_token > 0 else 0.0
+    computed = state["input_tokens"] * (1 - state["prefix_hit"])
+    needed = big["batch"] * computed / state["output_tokens"]  # per step, one token each
+    share = min(1.0, free_tokens / needed) if needed > 0 else 0.0
+    return {"piggyback": at["bound"] == "memory" and share > 0,
+            "piggyback_slack_text": seconds_format(slack),
+            "piggyback_share_text": share_phrase(share)}
+
+
 def figures(inputs: dict) -> dict:
     """Every figure of the prose at the calculator's normalised `inputs`."""
     rows, target = cost_rows(inputs)
@@ -684,6 +702,7 @@ def figures(inputs: dict) -> dict:
         "base_in_compute_text": seconds_format(big["prefill"]["compute"]),
         "base_in_memory_text": seconds_format(big["prefill"]["memory"]),
         "base_in_bound": big["prefill"]["bound"],
+        **_piggyback(big, state),
         "base_blended_text": _money(base["blended"]),
         "base_request_text": _money(base["per_1000"]),
         "target_cut_text": percent_format(target),

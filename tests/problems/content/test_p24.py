@@ -244,3 +244,14 @@ def test_the_simulators_outputs_are_called_simulated_not_measured(client) -> Non
     assert "per M measured" not in demo and "measured " not in demo.lower().replace(
         "measured against", "")
     assert "simulated against predicted cost" in demo
+
+
+def test_the_worked_answer_bounds_what_chunked_prefill_saves(client) -> None:
+    """Review K7 at the defaults: the decode step is memory-bound, 17.3 ms of which its FLOPs
+    take 4.68 ms, so 12.6 ms of compute is idle each step; a computed prompt token costs
+    282 µs of GPU time ÷ 4 GPUs = 70.5 µs of the replica, so about 179 fit; the traffic
+    needs 64 sequences × 2,000 ÷ 400 = 320 computed prompt tokens per step, so 179 ÷ 320 =
+    55.8% of the input could ride free: the additive pricing is an upper bound."""
+    worked = worked_text(client)
+    assert "here its FLOPs take 4.68 ms of its 17.3 ms, 12.6 ms spare, room for 55.8%" in worked
+    assert "Sarathi-Serve" in worked
