@@ -111,7 +111,17 @@ CALCULATOR = calculator_register(Calculator(
                 "what a drop in prefix-cache hit rate costs",
 ))
 
+# Google SRE Workbook, "Alerting on SLOs", its recommended multi-window, multi-burn-rate
+# alerts: (share of a 30-day budget spent, burn rate, long window, short window).
+BURN_PAGE = (0.02, 14.4, "1 h", "5 min")
+BURN_SLOW_PAGE = (0.05, 6.0, "6 h", "30 min")
+BURN_TICKET = (0.10, 1.0, "3 days", "6 h")
+SLO_EXAMPLE = 0.999  # an illustration, not a recommendation
+
 SOURCES: list[tuple[str, str]] = [
+    ("Google SRE Workbook, chapter 5, 'Alerting on SLOs' (error budgets, burn rates, and the "
+     "multi-window, multi-burn-rate alerts: 2% of the budget in 1 hour, 5% in 6 hours, 10% in "
+     "3 days)", "https://sre.google/workbook/alerting-on-slos/"),
     ("vLLM documentation: Production metrics (the names and types of vLLM's Prometheus "
      "metrics)", "https://docs.vllm.ai/en/latest/usage/metrics.html"),
     ("vLLM documentation: Metrics design (the engine's TTFT counted from arrival_time, which "
@@ -248,6 +258,13 @@ def context(*, request: HttpRequest) -> dict:
         "extra_month_text": money_format(r["extra_dollars_per_month"]),
         "replicas_before_text": number_format(r["replicas_before"]),
         "replicas_after_text": number_format(r["replicas_after"]),
+        "slo_example_text": percent_format(SLO_EXAMPLE),
+        "budget_example_text": percent_format(1 - SLO_EXAMPLE),
+        "burn_page_budget_text": percent_format(BURN_PAGE[0]),
+        "burn_page_rate_text": f"{number_format(BURN_PAGE[1])}×",
+        "burn_page_short_text": BURN_PAGE[3],
+        "burn_slow_budget_text": percent_format(BURN_SLOW_PAGE[0]),
+        "burn_ticket_budget_text": percent_format(BURN_TICKET[0]),
         **_tail_example(),
         **_histogram_example(),
     }

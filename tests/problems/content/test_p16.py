@@ -151,3 +151,14 @@ def test_a_short_prompt_does_not_make_the_hit_rate_a_direct_lever(client) -> Non
     answer = section_text(client, 16, "answer", query)
     assert "The hit rate is a direct lever" not in answer
     assert "the hit rate is not a lever worth watching for cost" in answer
+
+
+def test_alerting_uses_burn_rates_and_conditions_ttft_on_the_prompt(client) -> None:
+    """Review K1: the SRE Workbook's multi-window alerts. 2% of a 30-day budget in one hour is
+    a burn of 0.02 × 720 h ÷ 1 h = 14.4×; 5% in six hours is 0.05 × 720 ÷ 6 = 6×; 10% in three
+    days is 1×. And TTFT alerts split into queue time and prefill time per prompt token."""
+    concepts = section_text(client, 16, "concepts")
+    assert "2% of a month's budget goes in an hour (a burn of 14.4×" in concepts
+    assert "5% in six hours" in concepts and "10% in three days" in concepts
+    assert "vllm:request_queue_time_seconds" in concepts
+    assert any("alerting-on-slos" in url for _, url in p16.SOURCES)
