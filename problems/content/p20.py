@@ -449,6 +449,12 @@ def engine_load_figures(measured: dict | None, *, load_bandwidth: float) -> dict
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("vLLM documentation: Sleep Mode (level 1 offloads the weights to CPU memory and discards "
+     "the KV cache; level 2 discards both; the process stays up, so waking skips a reload)",
+     "https://docs.vllm.ai/en/latest/features/sleep_mode.html"),
+    ("Fu et al., 'ServerlessLLM: Low-Latency Serverless Inference for Large Language Models', "
+     "OSDI 2024 (a loading-optimised checkpoint format and multi-tier local storage)",
+     "https://arxiv.org/abs/2401.14351"),
     ("Kubernetes documentation, 'Horizontal Pod Autoscaling' (metrics, stabilisation window "
      "for scaling in)",
      "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/"),

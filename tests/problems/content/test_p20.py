@@ -234,3 +234,14 @@ def test_a_warm_pool_of_zero_is_not_priced_as_a_pool(client) -> None:
     assert "a pool adds nothing here and the $1,825 a month is the running headroom" in worked
     assert "1 GPUs" not in worked and "1 extra replicas" not in worked
     assert "With no utilisation cap, this headroom is the only margin" in worked
+
+
+def test_warm_pools_name_sleep_mode_and_fast_loaders_with_sources(client) -> None:
+    """Review K5: a warm pool's standby cost need not be a whole running replica's: vLLM's
+    sleep mode (weights to host memory, process kept) and fast loaders (Run:ai Model Streamer,
+    ServerlessLLM's checkpoint format) are named, each with its source on the page."""
+    concepts = text_of(section_html(problem_html(page_get(client), 20), 20, "concepts"))
+    assert "sleep mode" in concepts and "runai_streamer" in concepts
+    assert "ServerlessLLM" in concepts
+    urls = [url for _, url in p20.SOURCES]
+    assert any("sleep_mode" in u for u in urls) and any("2401.14351" in u for u in urls)
