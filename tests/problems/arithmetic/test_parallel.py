@@ -167,3 +167,22 @@ def test_a_stage_count_that_does_not_divide_the_gpus_says_so():
                    **SHARED)
     assert error.value.field == "pp"
     assert error.value.message == "61 stages do not divide the 512 GPUs evenly"
+
+
+def test_fewer_sequences_than_attention_groups_work_the_busiest_group():
+    """Review E10, batch 1 on DP8 attention + EP8: the one sequence sits whole on one GPU, so
+    that GPU's attention reads its 351,360,000 B of KV (70,272 B × 5,000), not an eighth of it
+    (43,920,000 B) as the average did, and it dispatches 1 token, not 0.125. The step is the
+    busiest GPU's, so batch 1 and batch 8 (one sequence per group) have the same attention
+    time and the same bytes sent per GPU; batch 9 puts 2 sequences on some GPU and takes
+    longer."""
+    one = moe_layout(model="deepseek-v3", gpu="h200", batch=1)
+    eight = moe_layout(model="deepseek-v3", gpu="h200", batch=8)
+    nine = moe_layout(model="deepseek-v3", gpu="h200", batch=9)
+    assert one["attention_seconds"] == pytest.approx(eight["attention_seconds"], rel=1e-12)
+    assert one["comm_nvlink_bytes"] == pytest.approx(eight["comm_nvlink_bytes"], rel=1e-12)
+    assert nine["attention_seconds"] > eight["attention_seconds"]
+    # Attention is memory-bound here: the KV read at 1 sequence is the whole sequence's.
+    no_kv = moe_layout(model="deepseek-v3", gpu="h200", batch=1, context_tokens=1)
+    extra = (one["attention_seconds"] - no_kv["attention_seconds"])
+    assert extra == pytest.approx((351_360_000 - 70_272) / (4.8e12 * 0.8), rel=0.02)

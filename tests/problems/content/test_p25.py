@@ -39,8 +39,12 @@ def test_figures_equal_the_api(client) -> None:
     assert f"{money_format(body['monthly_cost_peak'])} a month" in worked
     assert f"would cost about {money_format(body['monthly_cost_follow'])}" in worked
     assert f"so {body['batch_memory']:,} sequences fit" in worked
-    assert "KV memory needs more, so memory, not bandwidth, sizes the decode pool" in worked
-    assert "5 decode replicas (20 GPUs) and 9 prefill replicas (36 GPUs" in worked
+    # Review M9: the two decode sizings are one formula; the batch choice settled what binds.
+    assert "These are one formula, rate × step ÷ (batch × utilisation)" in worked
+    assert "673 set by the KV memory (673 by memory against 1,373 by the latency target)" \
+        in worked
+    assert "memory, not bandwidth, sizes the decode pool" not in worked
+    assert "4 decode replicas (16 GPUs) and 9 prefill replicas (36 GPUs" in worked
     assert "turns per session moves it most" in worked
 
 
@@ -146,7 +150,7 @@ def test_a_throughput_bound_pool_names_the_bound_of_its_step(client) -> None:
     query = calculator_query(p25.CALCULATOR, p25.PREFIX, tpot_target_ms=25, turns=1)
     worked = worked_text(client, query)
     assert "limited by the latency target. A step then takes 25 ms (compute-bound)" in worked
-    assert "so the compute-bound step at the latency target sizes the decode pool" in worked
+    assert "set by the latency target" in worked
     assert "bandwidth at the latency target" not in worked
 
 
