@@ -322,7 +322,7 @@ def context(*, request: HttpRequest) -> dict:
         "ridge_tokens": count_format(round(ridge_tokens), "token"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
-        "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",
+        "gpu_memory_mib": gpu.memory_total_text,
         "window": f"{window:,}",
         "max_tokens_default": f"{max(window - inputs['prompt_tokens'], 0):,}",
         "r": result.values,

@@ -238,7 +238,7 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
     return {
         "id": g.id, "name": g.name, "short_name": p["short_name"], "arch": g.architecture,
         "memory_label": g.memory_label, "memory_kind": g.memory_kind,
-        "memory_reported_text": f"{g.memory_reported_mib:,} MiB = "
+        "memory_reported_text": f"{g.memory_total_basis} = "
                                 f"{bytes_short(g.memory_total_bytes)}",
         "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
         "bf16_text": rate(g.bf16_flops), "fp8_text": rate(g.fp8_flops),

@@ -82,13 +82,14 @@ def test_nvfp4_is_native_on_the_b200_only():
 
 
 def test_fit_and_kv_room_on_the_h100():
-    """BF16 needs 141,107,412,992 + 327,680,000 + 3e9 > 76,968,728,985.6: no. FP8 leaves
-    76,968,728,985.6 − 72,655,052,800 − 3e9 = 1,313,676,185.6 B → 4,009 tokens; INT4 104,378;
-    NVFP4 95,402; MXFP4 101,930."""
+    """The budget is 0.9 × CUDA's 79.22 GiB = 0.9 × 85,061,827,297 = 76,555,644,567.3 B. BF16
+    needs 141,107,412,992 + 327,680,000 + 3e9 > that: no. FP8 leaves 76,555,644,567.3 −
+    72,655,052,800 − 3e9 = 900,591,767.3 B ÷ 327,680 = ⌊2,748.4⌋ = 2,748 tokens; INT4 (−
+    39,765,832,864) 103,118; NVFP4 (− 42,707,145,216) 94,142; MXFP4 (− 40,568,008,960) 100,670."""
     rows = _rows()
     assert not rows["bf16"]["fits"] and rows["bf16"]["kv_room_tokens"] == 0
-    for d, tokens in (("fp8", 4_009), ("int4", 104_378), ("nvfp4", 95_402),
-                      ("mxfp4", 101_930)):
+    for d, tokens in (("fp8", 2_748), ("int4", 103_118), ("nvfp4", 94_142),
+                      ("mxfp4", 100_670)):
         assert rows[d]["fits"] and rows[d]["kv_room_tokens"] == tokens
 
 
@@ -108,10 +109,12 @@ def test_fit_matrix_over_four_gpus():
 
 
 def test_the_default_reserve_moves_the_kv_room():
-    """With the page's 3.3 GB reserve, FP8 on the H100 leaves 1,013,676,185.6 B: 3,093 tokens."""
+    """With the page's 3.3 GB reserve, FP8 on the H100 leaves 76,555,644,567.3 − 72,655,052,800 −
+    3.3e9 = 600,591,767.3 B ÷ 327,680 = ⌊1,832.9⌋ = 1,832 tokens (review P0607-01 quoted 3,093,
+    taken from nvidia-smi's 81,559 MiB instead of CUDA's 79.22 GiB)."""
     result = quantization_formats(model="llama-3-70b", gpu="h100-sxm")
     fp8 = next(f for f in result["formats"] if f["dtype"] == "fp8")
-    assert fp8["kv_room_tokens"] == 3_093
+    assert fp8["kv_room_tokens"] == 1_832
 
 
 def test_large_batches_turn_weight_only_int4_compute_bound():
