@@ -127,6 +127,21 @@ def test_the_engine_gives_the_same_tokens_with_the_kernel(tiny_models, monkeypat
             [BatchEntry(prompts[0], 0, list(range(8)), len(prompts[0]))])
         norms = [m for m in engine.runner.model.modules() if isinstance(m, RMSNorm)]
         assert {m.use_triton for m in norms} == {setting == "force"}
+        if setting == "force":
+            # Every norm after the first layer's input norm got the residual: the kernel's
+            # HAS_RESIDUAL path did the adds (review P0607-19).
+            fused = []
+            for m in norms:
+                kernel = m._kernel
+
+                def recording(x, w, eps, residual=None, kernel=kernel):  # noqa: ANN001, ANN202
+                    fused.append(residual is not None)
+                    return kernel(x, w, eps) if residual is None else kernel(
+                        x, w, eps, residual=residual)
+
+                m._kernel = recording
+            engine.runner.execute([BatchEntry(prompts[1], 0, list(range(8)), 3)])
+            assert fused.count(False) == 1 and fused.count(True) == len(norms) - 1
     assert outputs["0"] == outputs["force"]
     torch.testing.assert_close(logits["force"], logits["0"], rtol=1e-4, atol=1e-5)
     assert os.environ["ENGINE_TRITON"] == "force"

@@ -46,15 +46,18 @@ def test_all_nine_sections_are_written(client) -> None:
 
 
 def test_worked_figures_equal_the_api(client) -> None:
-    """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100 holds 60 and steps in
-    21.6 ms; the B200 runs all 64 in 9.59 ms (8 TB/s); the H200 prefills in the H100's 151 ms."""
+    """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100's budget is 0.9 × CUDA's
+    79.22 GiB = 76,555,644,567.3 B; less 9,080,934,400 B of weights and 3.3 GB of reserve it
+    holds ⌊64,174,710,167.3 ÷ (8,192 × 131,072 = 1,073,741,824)⌋ = ⌊59.8⌋ = 59 (60 with
+    nvidia-smi's total, review P0607-01) and steps in (8,030,261,248 read + 59 × 1,073,741,824)
+    ÷ 3.35 TB/s = 71,381,028,864 ÷ 3.35e12 = 21.3 ms; the B200 runs all 64 in 9.59 ms (8 TB/s); the H200 prefills in the H100's 151 ms."""
     worked = section_text(client, "worked")
     gpus = api_gpus(client)
     for p in gpus.values():
         assert count_format(p["batch_max"], "sequence") in worked
         assert seconds_format(p["decode_seconds"]) in worked
         assert money_format(p["dollars_per_million"], significant=3) in worked
-    assert gpus["h100-sxm"]["batch"] == 60 and "21.6 ms (memory-bound, floor)" in worked
+    assert gpus["h100-sxm"]["batch"] == 59 and "21.3 ms (memory-bound, floor)" in worked
     assert "9.59 ms (memory-bound, floor)" in worked
     assert gpus["h200"]["prefill_seconds"] == gpus["h100-sxm"]["prefill_seconds"]
     assert "The H200 prefills in exactly the H100's time (151 ms)" in worked
@@ -97,14 +100,14 @@ def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> 
     worked = section_html(problem_html(content, 12), 12, "worked")
     error = re.search(r'id="id_p12-gpus-context_tokens_error"[^>]*>(.*?)<', worked, re.S)
     assert error and "context window" in error.group(1)
-    assert "21.6 ms (memory-bound, floor)" in text_of(worked)
+    assert "21.3 ms (memory-bound, floor)" in text_of(worked)
 
 
 def test_the_concepts_table_and_the_interconnect_figures(client) -> None:
     """NVLink 900 GB/s ÷ PCIe 64 GB/s = 14.1×; at TP 2, 64 sequences send 33.6 MB per GPU per
     step: 74.6 µs at 450 GB/s and 1.05 ms at 32 GB/s."""
     concepts = section_text(client, "concepts")
-    for text in ("Hopper", "Blackwell", "Ada Lovelace", "81,559 MiB = 85.5 GB", "14.1×",
+    for text in ("Hopper", "Blackwell", "Ada Lovelace", "79.22 GiB as CUDA reports it", "14.1×",
                  "33.6 MB per GPU", "74.6 µs", "1.05 ms", "as listed in May 2026"):
         assert text in concepts, text
 
