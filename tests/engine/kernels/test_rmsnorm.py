@@ -134,7 +134,8 @@ def test_the_engine_gives_the_same_tokens_with_the_kernel(tiny_models, monkeypat
             for m in norms:
                 kernel = m._kernel
 
-                def recording(x, w, eps, residual=None, kernel=kernel):  # noqa: ANN001, ANN202
+                def recording(x, w, eps, residual=None,  # noqa: ANN001, ANN202
+                              kernel=kernel, fused=fused):
                     fused.append(residual is not None)
                     return kernel(x, w, eps) if residual is None else kernel(
                         x, w, eps, residual=residual)

@@ -50,7 +50,8 @@ def test_worked_figures_equal_the_api(client) -> None:
     79.22 GiB = 76,555,644,567.3 B; less 9,080,934,400 B of weights and 3.3 GB of reserve it
     holds ⌊64,174,710,167.3 ÷ (8,192 × 131,072 = 1,073,741,824)⌋ = ⌊59.8⌋ = 59 (60 with
     nvidia-smi's total, review P0607-01) and steps in (8,030,261,248 read + 59 × 1,073,741,824)
-    ÷ 3.35 TB/s = 71,381,028,864 ÷ 3.35e12 = 21.3 ms; the B200 runs all 64 in 9.59 ms (8 TB/s); the H200 prefills in the H100's 151 ms."""
+    ÷ 3.35 TB/s = 71,381,028,864 ÷ 3.35e12 = 21.3 ms; the B200 runs all 64 in 9.59 ms
+    (8 TB/s); the H200 prefills in the H100's 151 ms."""
     worked = section_text(client, "worked")
     gpus = api_gpus(client)
     for p in gpus.values():

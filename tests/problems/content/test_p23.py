@@ -145,9 +145,9 @@ def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) ->
 
 def test_the_one_node_hint_says_when_the_weights_fit_but_no_sequence_does(client) -> None:
     """INT4 experts, a 15 GB reserve and 131,072-token sequences: each H100 can give
-    CUDA's 85.06 GB × 0.9 − 15 GB = 61.56 GB, the weights take 54.1 GB of it, and the 7.46 GB left is
-    less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV (61.56 − 54.1 = 7.46 GB left). The weights fit; the hint must
-    not say they do not."""
+    CUDA's 85.06 GB × 0.9 − 15 GB = 61.56 GB, the weights take 54.1 GB of it, and the 7.46 GB
+    left is less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the
+    hint must not say they do not."""
     query = calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4", reserve_gb=15,
                              context_tokens=131_072)
     text = followups_text(client, query)
