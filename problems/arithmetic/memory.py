@@ -6,7 +6,8 @@ that does.
 GPU memory has one definition throughout: the total CUDA reports (`Gpu.memory_total_bytes`,
 e.g. 79.22 GiB on an H100 80GB, where nvidia-smi shows 81,559 MiB), of which an engine may use
 `memory_fraction` (vLLM's gpu_memory_utilization, 0.9 by default); within that share it must hold
-every weight, the KV cache and a runtime reserve (`reserve_gb`: peak activations, the CUDA context, buffers).
+every weight, the KV cache and a runtime reserve (`reserve_gb`: peak activations, the CUDA
+context, buffers).
 """
 
 import functools
