@@ -18,7 +18,7 @@ from problems.arithmetic.catalog import (
     model_get,
 )
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_describe,
     peak_flops_get,
@@ -239,7 +239,7 @@ def decode_point_model(*, model: Model, gpu: Gpu, dtype: Dtype, embedding: Dtype
         bandwidth_efficiency=bandwidth_efficiency, embedding_bytes_per_param=embedding.bytes)
     parts = params_count_model(model)
     linear_flops = batch * 2 * (parts["non_embedding_active"] + parts["head"])
-    attention_flops = batch * attention_flops_per_token_pair(model) * context_tokens
+    attention_flops = batch * decode_attention_flops_per_token_pair(model) * context_tokens
     rate = format_rate_get(gpu=gpu, dtype=dtype)
     point = {"weights": memory["weights"], "kv": memory["kv"], "bytes": memory["bytes"],
              "memory": memory["seconds"], "linear_flops": linear_flops,

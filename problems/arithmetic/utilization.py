@@ -15,7 +15,7 @@ two FLOPs per weight per sequence; attention's FLOPs over each sequence's contex
 
 from problems.arithmetic.catalog import Gpu, Model, dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_describe,
     peak_flops_get,
@@ -48,10 +48,12 @@ from problems.arithmetic.units import (
 # Decode batches the calculators take: far past any real step, small enough to stay quick.
 BATCH_MAX = 65_536
 HOST_MS_MAX = 10_000.0
-# The fewest kernels an eager Llama-style layer launches with q/k/v and gate/up packed: two
-# norms, four matmuls (qkv, o, gate_up, down), RoPE, attention, the activation (SiLU and the
-# multiply fused, at best) and two residual adds.
-KERNELS_PER_LAYER = 11
+# The kernels an eager Llama-style layer launches in vLLM's model code with q/k/v and gate/up
+# packed (vllm/model_executor/models/llama.py, --enforce-eager): two norms, each with the residual
+# add fused in (fused_add_rms_norm), four matmuls (qkv, o, gate_up, down), RoPE, the KV-cache
+# write (reshape_and_cache), attention and the activation (silu_and_mul). Hugging Face's eager
+# code runs the adds, the norm's steps and the activation's as separate ops: several times this.
+KERNELS_PER_LAYER = 10
 # Outside the layers: the embedding gather, the final norm and the output head.
 KERNELS_OUTSIDE_LAYERS = 3
 
@@ -76,6 +78,7 @@ def decode_groups_model(
     peak_flops: float,
     embedding_bytes_per_param: float | None = None,
     queries_per_sequence: int = 1,
+    attention_peak_flops: float | None = None,
 ) -> list[dict[str, float | str]]:
     """One decode step of `batch` sequences split into kernel groups, each with its parameters
     read, bytes, FLOPs, memory and compute seconds, floor (the larger) and bound.
@@ -85,6 +88,9 @@ def decode_groups_model(
     `embedding_bytes_per_param` (default: the weights' format). `queries_per_sequence`
     positions per sequence (γ + 1 for a speculative verification pass) each run through every
     matmul and attend over the context, while the weights and each sequence's KV are read once.
+    The KV group's FLOPs run at `attention_peak_flops` (default `peak_flops`): attention
+    kernels compute in BF16 even over an FP8 cache or beside FP8 weights, so the calculators
+    pass the BF16 rate. MLA is counted in its absorbed decode form.
     """
     parts = params_count_model(model)
     rows_in = batch * queries_per_sequence  # positions through the matmuls
@@ -110,12 +116,13 @@ def decode_groups_model(
         ("norms", parts["norms"], parts["norms"] * weight_bytes_per_param,
          2 * parts["norms"] * rows_in),
         ("kv", 0.0, batch * context_tokens * kv_bytes_per_token,
-         rows_in * context_tokens * attention_flops_per_token_pair(model)),
+         rows_in * context_tokens * decode_attention_flops_per_token_pair(model)),
     )
     groups = []
     for name, params, size, flops in rows:
         memory = size / bandwidth_bytes_per_second
-        compute = flops / peak_flops
+        rate = attention_peak_flops if name == "kv" and attention_peak_flops else peak_flops
+        compute = flops / rate
         groups.append({
             "name": name,
             "label": GROUP_LABELS[name],
@@ -186,11 +193,19 @@ def decode_step_breakdown(
     peak = peak_flops_get(gpu=g, dtype=d)
     bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
     achieved = peak * mfu
+    # Attention computes in BF16 whatever the weights' or the cache's format (an FP8 cache is
+    # widened in the kernel, as FlashMLA and FlashInfer do), so its rate and ridge are BF16's;
+    # a model run in FP32 computes it in FP32.
+    attention_peak = g.fp32_flops if d.compute == "fp32" else g.bf16_flops
+    attention_name = "FP32" if d.compute == "fp32" else "BF16"
+    attention_achieved = attention_peak * mfu
+    attention_ridge = attention_peak / g.bandwidth_bytes_per_second
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
     groups = decode_groups_model(
         model=m, batch=batch, context_tokens=context_tokens, weight_bytes_per_param=d.bytes,
         kv_bytes_per_token=kv_per_token, bandwidth_bytes_per_second=bandwidth,
-        peak_flops=achieved, embedding_bytes_per_param=e.bytes)
+        peak_flops=achieved, embedding_bytes_per_param=e.bytes,
+        attention_peak_flops=attention_achieved)
     by = {gr["name"]: gr for gr in groups}
     step_bytes = sum(gr["bytes"] for gr in groups)
     step_flops = sum(gr["flops"] for gr in groups)
@@ -240,15 +255,18 @@ def decode_step_breakdown(
         f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
         f"{bytes_short(kv_per_token)} ({kv_d.kv_label}) = {bytes_short(kv['bytes'])} ÷ "
         f"{bandwidth_format(bandwidth)} = {seconds_format(kv['memory_seconds'])}; "
-        f"{flops_format(kv['flops'])} ÷ {rate_of_format(achieved, unit=rate_unit)} = "
+        f"{flops_format(kv['flops'])}"
+        + (" (MLA in the absorbed form decode kernels run)" if m.attention == "MLA" else "")
+        + f" ÷ {rate_of_format(attention_achieved)} ({attention_name}) = "
         f"{seconds_format(kv['compute_seconds'])}",
         kv["seconds"], "s", seconds_format(kv["seconds"])))
     steps.append(Step(
         "KV-cache intensity against the ridge",
         f"{flops_format(kv['flops'])} ÷ {bytes_short(kv['bytes'])}: each sequence reads its own "
-        f"cache, so batching never raises it ({'below' if kv_intensity < ridge else 'above'} "
-        f"the ridge of {number_format(ridge)})",
-        kv_intensity, "FLOP/B", f"{number_format(kv_intensity)} {rate_unit}/B"))
+        f"cache, so batching never moves it "
+        f"({'below' if kv_intensity < attention_ridge else 'above'} "
+        f"the {attention_name} ridge of {number_format(attention_ridge)})",
+        kv_intensity, "FLOP/B", f"{number_format(kv_intensity)} FLOP/B"))
     steps.append(Step(
         f"Step {kind} (sum of the groups: kernels run in sequence)",
         " + ".join(seconds_format(gr["seconds"]) for gr in groups)
@@ -261,7 +279,7 @@ def decode_step_breakdown(
         by["mlp"]["seconds"] / step_seconds, "fraction",
         f"MLP {percent_format(by['mlp']['seconds'] / step_seconds)}"))
     steps.append(Step(
-        "Fewest kernels an eager step launches",
+        "Kernels an eager step launches (residual adds fused into the norms)",
         f"{KERNELS_PER_LAYER} per layer × {m.layers} layers + {KERNELS_OUTSIDE_LAYERS} "
         "(embedding gather, final norm, head)", kernels_floor, "kernels",
         count_format(kernels_floor, "kernel")))
@@ -282,6 +300,7 @@ def decode_step_breakdown(
         "kv_bytes_per_token": kv_per_token,
         "kv_intensity": kv_intensity,
         "ridge_flops_per_byte": ridge,
+        "attention_ridge_flops_per_byte": attention_ridge,
         "kernels_floor": kernels_floor,
         "kernels_per_layer": KERNELS_PER_LAYER,
         "fits_in_memory": fit["fits"],
@@ -303,6 +322,7 @@ def utilization_point_model(
     host_seconds: float = 0.0,
     overlap: bool = False,
     embedding_bytes_per_param: float | None = None,
+    attention_peak_flops: float | None = None,
 ) -> dict[str, float | str]:
     """One decode step's GPU time (the kernel groups' floors summed), its wall time with
     `host_seconds` of host work per step, and what nvidia-smi, MFU and MBU report (bytes, FLOP,
@@ -318,7 +338,8 @@ def utilization_point_model(
         model=model, batch=batch, context_tokens=context_tokens,
         weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_token=kv_bytes_per_token,
         bandwidth_bytes_per_second=bandwidth_bytes_per_second * bandwidth_efficiency,
-        peak_flops=peak_flops, embedding_bytes_per_param=embedding_bytes_per_param)
+        peak_flops=peak_flops, embedding_bytes_per_param=embedding_bytes_per_param,
+        attention_peak_flops=attention_peak_flops)
     size = sum(g["bytes"] for g in groups)
     flops = sum(g["flops"] for g in groups)
     gpu = sum(g["seconds"] for g in groups)
@@ -399,7 +420,8 @@ def gpu_utilization(
             weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
             bandwidth_bytes_per_second=g.bandwidth_bytes_per_second, peak_flops=peak,
             bandwidth_efficiency=bandwidth_efficiency, host_seconds=host_ms / 1e3,
-            overlap=overlapped, embedding_bytes_per_param=e.bytes)
+            overlap=overlapped, embedding_bytes_per_param=e.bytes,
+            attention_peak_flops=g.fp32_flops if d.compute == "fp32" else g.bf16_flops)
         fit, _ = _fit(model=m, gpu=g, dtype=d, embedding=e,
                       kv_bytes=batch * context_tokens * kv_per_token, reserve_gb=reserve_gb,
                       memory_fraction=memory_fraction)
