@@ -28,6 +28,7 @@ from problems.arithmetic.quant import (
     linear_rows_model,
     quantization_formats,
 )
+from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -95,6 +96,33 @@ def _seconds(value: float | None, bound: str | None = None) -> str:
     return f"{seconds_format(value)} ({bound})" if bound else seconds_format(value)
 
 
+def deployment_text(tp: int | None) -> str:
+    """A deployment's size in words: "1 GPU", "2 GPUs (TP 2)", or why there is none."""
+    if tp is None:
+        return "none within 8 GPUs"
+    return count_phrase(tp, "GPU") + (f" (TP {tp})" if tp > 1 else "")
+
+
+def _latency_text(value: float | None, reference: float | None, *, base: bool = False) -> str:
+    """A deployed format's step against the baseline's: "1.84× faster", "1.11× slower"."""
+    if base:
+        return "baseline"
+    if value is None or reference is None:
+        return "—"
+    return ratio_phrase(value, reference, more="faster", less="slower")
+
+
+def _gpus_text(tp: int | None, base_tp: int | None, *, base: bool = False) -> str:
+    """GPUs per replica against the baseline's: "the same", "2× fewer", "2× more"."""
+    if tp is None or base_tp is None:
+        return "—"
+    if base:
+        return "baseline"
+    if tp == base_tp:
+        return "the same"
+    return ratio_phrase(base_tp, tp, more="fewer", less="more")
+
+
 def _names_joined(names: list[str], *, total: int) -> str:
     words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
     count = words.get(total, f"{total:,}")
@@ -135,13 +163,17 @@ def scale_text(dtype_id: str) -> str:
 
 
 def speedup_plot(*, inputs: dict, result) -> Plot:
-    """Each narrow format's decode-step speedup over BF16 as the batch grows."""
+    """Each format's token latency against the baseline's, each on its smallest deployment, as
+    the batch grows (a gap where a format has no deployment within 8 GPUs)."""
     xs = sorted(set(BATCHES) | {inputs["batch"]})
-    rows = {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=())["formats"]
-            for x in xs}
+    rows = {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=()) for x in xs}
+    base = result["baseline_dtype"]
     series = []
-    for i, d in enumerate(FORMATS_COMPARED[1:], start=1):
-        values = tuple(rows[x][i]["decode_speedup"] if rows[x][i]["decode_speedup"] is not None
+    for i, d in enumerate(FORMATS_COMPARED):
+        if d == base:
+            continue
+        values = tuple(rows[x]["formats"][i]["deploy_decode_speedup"]
+                       if rows[x]["formats"][i]["deploy_decode_speedup"] is not None
                        else math.nan for x in xs)
         series.append(Series(DTYPES[d].name, tuple(xs), values, dash=d == "int8",
                              markers=True))
@@ -150,9 +182,11 @@ def speedup_plot(*, inputs: dict, result) -> Plot:
     kv_seq = inputs["prompt_tokens"] * float(result["kv_bytes_per_token"])
     largest = math.floor(fp8["free_bytes"] / kv_seq) if fp8["free_bytes"] > 0 else 0
     if largest >= 1:
-        marks.append(Mark(largest, "largest FP8 batch that fits"))
-    return Plot(title="Decode-step speedup over BF16 as the batch grows",
-                x_title="Sequences per decode step", y_title="Speedup over BF16 (×)",
+        marks.append(Mark(largest, "largest FP8 batch on one GPU"))
+    name = DTYPES[base].name
+    return Plot(title=f"Token-latency gain over {name}, each format on its smallest deployment",
+                x_title="Sequences per decode step",
+                y_title=f"{name}'s step ÷ the format's step (×)",
                 x_log=True, series=tuple(series), marks=tuple(marks))
 
 
@@ -270,6 +304,19 @@ def _gpu_rates(gid: str) -> dict:
             "fp4_text": rate(g.fp4_flops)}
 
 
+def recommendation(*, gpu, by_id: dict) -> dict:  # noqa: ANN001
+    """The format the model answer recommends, chosen by fit: the one this GPU multiplies
+    fastest (NVFP4 on FP4 tensor cores, else FP8, else INT8) at its smallest deployment; INT4
+    when that format has none within 8 GPUs; none when nothing deploys."""
+    native = "nvfp4" if gpu.fp4_flops else ("fp8" if gpu.fp8_flops else "int8")
+    for dtype_id in (native, "int4"):
+        f = by_id.get(dtype_id)
+        if f and f["deploy_tp"]:
+            return {"found": True, "format": f, "native": dtype_id == native,
+                    "one_gpu": f["deploy_tp"] == 1}
+    return {"found": False, "format": by_id.get(native), "native": True, "one_gpu": False}
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 11's prose quotes, from the same inputs as its calculator."""
     inputs, result, valid = _evaluated(request)
@@ -279,10 +326,12 @@ def context(*, request: HttpRequest) -> dict:
     parts = params_count_model(m)
     emb = parts["embedding"] + parts["lm_head"]
     fit_names = [gpu_get(gid).name for gid in FIT_GPUS]
+    base_deploy = next(f for f in result["formats"] if f["dtype"] == result["baseline_dtype"])
     formats = []
     by_id = {}
     for row, fit in zip(result["formats"], result["fit"], strict=True):
         d = DTYPES[row["dtype"]]
+        is_base = row["dtype"] == result["baseline_dtype"]
         fits_on = [name for name, cell in zip(fit_names, fit["cells"], strict=True)
                    if cell["fits"]]
         overhead = d.scale_bits / d.block_size if d.block_size else 0.0
@@ -302,6 +351,25 @@ def context(*, request: HttpRequest) -> dict:
             "fits": row["fits"],
             "kv_room_text": count_format(row["kv_room_tokens"], "token")
             if row["free_bytes"] > 0 else "none",
+            "full_context": row["full_context"],
+            "max_model_len_text": count_format(row["max_model_len"], "token"),
+            "deploy_tp": row["deploy_tp"],
+            "deploy_text": deployment_text(row["deploy_tp"]),
+            "deploy_decode_text": _seconds(row["deploy_decode_seconds"])
+            if row["deploy_tp"] else "—",
+            "deploy_prefill_text": _seconds(row["deploy_prefill_seconds"])
+            if row["deploy_tp"] else "—",
+            "deploy_latency_text": _latency_text(base_deploy["deploy_decode_seconds"],
+                                                 row["deploy_decode_seconds"], base=is_base),
+            "deploy_prefill_ratio_text": _latency_text(base_deploy["deploy_prefill_seconds"],
+                                                       row["deploy_prefill_seconds"],
+                                                       base=is_base),
+            "deploy_gpus_text": _gpus_text(row["deploy_tp"], base_deploy["deploy_tp"],
+                                           base=is_base),
+            "deploy_faster": (row["deploy_decode_seconds"] is not None
+                              and base_deploy["deploy_decode_seconds"] is not None
+                              and row["deploy_decode_seconds"]
+                              < base_deploy["deploy_decode_seconds"]),
             "fits_on_text": _names_joined(fits_on, total=len(fit_names)),
             "decode_bound": row["decode_bound"], "prefill_bound": row["prefill_bound"],
         }
@@ -310,8 +378,9 @@ def context(*, request: HttpRequest) -> dict:
     fit_rows = []
     for row, fit in zip(result["formats"], result["fit"], strict=True):
         fit_rows.append({"name": DTYPES[row["dtype"]].name, "cells": [
-            {"gpu": cell["gpu"], "fits": cell["fits"],
-             "kv_room_text": count_format(cell["kv_room_tokens"], "token")}
+            {"gpu": cell["gpu"], "fits": cell["fits"], "full_context": cell["full_context"],
+             "kv_room_text": count_format(cell["kv_room_tokens"], "token"),
+             "max_model_len_text": count_format(cell["max_model_len"], "token")}
             for cell in fit["cells"]]})
     bf16 = result["formats"][0]
     kv_bytes = float(result["kv_bytes"])
@@ -324,6 +393,15 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "inputs_valid": valid,
+        "baseline_name": DTYPES[result["baseline_dtype"]].name,
+        "baseline_is_bf16": result["baseline_dtype"] == "bf16",
+        "base": by_id[result["baseline_dtype"]],
+        "context_window_text": count_format(int(result["context_window"]), "token"),
+        "hypothetical_names": list_phrase([f["name"] for f in formats if not f["fits"]]),
+        "any_hypothetical": any(not f["fits"] for f in formats),
+        "any_deploy": any(f["deploy_tp"] for f in formats),
+        "pick": recommendation(gpu=g, by_id=by_id),
+        "gpus_has_fp4": bool(g.fp4_flops),
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
         "memory_kind": g.memory_kind,

@@ -50,6 +50,9 @@ class Model:
     params_published: float | None = None
     active_params_published: float | None = None
     source: str = ""
+    # The weight format the checkpoint is published in when it is not `dtype` (DeepSeek-V3's
+    # FP8): the baseline a deployment starts from, not a quantization of it.
+    checkpoint_dtype: str = ""
 
     @property
     def is_moe(self) -> bool:
@@ -303,6 +306,7 @@ _MODELS: tuple[Model, ...] = (
         v_head_dim=128,
         params_published=671e9,
         active_params_published=37e9,
+        checkpoint_dtype="fp8",
         source=_hf(
             "deepseek-ai/DeepSeek-V3",
             "671B total, 37B active parameters per token "
