@@ -28,7 +28,6 @@ from problems.arithmetic.quant import (
     linear_rows_model,
     quantization_formats,
 )
-from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -42,6 +41,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
