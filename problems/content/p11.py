@@ -65,6 +65,14 @@ BATCH_MAX = 4096
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 EMB_HEAD_SMALL_SHARE = 0.05
 MS = 1e3
+# Marlin's README: "close to ideal (4x) speedups up to batchsizes of 16-32 tokens" for its
+# FP16 × INT4 kernel on Ampere and Ada (https://github.com/IST-DASLab/marlin).
+MARLIN_IDEAL_BATCH = (16, 32)
+# gpt-oss model card: the MoE weights are post-trained in MXFP4, 4.25 bits a parameter, so the
+# 120B model fits one 80 GB GPU (https://arxiv.org/abs/2508.10925).
+GPT_OSS_MXFP4_BITS = 4.25
+GPT_OSS_GPU_GB = 80
+MARLIN_IDEAL_SPEEDUP = 4
 
 # The worked NVFP4 block: a 48-value tensor (three blocks of 16), of which the page shows the
 # third. Chosen so the tensor's largest value fixes a power-of-two tensor scale and the shown
@@ -202,12 +210,15 @@ def size_plot(*, inputs: dict, result) -> Plot:
                      label_positions=tuple(where.get(f["dtype"], "top center")
                                            for f in formats))]
     kv = float(result["kv_bytes"])
-    for gid in FIT_GPUS:
+    # The learner's own GPU is always drawn, and marked, even when it is not one of the four.
+    gids = FIT_GPUS if inputs["gpu"] in FIT_GPUS else (*FIT_GPUS, inputs["gpu"])
+    for gid in gids:
         g = gpu_get(gid)
         room = (g.memory_total_bytes * inputs["memory_fraction"] - inputs["reserve_gb"] * GB
                 - kv) / GB
-        series.append(Series(f"{g.short_name}: room for weights", (0.0, 17.0), (room, room),
-                             dash=True))
+        mine = " (your GPU)" if gid == inputs["gpu"] else ""
+        series.append(Series(f"{g.short_name or g.name}{mine}: room for weights", (0.0, 17.0),
+                             (room, room), dash=not mine))
     return Plot(title="Model size against bits per weight, and what each GPU can hold",
                 x_title="Bits per weight (scales included)", y_title="GB (10⁹ bytes)",
                 series=tuple(series))
@@ -401,6 +412,11 @@ def context(*, request: HttpRequest) -> dict:
         "any_hypothetical": any(not f["fits"] for f in formats),
         "any_deploy": any(f["deploy_tp"] for f in formats),
         "pick": recommendation(gpu=g, by_id=by_id),
+        "marlin_ideal_text": f"{MARLIN_IDEAL_SPEEDUP}×",
+        "marlin_batch_low": MARLIN_IDEAL_BATCH[0], "marlin_batch_high": MARLIN_IDEAL_BATCH[1],
+        "gpt_oss_bits_text": f"{number_format(GPT_OSS_MXFP4_BITS)} bits",
+        "gpt_oss_gpu_text": f"{GPT_OSS_GPU_GB} GB",
+        "int4_ratio_text": f"{number_format(16 / DTYPES['int4'].bits)}×",
         "gpus_has_fp4": bool(g.fp4_flops),
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
@@ -500,8 +516,24 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation, 'FP8 W8A8' (W8A8 on Ada, Hopper and Blackwell; weight-only W8A16 "
      "through FP8 Marlin on GPUs without FP8 tensor cores)",
      "https://docs.vllm.ai/en/stable/features/quantization/fp8/"),
-    ("IST-DASLab, Marlin (4-bit weight-only kernels that dequantize to FP16 inside the matmul)",
-     "https://github.com/IST-DASLab/marlin"),
+    ("IST-DASLab, Marlin (4-bit weight-only kernels that dequantize to FP16 inside the matmul; "
+     "close to the ideal 4× over FP16 up to batches of 16–32 tokens; Ampere and Ada, not tuned "
+     "for Hopper)", "https://github.com/IST-DASLab/marlin"),
+    ("Neural Magic, 'Introducing Machete, a Mixed-Input GEMM Kernel Optimized for NVIDIA Hopper "
+     "GPUs' (W4A16 on H100 with wgmma and TMA, vLLM's kernel where Marlin falls short on "
+     "Hopper)", "https://neuralmagic.com/blog/introducing-machete-a-mixed-input-gemm-kernel-optimized-for-nvidia-hopper-gpus/"),
+    ("vLLM documentation, 'Quantized KV Cache' (FP8 KV cache; without calibration every scale "
+     "is 1.0; calculate_kv_scales estimates them on the fly; llm-compressor calibrates them on "
+     "a dataset and stores them in the checkpoint)",
+     "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache/"),
+    ("OpenAI, 'gpt-oss-120b & gpt-oss-20b Model Card' (MoE weights post-trained in MXFP4, 4.25 "
+     "bits a parameter; the 120B model fits one 80 GB GPU)", "https://arxiv.org/abs/2508.10925"),
+    ("vLLM issue 2418 (the engine refuses to start when the KV cache cannot hold one sequence of "
+     "max_model_len; the fix is --max-model-len or more memory)",
+     "https://github.com/vllm-project/vllm/issues/2418"),
+    ("vLLM pull request 12126 (startup log on an H100 80GB: total_gpu_memory 79.22 GiB × "
+     "gpu_memory_utilization 0.90 = 71.29 GiB, the total CUDA reports)",
+     "https://github.com/vllm-project/vllm/pull/12126"),
     ("Lucas Wilkinson, 'Machete: a mixed-input GEMM kernel targeting NVIDIA Hopper GPUs' (MIT "
      "Scale ML talk: W4A16 on Hopper dequantizes on the fly)",
      "https://csail.mit.edu/event/scale-ml-lucas-wilkinson-machete-cutting-edge-mixed-input-gemm-gpu-kernel-targeting-nvidia"),

@@ -172,9 +172,9 @@ def test_the_speedup_plot_marks_the_batch_and_draws_int8_dashed() -> None:
     assert series["INT8 (W8A8)"].dash
     assert [m.label for m in plot.marks] == ["your batch", "largest FP8 batch on one GPU"]
     size = p11.size_plot(inputs=inputs, result=result)
-    room = {s.name: s.y[0] for s in size.series if s.dash}
+    room = {s.name: s.y[0] for s in size.series if s.name.endswith("room for weights")}
     # 0.9 × CUDA's 79.22 GiB (85,061,827,297 B) − 3 GB − 327,680,000 B of KV = 73.228 GB.
-    assert room["H100 SXM: room for weights"] == pytest.approx(73.228, rel=1e-4)
+    assert room["H100 SXM (your GPU): room for weights"] == pytest.approx(73.228, rel=1e-4)
 
 
 def test_the_e2m1_diagram_draws_the_fifteen_e2m1_values(client) -> None:
@@ -326,3 +326,36 @@ def test_the_answer_recommends_only_a_deployment_that_fits(client) -> None:
     assert "(memory), would not fit" in worked
     assert 'rows marked "would not fit" are floors' in worked
     assert "its row shows what the step would take if it did" not in worked
+
+
+def test_the_size_plot_always_draws_the_learners_gpu_marked() -> None:
+    """Calculator review: with an A100 picked, the plot drew only the four comparison GPUs. The
+    A100 80GB has no CUDA total on record, so its room is the driver's 81,920 MiB = 85,899,345,920
+    B × 0.9 − 3.3 GB reserve − 327,680,000 B of KV = 73,681,731,328 B = 73.68 GB, drawn solid
+    and named as the learner's; an H100 pick is marked among the four."""
+    inputs = {**p11.CALCULATOR.defaults(), "gpu": "a100-80gb-sxm"}
+    result = p11.CALCULATOR.compute(**inputs)
+    series = {s.name: s for s in p11.size_plot(inputs=inputs, result=result).series}
+    mine = series["A100 (your GPU): room for weights"]
+    assert mine.y[0] == pytest.approx(73.6817, rel=1e-5) and not mine.dash
+    inputs = p11.CALCULATOR.defaults()
+    result = p11.CALCULATOR.compute(**inputs)
+    names = [s.name for s in p11.size_plot(inputs=inputs, result=result).series]
+    assert "H100 SXM (your GPU): room for weights" in names and len(names) == 5
+
+
+def test_the_concepts_name_what_kernels_scales_and_checkpoints_change(client) -> None:
+    """Review P0607-05 to 08: prefill is faster only from native formats when it is
+    compute-bound; Marlin's gain holds to batches of 16–32; FP8 KV scales default to 1.0 without
+    calibration; DeepSeek-V3 and gpt-oss ship narrow checkpoints."""
+    concepts = section_text(client, "concepts")
+    tradeoffs = section_text(client, "tradeoffs")
+    assert "only way quantization speeds up a compute-bound prefill" in concepts
+    assert "This is the only way quantization makes prefill faster" not in concepts
+    assert "a scale of 1.0 for every key and value" in concepts
+    assert "calculate_kv_scales" in concepts and "llm-compressor" in concepts
+    assert "up to batches of 16 to 32 tokens" in tradeoffs and "Machete" in tradeoffs
+    assert "gpt-oss ships its MoE weights in MXFP4" in tradeoffs
+    assert "4.25 bits a parameter" in tradeoffs
+    followups = section_text(client, "followups")
+    assert "without calibration vLLM uses 1.0 for every scale" in followups
