@@ -70,6 +70,9 @@ ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left"
 # driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product at two transfers
 # a clock is a peak a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
+# NVIDIA's HGX platform specifications, HGX B200 column: 7.7 TB/s of memory bandwidth a GPU,
+# against the DGX B200 datasheet's 64 TB/s ÷ 8 = 8 TB/s (https://www.nvidia.com/en-us/data-center/hgx/).
+B200_HGX_BANDWIDTH = 7.7e12
 B200_DRIVER_BUS_BITS = 7680
 B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
 DDR = 2  # HBM transfers data on both clock edges
@@ -393,6 +396,9 @@ def context(*, request: HttpRequest) -> dict:
         "b200_bus_text": f"{B200_DRIVER_BUS_BITS:,}-bit",
         "b200_clock_text": f"{B200_DRIVER_MEMORY_CLOCK_HZ / 1e6:,.0f} MHz",
         "b200_driver_bandwidth_text": bandwidth_format(b200_driver_bandwidth()),
+        "b200_hgx_bandwidth_text": bandwidth_format(B200_HGX_BANDWIDTH),
+        "b200_bandwidth_overstate_text": percent_format(
+            gpu_get("b200").bandwidth_bytes_per_second / B200_HGX_BANDWIDTH - 1),
         "gpus": gpus,
         "g": by_key,
     }

@@ -216,7 +216,9 @@ GPUS: dict[str, Gpu] = {
         ),
         Gpu(
             id="b200",
-            name="NVIDIA B200 (HGX B200)",
+            # Not labelled "HGX B200": the memory and bandwidth are the DGX B200 datasheet's
+            # (8 TB/s a GPU); NVIDIA's HGX page gives 7.7 TB/s for the same GPU (review P0607-12).
+            name="NVIDIA B200",
             memory_bytes=180 * GIGA,
             memory_reported_mib=183_359,
             memory_kind="HBM3e",
@@ -234,7 +236,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e, 64 TB/s, so "
             "180 GB and 8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/dgx-b200/) and "
             "NVIDIA HGX platform specifications, HGX B200 column (tensor rates for eight GPUs, "
-            "NVLink 5 at 1.8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/hgx/); "
+            "NVLink 5 at 1.8 TB/s a GPU, and 7.7 TB/s of memory bandwidth a GPU where the DGX "
+            "datasheet implies 8; https://www.nvidia.com/en-us/data-center/hgx/); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Blackwell",
             short_name="B200",

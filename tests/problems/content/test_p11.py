@@ -62,7 +62,7 @@ def test_worked_figures_equal_the_api(client) -> None:
     # starts only with --max-model-len cut to it.
     assert f"starts only with --max-model-len ≤ {fp8_room}" in worked
     assert f"fits; {fp8_room} of KV room" not in worked
-    assert "In BF16 the model fits the NVIDIA B200 (HGX B200) only." in worked
+    assert "In BF16 the model fits the NVIDIA B200 only." in worked
 
 
 def test_the_concepts_show_the_formats_and_the_worked_nvfp4_block(client) -> None:
@@ -84,8 +84,8 @@ def test_changing_the_gpu_changes_the_figures(client) -> None:
     body = api_get(client, "quantization-formats", model="llama-3-70b", gpu="b200")
     nvfp4 = next(f for f in body["formats"] if f["dtype"] == "nvfp4")
     assert nvfp4["native"]
-    assert (f"NVFP4 gains {number_format(nvfp4['prefill_speedup'])}× on the NVIDIA B200 "
-            "(HGX B200)'s FP4 tensor cores") in worked
+    assert (f"NVFP4 gains {number_format(nvfp4['prefill_speedup'])}× on the NVIDIA B200's FP4 "
+            "tensor cores") in worked
     assert "3.89×" in worked
 
 
