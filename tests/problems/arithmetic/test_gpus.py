@@ -8,8 +8,8 @@ $4.5396/h, B200 $6.2496/h, L40S $1.9512/h. The hand figures use a 3 GB reserve.
 
 import pytest
 
-from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.catalog.prices import PRICE_EXAMPLES
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.gpus import (
     gpu_compare,
     gpu_rooflines,
