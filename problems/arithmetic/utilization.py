@@ -48,6 +48,7 @@ from problems.arithmetic.units import (
 # Decode batches the calculators take: far past any real step, small enough to stay quick.
 BATCH_MAX = 65_536
 HOST_MS_MAX = 10_000.0
+HOST_PER_SEQUENCE_US_MAX = 100_000.0
 # The kernels an eager Llama-style layer launches in vLLM's model code with q/k/v and gate/up
 # packed (vllm/model_executor/models/llama.py, --enforce-eager): two norms, each with the residual
 # add fused in (fused_add_rms_norm), four matmuls (qkv, o, gate_up, down), RoPE, the KV-cache
@@ -379,13 +380,16 @@ def gpu_utilization(
     batch_large: int = 64,
     bandwidth_efficiency: float = 1.0,
     host_ms: float = 3.0,
+    host_per_sequence_us: float = 0.0,
     overlap: str = "off",
     target_utilization: float = 0.30,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """A decode step at two batch sizes: GPU time (roofline floors of its kernel groups), wall
-    time with `host_ms` of host work per step (`overlap` "on" or "off"), and what nvidia-smi,
+    time with `host_ms` of host work per step plus `host_per_sequence_us` for each sequence in
+    it (scheduling, input preparation and output processing grow with the running batch:
+    vLLM v0.6's diagnosis) (`overlap` "on" or "off"), and what nvidia-smi,
     MFU and MBU read (seconds, fractions, tokens/s); the host time that would bring the
     reading down to `target_utilization`; whether each batch fits the GPU."""
     m, g, d, kv_d, e, context_tokens, bandwidth_efficiency = _inputs_resolve(
@@ -395,6 +399,9 @@ def gpu_utilization(
     batch_large = count_check(batch_large, field="batch_large", maximum=BATCH_MAX)
     host_ms = number_check(host_ms, field="host_ms", minimum=0.0, maximum=HOST_MS_MAX,
                            allow_minimum=True)
+    host_per_sequence_us = number_check(host_per_sequence_us, field="host_per_sequence_us",
+                                        minimum=0.0, maximum=HOST_PER_SEQUENCE_US_MAX,
+                                        allow_minimum=True)
     if overlap not in ("on", "off"):
         raise ArithmeticInputError(field="overlap", message="must be on or off")
     target = fraction_check(target_utilization, field="target_utilization")
@@ -415,11 +422,12 @@ def gpu_utilization(
              rate_of_format(peak, unit=rate_unit)),
     ]
     for key, batch in (("small", batch_small), ("large", batch_large)):
+        host = host_ms / 1e3 + batch * host_per_sequence_us / 1e6
         p = utilization_point_model(
             model=m, batch=batch, context_tokens=context_tokens,
             weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
             bandwidth_bytes_per_second=g.bandwidth_bytes_per_second, peak_flops=peak,
-            bandwidth_efficiency=bandwidth_efficiency, host_seconds=host_ms / 1e3,
+            bandwidth_efficiency=bandwidth_efficiency, host_seconds=host,
             overlap=overlapped, embedding_bytes_per_param=e.bytes,
             attention_peak_flops=g.fp32_flops if d.compute == "fp32" else g.bf16_flops)
         fit, _ = _fit(model=m, gpu=g, dtype=d, embedding=e,
@@ -432,6 +440,9 @@ def gpu_utilization(
         p["batch"] = batch
         points[key] = p
         at = f"batch {batch:,}"
+        host_said = seconds_format(host) + (
+            f" ({seconds_format(host_ms / 1e3)} + {batch:,} × "
+            f"{seconds_format(host_per_sequence_us / 1e6)})" if host_per_sequence_us else "")
         whose = f"{batch:,} sequence's" if batch == 1 else f"{batch:,} sequences'"
         # Compute always runs at the dense peak here, so full bandwidth makes it a floor.
         gpu_label = "GPU floor" if floor else "GPU time"
@@ -453,9 +464,9 @@ def gpu_utilization(
                  f"{percent_format(p['mbu_busy'])}", p["mfu_busy"], "fraction",
                  f"MFU {percent_format(p['mfu_busy'])}"),
             Step(f"Wall time per step, {at}",
-                 (f"max({seconds_format(p['gpu_seconds'])} GPU, {seconds_format(host_ms / 1e3)}"
-                  " host): overlapped") if overlapped else
-                 (f"{seconds_format(p['gpu_seconds'])} GPU + {seconds_format(host_ms / 1e3)} "
+                 (f"max({seconds_format(p['gpu_seconds'])} GPU, {host_said} host): "
+                  "overlapped") if overlapped else
+                 (f"{seconds_format(p['gpu_seconds'])} GPU + {host_said} "
                   "host: not overlapped"), p["wall_seconds"], "s",
                  seconds_format(p["wall_seconds"])),
             Step(f"nvidia-smi utilisation, {at}", f"{seconds_format(p['gpu_seconds'])} ÷ "

@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.inputs import TOKENS_MAX
+from problems.arithmetic.parallel import pipeline_bubble
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
@@ -19,7 +20,12 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.utilization import BATCH_MAX, HOST_MS_MAX, gpu_utilization
+from problems.arithmetic.utilization import (
+    BATCH_MAX,
+    HOST_MS_MAX,
+    HOST_PER_SEQUENCE_US_MAX,
+    gpu_utilization,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -105,6 +111,11 @@ CALCULATOR = calculator_register(Calculator(
                    help="An assumption for the exercise: scheduling, input preparation, "
                         "sampling, detokenization and launch time that the GPU waits for. The "
                         "profile and utilization demos measure this engine's."),
+        real_input("host_per_sequence_us", "Host time per sequence in the step", unit="µs",
+                   initial=0.0, api=0.0, maximum=HOST_PER_SEQUENCE_US_MAX,
+                   help="Host work that grows with the batch: scheduling, building inputs and "
+                        "processing outputs for each running sequence. 0 keeps the host cost "
+                        "fixed; the utilization demo measures this engine's."),
         choice_input("overlap", "Host work overlapped with the GPU", choices=ON_OFF,
                      initial="off", api="off",
                      help="On: the engine prepares step n+1 while step n runs (SGLang's and "
@@ -122,6 +133,9 @@ CALCULATOR = calculator_register(Calculator(
 ))
 
 SOURCES: list[tuple[str, str]] = [
+    ("Huang et al., 'GPipe: Efficient Training of Giant Neural Networks using Pipeline "
+     "Parallelism' (the bubble: (p − 1) ÷ (m + p − 1) of each stage's time idle with p stages "
+     "and m micro-batches)", "https://arxiv.org/abs/1811.06965"),
     ("NVML API reference: nvmlUtilization_t (GPU utilisation: percent of time one or more "
      "kernels ran; memory: percent of time memory was read or written; sample period)",
      "https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html"),
@@ -180,6 +194,15 @@ def _point(p: dict) -> dict:
     }
 
 
+# When the learner leaves the per-sequence host cost at 0, the worked answer shows what one of
+# this size does: an illustrative figure, not a measurement (the utilization demo measures this
+# engine's own).
+PER_SEQUENCE_EXAMPLE_US = 50.0
+# Pipeline parallelism for the bubble example: 4 stages, one batch in flight, then four.
+PP_STAGES = 4
+PP_MICROBATCHES = (1, PP_STAGES)
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 14's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -193,6 +216,13 @@ def context(*, request: HttpRequest) -> dict:
     model, gpu, dtype = (model_get(inputs["model"]), gpu_get(inputs["gpu"]),
                          dtype_get(inputs["dtype"]))
     kv_dtype = kv_dtype_get(inputs["kv_dtype"], model=model)
+    per_seq_given = inputs["host_per_sequence_us"] > 0
+    per_seq_us = inputs["host_per_sequence_us"] if per_seq_given else PER_SEQUENCE_EXAMPLE_US
+    fixed = r if not per_seq_given else gpu_utilization(**{**inputs, "host_per_sequence_us": 0.0})
+    grows = r if per_seq_given else gpu_utilization(**{**inputs,
+                                                      "host_per_sequence_us": per_seq_us})
+    bubbles = [pipeline_bubble(stages=PP_STAGES, microbatches=m)["flush"]
+               for m in PP_MICROBATCHES]
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -219,6 +249,18 @@ def context(*, request: HttpRequest) -> dict:
         "target_full": inputs["target_utilization"] >= 1,
         "small": _point(r["small"]),
         "large": _point(r["large"]),
+        "per_seq_given": per_seq_given,
+        "per_seq_text": seconds_format(per_seq_us / 1e6),
+        "fixed": {"small": _point(fixed["small"]), "large": _point(fixed["large"]),
+                  "gain_text": f"{number_format(fixed['throughput_gain'])}×"},
+        "grows": {"small": _point(grows["small"]), "large": _point(grows["large"]),
+                  "gain_text": f"{number_format(grows['throughput_gain'])}×",
+                  "host_large_text": seconds_format(inputs["host_ms"] / 1e3 + inputs[
+                      "batch_large"] * per_seq_us / 1e6)},
+        "pp_stages": PP_STAGES, "pp_many": PP_MICROBATCHES[1],
+        "pp_idle_one_text": percent_format(bubbles[0]),
+        "pp_busy_one_text": percent_format(1 - bubbles[0]),
+        "pp_idle_many_text": percent_format(bubbles[1]),
         "sms": number_format(H100_SMS),
         "question_util_text": percent_format(QUESTION_UTILIZATION),
         "question_idle_text": percent_format(1 - QUESTION_UTILIZATION),
