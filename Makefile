@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test check lint bench loadtest train clean
+.PHONY: setup run test check lint bench loadtest proofread train clean
 
 setup: $(STAMP)
 
@@ -34,6 +34,12 @@ bench: setup
 # The site under production settings on 127.0.0.1, measured alone and under 20 clients (a table).
 loadtest: setup
 	DJANGO_SETTINGS_MODULE=course.settings.dev $(BIN)/python manage.py loadtest
+
+# Every problem rendered over the full grid of its inputs, its text checked; prints a table of
+# flagged sentences, how many inputs it rendered and how long it took (exit 1 when any is flagged).
+# PROOFREAD_ARGS="--seed random" draws a new seed; "--problems 3,4" sweeps a few.
+proofread: setup
+	DJANGO_SETTINGS_MODULE=course.settings.test $(BIN)/python manage.py proofread $(PROOFREAD_ARGS)
 
 # Retrains the shipped demo models (about 50 minutes on two cores; needs Debian's jargon-text).
 # Never run by CI.

@@ -116,3 +116,30 @@ class PageReview(models.Model):
 
     def __str__(self) -> str:
         return f"review of page {self.page:02d} due {self.due_on}"
+
+
+class DrillAttempt(models.Model):
+    """One drill answered: the question (its kind and seed, so it can be drawn again), the
+    answer typed, and how it was graded. Owned like practice attempts: an account, or before
+    login the visitor id in the session (moved to the account on login)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True,
+                             blank=True, related_name="drill_attempts")
+    visitor = models.CharField(max_length=32, blank=True, db_index=True)
+    kind = models.CharField(max_length=40)
+    topic = models.CharField(max_length=40)
+    seed = models.PositiveIntegerField()
+    answer = models.CharField(max_length=80)
+    # "right" (within 10%), "close" (within 2×), "wrong", or "late" (past a round's clock).
+    verdict = models.CharField(max_length=8)
+    mistake = models.CharField(max_length=120, blank=True)
+    round = models.CharField(max_length=32, blank=True, db_index=True)
+    seconds_used = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [_one_owner("drill_attempt_one_owner")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"drill {self.kind}:{self.seed} {self.verdict}"

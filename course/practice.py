@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from django.utils.safestring import SafeString, mark_safe
 
-from course.models import PageReview, PracticeAttempt
+from course.models import DrillAttempt, PageReview, PracticeAttempt
 from course.progress import progress_pages_done
 from problems.registry import PAGES, PROBLEMS, Problem, page_get
 
@@ -495,6 +495,7 @@ def practice_merge_visitor(*, request: HttpRequest, user) -> None:  # noqa: ANN0
         return
     request.session.set_expiry(None)  # the account's session follows the site's policy again
     PracticeAttempt.objects.filter(user=None, visitor=visitor).update(user=user, visitor="")
+    DrillAttempt.objects.filter(user=None, visitor=visitor).update(user=user, visitor="")
     for review in PageReview.objects.filter(user=None, visitor=visitor):
         mine = PageReview.objects.filter(user=user, page=review.page).first()
         if mine is None:

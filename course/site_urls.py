@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from course import account, practice_views, views
+from course import account, drills_views, practice_views, views
 from course.forms import LoginForm
 
 app_name = "course"
@@ -21,6 +21,13 @@ urlpatterns = [
     path("account/keys/<int:key_id>/revoke", account.account_key_revoke,
          name="account_key_revoke"),
     path("practice/", practice_views.practice_index, name="practice"),
+    path("practice/drills/", drills_views.drills_index, name="drills"),
+    path("practice/drills/next/", drills_views.drill_next, name="drill_next"),
+    path("practice/drills/round/", drills_views.drill_round, name="drill_round"),
+    path("practice/drills/round/start/", drills_views.drill_round_start,
+         name="drill_round_start"),
+    path("practice/drills/history/", drills_views.drill_history, name="drill_history"),
+    path("practice/drills/<slug:kind>/<int:seed>/", drills_views.drill_question, name="drill"),
     path("practice/random/", practice_views.practice_random, name="practice_random"),
     path("practice/review/<int:page>/", practice_views.practice_review, name="practice_review"),
     path("practice/<int:number>/", practice_views.practice_interview,

@@ -35,6 +35,7 @@ api = NinjaAPI(
 )
 calc = Router(tags=["calculators"])
 catalog = Router(tags=["catalogs"])
+drills_router = Router(tags=["drills"])
 
 Answer = dict[str, object]
 
@@ -169,5 +170,61 @@ def catalog_dtypes(request: HttpRequest) -> list[dict[str, object]]:
     return [_entry(d, bits=d.bits, bytes=d.bytes) for d in a.DTYPES.values()]
 
 
+class DrillGradeIn(BaseModel):
+    """An answer to a drawn drill: the question's kind and seed, and the answer as typed
+    ("16 GB", "4.8 ms", "1.3e11")."""
+
+    kind: str
+    seed: int
+    answer: str
+
+
+def _drill_question(kind: str, seed: int):  # noqa: ANN202
+    from problems.drills import kind_get, question_draw
+
+    found = kind_get(kind)
+    if found is None:
+        raise a.ArithmeticInputError(field="kind", message=f"no drill kind {kind!r}")
+    if not 0 < seed < 2**31:
+        raise a.ArithmeticInputError(field="seed", message="must be from 1 to 2,147,483,647")
+    return question_draw(found, seed)
+
+
+@drills_router.get("/kinds", summary="Every drill kind: its topic, problem, level, title")
+def drill_kinds(request: HttpRequest) -> list[dict[str, object]]:
+    from problems.drills import DIMENSIONS, KINDS
+
+    return [{"kind": k.slug, "topic": k.topic, "problem": k.problem, "level": k.level,
+             "title": k.title, "answer_unit_hint": DIMENSIONS[k.dimension]} for k in KINDS]
+
+
+@drills_router.get("/draw", summary="Draw a question (by topic or kind; a seed repeats one)")
+def drill_draw(request: HttpRequest, topic: str | None = None, kind: str | None = None,
+               seed: int | None = None) -> dict[str, object]:
+    import random
+
+    from problems.drills import TOPICS, kinds_for, question_json
+
+    if kind is None:
+        if topic is not None and topic not in TOPICS:
+            raise a.ArithmeticInputError(field="topic", message=f"no drill topic {topic!r}; "
+                                         f"choose from {', '.join(TOPICS)}")
+        kind = random.choice(kinds_for(topic=topic)).slug
+    return question_json(_drill_question(kind, seed or random.randrange(1, 2**31)))
+
+
+@drills_router.post("/grade", summary="Grade an answer: verdict, the mistake named, the working")
+def drill_grade(request: HttpRequest, body: DrillGradeIn) -> dict[str, object]:
+    from problems.drills import AnswerError, answer_grade, grade_json
+
+    question = _drill_question(body.kind, body.seed)
+    try:
+        grade = answer_grade(question, body.answer)
+    except AnswerError as error:
+        raise a.ArithmeticInputError(field="answer", message=str(error)) from error
+    return grade_json(question, grade)
+
+
 api.add_router("/calc", calc)
+api.add_router("/drills", drills_router)
 api.add_router("/catalog", catalog)

@@ -26,11 +26,39 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
+# How senior an interview the problem belongs to, and about how many minutes a good spoken
+# answer takes (the model answer is about two; a design problem runs longer).
+LEVELS: dict[int, tuple[str, int]] = {
+    1: ("junior", 3), 2: ("junior", 3), 3: ("senior", 5), 4: ("senior", 4), 5: ("senior", 4),
+    6: ("junior", 3), 7: ("senior", 4), 21: ("staff", 6), 8: ("senior", 5), 22: ("staff", 7),
+    9: ("senior", 5), 10: ("senior", 5), 17: ("staff", 5), 11: ("senior", 5), 12: ("senior", 5),
+    13: ("senior", 4), 14: ("senior", 4), 15: ("staff", 5), 16: ("junior", 4), 18: ("senior", 5),
+    19: ("senior", 5), 20: ("staff", 6), 23: ("staff", 8), 24: ("staff", 8), 25: ("staff", 12),
+}
+
+
 @dataclass(frozen=True)
 class Problem:
     number: int
     title: str
     page: int
+
+    @property
+    def level(self) -> str:
+        """"junior", "senior" or "staff": the interview the question usually comes up in."""
+        return LEVELS[self.number][0]
+
+    @property
+    def minutes(self) -> int:
+        """About how long a good spoken answer takes."""
+        return LEVELS[self.number][1]
+
+    @property
+    def drills(self) -> list:
+        """The drill kinds that practise this problem's arithmetic (problems/drills.py)."""
+        from problems.drills import kinds_for
+
+        return kinds_for(problem=self.number)
 
     @property
     def anchor(self) -> str:

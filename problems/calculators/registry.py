@@ -136,21 +136,34 @@ class Refusal:
                          for label, message in self.fields)
 
 
-# The refusals met while one problem's prose is computed (problem_context collects them).
-_REFUSALS: contextvars.ContextVar[list[Refusal] | None] = contextvars.ContextVar(
+class Refusals(list):
+    """The refusals met while one problem's prose is computed, and the prefixes evaluated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.evaluated: set[str] = set()
+
+
+_REFUSALS: contextvars.ContextVar[Refusals | None] = contextvars.ContextVar(
     "calculator_refusals", default=None)
 
 
 @contextlib.contextmanager
-def refusals_collected() -> Iterator[list[Refusal]]:
+def refusals_collected() -> Iterator[Refusals]:
     """Collect, into the list it yields, every refused input met inside the block (each
-    calculator and prefix once)."""
-    found: list[Refusal] = []
+    calculator and prefix once); its `evaluated` says which prefixes were filled in."""
+    found = Refusals()
     token = _REFUSALS.set(found)
     try:
         yield found
     finally:
         _REFUSALS.reset(token)
+
+
+def _evaluated_note(prefix: str) -> None:
+    found = _REFUSALS.get()
+    if found is not None:
+        found.evaluated.add(prefix)
 
 
 def _refusal_record(calculator: "Calculator", prefix: str, form: CalculatorForm) -> None:
@@ -303,6 +316,7 @@ def calculator_evaluate(calculator: Calculator, *, query: Mapping[str, object] |
     else:
         form = calculator.form_class(_default_data(unbound, initial=initial or {}), prefix=prefix)
     result = _result_compute(calculator, form) if form.is_valid() else None
+    _evaluated_note(prefix)
     if result is None and form.is_bound and query_names_prefix(query, unbound):
         _refusal_record(calculator, prefix, form)
     inputs = inputs_normalise(calculator.inputs, dict(form.cleaned_data)) if result else {}

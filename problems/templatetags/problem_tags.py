@@ -1,9 +1,15 @@
 """Template helpers for problem pages."""
 
+import functools
+
 from django import template
 from django.http import HttpRequest
+from django.template import Context
+from django.template.library import SimpleNode
+from django.template.loader import get_template
 
-from problems.calculators import refusals_collected
+from problems.calculators import calculator_evaluate, calculator_get, refusals_collected
+from problems.calculators.registry import query_names_prefix
 from problems.registry import Problem
 
 register = template.Library()
@@ -22,4 +28,36 @@ def problem_context(problem: Problem, request: HttpRequest) -> dict:
         return {}
     with refusals_collected() as refusals:
         context = module.context(request=request)
+        # A calculator the page embeds but the prose does not read is checked too, so the
+        # notice covers every input on the problem, not only those the prose quotes.
+        for slug, prefix, initial in _embedded_calculators(problem, context):
+            found = calculator_get(slug)
+            if (found is not None and prefix not in refusals.evaluated
+                    and query_names_prefix(request.GET, found.form_class(prefix=prefix))):
+                calculator_evaluate(found, query=request.GET, prefix=prefix, initial=initial)
     return {**context, "refusals": tuple(refusals)}
+
+
+@functools.cache
+def _calculator_nodes(template_name: str) -> tuple[SimpleNode, ...]:
+    """The `{% calculator %}` tags in a problem's template (read once per process)."""
+    from problems.templatetags.calculator_tags import calculator as calculator_tag
+
+    nodes = get_template(template_name).template.nodelist.get_nodes_by_type(SimpleNode)
+    return tuple(n for n in nodes if n.func is calculator_tag)
+
+
+def _embedded_calculators(problem: Problem, context: dict) -> list[tuple[str, str, dict]]:
+    """(slug, prefix, initial) of each calculator the problem's template embeds, resolved
+    against the problem's context as the template will resolve them."""
+    if not problem.template_name:
+        return []
+    scope = Context({"c": context, "problem": problem})
+    embedded = []
+    for node in _calculator_nodes(problem.template_name):
+        slug = node.args[0].resolve(scope)
+        kwargs = {name: value.resolve(scope) for name, value in node.kwargs.items()}
+        prefix = kwargs.pop("prefix", None) or slug
+        kwargs.pop("heading", None)
+        embedded.append((slug, prefix, kwargs))
+    return embedded

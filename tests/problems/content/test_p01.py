@@ -136,7 +136,7 @@ def test_the_staff_level_points_are_on_the_page(client) -> None:
 def test_bad_input_shows_a_field_error_and_keeps_the_defaults_in_the_prose(client) -> None:
     content = page_get(client, "?p1-scale-prompt_tokens=-5&p1-scale-model=llama-3-8b")
     worked = section_html(problem_html(content, 1), 1, "worked")
-    assert "Enter at least 1 tokens." in worked
+    assert "Enter at least 1 token." in worked
     assert "1.6×10¹³ FLOP" in text_of(worked)
 
 
