@@ -36,6 +36,7 @@ from problems.arithmetic.units import (
     number_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 RMSNORM_DTYPES = ("bf16", "fp16", "fp32")
 HIDDEN_MAX = 65_536
@@ -146,7 +147,8 @@ def rmsnorm_fusion(
         return f"{kind} ({times[key][1]}-bound)"
 
     steps = (
-        Step("Elements", f"{tokens:,} tokens × {hidden_size:,} hidden", n, "elements",
+        Step("Elements", f"{count_phrase(tokens, 'token')} × {hidden_size:,} hidden", n,
+             "elements",
              number_format(n)),
         Step(f"Eager RMSNorm: {t['norm_eager_kernels']} kernels",
              f"{t['norm_eager_per_element']} B per element ({eager_breakdown}) × "

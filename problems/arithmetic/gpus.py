@@ -54,6 +54,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 GPUS_COMPARED = ("h100-sxm", "h200", "b200", "l40s")
 CONCURRENCY_MAX = 4096
@@ -351,7 +352,7 @@ def gpu_compare(
             f"⌊({bytes_short(p['usable'])} − {bytes_short(p['weights'])} weights"
             + (f" ÷ {n}" if n > 1 else "") + f" − {bytes_short(reserve_gb * 1e9)} reserve) ÷ "
             f"{bytes_short(p['kv_per_seq_gpu'])} per sequence"
-            + (" per GPU" if n > 1 else "") + f"⌋; {count_format(p['batch'], 'sequence')} run "
+            + (" per GPU" if n > 1 else "") + f"⌋; {count_phrase(p['batch'], 'sequence')} run "
             f"of {concurrency:,}"
             + (" (the most whose step meets the time-per-token target)" if p["tpot_capped"]
                else ""),

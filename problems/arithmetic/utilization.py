@@ -44,6 +44,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 # Decode batches the calculators take: far past any real step, small enough to stay quick.
 BATCH_MAX = 65_536
@@ -448,7 +449,7 @@ def gpu_utilization(
         gpu_label = "GPU floor" if floor else "GPU time"
         steps += [
             Step(f"Bytes per step, {at}", f"weights and head read once + {batch:,} × "
-                 f"{context_tokens:,} tokens × {bytes_short(kv_per_token)} of KV",
+                 f"{count_phrase(context_tokens, 'token')} × {bytes_short(kv_per_token)} of KV",
                  p["bytes"], "B", bytes_short(p["bytes"])),
             Step(f"FLOPs per step, {at}", "2 per weight per sequence + attention over the "
                  "context", p["flops"], "FLOP", flops_format(p["flops"])),

@@ -338,6 +338,7 @@ def context(*, request: HttpRequest) -> dict:
     emb = parts["embedding"] + parts["lm_head"]
     fit_names = [gpu_get(gid).name for gid in FIT_GPUS]
     base_deploy = next(f for f in result["formats"] if f["dtype"] == result["baseline_dtype"])
+    weights = {f["dtype"]: f["weights_bytes"] for f in result["formats"]}
     formats = []
     by_id = {}
     for row, fit in zip(result["formats"], result["fit"], strict=True):
@@ -417,6 +418,10 @@ def context(*, request: HttpRequest) -> dict:
         "gpt_oss_bits_text": f"{number_format(GPT_OSS_MXFP4_BITS)} bits",
         "gpt_oss_gpu_text": f"{GPT_OSS_GPU_GB} GB",
         "int4_ratio_text": f"{number_format(16 / DTYPES['int4'].bits)}×",
+        # "3.55× smaller than", or for a model whose embedding stays wider than BF16 (the FP32
+        # demo models) "1.29× larger than": never "0.776× smaller".
+        "int4_size_phrase": ratio_phrase(weights["int4"], weights["bf16"], more="larger than",
+                                         less="smaller than", same="about the same size as"),
         "gpus_has_fp4": bool(g.fp4_flops),
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,

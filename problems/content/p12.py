@@ -294,7 +294,7 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         if step else "none",
         "tpot_capped": p["tpot_capped"],
         "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
-        "batch_text": count_format(p["batch"], "sequence") if fits else "none",
+        "batch_text": count_phrase(p["batch"], "sequence") if fits else "none",
         "capped": p["capped"],
         "waiting_text": count_format(p["waiting"], "conversation"),
         "step_time_text": seconds_format(step) if step else why,

@@ -26,6 +26,7 @@ from problems.arithmetic.utilization import (
     HOST_PER_SEQUENCE_US_MAX,
     gpu_utilization,
 )
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -70,7 +71,8 @@ def utilization_plot(*, inputs: dict, result: Result) -> Plot:
     def values(key: str) -> tuple[float, ...]:
         return tuple(p[key] * PERCENT if p else float("nan") for p in points)
 
-    note = (f" (from {first_misfit:,} sequences the batch no longer fits: not drawn)"
+    note = (f" (from {count_phrase(first_misfit, 'sequence')} the batch no longer fits: not "
+            "drawn)"
             if first_misfit else "")
     return Plot(
         title="nvidia-smi utilisation, MFU and MBU as the batch grows" + note,
@@ -232,6 +234,7 @@ def context(*, request: HttpRequest) -> dict:
         "dtype_name": dtype.name,
         "kv_dtype_name": kv_dtype.kv_label,
         "context_tokens": number_format(inputs["context_tokens"]),
+        "context_tokens_text": count_phrase(inputs["context_tokens"], "token"),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "peak_text": flops_rate_format(r["peak_flops"]),
         "bandwidth_efficiency_percent": percent_format(inputs["bandwidth_efficiency"]),

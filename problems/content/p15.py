@@ -22,6 +22,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -163,6 +164,7 @@ def context(*, request: HttpRequest) -> dict:
         "hidden": number_format(inputs["hidden_size"]),
         "hidden_source": hidden_source(inputs["hidden_size"]),
         "tokens": number_format(inputs["tokens"]),
+        "tokens_text": count_phrase(inputs["tokens"], "token"),
         "layers": number_format(inputs["layers"]),
         "dtype_name": dtype.name,
         "dtype_bytes": number_format(r["value_bytes"]),

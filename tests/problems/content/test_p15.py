@@ -121,13 +121,14 @@ def test_the_one_token_floors_are_computed_for_the_learners_inputs(client) -> No
 
 
 def test_the_model_answer_ties_the_saving_to_the_learners_token_count(client) -> None:
-    """At one token the pass saves nanoseconds: the answer states the saving for the tokens set,
+    """At one token the pass saves nanoseconds: the answer states the saving for the tokens set
+    ("1 token", the proofread sweep flagged "1 tokens"),
     not as what prefill and large batches save."""
     r = api_get(client, "rmsnorm-fusion", tokens=1)
     answer = section_text(client, 15, "answer",
                           calculator_query(p15.CALCULATOR, p15.PREFIX, tokens=1))
     saved = seconds_format(r["pass_saved_seconds"])
-    assert f"A forward pass of 1 tokens saves {saved}." in answer
+    assert f"A forward pass of 1 token saves {saved}." in answer
     assert "where a forward pass saves" not in answer
 
 
