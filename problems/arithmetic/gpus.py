@@ -186,6 +186,15 @@ def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurr
                               context_tokens=context_tokens, mfu=mfu,
                               bandwidth_efficiency=bandwidth_efficiency)
 
+    pre = prefill_point_model(
+        model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
+        tokens=context_tokens, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency)
+    if n > 1:
+        pre = {**pre, "compute": pre["compute"] / n, "memory": pre["memory"] / n,
+               "flops": pre["flops"] / n,
+               "seconds": max(pre["compute"], pre["memory"]) / n
+               + tp_comm_seconds(model=model, gpu=gpu, tp=n, tokens=context_tokens)}
+    point["prefill"] = pre
     decode = step(batch)
     if tpot_seconds is not None and decode["seconds"] > tpot_seconds:
         # The step grows with the batch: the largest batch that meets the target, by bisection.
@@ -200,15 +209,6 @@ def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurr
         if batch == 0:
             return point
         decode = step(batch)
-    pre = prefill_point_model(
-        model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
-        tokens=context_tokens, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency)
-    if n > 1:
-        pre = {**pre, "compute": pre["compute"] / n, "memory": pre["memory"] / n,
-               "flops": pre["flops"] / n,
-               "seconds": max(pre["compute"], pre["memory"]) / n
-               + tp_comm_seconds(model=model, gpu=gpu, tp=n, tokens=context_tokens)}
-    point["prefill"] = pre
     tokens_per_second = batch / decode["seconds"]
     return {
         **point, "decode": decode, "tokens_per_second": tokens_per_second,

@@ -423,6 +423,10 @@ def context(*, request: HttpRequest) -> dict:
         "int4_size_phrase": ratio_phrase(weights["int4"], weights["bf16"], more="larger than",
                                          less="smaller than", same="about the same size as"),
         "gpus_has_fp4": bool(g.fp4_flops),
+        # INT4 deploys on fewer GPUs than the recommended format: the answer says what it saves.
+        "int4_fewer_gpus": bool(by_id["int4"]["deploy_tp"]) and bool(
+            recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"])
+        and by_id["int4"]["deploy_tp"] < recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"],
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
         "memory_kind": g.memory_kind,

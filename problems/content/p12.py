@@ -292,11 +292,12 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         else "none",
         "per_user_text": rate_format(p["tokens_per_second_per_user"], "tokens/s")
         if step else "none",
-        "tpot_capped": p["tpot_capped"],
+        "tpot_capped": p["tpot_capped"], "tpot_unmet": p["tpot_unmet"],
         "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
         "batch_text": count_phrase(p["batch"], "sequence") if fits else "none",
         "capped": p["capped"],
         "waiting_text": count_format(p["waiting"], "conversation"),
+        "waiting_verb": "waits" if p["waiting"] == 1 else "wait",
         "step_time_text": seconds_format(step) if step else why,
         "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step else why,
         # One GPU's decode, price and prefill as the model answer says them.

@@ -264,7 +264,7 @@ def test_one_conversation_is_not_all_1_conversations(client) -> None:
     html = client.get("/pages/06/?p12-gpus-context_tokens=32&p12-gpus-concurrency=1")
     text = " ".join(re.sub(r"<[^>]+>", " ", html.content.decode()).split())
     assert "all 1 conversations" not in text
-    assert "Every GPU holds the one conversation." in text
+    assert "Every GPU holds the one conversation in memory." in text
 
 
 def test_a_model_no_gpu_holds_still_has_its_prefill_flops_counted(client) -> None:
@@ -319,7 +319,7 @@ def test_light_traffic_is_priced_by_the_hour_not_at_full_batch(client) -> None:
     assert "the bill is the hourly price of the smallest replica" in worked
     assert "capacity is not what decides this" in answer
     default = section_text(client, "answer")
-    assert "lean to the NVIDIA B200, the most tokens per dollar at a full batch" in default
+    assert "lean to the NVIDIA B200, the most tokens per dollar at the batch it runs" in default
 
 
 def test_each_gpu_reports_the_speed_one_user_sees(client) -> None:
