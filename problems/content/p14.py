@@ -245,6 +245,8 @@ def context(*, request: HttpRequest) -> dict:
         "target_util_fraction": number_format(inputs["target_utilization"]),
         "throughput_gain_text": f"{number_format(r['throughput_gain'])}×",
         "step_time_ratio_text": f"{number_format(r['step_time_ratio'])}×",
+        # Within 5%, as wording.ratio_phrase counts "about the same".
+        "step_time_same": abs(r["step_time_ratio"] - 1) < 0.05,
         "reserve_text": bytes_short(r["reserve_bytes"]),
         "large_is_larger": inputs["batch_large"] > inputs["batch_small"],
         # The host lengthens both steps past their GPU time, so MFU and MBU over wall time fall.
