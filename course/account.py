@@ -7,9 +7,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from course.api_keys import api_key_create, api_key_revoke, api_keys_for
+from course.api_keys import TooManyKeys, api_key_create, api_key_revoke, api_keys_for
 from course.forms import DescribedErrorsMixin
 from course.openai_api import model_id
+from problems.arithmetic.wording import count_phrase
 
 
 class ApiKeyForm(DescribedErrorsMixin, forms.Form):
@@ -26,8 +27,12 @@ def account(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            _, new_key = api_key_create(user=request.user, name=form.cleaned_data["name"])
-            form = ApiKeyForm()
+            try:
+                _, new_key = api_key_create(user=request.user, name=form.cleaned_data["name"])
+                form = ApiKeyForm()
+            except TooManyKeys as exc:
+                form.add_error("name", str(exc))
+                status = 400
         else:
             status = 400
     # The new key is in this response only: it is never stored, so never shown again.
@@ -36,6 +41,8 @@ def account(request: HttpRequest) -> HttpResponse:
         "model_id": model_id(), "base_url": request.build_absolute_uri("/v1"),
         "requests_per_minute": settings.API_KEY_REQUESTS_PER_MINUTE,
         "tokens_per_minute": settings.API_KEY_TOKENS_PER_MINUTE,
+        "concurrent": count_phrase(settings.API_CONCURRENT_PER_USER, "request"),
+        "keys_max": count_phrase(settings.API_KEYS_PER_USER, "key"),
     }, status=status)
     response["Cache-Control"] = "no-store"
     return response

@@ -6,4 +6,7 @@ class CourseConfig(AppConfig):
     verbose_name = "Course"
 
     def ready(self) -> None:
-        from course import signals  # noqa: F401  (merge session progress into the account on login)
+        from course import (  # noqa: F401
+            checks,  # the site's own system checks
+            signals,  # merge session progress into the account on login
+        )

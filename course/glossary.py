@@ -36,8 +36,10 @@ TERMS: tuple[Term, ...] = (
     Term("prefill", "Prefill",
          "Processing a request's prompt: in as few forward passes as each step's token budget "
          "allows (a long prompt goes in chunks), filling the KV cache and yielding the first "
-         "output token. Limited by arithmetic once the prompt is more than a few hundred tokens; "
-         "shorter ones still have to read every weight once."),
+         "output token. For a dense model, limited by arithmetic once the prompt is more than a "
+         "few hundred tokens (an MoE's crossover comes later, scaled by its total over "
+         "active parameters); shorter ones still have to read every weight "
+         "once."),
     Term("decode", "Decode",
          "Every step after prefill: one forward pass that adds one token to each running "
          "sequence. Limited by how fast memory can be read: batching shares the weight reads, "

@@ -55,8 +55,12 @@ def fleet_metrics_texts(client: redis.Redis) -> dict[str, str]:
 
 
 def _allowed(request: HttpRequest) -> bool:
+    from demos.services import client_address_for_request
+
+    # The client as the limits see it: behind a proxy on the same host, REMOTE_ADDR is always
+    # 127.0.0.1, which made /metrics public.
     allowed = settings.METRICS_ALLOWED_IPS
-    return "*" in allowed or request.META.get("REMOTE_ADDR", "") in allowed
+    return "*" in allowed or (client_address_for_request(request) or "") in allowed
 
 
 @never_cache

@@ -12,11 +12,25 @@ Server-Sent Events chunks (`stream: true`) or as one JSON body. A client that go
 mid-answer sets the request's cancel flag, and the worker aborts it at once (its KV blocks
 return). Each key's prompts are cached apart: the prefix cache is salted per key.
 
-Besides OpenAI's parameters, `ignore_eos` (vLLM's extension, `extra_body` in the OpenAI client)
-keeps a request going to max_tokens.
+Sampling: temperature, top_p, seed, stop, n (samples share the prompt's KV blocks), the
+presence and frequency penalties, logprobs (chat: logprobs/top_logprobs; completions: logprobs
+0-5), and vLLM's extensions `top_k` and `ignore_eos` (keep going to max_tokens), sent as
+`extra_body` by the OpenAI client. A prompt whose tokens plus max_tokens pass the model's
+context is refused with 400 (naming both), not cut short. Tools, response_format, logit_bias,
+echo and suffix are refused with 400 naming the parameter: this engine cannot honour them.
 
-Errors use OpenAI's body, {"error": {"message", "type", "param", "code"}}, with its status
-codes: 400 bad input, 401 no or bad key, 404 unknown model, 429 over a limit (Retry-After).
+Every answer under /v1, errors included, is JSON; errors use OpenAI's body,
+{"error": {"message", "type", "param", "code"}}, with its status codes: 400 bad input (not JSON,
+invalid Unicode, numbers too long, nesting too deep, a prompt past API_MAX_PROMPT_CHARS), 401
+no or bad key, 404 unknown model or route, 405 wrong method, 413 a body past
+API_MAX_BODY_BYTES, 429 over a limit (Retry-After), 503 Redis or the workers not answering
+(Retry-After). `course.middleware.v1_json_errors` turns whatever else Django would answer in
+HTML (a 500, a bad Host header) into the same body.
+
+Limits count per account (course/api_keys.py): requests and tokens over a sliding minute, and
+requests running at once; the tokens a request may use (its prompt, bounded by the model's
+context, and max_tokens) are reserved before it is sent to a worker, and what it did not use
+is refunded when it ends. The engine serves owners fairly: the request's owner is its account.
 """
 
 import asyncio
@@ -30,11 +44,13 @@ import redis
 import redis.asyncio as aioredis
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.urls import path
+from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from course import api_keys
+from course.json_input import JsonInputError, json_strict_loads
 from demos import events
 
 logger = logging.getLogger(__name__)
@@ -42,7 +58,21 @@ logger = logging.getLogger(__name__)
 # How long the web waits for a worker to take a request up, and for each next event, seconds.
 ACCEPT_TIMEOUT_S = 30
 EVENT_TIMEOUT_S = 60
+# What a client is told to wait when Redis (the broker and the event bus) does not answer.
+UNAVAILABLE_RETRY_S = 5
+# While no event comes, how often the relay checks that the worker's heartbeat is still there.
+HEARTBEAT_CHECK_S = 3
 _ROLES = ("system", "user", "assistant")
+N_MAX = 64  # samples of one prompt (the engine's own limit; max_num_seqs may lower it)
+# OpenAI parameters this engine cannot honour, each with the values that ask for nothing:
+# refused with a 400 naming them rather than silently ignored.
+_UNSUPPORTED = (
+    ("tools", ([],)), ("tool_choice", ("none",)), ("functions", ([],)),
+    ("function_call", ("none",)), ("parallel_tool_calls", ()),
+    ("response_format", ({"type": "text"},)), ("logit_bias", ({},)), ("echo", (False,)),
+    ("suffix", ("",)), ("audio", ()), ("modalities", (["text"],)), ("prediction", ()),
+    ("web_search_options", ()), ("reasoning_effort", ()),
+)
 
 
 def model_id() -> str:
@@ -65,6 +95,38 @@ class ApiError(Exception):
         for name, value in self.headers.items():
             response[name] = value
         return response
+
+
+def unavailable(what: str = "the service that hands requests to the workers") -> ApiError:
+    return ApiError(503, f"{what} is not answering; try again in {UNAVAILABLE_RETRY_S} s.",
+                    kind="server_error", code="service_unavailable",
+                    headers={"Retry-After": str(UNAVAILABLE_RETRY_S)})
+
+
+def body_parse(request: HttpRequest) -> object:
+    """The request's JSON body, or ApiError: 413 past API_MAX_BODY_BYTES, 400 for anything
+    course.json_input refuses (not JSON, invalid Unicode, too deep, numbers too long)."""
+    limit = settings.API_MAX_BODY_BYTES
+    too_big = ApiError(413, f"the body is over the limit of {limit:,} bytes",
+                       code="request_too_large")
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "Content-Length must be a whole number") from None
+    if declared > limit:
+        raise too_big
+    try:
+        # At most one byte past the limit: a body sent without a Content-Length (chunked) is
+        # never read whole into memory to find out it is too big.
+        raw = request.read(limit + 1)
+    except RequestDataTooBig:
+        raise too_big from None
+    if len(raw) > limit:
+        raise too_big
+    try:
+        return json_strict_loads(raw or b"null")
+    except JsonInputError as exc:
+        raise ApiError(400, exc.message, code="invalid_json") from None
 
 
 # Parsing ---------------------------------------------------------------------------------------
@@ -115,16 +177,28 @@ def request_parse(body: dict, *, chat: bool) -> dict:
             prompt = prompt[0]
         if not isinstance(prompt, str) or not prompt:
             raise ApiError(400, "prompt must be a non-empty string", param="prompt")
-    for name, supported in (("n", 1), ("best_of", 1)):
-        if body.get(name) not in (None, supported):
-            raise ApiError(400, f"{name} must be 1 here", param=name)
-    if body.get("logprobs") not in (None, False) or body.get("echo"):
-        name = "logprobs" if body.get("logprobs") not in (None, False) else "echo"
-        raise ApiError(400, f"{name} is not supported", param=name)
+    # Before anything counts tokens: a prompt this long can never fit the model's context.
+    chars = len(prompt) if prompt is not None else sum(len(m["content"]) for m in messages)
+    if chars > settings.API_MAX_PROMPT_CHARS:
+        name = "messages" if chat else "prompt"
+        raise ApiError(400, f"{name} holds {chars:,} characters; the limit is "
+                       f"{settings.API_MAX_PROMPT_CHARS:,}", param=name,
+                       code="context_length_exceeded")
+    for name, neutral in _UNSUPPORTED:
+        if body.get(name) not in (None, *neutral):
+            raise ApiError(400, f"{name} is not supported by this server", param=name)
+    n = body.get("n", 1) if body.get("n") is not None else 1
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= N_MAX:
+        raise ApiError(400, f"n must be an integer from 1 to {N_MAX}", param="n")
+    if body.get("best_of") not in (None, n):
+        raise ApiError(400, "best_of must equal n here (the server returns every sample)",
+                       param="best_of")
+    logprobs = _logprobs(body, chat=chat)
     limit = settings.API_MAX_TOKENS
     max_name = "max_completion_tokens" if chat and "max_completion_tokens" in body \
         else "max_tokens"
     max_tokens = body.get(max_name)
+    max_tokens_given = max_tokens is not None
     if max_tokens is None:
         max_tokens = min(limit, 256) if chat else 16  # OpenAI's completions default is 16
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or \
@@ -142,7 +216,11 @@ def request_parse(body: dict, *, chat: bool) -> dict:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise ApiError(400, "stream must be true or false", param="stream")
-    options = body.get("stream_options") or {}
+    options = body.get("stream_options")
+    if options is not None and not stream:
+        raise ApiError(400, "stream_options is only allowed when stream is true",
+                       param="stream_options")
+    options = options or {}
     if not isinstance(options, dict):
         raise ApiError(400, "stream_options must be an object", param="stream_options")
     # vLLM's extension: keep going past end-of-sequence up to max_tokens (benchmarks use it).
@@ -152,12 +230,46 @@ def request_parse(body: dict, *, chat: bool) -> dict:
     top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
     if top_p == 0:
         raise ApiError(400, "top_p must be above 0", param="top_p")
+    # vLLM's extension: keep only the k most likely tokens; -1 (vLLM's off) or 0 for all.
+    top_k = body.get("top_k")
+    top_k = 0 if top_k is None else top_k
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < -1:
+        raise ApiError(400, "top_k must be an integer: -1 or 0 for no cut, or k >= 1",
+                       param="top_k")
     return {
         "messages": messages, "prompt": prompt, "max_tokens": max_tokens,
+        "max_tokens_given": max_tokens_given, "max_tokens_name": max_name,
         "temperature": _number(body, "temperature", 1.0, 0.0, 2.0), "top_p": top_p,
+        "top_k": max(top_k, 0), "n": n, "logprobs": logprobs,
+        "presence_penalty": _number(body, "presence_penalty", 0.0, -2.0, 2.0),
+        "frequency_penalty": _number(body, "frequency_penalty", 0.0, -2.0, 2.0),
         "stop": stop, "seed": seed, "stream": stream, "ignore_eos": ignore_eos,
         "include_usage": bool(options.get("include_usage")),
     }
+
+
+def _logprobs(body: dict, *, chat: bool) -> int | None:
+    """How many alternatives each token's logprobs carry (None: no logprobs). Chat asks with
+    `logprobs: true` and `top_logprobs` (0 to 20); completions with `logprobs` (0 to 5)."""
+    if chat:
+        wanted = body.get("logprobs")
+        if wanted not in (None, True, False):
+            raise ApiError(400, "logprobs must be true or false", param="logprobs")
+        top = body.get("top_logprobs")
+        if top is None:
+            return 0 if wanted else None
+        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
+            raise ApiError(400, "top_logprobs must be an integer from 0 to 20",
+                           param="top_logprobs")
+        if not wanted:
+            raise ApiError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
+        return top
+    wanted = body.get("logprobs")
+    if wanted is None:
+        return None
+    if isinstance(wanted, bool) or not isinstance(wanted, int) or not 0 <= wanted <= 5:
+        raise ApiError(400, "logprobs must be an integer from 0 to 5", param="logprobs")
+    return wanted
 
 
 # Authentication and limits ---------------------------------------------------------------------
@@ -167,21 +279,73 @@ def _redis() -> redis.Redis:
     return events.redis_client(settings.REDIS_URL)
 
 
-async def _key_for(request: HttpRequest):  # noqa: ANN202
+def _auth_failures_key(address: str | None) -> str:
+    return f"course:ratelimit:authfail:{address or 'unknown'}:{int(time.time() // 60)}"
+
+
+def _key_lookup(request: HttpRequest):  # noqa: ANN202
+    """The request's active key, or ApiError: 401, or 429 once this address has failed
+    API_AUTH_FAILURES_PER_MINUTE lookups this minute (guessing keys gets nowhere anyway, but
+    each guess costs a database query)."""
+    from demos.services import client_address_for_request
+
+    failures_key = _auth_failures_key(client_address_for_request(request))
+    client = _redis()
+    if int(client.get(failures_key) or 0) >= settings.API_AUTH_FAILURES_PER_MINUTE:
+        retry = max(1, int(60 - time.time() % 60))
+        raise ApiError(429, f"Too many requests with a wrong key from your address; try again "
+                       f"in {retry} s.", kind="requests", code="rate_limit_exceeded",
+                       headers={"Retry-After": str(retry)})
     header = request.headers.get("Authorization", "")
     raw = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
-    key = await sync_to_async(api_keys.api_key_authenticate)(raw=raw) if raw else None
+    key = api_keys.api_key_authenticate(raw=raw) if raw else None
     if key is None:
+        pipe = client.pipeline(transaction=False)
+        pipe.incr(failures_key)
+        pipe.expire(failures_key, 61)
+        pipe.execute()
         raise ApiError(401, "Incorrect or missing API key. Make one at /account/ and send it as "
                        "'Authorization: Bearer <key>'.", code="invalid_api_key")
-    try:
-        await sync_to_async(api_keys.api_key_rate_check)(_redis(), key_id=key.pk)
-    except api_keys.RateLimited as limited:
-        raise ApiError(429, f"Rate limit reached for this key: {limited.limit} "
-                       f"{limited.kind} per minute. Try again in {limited.retry_after_s} s.",
-                       kind=limited.kind, code="rate_limit_exceeded",
-                       headers={"Retry-After": str(limited.retry_after_s)}) from None
     return key
+
+
+def _limited(limited: api_keys.RateLimited) -> ApiError:
+    what = (f"{limited.limit} requests running at once" if limited.kind == "concurrent" else
+            f"{limited.limit:,} {limited.kind} per minute")
+    return ApiError(429, f"Rate limit reached for this account: {what}. Try again in "
+                    f"{limited.retry_after_s} s.", kind=limited.kind,
+                    code="rate_limit_exceeded",
+                    headers={"Retry-After": str(limited.retry_after_s)})
+
+
+async def _key_for(request: HttpRequest, *, request_id: str | None = None,
+                   reserve_tokens: int = 0):  # noqa: ANN202
+    """Authenticate, then admit one request against the account's limits (with a seat and a
+    token reservation when it is a completion, `request_id`)."""
+    key = await sync_to_async(_key_lookup)(request)
+    try:
+        await sync_to_async(api_keys.api_key_admit)(
+            _redis(), user_id=key.user_id, request_id=request_id or uuid.uuid4().hex,
+            reserve_tokens=reserve_tokens, seat=request_id is not None)
+    except api_keys.RateLimited as limited:
+        raise _limited(limited) from None
+    return key
+
+
+def _reservation(payload: dict) -> int:
+    """The most tokens a request can use, before the worker counts its prompt: its prompt's
+    UTF-8 bytes (no byte-level token is shorter than a byte; a chat template adds a few per
+    message) bounded by the model's context, plus max_tokens; never past the token limit."""
+    from demos.params import prompt_context_tokens
+
+    if payload["prompt"] is not None:
+        prompt = len(payload["prompt"].encode()) + 8
+    else:
+        prompt = sum(len(m["content"].encode()) + 8 for m in payload["messages"])
+    context = prompt_context_tokens(settings.ENGINE_MODEL)
+    if context:
+        prompt = min(prompt, context)
+    return min(prompt + payload["max_tokens"], settings.API_KEY_TOKENS_PER_MINUTE)
 
 
 # The relay -------------------------------------------------------------------------------------
@@ -190,17 +354,33 @@ async def _key_for(request: HttpRequest):  # noqa: ANN202
 class _Relay:
     """Reads one request's events from Redis; cancels it if the reader stops early."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, *, user_id: int | None = None) -> None:
+        self.request_id, self.user_id = request_id, user_id
         self.run_id = f"v1-{request_id}"
         self.key = events.events_key(self.run_id)
         self.last_id = "0-0"
         self.ended = False
+        # What the request used, for the account's token limit when it ends.
+        self.prompt_tokens: int | None = None
+        self.produced = 0
+        self.total_tokens: int | None = None
+        self.accepted = False  # from then on the worker's heartbeat says it is alive
         self.client = aioredis.Redis.from_url(settings.REDIS_URL, decode_responses=True,
                                               socket_timeout=15)
 
     async def next_events(self, timeout_s: float) -> list[events.Event]:
         deadline = time.monotonic() + timeout_s
+        checked = time.monotonic()
         while time.monotonic() < deadline:
+            if self.accepted and time.monotonic() - checked > HEARTBEAT_CHECK_S:
+                checked = time.monotonic()
+                if not await self.client.exists(events.heartbeat_key(self.run_id)):
+                    # The worker died mid-answer (its heartbeat expired): say so now, not
+                    # after EVENT_TIMEOUT_S of silence.
+                    self.ended = True
+                    raise ApiError(503, "the worker serving this request stopped; try again",
+                                   kind="server_error", code="worker_lost",
+                                   headers={"Retry-After": str(UNAVAILABLE_RETRY_S)})
             reply = await self.client.xread({self.key: self.last_id}, block=1000, count=100)
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -212,10 +392,16 @@ class _Relay:
                 out = []
                 for entry_id, fields in reply[0][1]:
                     self.last_id = entry_id
-                    out.append(events.Event.from_entry(entry_id, fields))
+                    event = events.Event.from_entry(entry_id, fields)
+                    if event.type == "delta":
+                        self.produced += int(event.data.get("tokens", 0))
+                    elif event.type == "done":
+                        self.total_tokens = int(event.data["usage"]["total_tokens"])
+                    out.append(event)
                 return out
         raise ApiError(503, "no worker answered in time; is an engine worker running?",
-                       kind="server_error", code="worker_timeout")
+                       kind="server_error", code="worker_timeout",
+                       headers={"Retry-After": str(UNAVAILABLE_RETRY_S)})
 
     async def close(self) -> None:
         if not self.ended:
@@ -225,20 +411,46 @@ class _Relay:
                                       ttl_s=600)
             except redis.RedisError:
                 logger.warning("could not cancel %s after its client left", self.run_id)
+        self.settle()
         try:
             await self.client.aclose()
         except Exception:  # half-closed by a cancellation
             pass
 
 
+    def settle(self) -> None:
+        """Free the request's seat and charge what it used: its usage when it finished; its
+        prompt and the tokens produced so far when the client left; nothing when no worker
+        took it up."""
+        if self.user_id is None:
+            return
+        used = self.total_tokens
+        if used is None:
+            used = (self.prompt_tokens or 0) + self.produced
+        try:
+            api_keys.api_key_settle(_redis(), user_id=self.user_id,
+                                    request_id=self.request_id, tokens=used)
+        except redis.RedisError:  # the seat expires by itself (api_keys.SEAT_TTL_S)
+            logger.warning("could not settle %s's tokens", self.run_id)
+        self.user_id = None
+
+
 def _dispatch(payload: dict, *, request_id: str, key) -> None:  # noqa: ANN001
     from worker.celery import app
 
-    worker_payload = {k: payload[k] for k in ("messages", "prompt", "max_tokens", "temperature",
-                                              "top_p", "stop", "seed", "ignore_eos")}
-    worker_payload.update(owner=f"key:{key.pk}", cache_salt=f"key:{key.pk}")
-    app.send_task("worker.v1_generate", args=[request_id, worker_payload],
-                  queue=settings.ENGINE_QUEUE)
+    worker_payload = {k: payload[k] for k in (
+        "messages", "prompt", "max_tokens", "max_tokens_given", "max_tokens_name", "temperature",
+        "top_p", "top_k", "n", "logprobs", "presence_penalty", "frequency_penalty", "stop",
+        "seed", "ignore_eos")}
+    # The engine's fair policy shares it by owner: one account, however many keys, is one.
+    worker_payload.update(owner=f"user:{key.user_id}", cache_salt=f"key:{key.pk}")
+    try:
+        # retry=False: a broker that is down answers now, not after Celery's retries.
+        app.send_task("worker.v1_generate", args=[request_id, worker_payload],
+                      queue=settings.ENGINE_QUEUE, retry=False)
+    except Exception as exc:  # kombu and redis raise several kinds; all mean "not sent"
+        logger.warning("could not send /v1 request %s: %r", request_id, exc)
+        raise unavailable() from None
 
 
 async def _accepted(relay: _Relay) -> tuple[int, list[events.Event]]:
@@ -251,31 +463,39 @@ async def _accepted(relay: _Relay) -> tuple[int, list[events.Event]]:
                 raise ApiError(event.data.get("status", 400), event.data["message"],
                                param=event.data.get("param"))
             if event.type == "accepted":
-                return int(event.data["prompt_tokens"]), batch[i + 1:]
+                relay.accepted = True
+                relay.prompt_tokens = int(event.data["prompt_tokens"])
+                return relay.prompt_tokens, batch[i + 1:]
 
 
-def _spend(key_id: int, usage: dict) -> None:
-    api_keys.api_key_tokens_spend(_redis(), key_id=key_id, tokens=int(usage["total_tokens"]))
+def _reserve(relay: _Relay, tokens: int) -> None:
+    api_keys.api_key_tokens_reserve(_redis(), user_id=relay.user_id,
+                                    request_id=relay.request_id, tokens=tokens)
 
 
 async def _complete(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if request.method != "POST":
         return ApiError(405, "use POST", kind="invalid_request_error").response()
     try:
-        try:
-            body = json.loads(request.body or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ApiError(400, "the body must be JSON") from None
-        key = await _key_for(request)
+        body = body_parse(request)
         payload = request_parse(body, chat=chat)
         request_id = uuid.uuid4().hex
-        relay = _Relay(request_id)
-        await sync_to_async(_dispatch)(payload, request_id=request_id, key=key)
+        key = await _key_for(request, request_id=request_id,
+                             reserve_tokens=_reservation(payload))
+        relay = _Relay(request_id, user_id=key.user_id)
         try:
+            await sync_to_async(_dispatch)(payload, request_id=request_id, key=key)
             prompt_tokens, early = await _accepted(relay)
+            await sync_to_async(_reserve)(relay, prompt_tokens + payload["max_tokens"])
+        except redis.RedisError:
+            relay.ended = True  # nothing to cancel: the worker cannot be told anything
+            await relay.close()
+            raise unavailable() from None
         except BaseException:
             await relay.close()
             raise
+    except redis.RedisError:
+        return unavailable().response()
     except ApiError as error:
         return error.response()
     meta = {"id": ("chatcmpl-" if chat else "cmpl-") + request_id, "created": int(time.time()),
@@ -283,17 +503,22 @@ async def _complete(request: HttpRequest, *, chat: bool) -> HttpResponse:
     if payload["stream"]:
         response = StreamingHttpResponse(
             _stream(relay, early, meta=meta, chat=chat, include_usage=payload["include_usage"],
-                    key_id=key.pk), content_type="text/event-stream")
+                    n=payload["n"], logprobs=payload["logprobs"] is not None),
+            content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
     try:
-        text, done = [], None
+        texts: dict[int, list[str]] = {i: [] for i in range(payload["n"])}
+        logprobs: dict[int, list[dict]] = {i: [] for i in range(payload["n"])}
+        done = None
         batch = early
         while done is None:
             for event in batch:
                 if event.type == "delta":
-                    text.append(event.data["text"])
+                    index = int(event.data.get("index", 0))
+                    texts[index].append(event.data["text"])
+                    logprobs[index] += event.data.get("logprobs", [])
                 elif event.type in ("done", "error", "aborted"):
                     done = event
             if done is None:
@@ -302,29 +527,67 @@ async def _complete(request: HttpRequest, *, chat: bool) -> HttpResponse:
         if done.type != "done":
             raise ApiError(done.data.get("status", 500), done.data.get("message", "aborted"),
                            kind="server_error")
-        await sync_to_async(_spend)(key.pk, done.data["usage"])
+    except redis.RedisError:
+        return unavailable().response()
     except ApiError as error:
         return error.response()
     finally:
         await relay.close()  # also when the client left mid-wait (the view is cancelled)
-    content = "".join(text)
-    choice = ({"index": 0, "message": {"role": "assistant", "content": content},
-               "logprobs": None, "finish_reason": done.data["finish_reason"]} if chat else
-              {"index": 0, "text": content, "logprobs": None,
-               "finish_reason": done.data["finish_reason"]})
+    choices = []
+    for index in range(payload["n"]):
+        content = "".join(texts[index])
+        finish = _finishes(done.data)[index]
+        lp = (_logprobs_body(logprobs[index], chat=chat)
+              if payload["logprobs"] is not None else None)
+        choices.append({"index": index, "message": {"role": "assistant", "content": content},
+                        "logprobs": lp, "finish_reason": finish} if chat else
+                       {"index": index, "text": content, "logprobs": lp,
+                        "finish_reason": finish})
     return JsonResponse({**meta, "object": "chat.completion" if chat else "text_completion",
-                         "choices": [choice], "usage": done.data["usage"]})
+                         "choices": choices, "usage": done.data["usage"]})
+
+
+def _finishes(done: dict) -> list[str]:
+    return done.get("finish_reasons") or [done["finish_reason"]]
+
+
+def _logprobs_body(entries: list[dict], *, chat: bool, offset: int = 0) -> dict:
+    """OpenAI's logprobs object for some tokens (from the worker's {token, logprob, top}):
+    chat's `content` list, or completions' parallel lists (text_offset counts each token's
+    own text from `offset`)."""
+    if chat:
+        def item(token: str, logprob: float) -> dict:
+            return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+        return {"content": [{**item(e["token"], e["logprob"]),
+                             "top_logprobs": [item(t, lp) for t, lp in e["top"]]}
+                            for e in entries]}
+    offsets = []
+    for e in entries:
+        offsets.append(offset)
+        offset += len(e["token"])
+    return {"tokens": [e["token"] for e in entries],
+            "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [dict(e["top"]) for e in entries], "text_offset": offsets}
 
 
 async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include_usage: bool,
-                  key_id: int):
-    """SSE chunks: (chat) a role chunk first, text deltas, a finish chunk; the usage chunk
-    when asked; `data: [DONE]`."""
+                  n: int = 1, logprobs: bool = False):
+    """SSE chunks: (chat) a role chunk per sample first, text deltas, a finish chunk per
+    sample; the usage chunk when asked; `data: [DONE]`, after an error too."""
     kind = "chat.completion.chunk" if chat else "text_completion"
+    offsets = [0] * n  # completions' text_offset, per sample
 
-    def chunk(delta: dict | None, text: str = "", finish: str | None = None) -> str:
-        choice = ({"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}
-                  if chat else {"index": 0, "text": text, "logprobs": None,
+    def chunk(delta: dict | None, text: str = "", finish: str | None = None, index: int = 0,
+              lp: list | None = None) -> str:
+        lp_body = None
+        if logprobs and lp is not None:
+            lp_body = _logprobs_body(lp, chat=chat, offset=offsets[index])
+            if not chat:
+                offsets[index] += sum(len(e["token"]) for e in lp)
+        choice = ({"index": index, "delta": delta or {}, "logprobs": lp_body,
+                   "finish_reason": finish}
+                  if chat else {"index": index, "text": text, "logprobs": lp_body,
                                 "finish_reason": finish})
         body = {**meta, "object": kind, "choices": [choice]}
         if include_usage:
@@ -333,17 +596,20 @@ async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include
 
     try:
         if chat:
-            yield chunk({"role": "assistant", "content": ""})
+            for index in range(n):
+                yield chunk({"role": "assistant", "content": ""}, index=index)
         batch = early
         while True:
             for event in batch:
                 if event.type == "delta":
-                    yield chunk({"content": event.data["text"]}, event.data["text"])
+                    text, index = event.data["text"], int(event.data.get("index", 0))
+                    yield chunk({"content": text}, text, index=index,
+                                lp=event.data.get("logprobs", []))
                 elif event.type == "done":
                     relay.ended = True
-                    yield chunk({}, "", event.data["finish_reason"])
+                    for index, finish in enumerate(_finishes(event.data)):
+                        yield chunk({}, "", finish, index=index)
                     usage = event.data["usage"]
-                    await sync_to_async(_spend)(key_id, usage)
                     if include_usage:
                         last = {**meta, "object": kind, "choices": [], "usage": usage}
                         yield f"data: {json.dumps(last)}\n\n"
@@ -354,14 +620,24 @@ async def _stream(relay: _Relay, early: list, *, meta: dict, chat: bool, include
                     error = {"message": event.data.get("message", "aborted"),
                              "type": "server_error", "param": None, "code": None}
                     yield f"data: {json.dumps({'error': error})}\n\n"
+                    yield "data: [DONE]\n\n"  # the stream still ends as every stream does
                     return
             batch = await relay.next_events(EVENT_TIMEOUT_S)
     except ApiError as error:
         body = {"error": {"message": error.message, "type": error.kind, "param": None,
                           "code": error.code}}
         yield f"data: {json.dumps(body)}\n\n"
+        yield "data: [DONE]\n\n"
     except asyncio.CancelledError:
         raise  # the client left: close() below cancels the request in the worker
+    except Exception as exc:  # Redis lost mid-stream, or a bug: the stream still ends in words
+        logger.warning("/v1 stream %s ended by %r", relay.run_id, exc)
+        error = unavailable("the event bus") if isinstance(exc, redis.RedisError) else ApiError(
+            500, "the server hit an internal error (it has been logged)", kind="server_error")
+        body = {"error": {"message": error.message, "type": error.kind, "param": None,
+                          "code": error.code}}
+        yield f"data: {json.dumps(body)}\n\n"
+        yield "data: [DONE]\n\n"
     finally:
         await relay.close()
 
@@ -374,6 +650,8 @@ async def models_list(request: HttpRequest) -> JsonResponse:
         return ApiError(405, "use GET").response()
     try:
         await _key_for(request)
+    except redis.RedisError:
+        return unavailable().response()
     except ApiError as error:
         return error.response()
     return JsonResponse({"object": "list", "data": [
@@ -390,8 +668,16 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     return await _complete(request, chat=True)
 
 
+@csrf_exempt
+async def unknown_route(request: HttpRequest, rest: str = "") -> JsonResponse:
+    return ApiError(404, f"Unknown route: {request.method} /v1/{rest}. This server serves "
+                    "/v1/models, /v1/completions and /v1/chat/completions.",
+                    code="unknown_url").response()
+
+
 urlpatterns = [
     path("models", models_list, name="v1_models"),
     path("completions", completions, name="v1_completions"),
     path("chat/completions", chat_completions, name="v1_chat_completions"),
+    re_path(r"^(?P<rest>.*)$", unknown_route, name="v1_unknown"),
 ]

@@ -220,15 +220,18 @@ def _tag(owner: str) -> str:
     return salted_hmac("course.practice.owner", owner).hexdigest()[:20]
 
 
-def practice_owner_tags(request: HttpRequest) -> tuple[str, str]:
+def practice_owner_tags(request: HttpRequest, *, create: bool = True) -> tuple[str, str]:
     """Who owns a draft kept in the browser, as an opaque tag (never the id itself), and the tag
     of the visitor merged into this account at login ("" when none): drafts are stored under the
-    owner's tag, so a second person on the same browser never sees the first one's answer."""
+    owner's tag, so a second person on the same browser never sees the first one's answer.
+    Without `create`, an anonymous visitor with no id yet gets a tag for this page only, and no
+    session is written for them."""
     if request.user.is_authenticated:
         merged = request.session.get(MERGED_VISITOR_KEY)
         return (_tag(f"user:{request.user.pk}"),
                 _tag(f"visitor:{merged}") if isinstance(merged, str) and merged else "")
-    return _tag(f"visitor:{_visitor_id(request, create=True)}"), ""
+    visitor = _visitor_id(request, create=create) or f"page-{uuid.uuid4().hex}"
+    return _tag(f"visitor:{visitor}"), ""
 
 
 def answer_clean(answer: str) -> str:

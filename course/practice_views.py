@@ -3,6 +3,7 @@
 import time
 import uuid
 
+from django.conf import settings
 from django.core import signing
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,6 +18,7 @@ from course.practice import (
     MINUTES_MIN,
     PracticeSheet,
 )
+from course.throttle import address_of, new_session_allowed, window_take
 from problems.calculators.registry import Drawn
 from problems.plots import Plot, Series, plot_figure, plot_table
 from problems.registry import PAGES, Problem, page_get, problem_get
@@ -91,6 +93,14 @@ def practice_review(request: HttpRequest, page: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
+def _attempts_owner(request: HttpRequest) -> str:
+    """Whom practice attempts count against: the account, or for anonymous visitors their
+    address (dropping the cookie makes a new visitor every time)."""
+    if request.user.is_authenticated:
+        return f"user:{request.user.pk}"
+    return f"addr:{address_of(request)}"
+
+
 def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
     problem, sheet = _sheet_or_404(request, number)
     errors: dict[str, str] = {}
@@ -109,6 +119,16 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
         if len(answer) > ANSWER_MAX_CHARS:
             errors["answer"] = (f"Answers are limited to {ANSWER_MAX_CHARS:,} characters; this "
                                 f"one has {len(answer):,}. Shorten it and submit again.")
+        if not errors:
+            # Before anything is written: a new visitor's session, then this visitor's (or
+            # account's) attempts this hour (300 answers of 20,000 characters added 6 MB).
+            retry = new_session_allowed(request) or window_take(
+                scope=f"practice:{_attempts_owner(request)}", window_s=3600,
+                limit=settings.PRACTICE_ATTEMPTS_PER_HOUR)
+            if retry:
+                errors["answer"] = (f"Too many answers were saved from here in the last hour; "
+                                    f"your answer is kept below: submit it again in "
+                                    f"{max(1, round(retry / 60))} minutes.")
         if not errors:
             seconds_used = max(0, round(time.time() - started["t"]))
             attempt = practice.attempt_start(request=request, problem=problem, sheet=sheet,
@@ -129,7 +149,10 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
         status = 200
     seconds_limit = minutes * 60
     started_token, nonce = _started_token(problem, seconds_limit)
-    owner, owner_merged = practice.practice_owner_tags(request)
+    # Showing the interview gives a new visitor an id (a session row): within the address's
+    # allowance of new sessions, else a tag for this page only (cookie-less GETs made rows).
+    owner, owner_merged = practice.practice_owner_tags(
+        request, create=request.method == "GET" and not new_session_allowed(request))
     return render(request, "course/practice_interview.html", {
         "problem": problem, "sheet": sheet, "minutes": minutes, "seconds_limit": seconds_limit,
         "started": started_token, "nonce": nonce, "answer": answer, "errors": errors,

@@ -63,15 +63,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def redis_server_start(*, directory: Path, timeout: float = 10.0) -> RedisHandle:
-    """Start a private, non-persistent redis-server on a free loopback port."""
+def redis_server_start(*, directory: Path, timeout: float = 10.0, port: int | None = None,
+                       preexec_fn=None) -> RedisHandle:  # noqa: ANN001
+    """Start a private, non-persistent redis-server on a loopback port (a free one unless
+    `port` is given: a restart keeps the address the other processes know)."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     process = subprocess.Popen(
         [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
          "--appendonly", "no", "--dir", str(directory), "--logfile", "redis.log"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=preexec_fn,
     )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + timeout
@@ -85,8 +88,9 @@ def redis_server_start(*, directory: Path, timeout: float = 10.0) -> RedisHandle
     raise RuntimeError(f"redis-server did not start; see {directory / 'redis.log'}")
 
 
-def redis_resolve(*, env_url: str | None, directory: Path) -> RedisHandle:
+def redis_resolve(*, env_url: str | None, directory: Path,
+                  preexec_fn=None) -> RedisHandle:  # noqa: ANN001
     """REDIS_URL when set and answering, otherwise a private server under `directory`."""
     if env_url and redis_answers(env_url):
         return RedisHandle(url=env_url, process=None)
-    return redis_server_start(directory=directory)
+    return redis_server_start(directory=directory, preexec_fn=preexec_fn)

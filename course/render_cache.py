@@ -75,3 +75,52 @@ def render_cached(key: tuple | None, render: Callable[[], str]) -> str:
     if key is None or not getattr(settings, "RENDER_CACHE", True):
         return render()
     return fragments.get_or_render(key, render)
+
+
+class ValueCache:
+    """Like FragmentCache, for computed values (a problem's worked figures) rather than HTML:
+    bounded by entries, least recently used first out. The values must not be changed by
+    whoever reads them (templates only read)."""
+
+    def __init__(self, *, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[Hashable, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], object]) -> object:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return self._entries[key]
+            self.misses += 1
+        value = compute()
+        with self._lock:
+            self._entries.setdefault(key, value)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+
+# Each problem's worked figures by its query (every content module reads request.GET only):
+# page 01's two problems computed 14 calculators' steps and plots on every view, about 80% of
+# the page's render.
+contexts = ValueCache(max_entries=int(getattr(settings, "RENDER_CACHE_CONTEXTS", 512)))
+
+
+def whole_query_key(query: Mapping | None) -> tuple | None:
+    """Every item of the query, sorted, as a hashable key; None when too long to keep."""
+    if not query:
+        return ()
+    lists = query.lists() if hasattr(query, "lists") else ((k, [v]) for k, v in query.items())
+    items = tuple(sorted((k, tuple(str(v) for v in values)) for k, values in lists))
+    if sum(len(k) + sum(len(v) for v in values) for k, values in items) > KEY_CHARS_MAX:
+        return None
+    return items

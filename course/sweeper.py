@@ -28,6 +28,23 @@ def _lock_take(name: str, seconds: float) -> bool:
     return bool(redis().set(f"{LOCK_PREFIX}{name}", "1", nx=True, ex=max(1, int(seconds))))
 
 
+def login_records_prune() -> int:
+    """Delete django-axes' failed-login rows whose cool-off has passed (they lock nothing any
+    more; before, only a later attempt cleaned them) and its successful-login records older
+    than AXES_ACCESS_LOG_KEEP_DAYS. Returns how many rows went."""
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt, AccessLog
+    from django.utils import timezone
+
+    now = timezone.now()
+    attempts, _ = AccessAttempt.objects.filter(
+        attempt_time__lt=now - settings.AXES_COOLOFF_TIME).delete()
+    logs, _ = AccessLog.objects.filter(
+        attempt_time__lt=now - timedelta(days=settings.AXES_ACCESS_LOG_KEEP_DAYS)).delete()
+    return attempts + logs
+
+
 def site_sweep(*, interval_s: float | None = None) -> dict | None:
     """One sweep, unless another process swept within `interval_s`: what it did, or None."""
     from django.contrib.sessions.backends.db import SessionStore
@@ -42,6 +59,7 @@ def site_sweep(*, interval_s: float | None = None) -> dict | None:
             and _lock_take("sessions", SESSIONS_EVERY_S)):
         SessionStore.clear_expired()
         done["sessions_cleared"] = True
+        done["login_records_pruned"] = login_records_prune()
     return done
 
 

@@ -2,17 +2,19 @@
 
 from django.conf import settings
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from course.forms import ReactionForm, SignupForm
+from course.forms import LoginForm, ReactionForm, SignupForm
 from course.glossary import TERMS
 from course.plan import PLAN
 from course.practice import review_on_page_marked, reviews_due
 from course.progress import progress_mark, progress_summary
+from course.throttle import address_of, new_session_allowed, window_take
 from problems.arithmetic.numbers import numbers_sheet
 from problems.arithmetic.reaction import reaction_texts
 from problems.registry import PAGES, PROBLEMS, SECTIONS, Page, page_get, problem_get
@@ -73,6 +75,9 @@ def progress_update(request: HttpRequest, number: str) -> HttpResponse:
     done = request.POST.get("done")
     if done not in ("0", "1"):
         return HttpResponse("done must be 0 or 1", status=400, content_type="text/plain")
+    retry = new_session_allowed(request)  # checked before a session row is written
+    if retry:
+        return _too_many_sessions(retry)
     progress_mark(request=request, page=page.number, done=done == "1")
     review_on_page_marked(request=request, page=page.number, done=done == "1")
     if request.htmx:
@@ -83,17 +88,50 @@ def progress_update(request: HttpRequest, number: str) -> HttpResponse:
     return redirect(reverse("course:page", args=[page.slug]) + "#progress")
 
 
+def _too_many_sessions(retry: int) -> HttpResponse:
+    response = HttpResponse(f"Too many new visitors from your address in the last hour; try "
+                            f"again in {max(1, round(retry / 60))} minutes, or sign in.",
+                            status=429, content_type="text/plain")
+    response["Retry-After"] = str(retry)
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("course:home")
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        # Accounts are free: an address makes at most SIGNUPS_PER_ADDRESS_PER_HOUR of them.
+        retry = window_take(scope=f"signup:{address_of(request)}",
+                            limit=settings.SIGNUPS_PER_ADDRESS_PER_HOUR, window_s=3600)
+        if retry:
+            form.add_error(None, f"Too many accounts were made from your address in the last "
+                           f"hour; try again in {max(1, round(retry / 60))} minutes.")
+            response = render(request, "registration/signup.html", {"form": form}, status=429)
+            response["Retry-After"] = str(retry)
+            return response
         user = form.save()
         # login() sends user_logged_in, whose receiver merges the session's progress.
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("course:home")
     return render(request, "registration/signup.html", {"form": form})
+
+
+def login_view(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    """Django's login page, refused (the locked-out page) while this address has failed
+    LOGIN_ADDRESS_FAILURE_LIMIT logins within the cool-off, whatever the usernames; django-axes
+    pauses a single address-and-username pair sooner."""
+    if request.method == "POST" and window_take(
+            scope=f"loginfail:{address_of(request)}", take=False,
+            limit=settings.LOGIN_ADDRESS_FAILURE_LIMIT,
+            window_s=settings.AXES_COOLOFF_TIME.total_seconds()):
+        return login_locked_out(request)
+    return _login_page(request, *args, **kwargs)
+
+
+_login_page = auth_views.LoginView.as_view(authentication_form=LoginForm,
+                                           redirect_authenticated_user=True)
 
 
 def login_locked_out(request: HttpRequest, credentials: dict | None = None,

@@ -7,13 +7,23 @@ import os
 
 from django.conf import settings
 
+from plumbing.events import HEARTBEAT_TTL_S
+
 _DEFAULTS: dict[str, int | float | str] = {
     # The queue: anonymous visitors and signed-in learners each have a share of their own, so
     # a flood of cookie-less requests cannot lock learners out.
     "DEMO_MAX_QUEUED": 8,  # anonymous visitors' runs waiting for a worker, site-wide, before 429
     "DEMO_MAX_QUEUED_ACCOUNTS": 8,  # signed-in learners' runs waiting, site-wide, before 429
     "DEMO_MAX_QUEUED_TOKENS": 8000,  # tokens of work (prompt + max_tokens, per stream) waiting,
-    # per share, before 429
+    # per share of the engine queue, before 429
+    # Engine runs and experiments wait in shares of their own (a backlog on the one-at-a-time
+    # experiments queue must not close the chat demos). An experiment counts its work in the
+    # tokens its engines compute; every demo's defaults fit (the largest, kv-bytes, 8,256), and
+    # a run asking for more than the whole share is refused at once (422 naming the field).
+    "DEMO_MAX_QUEUED_EXPERIMENT_TOKENS": 60000,
+    # Experiments queued or running from one client address, whoever is signed in (accounts
+    # are free: a dozen of them from one address held the queue shut).
+    "DEMO_EXPERIMENTS_PER_ADDRESS": 2,
     "DEMO_ACTIVE_PER_ADDRESS": 2,  # anonymous runs queued or running from one client address
     "DEMO_STARTS_PER_MINUTE": 10,  # run starts per visitor (session or account) per minute
     "DEMO_ADDRESS_STARTS_PER_MINUTE": 20,  # anonymous run starts per client address per minute
@@ -22,7 +32,7 @@ _DEFAULTS: dict[str, int | float | str] = {
     "DEMO_RUN_TIME_LIMIT": 90,  # seconds a run may take in the worker before it fails
     "DEMO_QUEUE_TIMEOUT": 600,  # seconds a run may wait for a worker before it fails
     "DEMO_EVENTS_TTL": 3600,  # seconds a run's event stream stays in Redis for replay
-    "DEMO_HEARTBEAT_TTL": 10,  # seconds without a worker heartbeat before a run is dead
+    "DEMO_HEARTBEAT_TTL": HEARTBEAT_TTL_S,  # seconds without a worker heartbeat: run dead
     "DEMO_SSE_PER_VISITOR": 8,  # event streams one visitor may hold open at once
     "DEMO_SSE_PER_RUN": 8,  # event streams following one run at once (4 per streaming demo)
     "DEMO_SSE_PER_PROCESS": 200,  # event streams one web process serves at once, before 503

@@ -49,11 +49,14 @@ def _int_parse(text: str) -> int | _TooLarge:
 
 
 def json_object_parse(body: bytes) -> dict:
-    """A request body as a JSON object, or ParamError("body"). Enormous integers stay text."""
+    """A request body as a JSON object, or ParamError("body"), also for invalid Unicode and
+    deep nesting (course/json_input.py). Enormous integers stay text."""
+    from course.json_input import JsonInputError, json_strict_loads
+
     try:
-        raw = json.loads(body or b"{}", parse_int=_int_parse)
-    except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
-        raise ParamError("body", "must be a JSON object") from None
+        raw = json_strict_loads(body or b"{}", parse_int=_int_parse)
+    except JsonInputError as exc:  # not JSON, too deep, or a lone surrogate in a string
+        raise ParamError("body", f"must be a JSON object: {exc.message}") from None
     if not isinstance(raw, dict):
         raise ParamError("body", "must be a JSON object")
     return raw

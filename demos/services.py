@@ -7,8 +7,10 @@ What keeps the queue usable under abuse and faults:
 - one active run per visitor, held by a partial unique index (demos/models.py);
 - run starts limited per visitor and, for anonymous visitors, per client address (per minute,
   and runs active at once), since dropping cookies makes a new visitor every time;
-- two shares of the queue (anonymous visitors, signed-in learners), each capped by runs and by
-  tokens of work;
+- four shares of the queue (anonymous visitors and signed-in learners, each on the engine
+  queue and on the experiments queue), each capped by runs and by tokens of work, and a cap on
+  experiments per client address whoever is signed in; a run asking for more work than a
+  whole share is refused at once (WorkTooLarge, naming the parameter to lower);
 - a run whose message cannot be sent fails at once (the view answers 503); a run whose message
   was lost (Redis restarted), that waited past the queue timeout, or whose worker died is ended
   by `runs_sweep`, which the web processes run every DEMO_SWEEP_INTERVAL seconds.
@@ -50,6 +52,15 @@ class QueueFull(Exception):
     def __init__(self, retry_after_s: int, message: str = "The demo queue is full") -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.message = message
+
+
+class WorkTooLarge(Exception):
+    """The run asks for more work than its share of the queue can ever hold: lower `field`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
         self.message = message
 
 
@@ -131,10 +142,56 @@ def _share_filter(anonymous: bool) -> dict:
     return {"owner__startswith": "session:" if anonymous else "user:"}
 
 
-def run_queued_load(*, anonymous: bool) -> tuple[int, int]:
+def _is_experiment(demo: str) -> bool:
+    from demos.params import DEMO_SLUGS
+
+    return demo not in DEMO_SLUGS and runner_queue(demo) == settings.EXPERIMENT_QUEUE
+
+
+def demos_on_queue(*, experiments: bool) -> list[str]:
+    """The demos whose runs wait on the experiments queue (or on the engine queue)."""
+    from demos.params import DEMO_SLUGS
+    from demos.runners import RUNNERS
+
+    return [d for d in (*DEMO_SLUGS, *RUNNERS) if _is_experiment(d) == experiments]
+
+
+def share_token_limit(*, experiments: bool) -> int:
+    return int(demo_setting("DEMO_MAX_QUEUED_EXPERIMENT_TOKENS" if experiments
+                            else "DEMO_MAX_QUEUED_TOKENS"))
+
+
+def run_work_fit_check(*, demo: str, params: "RunParams | SchemaParams", work: int) -> None:
+    """WorkTooLarge when `work` alone passes its share's token limit: such a run could never
+    start (kv-bytes' defaults asked for 8,256 against 8,000 and were told to retry forever).
+    Names the parameter whose lowest value frees the most work."""
+    limit = share_token_limit(experiments=_is_experiment(demo))
+    if work <= limit:
+        return
+    field = "max_tokens"
+    if isinstance(params, SchemaParams):
+        from demos.runners import runner_get
+
+        schema = runner_get(demo).params
+        savings = {}
+        for spec in schema.specs:
+            if spec.kind == "whole" and spec.minimum is not None:
+                lowered = {**params.values, spec.name: int(spec.minimum)}
+                savings[spec.name] = work - int(schema.work(lowered))
+            elif spec.kind == "choices" and len(params.values[spec.name]) > 1:
+                lowered = {**params.values, spec.name: params.values[spec.name][:1]}
+                savings[spec.name] = work - int(schema.work(lowered))
+        if savings:
+            field = max(savings, key=savings.get)
+    raise WorkTooLarge(field, f"asks for {work:,} tokens of work and this demo's share of the "
+                       f"queue holds at most {limit:,}; lower {field}")
+
+
+def run_queued_load(*, anonymous: bool, experiments: bool = False) -> tuple[int, int]:
     """(runs, tokens of work) waiting in one share of the queue; runs past the queue timeout
     no longer count (the sweeper ends them)."""
     waiting = Run.objects.filter(state=Run.State.QUEUED, **_share_filter(anonymous),
+                                 demo__in=demos_on_queue(experiments=experiments),
                                  created_at__gte=timezone.now() - _queue_timeout())
     totals = waiting.aggregate(tokens=Sum("work_tokens"))
     return waiting.count(), int(totals["tokens"] or 0)
@@ -171,11 +228,18 @@ def _starts_count(scope: str, limit: int) -> int:
     return max(1, int(60 - now % 60)) if count > limit else 0
 
 
-def _limits_check(*, owner: str, client_addr: str | None) -> None:
+def _limits_check(*, owner: str, client_addr: str | None, demo: str = "") -> None:
     retry = _starts_count(f"owner:{owner}", int(demo_setting("DEMO_STARTS_PER_MINUTE")))
     if retry:
         raise RateLimited(retry, "You have started too many runs in the last minute; try "
                           f"again in {retry} s.")
+    if client_addr is not None and demo and _is_experiment(demo):
+        running = Run.objects.filter(client_addr=client_addr, state__in=Run.ACTIVE_STATES,
+                                     demo__in=demos_on_queue(experiments=True)).count()
+        if running >= int(demo_setting("DEMO_EXPERIMENTS_PER_ADDRESS")):
+            raise RateLimited(max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4),
+                              "Too many experiments from your address are waiting or running; "
+                              "wait for one to end.")
     if not owner.startswith("session:") or client_addr is None:
         return  # signed-in learners are limited per account, not per shared address
     active = Run.objects.filter(client_addr=client_addr, state__in=Run.ACTIVE_STATES,
@@ -191,14 +255,14 @@ def _limits_check(*, owner: str, client_addr: str | None) -> None:
                           f"minute; try again in {retry} s, or sign in.")
 
 
-def _queue_check(*, anonymous: bool, work_tokens: int) -> None:
+def _queue_check(*, anonymous: bool, work_tokens: int, experiments: bool = False) -> None:
     limit = int(demo_setting("DEMO_MAX_QUEUED" if anonymous else "DEMO_MAX_QUEUED_ACCOUNTS"))
-    token_limit = int(demo_setting("DEMO_MAX_QUEUED_TOKENS"))
+    token_limit = share_token_limit(experiments=experiments)
     retry = max(5, int(demo_setting("DEMO_RUN_TIME_LIMIT")) // 4)
-    runs, tokens = run_queued_load(anonymous=anonymous)
+    runs, tokens = run_queued_load(anonymous=anonymous, experiments=experiments)
     if runs >= limit or tokens + work_tokens > token_limit:
         runs_sweep()  # runs whose worker is gone must not hold the queue shut
-        runs, tokens = run_queued_load(anonymous=anonymous)
+        runs, tokens = run_queued_load(anonymous=anonymous, experiments=experiments)
     # A slot frees sooner on average than a run's time limit.
     if runs >= limit:
         raise QueueFull(retry, f"The demo queue is full; try again in {retry} s.")
@@ -206,6 +270,9 @@ def _queue_check(*, anonymous: bool, work_tokens: int) -> None:
         raise QueueFull(retry, f"The demo queue holds {tokens:,} tokens of work and this run "
                         f"asks for {work_tokens:,} more (the limit is {token_limit:,}); try "
                         f"again in {retry} s, or ask for fewer tokens.")
+
+
+RUN_EXECUTE_TASK = "demos.run_execute"  # demos/tasks.py's task, sent by name
 
 
 def enqueued_key(run_id: str) -> str:
@@ -220,27 +287,55 @@ def run_enqueued_mark(*, run_id: str) -> None:
 
 
 def _enqueue(run: Run) -> None:
-    from demos.tasks import run_execute  # the task module imports no torch at import time
+    # Sent by name: demos/tasks.py imports this module, and this one does not import it back.
+    from worker.celery import app
 
     # Chat-like demos go to the shared-engine workers, experiments to their own queue.
     queue = str(demo_setting("DEMO_QUEUE")) or runner_queue(run.demo)
     run_enqueued_mark(run_id=str(run.id))
     # retry=False: a broker that is down answers now, not after Celery's retries.
-    run_execute.apply_async(args=[str(run.id)], queue=queue, retry=False)
+    app.send_task(RUN_EXECUTE_TASK, args=[str(run.id)], queue=queue, retry=False)
 
 
 def run_start(*, owner: str, demo: str, params: "RunParams | SchemaParams",
               client_addr: str | None = None, prompt_tokens: int = 0) -> Run:
     """Create a run and queue its task after the commit.
 
-    Raises RunConflict, RateLimited, QueueFull, or EnqueueFailed (the run is then failed).
+    Raises WorkTooLarge, RunConflict, RateLimited, QueueFull, or EnqueueFailed (the run is
+    then failed).
     """
+    work = run_work_tokens(demo=demo, params=params, prompt_tokens=prompt_tokens)
+    run_work_fit_check(demo=demo, params=params, work=work)
     active = run_active_for_owner(owner=owner)
     if active is not None:
         raise RunConflict(active)
-    _limits_check(owner=owner, client_addr=client_addr)
-    work = run_work_tokens(demo=demo, params=params, prompt_tokens=prompt_tokens)
-    _queue_check(anonymous=owner.startswith("session:"), work_tokens=work)
+    # The per-address counts are checked and taken (the row inserted) under one lock per
+    # address, so parallel starts from one address cannot all pass a check before any of
+    # them has inserted its run (the owner's one active run is a unique index already).
+    lock = redis().lock(f"lock:runstart:{client_addr or owner}", timeout=30,
+                        blocking_timeout=30)
+    if not lock.acquire():
+        raise RateLimited(2, "Too many runs are starting from your address at once; try "
+                          "again in 2 s.")
+    try:
+        return _run_start_locked(owner=owner, demo=demo, params=params,
+                                 client_addr=client_addr, work=work)
+    finally:
+        try:
+            lock.release()
+        except Exception:  # expired meanwhile: the next start takes it afresh
+            logger.warning("the run-start lock for %s had expired", client_addr or owner)
+
+
+def _run_start_locked(*, owner: str, demo: str, params: "RunParams | SchemaParams",
+                      client_addr: str | None, work: int) -> Run:
+    # A parallel start of the same owner that held the lock before us has its run by now.
+    active = Run.objects.filter(owner=owner, state__in=Run.ACTIVE_STATES).first()
+    if active is not None:
+        raise RunConflict(active)
+    _limits_check(owner=owner, client_addr=client_addr, demo=demo)
+    _queue_check(anonymous=owner.startswith("session:"), work_tokens=work,
+                 experiments=_is_experiment(demo))
     failure: list[BaseException] = []
 
     def send() -> None:
@@ -296,6 +391,16 @@ def _queue_timeout_message() -> str:
     return "No worker took this run up in time. Is a Celery worker running?"
 
 
+# The marker is written right after the run's row commits; a queued run older than this without
+# it was lost.
+ENQUEUED_MARK_GRACE = timedelta(seconds=3)
+
+
+def _lost_message() -> str:
+    return ("This run was lost before a worker took it up (the message store restarted). "
+            "Please run it again.")
+
+
 def run_liveness_check(*, run: Run) -> Run:
     """Fail a run whose worker died (heartbeat gone) or that no worker took up in time."""
     now = timezone.now()
@@ -308,6 +413,14 @@ def run_liveness_check(*, run: Run) -> Run:
         if now - run.created_at > _queue_timeout():
             run_fail(run_id=str(run.id), message=_queue_timeout_message(),
                      reason="queue_timeout", from_states=(Run.State.QUEUED,))
+            run.refresh_from_db()
+        elif (now - run.created_at > ENQUEUED_MARK_GRACE
+              and not redis().exists(enqueued_key(str(run.id)))):
+            # Its message went with a Redis restart: no worker will ever take it up. Said
+            # here, the owner's next start is not refused for the sweep's next pass (about
+            # 40 s blocked after a restart).
+            run_fail(run_id=str(run.id), reason="lost", from_states=(Run.State.QUEUED,),
+                     message=_lost_message())
             run.refresh_from_db()
     return run
 
@@ -337,8 +450,7 @@ def runs_sweep() -> dict[str, int]:
             if not marked:
                 ended["lost"] += run_fail(
                     run_id=str(run_id), reason="lost", from_states=(Run.State.QUEUED,),
-                    message="This run was lost before a worker took it up (the message store "
-                    "restarted). Please run it again.")
+                    message=_lost_message())
     running = list(Run.objects.filter(state=Run.State.RUNNING).values_list("id", flat=True))
     if running:
         pipe = client.pipeline(transaction=False)

@@ -6,7 +6,6 @@ module imports no torch (the web process imports it to queue runs).
 """
 
 import logging
-import threading
 import time
 
 from celery import shared_task
@@ -16,43 +15,21 @@ from django.conf import settings
 from demos import events, services
 from demos.conf import demo_setting
 from demos.models import Run
+from plumbing.events import RunHeartbeat
 
 logger = logging.getLogger(__name__)
 
 _TIME_LIMIT = int(demo_setting("DEMO_RUN_TIME_LIMIT"))
 
 
-class _Heartbeat:
-    """Refreshes the run's heartbeat key from a thread, so a SIGKILLed worker's run is seen
-    as dead within the TTL even while the engine is busy loading or stepping."""
+class _Heartbeat(RunHeartbeat):
+    """A demo run's heartbeat (plumbing/events.py), at DEMO_HEARTBEAT_TTL."""
 
     def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        self.ttl_s = int(demo_setting("DEMO_HEARTBEAT_TTL"))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"heartbeat-{run_id}")
-
-    def _loop(self) -> None:
-        client = services.redis()
-        while not self._stop.is_set():
-            try:
-                events.heartbeat_beat(client, run_id=self.run_id, ttl_s=self.ttl_s)
-            except Exception:  # Redis briefly unreachable: the next beat tries again
-                logger.warning("heartbeat for run %s failed", self.run_id, exc_info=True)
-            self._stop.wait(max(0.5, self.ttl_s / 4))
-
-    def __enter__(self) -> "_Heartbeat":
-        events.heartbeat_beat(services.redis(), run_id=self.run_id, ttl_s=self.ttl_s)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        services.redis().delete(events.heartbeat_key(self.run_id))
+        super().__init__(run_id, ttl_s=int(demo_setting("DEMO_HEARTBEAT_TTL")))
 
 
-@shared_task(name="demos.run_execute", soft_time_limit=_TIME_LIMIT + 5,
+@shared_task(name=services.RUN_EXECUTE_TASK, soft_time_limit=_TIME_LIMIT + 5,
              time_limit=_TIME_LIMIT + 20, acks_late=False)
 def run_execute(run_id: str) -> str:
     """Execute one demo run by id; returns its final state."""

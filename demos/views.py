@@ -121,6 +121,21 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
         return _too_big()
     except ParamError as exc:
         return _error(422, field=exc.field, message=f"{exc.field} {exc.message}")
+    try:
+        # Before any session is saved or slot counted: a run that can never fit is refused.
+        services.run_work_fit_check(demo=slug, params=params, work=services.run_work_tokens(
+            demo=slug, params=params, prompt_tokens=prompt_tokens))
+    except services.WorkTooLarge as exc:
+        return _error(422, field=exc.field, message=f"This run {exc.message}.")
+    from course.throttle import new_session_allowed
+
+    retry = new_session_allowed(request)  # before a session row is written for a new visitor
+    if retry:
+        response = _error(429, message="Too many new visitors from your address in the last "
+                          f"hour; try again in {max(1, round(retry / 60))} minutes, or sign in.",
+                          retry_after_s=retry)
+        response["Retry-After"] = str(retry)
+        return response
     owner = services.run_owner_for_request(request)
     try:
         run = services.run_start(owner=owner, demo=slug, params=params,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Router
 from ninja.errors import ValidationError
+from ninja.parser import Parser
 from pydantic import BaseModel, ConfigDict
 
 from problems import arithmetic as a
@@ -23,7 +24,20 @@ from problems.arithmetic.memory import params_count_model
 from problems.calculators import Calculator, calculators_all
 from problems.forms import REQUIRED, Input, inputs_normalise
 
+
+class _StrictParser(Parser):
+    """JSON bodies read by course/json_input.py: invalid Unicode (a lone surrogate), numbers
+    past 30 digits and nesting past 32 levels are refused at parse time (ninja answers 400,
+    "Cannot parse request body"), never passed on as text."""
+
+    def parse_body(self, request: HttpRequest) -> dict:
+        from course.json_input import json_strict_loads
+
+        return json_strict_loads(request.body)
+
+
 api = NinjaAPI(
+    parser=_StrictParser(),
     title="Inference arithmetic",
     version="1",
     description="The calculators of the LLM inference course: every formula returns its "

@@ -281,7 +281,8 @@ MFU_HELP = ("Model FLOPs utilisation: the share of the format's dense tensor-cor
             "attention kernel and up to 72% end to end in training; a serving prefill, with "
             "other work sharing the step, is usually planned at 0.4–0.6 (an assumption, not a "
             "measurement). 1 gives a floor.")
-BANDWIDTH_HELP = ("Memory-bandwidth utilisation (MBU): the share of the datasheet's bandwidth "
+BANDWIDTH_HELP = ("Model bandwidth utilisation (MBU, Databricks' term): the share of the "
+                  "datasheet's memory bandwidth "
                   "a step achieves. Databricks' worked example (a 7B model in 16 bits at 14 ms "
                   "per token on a 2 TB/s GPU) comes to 50%; tuned kernels reading large weights "
                   "get closer to the peak, never to it. 1 gives the floor.")

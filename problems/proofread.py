@@ -112,7 +112,10 @@ def problem_html(page_html: str, number: int) -> str:
 def visible_text(fragment: str) -> str:
     """What a reader sees of `fragment`: tags, scripts and styles gone, entities decoded,
     whitespace collapsed."""
-    text = re.sub(r"<(script|style|template)\b.*?</\1>", " ", fragment, flags=re.S | re.I)
+    # A <pre> block is a source listing (problem 5 shows its demo's kernel, float("-inf") and
+    # all): code, not prose, so the prose rules do not read it.
+    text = re.sub(r"<(script|style|template|pre)\b.*?</\1>", " ", fragment,
+                  flags=re.S | re.I)
     # Inline elements join the text around them ("<code>id</code>," reads "id,"); the rest
     # (paragraphs, cells, list items) part it.
     text = re.sub(r"</?(?:code|em|strong|a|span|abbr|q|sub|sup|b|i|var|kbd|samp|small|mark|"
@@ -272,7 +275,8 @@ def _whole_noun_pattern(nouns: Iterable[str]) -> str:
 
 _LITERALS = [
     ("not a number", re.compile(r"\bnan\b", re.I)),
-    ("infinite", re.compile(r"\binf\b|∞|\binfinity\b", re.I)),
+    # AMD's interconnect is named "Infinity Fabric": a name, not a value.
+    ("infinite", re.compile(r"\binf\b|∞|\binfinity\b(?!\s+Fabric)", re.I)),
     # "None" printed by Python, not the word that starts "None of them …".
     ("None printed", re.compile(r"(?<=[\w,:=(] )None\b|\(None\)|=None\b")),
     # A call's parentheses right after a name (".item()", "LLM.int8()", "prof.step()") are code,
@@ -319,6 +323,8 @@ def text_flags(text: str) -> list[tuple[str, str]]:
             continue
         add("zero count with a number (say 'no …')", m)
     for m in _ONE.finditer(text):
+        if text[max(0, m.start() - 2):m.start()] in ("+ ", "− ", "- "):
+            continue  # "γ + 1 positions" is a formula for a count above one, not "1 positions"
         if _RATE_AFTER.match(text[m.end():m.end() + 30]) and m.group(1) in (
                 "tokens", "requests", "bytes"):
             # "1 tokens per second" is still wrong, but "1 tokens/s" is a unit: only the

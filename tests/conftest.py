@@ -117,3 +117,30 @@ def page(browser):
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+@pytest.fixture(autouse=True)
+def site_throttles_cleared():
+    """Every test starts with no sign-ups, failed logins, new sessions, practice attempts or
+    /v1 requests counted against anyone (the test client always comes from 127.0.0.1, and
+    these windows last up to an hour in Redis). Without Redis there is nothing to clear."""
+    import redis as redis_lib
+
+    from demos.services import redis
+
+    try:
+        keys = [*redis().scan_iter(match="course:throttle:*"),
+                *redis().scan_iter(match="course:ratelimit:*")]
+        if keys:
+            redis().delete(*keys)
+    except redis_lib.RedisError:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def problem_contexts_cleared():
+    """Each test computes problems' figures afresh (a test may change a catalog or a
+    calculator): the per-process cache of them (course/render_cache.py) starts empty."""
+    from course.render_cache import contexts
+
+    contexts.clear()

@@ -37,7 +37,7 @@ def worker_serving_setup(sender: str, instance, **kwargs) -> None:  # noqa: ANN0
     global _beat
     from django.conf import settings
 
-    from demos.events import redis_client
+    from plumbing.events import redis_client
     from worker.heartbeat import WorkerBeat
 
     consume_from = instance.app.amqp.queues.consume_from
@@ -72,9 +72,9 @@ def worker_serving_setup(sender: str, instance, **kwargs) -> None:  # noqa: ANN0
         except Exception:
             logger.exception("the shared engine failed to load: this worker stays not ready")
             return
-        _beat.ready()
+        _beat.ready(kernels=serving.loop.client(owner="heartbeat").stats()["cpu_kernels"])
         try:
-            from demos.hardware import engine_load_store
+            from plumbing.hardware import engine_load_store
 
             m = serving.machine
             engine_load_store(redis_client(settings.REDIS_URL), {

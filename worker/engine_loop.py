@@ -45,6 +45,12 @@ class EngineClient:
                     cache_salt: str | None = None, pace_s: float = 0.0) -> str:
         """Queue a request in the shared engine; raises ValueError for a bad prompt."""
         request_id = f"{self.owner[:24]}-{uuid.uuid4().hex[:12]}"
+        # Tokenize before taking the lock: a long prompt's template and tokenizer would
+        # otherwise hold every other request's next step (a 2.4 MB prompt stalled an 8-token
+        # request for 24 s). Token ids pass through the engine's encoder unchanged.
+        if chat or not (isinstance(prompt, list) and all(isinstance(t, int) for t in prompt)):
+            with self.loop.tokenize_lock:
+                prompt, chat = self.loop.engine.encode_prompt(prompt, chat=chat), False
         with self.loop.lock:
             self.loop.engine.add_request(prompt, params, request_id=request_id, chat=chat,
                                          tenant=self.owner, cache_salt=cache_salt,
@@ -199,6 +205,9 @@ class EngineLoop:
         self.engine_factory = engine_factory
         self.on_events = on_events
         self.lock = FairLock()  # the engine's: clients take it between the loop's steps
+        # Tokenizing happens outside `lock`, one prompt at a time (a fast tokenizer shared by
+        # threads can refuse a concurrent call), so the steps go on meanwhile.
+        self.tokenize_lock = threading.Lock()
         self.clients: dict[str, EngineClient] = {}  # request id -> its client
         self.steps = 0
         self._work = threading.Event()
@@ -275,6 +284,12 @@ class EngineLoop:
                 self._step_deliver(event, riders)
                 continue
             request_id = event.get("request_id")
+            if event["type"] == "forked" and event.get("parent") in self.clients:
+                # Sample i of an n > 1 request belongs to the parent's client: its tokens,
+                # its end and its abort (see close()) go there.
+                parent_client = self.clients[event["parent"]]
+                self.clients[request_id] = parent_client
+                parent_client.request_ids.add(request_id)
             client = self.clients.get(request_id)
             if client is None:
                 continue

@@ -5,6 +5,8 @@ One hash per worker process, `course:worker:<hostname>`, with fields
   shared engine is loaded and warmed up), "0" before;
 - `queues`: the queues it consumes, comma-separated;
 - `model`: the model directory it serves;
+- `kernels`: which build of the fused CPU kernels its engine runs (or why PyTorch's ops run),
+  "" before its engine has loaded or on a worker without one;
 - `updated_at`: unix seconds of the last refresh.
 The hash lives 15 s and is refreshed every 5 s, so a killed worker drops out within 15 s.
 `/healthz` counts the ready ones with one SCAN instead of pinging every worker per request.
@@ -31,11 +33,12 @@ def worker_key(hostname: str) -> str:
 
 
 def worker_status_write(client: redis.Redis, *, hostname: str, engine_ready: bool,
-                        queues: list[str], model: str, ttl_s: int = WORKER_TTL_S) -> None:
+                        queues: list[str], model: str, kernels: str = "",
+                        ttl_s: int = WORKER_TTL_S) -> None:
     key = worker_key(hostname)
     pipe = client.pipeline(transaction=False)
     pipe.hset(key, mapping={"engine_ready": "1" if engine_ready else "0",
-                            "queues": ",".join(queues), "model": model,
+                            "queues": ",".join(queues), "model": model, "kernels": kernels,
                             "updated_at": str(int(time.time()))})
     pipe.expire(key, ttl_s)
     pipe.execute()
@@ -87,6 +90,7 @@ class WorkerBeat:
         self.client_factory, self.hostname = client_factory, hostname
         self.queues, self.model, self.publish = queues, model, publish
         self.engine_ready = False
+        self.kernels = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="worker-beat")
 
@@ -95,9 +99,10 @@ class WorkerBeat:
         self._thread.start()
         return self
 
-    def ready(self) -> None:
-        """The worker can serve now: say so at once, not at the next refresh."""
-        self.engine_ready = True
+    def ready(self, *, kernels: str = "") -> None:
+        """The worker can serve now: say so at once, not at the next refresh (with the
+        kernel build its engine loaded)."""
+        self.engine_ready, self.kernels = True, kernels
         self._write()
 
     def stop(self) -> None:
@@ -110,7 +115,8 @@ class WorkerBeat:
 
     def _write(self) -> None:
         worker_status_write(self.client_factory(), hostname=self.hostname,
-                            engine_ready=self.engine_ready, queues=self.queues, model=self.model)
+                            engine_ready=self.engine_ready, queues=self.queues, model=self.model,
+                            kernels=self.kernels)
 
     def _loop(self) -> None:
         last_status = time.monotonic()

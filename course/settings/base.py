@@ -39,7 +39,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: whatever Django answers under /v1 in HTML becomes an OpenAI-style JSON error.
+    "course.middleware.v1_json_errors",
     "django.middleware.security.SecurityMiddleware",
+    # Gzips whole HTML pages; before the others so it sees their finished body.
+    "course.middleware.HtmlGZipMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -111,11 +115,25 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login throttling: after AXES_FAILURE_LIMIT wrong passwords from one address, or for one
-# username, logins from that address and for that username are paused for the cool-off.
+# Login throttling: after AXES_FAILURE_LIMIT wrong passwords for one username from one address,
+# that pair is paused for the cool-off. The pair, not the username alone: locking a username
+# let anyone lock anyone out (5 wrong passwords for "carol" from one address, and carol's own
+# correct password from hers answered 429). An address that fails LOGIN_ADDRESS_FAILURE_LIMIT
+# logins within the cool-off, whatever the usernames, is paused too (course/throttle.py).
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "30"))
+# Successful-login records older than this are deleted by the hourly sweep (failed attempts go
+# once their cool-off has passed).
+AXES_ACCESS_LOG_KEEP_DAYS = int(os.environ.get("AXES_ACCESS_LOG_KEEP_DAYS", "30"))
+# Accounts are free, so sign-ups per address are limited (per hour), and so are the anonymous
+# sessions one address makes (every cookie-less progress post or run made a session row), and
+# practice attempts per visitor or account (per hour).
+SIGNUPS_PER_ADDRESS_PER_HOUR = int(os.environ.get("SIGNUPS_PER_ADDRESS_PER_HOUR", "5"))
+NEW_SESSIONS_PER_ADDRESS_PER_HOUR = int(os.environ.get("NEW_SESSIONS_PER_ADDRESS_PER_HOUR",
+                                                       "60"))
+PRACTICE_ATTEMPTS_PER_HOUR = int(os.environ.get("PRACTICE_ATTEMPTS_PER_HOUR", "30"))
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "course.views.login_locked_out"
 # The client's address, the same rule the demo limits use (TRUSTED_PROXY_COUNT below).
@@ -176,6 +194,18 @@ ENGINE_WORKER_CONCURRENCY = int(os.environ.get("ENGINE_WORKER_CONCURRENCY", "32"
 API_KEY_REQUESTS_PER_MINUTE = int(os.environ.get("API_KEY_REQUESTS_PER_MINUTE", "60"))
 API_KEY_TOKENS_PER_MINUTE = int(os.environ.get("API_KEY_TOKENS_PER_MINUTE", "20000"))
 API_MAX_TOKENS = int(os.environ.get("API_MAX_TOKENS", "512"))  # per request, at most
+# Requests of one account running at once, and active keys per account: the limits above count
+# per account, so a second key is no second share.
+API_CONCURRENT_PER_USER = int(os.environ.get("API_CONCURRENT_PER_USER", "4"))
+API_KEYS_PER_USER = int(os.environ.get("API_KEYS_PER_USER", "5"))
+# Refused before anything is tokenized: a /v1 body past this many bytes (413), a prompt or all
+# messages' text past this many characters (400). The shipped model's context is 1,024 tokens
+# and its longest token is 16 characters, so no prompt past 16,384 characters can fit; 64,000
+# leaves room for a model with a longer context, and tokenizing that much takes milliseconds.
+API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2**20)))
+API_MAX_PROMPT_CHARS = int(os.environ.get("API_MAX_PROMPT_CHARS", "64000"))
+# Failed key lookups per client address per minute before /v1 answers 429 to that address.
+API_AUTH_FAILURES_PER_MINUTE = int(os.environ.get("API_AUTH_FAILURES_PER_MINUTE", "20"))
 # /metrics answers only these client addresses (comma-separated; "*" for any).
 METRICS_ALLOWED_IPS = [a for a in os.environ.get("METRICS_ALLOWED_IPS",
                                                  "127.0.0.1,::1").split(",") if a]

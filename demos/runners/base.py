@@ -4,11 +4,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# How often a runner asks Redis whether it was cancelled (seconds): a disconnect or a cancel
-# button reaches the engine within this, without a round trip per token.
-CANCEL_POLL_S = 0.02
-# How long a runner waits for its next engine event before checking cancel and time again.
-EVENT_WAIT_S = 0.05
+from plumbing.events import CANCEL_POLL_S, EVENT_WAIT_S  # noqa: F401  (runners import them here)
+
+# CANCEL_POLL_S: how often a runner asks Redis whether it was cancelled; EVENT_WAIT_S: how long
+# it waits for its next engine event (seconds). Shared with the /v1 task (worker/tasks.py).
 
 
 class RunTimeLimit(Exception):

@@ -5,8 +5,10 @@ bandwidth), then the same sweep with one lever on, to show the points move. Each
 carries the arithmetic's cost of verifying γ + 1 positions per sequence against a plain step's
 (`verify_floor_ratio`), which the note sets beside what speculation measured.
 
-Levers: `speculation` (the course's draft model, γ = 2: more tokens per step) or `ngram`
-(prompt lookup, γ = 2, no draft model). Prompts are random token ids, greedy, EOS ignored;
+Levers: `speculation` (the course's draft model, γ = 2: more tokens per step), `ngram`
+(prompt lookup, γ = 2, no draft model), or `bf16` (the weights held in BF16: half the bytes
+each step reads, the lever the page predicts moves the curve where bytes set the step; its
+floor is the arithmetic's at two bytes a weight). Prompts are random token ids, greedy, EOS ignored;
 TPOT is the time from every sequence's first token to the last step, over the tokens each
 produced in it (prefill is not measured).
 
@@ -24,7 +26,10 @@ from demos.schema import ParamSchema, ParamSpec
 
 BATCHES = (1, 2, 4, 8, 16, 32)
 LEVERS = (("speculation", "speculative decoding with the draft model, γ = 2"),
-          ("ngram", "speculative decoding with prompt lookup, γ = 2"))
+          ("ngram", "speculative decoding with prompt lookup, γ = 2"),
+          ("bf16", "weights in BF16: half the bytes each step reads"))
+LEVER_NAMES = {"speculation": "speculation (draft model)", "ngram": "speculation (prompt lookup)",
+               "bf16": "BF16 weights"}
 GAMMA = 2
 
 PARAMS = ParamSchema(
@@ -127,20 +132,28 @@ def _itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutc
     device = str(machine.get("device", "cpu"))
     ctx.publish("started", {"lever": lever, "batches": list(BATCHES), "device": device,
                             "prompt_tokens": prompt_len, "output_tokens": tokens})
-    spec_kw = ({"speculative_model": str(draft)} if lever == "speculation"
-               else {"speculative_method": "ngram"})
-    levered = engine_build(machine["model_path"], device=device, num_speculative_tokens=GAMMA,
-                           **spec_kw)
+    if lever == "bf16":
+        import torch
+
+        levered = engine_build(machine["model_path"], device=device, dtype=torch.bfloat16)
+        lever_machine = {**machine, "dtype": "bfloat16"}
+    else:
+        spec_kw = ({"speculative_model": str(draft)} if lever == "speculation"
+                   else {"speculative_method": "ngram"})
+        levered = engine_build(machine["model_path"], device=device,
+                               num_speculative_tokens=GAMMA, **spec_kw)
+        lever_machine = machine
     engine_warm_up(engine)
     engine_warm_up(levered)
     vocab = int(engine.runner.config.vocab_size)
     plain_rows, lever_rows = [], []
-    for name, eng, rows in (("batch", engine, plain_rows), ("lever_batch", levered, lever_rows)):
+    for name, eng, rows, mach in (("batch", engine, plain_rows, machine),
+                                  ("lever_batch", levered, lever_rows, lever_machine)):
         for batch in BATCHES:
             prompts = _prompts(count=batch, length=prompt_len, vocab=vocab, seed=batch)
             m = _measure(eng, prompts=prompts, tokens=tokens, ctx=ctx)
             context = prompt_len + 1 + (tokens - 1) / 2
-            floor = utilization_estimate(machine=machine, batch=batch,
+            floor = utilization_estimate(machine=mach, batch=batch,
                                          context_tokens=context)["floor_seconds"]
             row = {"batch": batch, "tpot_ms": m["tpot_s"] * 1e3,
                    "tokens_per_s": m["tokens_per_s"], "steps": m["steps"],
@@ -149,6 +162,8 @@ def _itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutc
                    "verify_floor_ratio": verify_floor_ratio(machine=machine, batch=batch,
                                                             context_tokens=context,
                                                             gamma=GAMMA)}
+            if name == "lever_batch":
+                row["lever"] = LEVER_NAMES[lever]
             rows.append(row)
             ctx.publish(name, row)
     stats = levered.stats()
@@ -165,19 +180,23 @@ def _itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutc
 def _plots(plain: list[dict], levered: list[dict], *, lever: str) -> list[dict]:
     from problems.plots import Plot, Series, plot_figure, plot_table
 
-    name = "draft model" if lever == "speculation" else "prompt lookup"
+    name = LEVER_NAMES[lever]
+    lever_floor = ((Series("arithmetic: forward floor, BF16 weights",
+                           tuple(r["floor_ms"] for r in levered),
+                           tuple(r["floor_tokens_per_s"] for r in levered), dash=True,
+                           markers=True, hollow=True),) if lever == "bf16" else ())
     curve = Plot(
         title="Throughput against time per output token, batch 1 to 32 along each line",
         x_title="Time per output token (ms)", y_title="Output tokens/s",
         series=(Series("measured, plain", tuple(r["tpot_ms"] for r in plain),
                        tuple(r["tokens_per_s"] for r in plain), markers=True,
                        labels=tuple(f"B={r['batch']}" for r in plain)),
-                Series(f"measured, speculation ({name})", tuple(r["tpot_ms"] for r in levered),
+                Series(f"measured, {name}", tuple(r["tpot_ms"] for r in levered),
                        tuple(r["tokens_per_s"] for r in levered), markers=True),
                 Series("arithmetic: forward floor, this machine's peaks",
                        tuple(r["floor_ms"] for r in plain),
                        tuple(r["floor_tokens_per_s"] for r in plain), dash=True,
-                       markers=True, hollow=True)),
+                       markers=True, hollow=True), *lever_floor),
         x_log=True, y_log=True)
     xs = tuple(float(r["batch"]) for r in plain)
     tpot = Plot(
@@ -185,10 +204,13 @@ def _plots(plain: list[dict], levered: list[dict], *, lever: str) -> list[dict]:
         x_title="Sequences in the step", y_title="ms per output token", x_log=True,
         series=(Series("measured, plain", xs, tuple(r["tpot_ms"] for r in plain),
                        markers=True),
-                Series("measured, with speculation", xs, tuple(r["tpot_ms"] for r in levered),
+                Series(f"measured, {name}", xs, tuple(r["tpot_ms"] for r in levered),
                        markers=True),
                 Series("arithmetic floor (one step per token)", xs,
-                       tuple(r["floor_ms"] for r in plain), dash=True)))
+                       tuple(r["floor_ms"] for r in plain), dash=True),
+                *((Series("arithmetic floor, BF16 weights", xs,
+                          tuple(r["floor_ms"] for r in levered), dash=True),)
+                  if lever == "bf16" else ())))
     return [{"figure": plot_figure(p), "table": plot_table(p)} for p in (curve, tpot)]
 
 
@@ -219,6 +241,30 @@ def verify_said(plain: list[dict]) -> str:
             f"matmuls' compute comes into it (at most {most}). ")
 
 
+def bf16_said(plain: list[dict], levered: list[dict]) -> str:
+    """The weight-format lever, predicted against measured: how far the arithmetic's floor
+    fell with half the weight bytes (it falls most where the weights' reads set the floor),
+    how far the measured TPOT moved at each batch, and why they part where they do."""
+    first, last = (plain[0], levered[0]), (plain[-1], levered[-1])
+    moved = [r["batch"] for r, p in zip(levered, plain, strict=True) if r["tpot_ms"] < p["tpot_ms"]]
+    text = (f"With BF16 weights the arithmetic's floor fell to "
+            f"{first[1]['floor_ms'] / first[0]['floor_ms']:.2f}× the FP32 floor at batch 1 and "
+            f"{last[1]['floor_ms'] / last[0]['floor_ms']:.2f}× at batch {last[0]['batch']}: "
+            "half the weight bytes, so the prediction is that the curve moves left where "
+            "reading the weights sets the step. Measured, TPOT went from "
+            f"{first[0]['tpot_ms']:.3g} to {first[1]['tpot_ms']:.3g} ms at batch 1 and from "
+            f"{last[0]['tpot_ms']:.3g} to {last[1]['tpot_ms']:.3g} ms at batch "
+            f"{last[0]['batch']}; it was lower at "
+            f"{len(moved)} of {len(plain)} batch sizes"
+            + (f" ({', '.join(map(str, moved))})" if moved else "") + ". ")
+    text += ("Where it did not follow: this model's weights fit in the CPU's caches, so bytes "
+             "from memory are rarely what a step waits for, and a CPU without BF16 matrix "
+             "instructions widens each weight back to 32 bits before multiplying, which costs "
+             "compute the floor does not count. On a GPU, where a decode step waits on HBM, "
+             "half the bytes is close to half the step at small batches.")
+    return text
+
+
 def _note(plain: list[dict], levered: list[dict], *, lever: str, alpha: float) -> str:
     first, last = plain[0], plain[-1]
     gain = last["tokens_per_s"] / first["tokens_per_s"]
@@ -238,6 +284,8 @@ def _note(plain: list[dict], levered: list[dict], *, lever: str, alpha: float) -
                  "with it, so the gap closed. " if above_last < above_first else
                  "The gap grew with the batch: the host's work (packing the batch, sampling, "
                  "detokenizing) grows with every sequence, and the floor counts none of it. ")
+    if lever == "bf16":
+        return text + bf16_said(plain, levered)
     text += (f"With speculation (γ = {GAMMA}) the target kept {alpha:.0%} of guesses; "
              f"it lowered TPOT at {len(moved)} of {len(plain)} batch sizes. ")
     drafting = ("the draft model's own steps" if lever == "speculation"

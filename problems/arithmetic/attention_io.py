@@ -35,6 +35,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 TOKENS_MAX = 10**7
 BATCH_MAX = 4096
@@ -149,7 +150,8 @@ def attention_io(
         Step("Fused: HBM traffic, each tensor once", f"4 × {n} × {hd} × {b} B {who}",
              fused_min, "B", bytes_format(fused_min)),
         Step("Fused: HBM traffic with K and V re-read per query tile",
-             f"(2 + 2 × {one['tiles']:,} tiles of {tile_rows} rows) × {n} × {hd} × {b} B {who}",
+             f"(2 + 2 × {count_phrase(one['tiles'], 'tile')} of "
+             f"{count_phrase(tile_rows, 'row')}) × {n} × {hd} × {b} B {who}",
              fused_tiles, "B", bytes_format(fused_tiles)),
         Step("Fused: what it keeps", f"one FP32 log-sum-exp per row and head: {n} {who} × 4 B",
              stats, "B", bytes_format(stats)),
@@ -234,7 +236,28 @@ FLASH_RESULTS = {
     "fa3_low": 1.5,  # FA3: 1.5-2.0x over FA2 on H100
     "fa3_high": 2.0,
     "fa3_mfu": 0.75,  # "up to 740 TFLOPs/s (75% utilization)" in FP16
+    # FA3 paper §3: the H100 SXM5 does 989 TFLOPS of FP16 matmul but 3.9 TFLOPS of special
+    # functions (exp), so the softmax's exponentials can take a large share of the cycles.
+    "h100_matmul_tflops": 989.0,
+    "h100_special_tflops": 3.9,
 }
+
+
+def decode_attention_intensity(*, heads: int, kv_heads: int, value_bytes: float,
+                               packed: bool) -> float:
+    """FLOPs per byte of KV cache read by one decode step's attention (FLOP/B).
+
+    Each cached position holds a key and a value of head_dim d per KV head (2d values). Each
+    query head spends 2d FLOPs on q·k and 2d on p·v there, so a kernel that gives each query
+    head its own pass over the cache does 4d FLOPs per 2d values loaded: 2 FLOPs per value,
+    1 FLOP/B in BF16, whatever the model. A kernel that packs the g = heads ÷ kv_heads query
+    heads sharing a KV head into one tile (FlashAttention-3's PackGQA, FlashInfer's GQA decode)
+    loads each KV head once for all g: 2g FLOPs per value, g FLOP/B in BF16 (Llama 3.1 70B,
+    g = 8: 8 FLOP/B).
+    """
+    group = heads // kv_heads if packed else 1
+    return 2 * group / value_bytes
+
 FLASH_SOURCES = {
     "fa1": "https://arxiv.org/abs/2205.14135",
     "fa2": "https://arxiv.org/abs/2307.08691",

@@ -44,6 +44,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 
 def chunked_prefill(
@@ -150,7 +151,8 @@ def chunked_prefill(
         return (f"max({seconds_format(s['memory'])} memory, {seconds_format(s['compute'])} "
                 f"compute)")
 
-    decoders = f"{decode_batch:,} decoders at {decode_context_tokens:,} tokens"
+    decoders = (f"{count_phrase(decode_batch, 'decoder')} at "
+                f"{count_phrase(decode_context_tokens, 'token')}")
     stall_first = first["time"] - alone["time"]
     stall_largest = largest["time"] - alone["time"]
     stall_whole = whole["time"] - alone["time"]
@@ -176,7 +178,7 @@ def chunked_prefill(
         steps=(
             Step(
                 "Chunks",
-                f"⌈{prompt_tokens:,} tokens ÷ {chunk_tokens:,} per chunk⌉",
+                f"⌈{count_phrase(prompt_tokens, 'token')} ÷ {chunk_tokens:,} per chunk⌉",
                 chunks,
                 "chunks",
                 count_format(chunks, "chunk"),
@@ -239,7 +241,7 @@ def chunked_prefill(
             ),
             Step(
                 "The newcomer's prefill, over all its chunks",
-                f"the sum of {chunks:,} steps' times",
+                "its one step's time" if chunks == 1 else f"the sum of {chunks:,} steps' times",
                 prefill_seconds,
                 "s",
                 seconds_format(prefill_seconds),
@@ -393,6 +395,21 @@ def static_vs_continuous(
 # A 100K-token prompt under a per-step token budget (problem 7) ----------------------------------
 
 
+def mlp_activation_bytes(*, model: str, tokens: int, dtype: str = "bf16") -> float:
+    """Bytes of one layer's MLP gate and up projections' outputs for `tokens` tokens in one
+    step: tokens × intermediate width × 2 (gate and up) × bytes per value. One piece of the
+    activation peak an engine must reserve for its largest step (vLLM profiles a forward pass
+    at its token budget, max_num_batched_tokens, and takes that peak out of the KV pool).
+
+    Llama 3.1 8B (intermediate 14,336) in BF16: 100,000 tokens × 14,336 × 2 × 2 B = 5.73 GB in
+    one pass, against 2,048 × 14,336 × 2 × 2 B = 0.117 GB at a 2,048-token budget.
+    """
+    m = model_get(model)
+    tokens = count_check(tokens, field="tokens", maximum=TOKENS_MAX)
+    width = m.intermediate if not m.is_moe else m.moe_intermediate * m.experts_per_token
+    return float(tokens * width * 2 * dtype_get(dtype).bytes)
+
+
 def long_prompt(
     *,
     model: str = "llama-3.1-8b",
@@ -477,7 +494,7 @@ def long_prompt(
         steps=(
             Step("Prefill FLOPs, linear layers and head",
                  f"2 × {number_format(flops['params'])} non-embedding parameters × "
-                 f"{prompt_tokens:,} tokens + the head once",
+                 f"{count_phrase(prompt_tokens, 'token')} + the head once",
                  flops["linear"] + flops["head"], "FLOP",
                  flops_format(flops["linear"] + flops["head"])),
             Step("Prefill FLOPs, attention",
@@ -488,18 +505,20 @@ def long_prompt(
                  f"{flops_format(flops['attention'])} ÷ {flops_format(flops['total'])}",
                  attention_share, "", percent_format(attention_share)),
             Step(f"The prompt's prefill alone{gpus} ({alone['largest_step_bound']}-bound)",
-                 f"max(memory, compute) of one pass over {prompt_tokens:,} tokens",
+                 f"max(memory, compute) of one pass over {count_phrase(prompt_tokens, 'token')}",
                  alone["unchunked_step_seconds"], "s",
                  seconds_format(alone["unchunked_step_seconds"])),
             Step("KV cache the prompt holds",
-                 f"{prompt_tokens:,} tokens × {bytes_short(kv_per_token)} per token",
+                 f"{count_phrase(prompt_tokens, 'token')} × {bytes_short(kv_per_token)} per token",
                  kv_bytes, "B", bytes_short(kv_bytes)),
             Step("Prompt tokens per step under the budget",
-                 f"{token_budget:,} budget − {decode_batch:,} decode tokens", chunk, "tokens",
+                 f"{token_budget:,} budget − {amount_phrase(decode_batch, 'decode tokens')}",
+                 chunk, "tokens",
                  count_format(chunk, "token")),
             *chunked.steps,
             Step("The long prompt's TTFT, chunked (a floor: no queue)",
-                 f"the sum of its {chunked['chunks']:,} steps", ttft_chunked, "s",
+                 ("its one step" if chunked["chunks"] == 1 else
+                  f"the sum of its {chunked['chunks']:,} steps"), ttft_chunked, "s",
                  seconds_format(ttft_chunked)),
             Step("The long prompt's TTFT, one pass (a floor: no queue)",
                  "one step with the whole prompt and the decoders", ttft_whole, "s",

@@ -37,6 +37,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 
 def prefix_cache(
@@ -129,15 +130,16 @@ def prefix_cache(
             ),
             Step(
                 "Prefill of the prefix alone",
-                f"{prefix_tokens:,} tokens (linear + attention among them + the head at its last "
-                "position, which a hit does not save)",
+                f"{count_phrase(prefix_tokens, 'token')} (linear + attention among them + the "
+                "head at its last position, which a hit does not save)",
                 prefix,
                 "FLOP",
                 flops_format(prefix),
             ),
             Step(
                 "Skipped on a hit",
-                f"{flops_format(full)} − {flops_format(suffix_flops)} for the {suffix_tokens:,} "
+                f"{flops_format(full)} − {flops_format(suffix_flops)} for the "
+                f"{count_phrase(suffix_tokens, 'suffix token')} "
                 "suffix tokens (their linear layers, their attention to every earlier token, the "
                 "head at the last position)",
                 skipped,
@@ -168,7 +170,8 @@ def prefix_cache(
             ),
             Step(
                 "Prefill time on a hit",
-                f"{suffix_tokens:,} suffix tokens attending to the cached {start:,}: still at "
+                f"{count_phrase(suffix_tokens, 'suffix token')} attending to the cached "
+                f"{start:,}: still at "
                 "least one read of every weight",
                 hit_seconds,
                 "s",
@@ -184,7 +187,7 @@ def prefix_cache(
             ),
             Step(
                 "KV the cached prefix occupies (once, shared)",
-                f"{prefix_tokens:,} tokens of {m.name} KV ({kv_d.kv_label})",
+                f"{count_phrase(prefix_tokens, 'token')} of {m.name} KV ({kv_d.kv_label})",
                 prefix_kv,
                 "B",
                 bytes_format(prefix_kv),
@@ -208,31 +211,77 @@ def prefix_reusable_tokens(*, prefix_tokens: int, prompt_tokens: int, block_size
     return min(prefix_tokens // block_size, (prompt_tokens - 1) // block_size) * block_size
 
 
-def prefix_hit_rates(*, capacity: int, applications: int, replicas: int) -> dict[str, float]:
+def pinned_prefixes(*, applications: float, in_flight: float) -> float:
+    """Expected distinct prefixes held by the requests running on one replica (prefixes), when
+    `in_flight` are running on average and each picked one of `applications` equally popular
+    prefixes. Requests that arrive at random and each stay a while are, in number, Poisson
+    (the infinite-server queue), so each prefix has Poisson(L/a) holders and is held with
+    probability 1 − e^(−L/a): a ·(1 − e^(−L/a)) held. A running request holds its prefix's
+    blocks (reference count above zero), so a new request for that prefix hits whatever the
+    idle cache keeps.
+    40 prefixes, 10 in flight: 40 × (1 − e^(−0.25)) = 40 × 0.2212 = 8.85."""
+    if applications <= 0 or in_flight <= 0:
+        return 0.0
+    return applications * -math.expm1(-in_flight / applications)
+
+
+def shared_hit_rate(*, capacity: int, applications: float, in_flight: float) -> float:
+    """Hit rate of one replica that sees `applications` equally popular prefixes, keeps
+    `capacity` idle ones and has `in_flight` requests running (fraction): the pinned prefixes
+    P always hit and the idle cache covers C of the rest, so min(1, (P + C) ÷ K). With nothing
+    in flight this is the plain C/K.
+    40 prefixes, 15 kept, 10 in flight: (8.85 + 15) ÷ 40 = 0.596."""
+    if applications <= 0:
+        return 1.0
+    pinned = pinned_prefixes(applications=applications, in_flight=in_flight)
+    return min(1.0, (pinned + capacity) / applications)
+
+
+def prefix_hit_rates(*, capacity: int, applications: int, replicas: int,
+                     in_flight_fleet: float = 0.0) -> dict[str, float]:
     """Steady-state prefix-cache hit rates (fractions) for `applications` equally popular system
-    prompts on `replicas` replicas that each keep `capacity` prefixes.
+    prompts on `replicas` replicas that each keep `capacity` idle prefixes, with
+    `in_flight_fleet` requests running on the whole fleet (arrival rate × request lifetime,
+    Little's law).
 
     Requests arrive independently and pick an application uniformly. Then a cache of C of the
     K prefixes a replica sees is hit with probability C/K whatever it evicts (LRU or any other
     rule that cannot see the future), since the next request is uniform over all K and
-    independent of what is held. Random (or round-robin) routing sends every application to
-    every replica: K = applications. Prefix-affine routing gives each application one home,
-    spread as evenly as possible (application i on replica i mod replicas): q = applications
-    // replicas each, one more on applications mod replicas of them. A replica home to a
-    applications serves a/applications of the traffic and hits min(1, C/a), so the fleet's
-    rate ("affine") is the sum of min(a, C) over replicas ÷ applications; the busiest replica,
-    home to ceil(applications / replicas), has the lowest rate ("affine_busiest"). Cold misses
-    (each prefix's first visit) are left out.
-    40 applications, 15 cached per replica, 8 replicas: random 15/40 = 0.375; affine 1.0.
-    10 applications, 1 cached, 8 replicas: two replicas home to 2 (hit 1/2), six to 1 (hit 1):
-    fleet (2×1 + 6×1) / 10 = 0.8, busiest 0.5.
+    independent of what is held. A prefix some running request holds is hit for free on top
+    (`shared_hit_rate`). Random (or round-robin) routing sends every application to every
+    replica: K = applications, L = in_flight_fleet ÷ replicas. Prefix-affine routing gives each
+    application one home, spread as evenly as possible (application i on replica i mod
+    replicas): a replica home to a applications serves a/applications of the traffic, holds
+    that share of the requests in flight and hits `shared_hit_rate(C, a, L_a)`; the fleet's rate
+    ("affine") weights those by traffic; the busiest replica, home to ceil(applications /
+    replicas), has the lowest rate ("affine_busiest"). The idle-cache-only rates (nothing in
+    flight) are kept as "random_idle" and "affine_idle". Cold misses (each prefix's first visit
+    to a replica) are left out.
+    40 applications, 15 cached per replica, 8 replicas, nothing in flight: random 15/40 = 0.375;
+    affine 1.0. 10 applications, 1 cached, 8 replicas: two replicas home to 2 (hit 1/2), six to
+    1 (hit 1): fleet (2×1 + 6×1) / 10 = 0.8, busiest 0.5.
     """
-    random_hit = min(1.0, capacity / applications)
+    def rates(in_flight_fleet: float) -> tuple[float, float, float]:
+        per_replica = in_flight_fleet / replicas
+        random_hit = shared_hit_rate(capacity=capacity, applications=applications,
+                                     in_flight=per_replica)
+        low, extra = divmod(applications, replicas)
+
+        def home(a: int) -> float:
+            return shared_hit_rate(capacity=capacity, applications=a,
+                                   in_flight=in_flight_fleet * a / applications)
+        held = (extra * (low + 1) * home(low + 1)
+                + (replicas - extra) * low * (home(low) if low else 0.0))
+        return random_hit, held / applications, home(math.ceil(applications / replicas))
+
+    random_hit, affine, busiest_rate = rates(in_flight_fleet)
+    random_idle, affine_idle, _ = rates(0.0)
     busiest = math.ceil(applications / replicas)
-    low, extra = divmod(applications, replicas)
-    held = extra * min(low + 1, capacity) + (replicas - extra) * min(low, capacity)
-    return {"random": random_hit, "affine": held / applications,
-            "affine_busiest": min(1.0, capacity / busiest), "apps_busiest": busiest,
+    return {"random": random_hit, "affine": affine, "affine_busiest": busiest_rate,
+            "random_idle": random_idle, "affine_idle": affine_idle,
+            "pinned_random": pinned_prefixes(applications=applications,
+                                             in_flight=in_flight_fleet / replicas),
+            "apps_busiest": busiest,
             "busiest_share": busiest / applications, "even_share": 1 / replicas,
             "replicas_used": min(replicas, applications)}
 
@@ -252,16 +301,22 @@ def prefix_routing(
     cache_gb: float = 10.0,
     mfu: float = 0.5,
     bandwidth_efficiency: float = 0.8,
+    request_seconds: float = 0.0,
 ) -> Result:
     """What a cached system prompt saves on a fleet (FLOP, seconds, GPU-hours per day) and the
     hit rate random and prefix-affine routing reach (fractions).
 
     Each replica is `tp` GPUs; a prompt is `system_tokens` shared by every request of one
     application followed by `user_tokens` of its own. A hit computes only the user tokens (they
-    still attend to the cached prefix); a miss computes all of them. Both prefills are roofline
-    bounds (`prefill_pass_replica`). Each replica keeps `cache_gb` GB of KV for cached prefixes
-    (all its GPUs together), which fixes how many prefixes it holds; the hit rates come from
-    `prefix_hit_rates`.
+    still attend to the cached prefix); a miss computes all of them. The two lone prefills are
+    roofline bounds (`prefill_pass_replica`), and their difference is the TTFT a hit saves.
+    The GPU time a hit saves on a loaded fleet is a throughput view instead: the FLOPs it skips
+    ÷ (the format's dense peak × `mfu`) GPU-seconds, because at load the engine batches
+    prefills (and decode steps) under a token budget, so the weight reads are shared and
+    what a hit removes is its compute. Each replica keeps `cache_gb` GB of KV for idle cached
+    prefixes (all its GPUs together), which fixes how many it holds; requests in flight
+    (requests per second × `request_seconds`, Little's law) hold their prefixes on top; the hit
+    rates come from `prefix_hit_rates`.
     """
     m = model_get(model)
     g = gpu_get(gpu)
@@ -282,6 +337,10 @@ def prefix_routing(
     cache_bytes = number_check(cache_gb, field="cache_gb", maximum=1e6) * GB
     mfu = fraction_check(mfu, field="mfu")
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    request_seconds = number_check(request_seconds, field="request_seconds", maximum=1e6,
+                                   allow_minimum=True)
+    peak = peak_flops_get(gpu=g, dtype=w)
+    unit = "OP" if w.compute == "int8" else "FLOP"  # INT8 tensor cores are rated in OPS
 
     def prefill(uncached: int) -> dict:
         return prefill_pass_replica(model=m, gpu=g, tp=tp, w=w, emb=emb, kv=kv,
@@ -291,11 +350,19 @@ def prefix_routing(
     miss, hit = prefill(prompt), prefill(user_tokens)
     flops_saved = (miss["flops"] - hit["flops"]) * tp
     ttft_saved = miss["seconds"] - hit["seconds"]
-    gpu_seconds_saved = tp * ttft_saved
+    # Throughput view: at load the weight reads are shared by a batch, so a hit frees its FLOPs.
+    gpu_seconds_saved = flops_saved / (peak * mfu)
+    in_flight = rpm / 60 * request_seconds
     prefix_kv = system_tokens * kv_bytes_per_token_model(m, kv)
     capacity = math.floor(cache_bytes / prefix_kv)
-    rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas)
+    rates = prefix_hit_rates(capacity=capacity, applications=applications, replicas=replicas,
+                             in_flight_fleet=in_flight)
     per_day = rpm * MINUTES_PER_DAY
+    # Does the fleet exist as described? The weights must fit each GPU, and the prefills alone
+    # (every request a miss, at the planned MFU) must not need more GPUs than the fleet has.
+    weights_gpu = weight_bytes_model(model=m, dtype=w, embedding=emb)["total"] / tp
+    usable_gpu = g.memory_total_bytes * MEMORY_FRACTION_DEFAULT - RESERVE_GB_DEFAULT * GB
+    prefill_gpus = rpm / 60 * miss["flops"] * tp / (peak * mfu)
     day = {policy: {"hits": per_day * rates[policy],
                     "gpu_hours": per_day * rates[policy] * gpu_seconds_saved / 3600,
                     "flops": per_day * rates[policy] * flops_saved}
@@ -309,6 +376,13 @@ def prefix_routing(
             "ttft_saved": ttft_saved, "gpu_seconds_saved": gpu_seconds_saved,
             "prefix_kv_bytes": prefix_kv, "capacity": capacity,
             "hit_random": rates["random"], "hit_affine": rates["affine"],
+            "hit_random_idle": rates["random_idle"], "hit_affine_idle": rates["affine_idle"],
+            "in_flight": in_flight, "in_flight_replica": in_flight / replicas,
+            "pinned_random": rates["pinned_random"],
+            "gpu_seconds_lone": tp * ttft_saved,
+            "weights_gpu": weights_gpu, "usable_gpu": usable_gpu,
+            "weights_fit": weights_gpu < usable_gpu, "prefill_gpus": prefill_gpus,
+            "fleet_gpus": replicas * tp,
             "hit_affine_busiest": rates["affine_busiest"],
             "apps_busiest": rates["apps_busiest"], "busiest_share": rates["busiest_share"],
             "even_share": rates["even_share"], "replicas_used": rates["replicas_used"],
@@ -319,11 +393,13 @@ def prefix_routing(
         },
         steps=(
             Step("Prefill on a miss",
-                 f"{prompt:,} tokens on {tp} × {g.name} at {percent_format(mfu)} MFU: "
+                 f"{count_phrase(prompt, 'token')} on {tp} × {g.name} at "
+                 f"{percent_format(mfu)} MFU: "
                  f"{flops_format(miss['flops'] * tp)}, {miss['bound']}-bound",
                  miss["seconds"], "s", seconds_format(miss["seconds"])),
             Step("Prefill on a hit",
-                 f"{user_tokens:,} user tokens attending to the cached {system_tokens:,}: "
+                 f"{count_phrase(user_tokens, 'user token')} attending to the cached "
+                 f"{system_tokens:,}: "
                  f"{flops_format(hit['flops'] * tp)}, {hit['bound']}-bound",
                  hit["seconds"], "s", seconds_format(hit["seconds"])),
             Step("FLOPs a hit saves", f"{flops_format(miss['flops'] * tp)} − "
@@ -332,25 +408,41 @@ def prefix_routing(
             Step("TTFT a hit saves (prefill part, no queue)",
                  f"{seconds_format(miss['seconds'])} − {seconds_format(hit['seconds'])}",
                  ttft_saved, "s", seconds_format(ttft_saved)),
-            Step("GPU-seconds a hit saves",
-                 f"{count_format(tp, 'GPU')} × {seconds_format(ttft_saved)}",
+            Step("GPU-seconds a hit saves at load (throughput view)",
+                 f"{flops_format(flops_saved)} ÷ ({rate_of_format(peak, unit=unit)} per GPU × "
+                 f"{percent_format(mfu)} MFU): batched prefills share the weight reads, so a "
+                 "hit frees its FLOPs",
                  gpu_seconds_saved, "GPU·s", f"{number_format(gpu_seconds_saved)} GPU·s"),
-            Step("KV of one cached prefix", f"{system_tokens:,} tokens × "
+            Step("GPUs the prefills alone would keep busy, every request a miss",
+                 f"{number_format(rpm)} a minute ÷ 60 × {flops_format(miss['flops'] * tp)} ÷ "
+                 f"({rate_of_format(peak, unit=unit)} × {percent_format(mfu)}), against the "
+                 f"fleet's {count_phrase(replicas * tp, 'GPU')}",
+                 prefill_gpus, "GPUs", number_format(prefill_gpus)),
+            Step("KV of one cached prefix", f"{count_phrase(system_tokens, 'token')} × "
                  f"{bytes_format(kv_bytes_per_token_model(m, kv))} per token ({kv.kv_label})",
                  prefix_kv, "B", bytes_format(prefix_kv)),
             Step("Prefixes one replica keeps", f"⌊{bytes_format(cache_bytes)} ÷ "
                  f"{bytes_format(prefix_kv)}⌋", capacity, "prefixes", f"{capacity:,}"),
+            Step("Requests in flight per replica (Little's law)",
+                 f"{number_format(rpm)} a minute ÷ 60 × {number_format(request_seconds)} s ÷ "
+                 f"{count_format(replicas, 'replica')}",
+                 in_flight / replicas, "requests", number_format(in_flight / replicas)),
+            Step("Prefixes running requests hold, random routing",
+                 f"{applications:,} × (1 − e^(−{number_format(in_flight / replicas)} ÷ "
+                 f"{applications:,})): held prefixes hit for free",
+                 rates["pinned_random"], "prefixes", number_format(rates["pinned_random"])),
             Step("Hit rate, random or round-robin routing",
-                 f"every replica sees all {applications:,} prefixes: min(1, {capacity:,} ÷ "
+                 f"every replica sees all {applications:,} prefixes: min(1, "
+                 f"({number_format(rates['pinned_random'])} held + {capacity:,} kept idle) ÷ "
                  f"{applications:,})", rates["random"], "", percent_format(rates["random"])),
             Step("Hit rate, prefix-affine routing (the fleet's)",
                  f"{applications:,} homes spread over {count_format(replicas, 'replica')}, "
-                 f"each replica hitting min(1, {capacity:,} ÷ the applications it is home to): "
-                 f"Σ min(its applications, {capacity:,}) ÷ {applications:,}",
+                 f"each replica hitting min(1, (held + {capacity:,} kept idle) ÷ the "
+                 "applications it is home to), weighted by its traffic",
                  rates["affine"], "", percent_format(rates["affine"])),
             Step("Hit rate on the busiest replica, prefix-affine (the lowest)",
                  f"home to ⌈{applications:,} ÷ {replicas:,}⌉ = {rates['apps_busiest']:,}: "
-                 f"min(1, {capacity:,} ÷ {rates['apps_busiest']:,})",
+                 f"min(1, (held + {capacity:,}) ÷ {rates['apps_busiest']:,})",
                  rates["affine_busiest"], "", percent_format(rates["affine_busiest"])),
             Step("Busiest replica's share of traffic, prefix-affine",
                  f"{rates['apps_busiest']:,} of {applications:,} applications (an even split "

@@ -37,6 +37,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 # Where a bisection for a crossover gives up: far past any model's context window.
 CROSSOVER_MAX = 10**8
@@ -270,7 +271,8 @@ def prefill(
     steps = (
         Step(
             "Rule of thumb: 2 × N × T",
-            f"2 × {number_format(parts['active'])} {rule_what} × {prompt_tokens:,} tokens "
+            f"2 × {number_format(parts['active'])} {rule_what} × "
+            f"{count_phrase(prompt_tokens, 'token')} "
             "(counts the embedding and output head as matmuls for every token)",
             t["flops_rule_of_thumb"],
             "FLOP",
@@ -278,7 +280,8 @@ def prefill(
         ),
         Step(
             "Linear layers",
-            f"2 FLOP × {number_format(t['flops_params'])} {what} × {prompt_tokens:,} tokens "
+            f"2 FLOP × {number_format(t['flops_params'])} {what} × "
+            f"{count_phrase(prompt_tokens, 'token')} "
             "(the embedding lookup is a gather: no FLOPs)",
             t["flops_linear"],
             "FLOP",

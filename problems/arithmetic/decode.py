@@ -23,6 +23,7 @@ from problems.arithmetic.memory import (
     params_count_model,
     weight_bytes_model,
     weights_read_model,
+    window_advice,
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
@@ -32,11 +33,11 @@ from problems.arithmetic.units import (
     count_format,
     flops_format,
     number_format,
-    percent_format,
     rate_format,
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, share_phrase
 
 __all__ = ["decode", "decode_step_model", "experts_touched", "weights_read_params"]
 
@@ -128,10 +129,14 @@ def decode(
     batch = count_check(batch, field="batch", maximum=USERS_MAX)
     context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
     output_tokens = count_check(output_tokens, field="output_tokens", maximum=TOKENS_MAX)
-    context_check(model=m, tokens=context_tokens, field="context_tokens")
+    lengths = {"model": m, "first": context_tokens, "second": output_tokens,
+               "first_name": "context", "second_name": "answer"}
+    context_check(model=m, tokens=context_tokens, field="context_tokens",
+                  advice=window_advice(**lengths, excess=False))
     context_check(
         model=m, tokens=context_tokens + output_tokens, field="output_tokens",
         what=f"the context ({context_tokens:,}) plus the answer ({output_tokens:,})",
+        advice=window_advice(**lengths),
     )
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
     mfu = fraction_check(mfu, field="mfu")
@@ -232,7 +237,7 @@ def decode(
         Step(
             "Bytes per step",
             f"{bytes_short(step['weights'])} + {bytes_short(step['kv'])}: weights "
-            f"{percent_format(weight_share)}, KV {percent_format(1 - weight_share)}",
+            f"{share_phrase(weight_share)}, KV {share_phrase(1 - weight_share)}",
             step["bytes"],
             "B",
             bytes_format(step["bytes"]),
@@ -300,9 +305,10 @@ def decode(
         ),
         Step(
             "Decode loop of the answer",
-            f"{output_tokens:,} tokens = 1 from prefill + {decode_steps:,} decode steps × "
+            f"{count_phrase(output_tokens, 'token')} = 1 from prefill + "
+            f"{count_phrase(decode_steps, 'decode step', zero='0')} × "
             f"{seconds_format(mean_step)} (mean step as the KV grows from "
-            f"{context_tokens:,} tokens)",
+            f"{count_phrase(context_tokens, 'token')})",
             total_seconds,
             "s",
             seconds_format(total_seconds),
@@ -312,10 +318,10 @@ def decode(
             "Largest batch that fits",
             f"⌊{bytes_short(max(room, 0))} left after weights and reserve ÷ "
             f"{bytes_short(per_sequence_end)} per sequence at "
-            f"{context_tokens + decode_steps:,} tokens⌋",
+            f"{count_phrase(context_tokens + decode_steps, 'token')}⌋",
             largest_batch,
             "sequences",
-            count_format(largest_batch, "sequence"),
+            count_phrase(largest_batch, "sequence"),
         ),
     )
     return Result(

@@ -14,6 +14,7 @@ import math
 
 from problems.arithmetic.batching import chunked_prefill
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.compute import peak_flops_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.gpus import tp_allreduce_bytes
 from problems.arithmetic.inputs import (
@@ -38,16 +39,23 @@ from problems.arithmetic.units import (
     GB,
     bandwidth_format,
     bytes_short,
-    count_format,
     number_format,
+    percent_format,
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase, ratio_phrase
 
 HOST_MS_MAX = 1_000.0
 ALLREDUCE_US_MAX = 10_000.0
 TP_CHOICES = (1, 2, 4)  # the baseline's; the lever doubles it
 BATCH_SEARCH_MAX = USERS_MAX
+
+
+def target_rate_format(rate: float) -> str:
+    """Tokens/s per GPU at the largest batch within the target, or "none" when no batch meets
+    it (a zero rate is an absence, not a figure)."""
+    return rate_format(rate, "tokens/s") if rate > 0 else "none"
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
@@ -105,6 +113,8 @@ def _levers_build(
     draft_cost: float = 0.05,
     prompt_tokens: int = 8_000,
     chunk_tokens: int = 512,
+    answer_tokens: int = 500,
+    draft_host_ms: float = 0.5,
     bandwidth_efficiency: float = 1.0,
     mfu: float = 1.0,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
@@ -129,6 +139,9 @@ def _levers_build(
     gamma = count_check(draft_tokens, field="draft_tokens", maximum=DRAFT_TOKENS_MAX)
     c = number_check(draft_cost, field="draft_cost", minimum=0.0, maximum=10.0,
                      allow_minimum=True)
+    draft_host = number_check(draft_host_ms, field="draft_host_ms", minimum=0.0,
+                              maximum=HOST_MS_MAX, allow_minimum=True) / 1e3
+    answer_tokens = count_check(answer_tokens, field="answer_tokens", maximum=TOKENS_MAX)
     prompt_tokens = count_check(prompt_tokens, field="prompt_tokens", maximum=TOKENS_MAX)
     chunk_tokens = count_check(chunk_tokens, field="chunk_tokens", maximum=TOKENS_MAX)
     bw_eff = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
@@ -155,33 +168,47 @@ def _levers_build(
                                         latency_seconds=latency)
             return {**s, "allreduce": comm, "gpu": s["seconds"] + comm}
 
+        def gap(b: int) -> float:
+            """The longest gap between a sequence's tokens at batch b (seconds): a plain step,
+            or a whole speculative pass, which yields a single token whenever the first
+            guess is refused (1 − α of passes). Each of the γ draft steps pays its own
+            launches and sampling on the host (`draft_host`) besides its GPU time."""
+            if not spec:
+                s = gpu_step(b)["gpu"]
+                return max(s, host) if overlap else s + host
+            plain = gpu_step(b)["gpu"]
+            verify = gpu_step(b, gamma + 1)["gpu"]
+            return verify + gamma * (c * plain + draft_host) + host
+
         def tpot(b: int) -> tuple[float, float]:
             """(time per output token, tokens per step per sequence) at batch b."""
             if not spec:
-                s = gpu_step(b)["gpu"]
-                return (max(s, host) if overlap else s + host), 1.0
-            plain = gpu_step(b)["gpu"]
-            verify = gpu_step(b, gamma + 1)["gpu"]
-            step = verify + gamma * c * plain + host
+                return gap(b), 1.0
             tokens = expected_tokens(alpha, gamma)
-            return step / tokens, tokens
+            return gap(b) / tokens, tokens
 
-        return {"gpu_step": gpu_step, "tpot": tpot, "b_mem": b_mem, "group": group,
-                "weights_gpu": weights_gpu, "kv_token": kv_token}
+        return {"gpu_step": gpu_step, "tpot": tpot, "gap": gap, "b_mem": b_mem,
+                "group": group, "weights_gpu": weights_gpu, "kv_token": kv_token,
+                "spec": spec}
 
-    def at_target(cfg: dict) -> dict:
-        """The largest batch within the target and memory, and tokens/s per GPU there."""
+    def at_target(cfg: dict, *, per_gap: bool = True) -> dict:
+        """The largest batch within the target and memory, and tokens/s per GPU there. The
+        target holds for every gap a user sees (`per_gap`): for speculation, the whole pass,
+        not the pass ÷ the tokens it yields on average."""
         b_mem = cfg["b_mem"]
-        if b_mem < 1 or cfg["tpot"](1)[0] > target:
+
+        def time(b: int) -> float:
+            return cfg["gap"](b) if per_gap else cfg["tpot"](b)[0]
+        if b_mem < 1 or time(1) > target:
             return {"batch": 0, "per_gpu": 0.0, "limit": "memory" if b_mem < 1 else "target"}
         low, high = 1, min(b_mem, BATCH_SEARCH_MAX)
-        if cfg["tpot"](high)[0] <= target:
+        if time(high) <= target:
             low, limit = high, "memory"
         else:
             limit = "target"
             while high - low > 1:
                 middle = (low + high) // 2
-                if cfg["tpot"](middle)[0] <= target:
+                if time(middle) <= target:
                     low = middle
                 else:
                     high = middle
@@ -190,7 +217,10 @@ def _levers_build(
 
     levers = [
         ("baseline", "Baseline", config(), "the curve itself"),
-        ("weights", f"{lever_w.name} weights", config(weights=lever_w),
+        ("weights", f"{lever_w.name} weights"
+         + (" (faster matmuls too)" if peak_flops_get(gpu=g, dtype=lever_w)
+            > peak_flops_get(gpu=g, dtype=w) else " (weight-only: fewer bytes, same matmul rate)"
+            if lever_w.bits < w.bits else ""), config(weights=lever_w),
          "moves the curve" if lever_w.bits < w.bits
          else "no gain: not fewer bits than the baseline's weights"),
         ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv),
@@ -200,14 +230,41 @@ def _levers_build(
         ("overlap", "Host work hidden (CUDA graphs, overlap)", config(overlap=True),
          "moves the curve" if host > 0 else "no gain: no host time to hide"),
         ("speculative", f"Speculative decoding, γ = {gamma}", config(spec=True),
-         "moves the curve at small batches"),
+         "moves the curve at small batches" if alpha > 0
+         else "no gain: no draft is ever accepted"),
     ]
     return {"levers": levers, "at_target": at_target, "m": m, "g": g, "w": w, "kv": kv,
             "batch": batch, "context_tokens": context_tokens, "target": target, "host": host,
             "tp": tp, "alpha": alpha, "gamma": gamma, "bw_eff": bw_eff, "mfu": mfu,
             "usable": usable, "reserve": reserve, "fraction": fraction,
             "prompt_tokens": prompt_tokens, "chunk_tokens": chunk_tokens,
+            "answer_tokens": answer_tokens,
             "model": model, "gpu": gpu, "dtype": dtype, "kv_dtype": kv_dtype}
+
+
+def _effect(key: str, best: dict, base: dict, cfg: dict, b: dict) -> str:
+    """What a lever does at the target, from the numbers: more or fewer tokens/s per GPU at
+    the largest batch within it than the baseline, and why there is no gain when there is none
+    (a compute-bound step that a format with fewer bytes but the same compute rate cannot
+    speed up)."""
+    if base["batch"] == 0:
+        return ("makes the target reachable" if best["batch"] > 0
+                else "no batch meets the target either way")
+    if best["batch"] == 0:
+        return "no batch meets the target"
+    ratio = best["per_gpu"] / base["per_gpu"]
+    phrase = ratio_phrase(best["per_gpu"], base["per_gpu"])
+    if ratio > 1.005:
+        return f"moves the curve: {phrase} tokens/s per GPU at the target"
+    if ratio < 0.995:
+        return f"lowers tokens/s per GPU at the target ({phrase})"
+    bound = cfg["gpu_step"](best["batch"])["bound"]
+    if key == "weights" and bound == "compute":
+        return "no gain at the target: the step is compute-bound and this format does not " \
+               "raise the compute rate (weight-only)"
+    if key == "kv" and bound == "compute":
+        return "no gain at the target: the step is compute-bound, not reading KV"
+    return "no gain at the target"
 
 
 def _levers_result(b: dict) -> Result:
@@ -218,12 +275,19 @@ def _levers_result(b: dict) -> Result:
         "alpha", "bw_eff", "mfu", "usable", "reserve", "fraction"))
     prompt_tokens, chunk_tokens = b["prompt_tokens"], b["chunk_tokens"]
     rows = []
+    base_best = at_target(levers[0][2])
     for key, name, cfg, effect in levers:
         fits = cfg["b_mem"] >= batch
         t, per_step = cfg["tpot"](batch)
         best = at_target(cfg)
+        if key != "baseline" and not effect.startswith("no gain"):
+            effect = _effect(key, best, base_best, cfg, b)
+        mean_best = at_target(cfg, per_gap=False)
         rows.append({
             "id": key, "name": name, "effect": effect, "fits": fits,
+            "gap_seconds": cfg["gap"](batch),
+            "batch_at_target_mean": mean_best["batch"],
+            "per_gpu_at_target_mean": mean_best["per_gpu"],
             "tpot_seconds": t, "tokens_per_second_per_gpu": batch / t / cfg["group"],
             "tokens_per_step": per_step, "batch_max_memory": cfg["b_mem"],
             "batch_at_target": best["batch"], "per_gpu_at_target": best["per_gpu"],
@@ -234,7 +298,7 @@ def _levers_result(b: dict) -> Result:
     step = base_cfg["gpu_step"](batch)
     # Spikes: a prompt arriving while `batch` sequences decode, whole or in chunks.
     chunk_inputs = dict(model=b["model"], gpu=b["gpu"], prompt_tokens=prompt_tokens,
-                        dtype=b["dtype"], kv_dtype=b["kv_dtype"], mfu=mfu,
+                        dtype=b["dtype"], kv_dtype=b["kv_dtype"], mfu=mfu, tp=tp,
                         bandwidth_efficiency=bw_eff,
                         decode_batch=batch, decode_context_tokens=context_tokens,
                         memory_fraction=fraction, reserve_gb=reserve / GB)
@@ -247,6 +311,15 @@ def _levers_result(b: dict) -> Result:
     # In chunks the prefill adds less step time in all: each chunk's compute partly runs under
     # the decode step's memory reads, which the decoders pay for anyway.
     added_chunked = chunked["prefill_seconds"] - n_chunks * chunked["decode_step_seconds"]
+    # Steady state: if every request brings such a prompt and leaves after `answer` tokens,
+    # the replica prefills B ÷ answer requests per decode step, each adding its stall, so the
+    # time between a sequence's tokens is TPOT + B × stall ÷ answer (the prefill's share of
+    # the GPU is that extra over the total). Disaggregated, the decode pool keeps the plain
+    # TPOT and other GPUs do the prefills: (B ÷ (answer × TPOT)) × the prefill's time each.
+    answer = b["answer_tokens"]
+    mean_whole = base["tpot_seconds"] + batch * added_mean / answer
+    mean_chunked = base["tpot_seconds"] + batch * max(0.0, added_chunked) / answer
+    prefill_gpus = batch / (answer * base["tpot_seconds"]) * added_mean
     by_id = {r["id"]: r for r in rows}
     spec = by_id["speculative"]
     values = {
@@ -264,13 +337,20 @@ def _levers_result(b: dict) -> Result:
         "chunks": n_chunks, "prefill_stall_total_seconds": added_mean,
         "prefill_stall_chunked_total_seconds": added_chunked,
         "speculative_tokens_per_step": spec["tokens_per_step"],
+        "speculative_gap_seconds": spec["gap_seconds"],
+        "mean_tpot_whole_seconds": mean_whole, "mean_tpot_chunked_seconds": mean_chunked,
+        "prefill_share_whole": 1 - base["tpot_seconds"] / mean_whole,
+        "prefill_share_chunked": 1 - base["tpot_seconds"] / mean_chunked,
+        "prefill_gpus_per_decode_gpu": prefill_gpus / tp,
+        "tp_allreduce_seconds": levers[3][2]["gpu_step"](batch)["allreduce"],
+        "tp_gpu_step_seconds": levers[3][2]["gpu_step"](batch)["gpu"],
         "fits": base["fits"],
     }
     steps = [
         Step("Bytes per step (batch " + f"{batch:,})",
              f"{bytes_short(step['weights'])} weights ({w.name}, read once for the batch; the "
              f"embedding table is only gathered, a row per token) + "
-             f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
+             f"{count_phrase(batch, 'sequence')} × {count_phrase(context_tokens, 'token')} × "
              f"{bytes_short(base_cfg['kv_token'])} of KV ({kv.kv_label})",
              step["bytes"], "B", bytes_short(step["bytes"])),
         Step(f"GPU step ({step['bound']}-bound)",
@@ -287,7 +367,7 @@ def _levers_result(b: dict) -> Result:
              + f" + {seconds_format(host)} (not overlapped)",
              base["tpot_seconds"], "s", seconds_format(base["tpot_seconds"])),
         Step("Throughput per GPU at this batch",
-             f"{count_format(batch, 'token')} ÷ {seconds_format(base['tpot_seconds'])}"
+             f"{count_phrase(batch, 'token')} ÷ {seconds_format(base['tpot_seconds'])}"
              + (f" ÷ {tp} GPUs" if tp > 1 else ""),
              base["tokens_per_second_per_gpu"], "tokens/s",
              rate_format(base["tokens_per_second_per_gpu"], "tokens/s")),
@@ -295,37 +375,55 @@ def _levers_result(b: dict) -> Result:
              f"⌊({bytes_short(usable + reserve)} usable − {bytes_short(reserve)} reserve − "
              f"{bytes_short(base_cfg['weights_gpu'])} weights{' per GPU' if tp > 1 else ''}) ÷ "
              f"({bytes_short(base_cfg['kv_token'])} × "
-             f"{count_format(context_tokens, 'token')})⌋",
+             f"{count_phrase(context_tokens, 'token')})⌋",
              base["batch_max_memory"], "sequences",
-             count_format(base["batch_max_memory"], "sequence")),
+             count_phrase(base["batch_max_memory"], "sequence")),
         Step(f"Largest batch within the {seconds_format(target)} TPOT target",
              f"limited by {base['limit_at_target']}",
              base["batch_at_target"], "sequences",
-             count_format(base["batch_at_target"], "sequence")),
+             count_phrase(base["batch_at_target"], "sequence")),
         Step("Throughput per GPU at that batch", "batch ÷ TPOT",
              base["per_gpu_at_target"], "tokens/s",
-             rate_format(base["per_gpu_at_target"], "tokens/s")),
+             target_rate_format(base["per_gpu_at_target"])),
     ]
     for r in rows[1:]:
         steps.append(Step(
             f"{r['name']}: TPOT at batch {batch:,}",
-            (f"{count_format(r['batch_at_target'], 'sequence')} within the target "
+            (f"{count_phrase(r['batch_at_target'], 'sequence')} within the target "
              f"({r['limit_at_target']}-limited), "
-             f"{rate_format(r['per_gpu_at_target'], 'tokens/s')} per GPU there"
+             f"{target_rate_format(r['per_gpu_at_target'])} per GPU there"
              + ("" if r["fits"] else f"; batch {batch:,} does not fit in memory")
-             + (f"; {number_format(r['tokens_per_step'])} tokens per step at α = "
-                f"{number_format(alpha)}" if r["id"] == "speculative" else "")
+             + (f"; {amount_phrase(r['tokens_per_step'], 'tokens')} per step at α = "
+                f"{number_format(alpha)}, each pass {seconds_format(r['gap_seconds'])} (the gap "
+                "after a refused first guess, which the target must cover)"
+                if r["id"] == "speculative" else "")
              + (f"; all-reduces add {seconds_format(levers[3][2]['gpu_step'](batch)['allreduce'])}"
                 if r["id"] == "tp" else "")),
             r["tpot_seconds"], "s", seconds_format(r["tpot_seconds"])))
     steps += [
-        Step(f"Spike: a prompt of {prompt_tokens:,} tokens in one step",
+        Step(f"Spike: a prompt of {count_phrase(prompt_tokens, 'token')} in one step",
              f"the decoders' step with the whole prefill in it "
              f"({chunked['unchunked_step_bound']}-bound), + host",
              whole_spike, "s", seconds_format(whole_spike)),
         Step(f"Spike with {chunk_tokens:,}-token chunks",
              f"the largest chunk's step ({chunked['largest_step_bound']}-bound) + host, "
-             f"repeated {count_format(n_chunks, 'time')}",
+             f"repeated {count_phrase(n_chunks, 'time')}",
              chunk_spike, "s", seconds_format(chunk_spike)),
+        Step("Mean TPOT under steady load, every request such a prompt",
+             f"{seconds_format(base['tpot_seconds'])} + {batch:,} × "
+             f"{seconds_format(added_mean)} of prefill step time ÷ "
+             f"{count_phrase(answer, 'answer token')} "
+             f"(prefill takes {percent_format(1 - base['tpot_seconds'] / mean_whole)} of the "
+             "GPU)", mean_whole, "s", seconds_format(mean_whole)),
+        Step("The same, in chunks",
+             f"{seconds_format(base['tpot_seconds'])} + {batch:,} × "
+             f"{seconds_format(max(0.0, added_chunked))} ÷ {answer:,}",
+             mean_chunked, "s", seconds_format(mean_chunked)),
+        Step("Disaggregated: prefill GPUs per decode GPU",
+             f"{batch:,} ÷ ({answer:,} × {seconds_format(base['tpot_seconds'])}) requests/s × "
+             f"{seconds_format(added_mean)} each"
+             + (f" ÷ {tp} GPUs" if tp > 1 else "") + "; the decode pool keeps "
+             f"{seconds_format(base['tpot_seconds'])}",
+             prefill_gpus / tp, "GPUs", number_format(prefill_gpus / tp)),
     ]
     return Result(values=values, steps=tuple(steps))

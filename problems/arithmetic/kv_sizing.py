@@ -43,6 +43,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 SIZING_GPUS = ("h100-sxm", "h200", "b200")
 NODE_GPUS = 8
@@ -101,6 +102,61 @@ def gpus_needed(*, model: str, gpu: str, tokens: int, users: int, dtype: str, kv
     return min(layouts, key=lambda x: (x["gpus"], x["tp"]))
 
 
+def node_layout(*, model: str, gpu: str, tokens: int, dtype: str, kv_dtype: str,
+                memory_fraction: float, reserve_gb: float, gpus: int = NODE_GPUS) -> dict:
+    """The most users of `tokens` one node of `gpus` GPUs seats: for each tensor-parallel size
+    that splits the KV heads evenly (MLA's latent is kept whole, so any size), ⌊gpus ÷ tp⌋
+    replicas × the batch each holds; the best layout wins (the smaller tp on a tie).
+
+    Never tp past the KV-head count: there heads are copied, so the per-GPU cache stops
+    shrinking and replicas of a smaller tp seat more (Qwen2.5 7B, 4 KV heads, on H100s: two
+    tp-4 replicas, not one tp-8 replica). Returns tp, replicas, batch per replica and users;
+    all 0 where nothing fits.
+    """
+    m = model_get(model)
+    best = None
+    for tp in (1, 2, 4, 8):
+        if tp > gpus or (m.attention != "MLA" and m.kv_heads % tp):
+            continue
+        fit = batch_max(model=model, gpu=gpu, context_tokens=tokens, dtype=dtype,
+                        kv_dtype=kv_dtype, tp=tp, memory_fraction=memory_fraction,
+                        reserve_gb=reserve_gb)
+        replicas = gpus // tp
+        users = replicas * fit["batch"]
+        # Keep the widest layout when nothing fits, to say what each GPU would have to hold.
+        if best is None or users > best["users"] or (users == 0 and best["users"] == 0):
+            best = {"tp": tp, "replicas": replicas if users else 0, "batch": fit["batch"],
+                    "users": users,
+                    "kv_bytes_per_gpu": float(fit["kv_bytes_per_sequence"]),
+                    "split": kv_heads_per_gpu(model=m, tp=tp)[1]}
+    return best
+
+
+def mla_like_for_like(*, model: str, kv_dtype: str) -> dict:
+    """DeepSeek-V3's MLA set beside `model`'s cache fairly: at `model`'s layer count (part of
+    the raw ratio is only 61 layers against 80), and per GPU on an 8-GPU node, where tensor
+    parallelism splits GQA's KV heads but copies MLA's latent onto every GPU, and
+    data-parallel attention (each GPU its own batch, the latent of its own sequences only)
+    stores it once (bytes per token).
+
+    Llama 3.1 70B in BF16: MLA at 80 layers is 80 × (512 + 64) × 2 = 92,160 B per token
+    against GQA's 327,680 (3.56× less, not 4.66×); under tp 8 GQA keeps 327,680 ÷ 8 = 40,960 B
+    per token on each GPU, MLA the whole 70,272 B: more per GPU, unless attention runs data
+    parallel, where each token's latent sits on one GPU only.
+    """
+    m = model_get(model)
+    v3 = model_get("deepseek-v3")
+    kv_d = kv_dtype_get(kv_dtype, model=m)
+    latent = (v3.kv_lora_rank + v3.qk_rope_head_dim) * kv_d.bytes
+    mla = float(kv_bytes_per_token_model(v3, kv_dtype_get(kv_d.id, model=v3)))
+    own = float(kv_cache(model=model, tokens=1, dtype=kv_d.id)["bytes_per_token"])
+    own_per_gpu = float(kv_cache(model=model, tokens=1, dtype=kv_d.id,
+                                 tp=NODE_GPUS)["total_bytes_per_gpu"])
+    return {"mla_same_layers": m.layers * latent, "mla_per_gpu_tp": mla,
+            "mla_same_layers_per_gpu_tp": m.layers * latent,
+            "own_bytes_per_token": own, "own_per_gpu_tp": own_per_gpu}
+
+
 def kv_sizing(
     *,
     model: str = "llama-3.1-70b",
@@ -157,12 +213,12 @@ def kv_sizing(
         need = gpus_needed(model=model, gpu=gid, tokens=tokens, users=users, dtype=dtype,
                            kv_dtype=kv_d.id, memory_fraction=memory_fraction,
                            reserve_gb=reserve_gb)
-        node = batch_max(model=model, gpu=gid, context_tokens=tokens, dtype=dtype,
-                         kv_dtype=kv_d.id, tp=NODE_GPUS, memory_fraction=memory_fraction,
-                         reserve_gb=reserve_gb)
+        node = node_layout(model=model, gpu=gid, tokens=tokens, dtype=dtype, kv_dtype=kv_d.id,
+                           memory_fraction=memory_fraction, reserve_gb=reserve_gb)
         row = {"gpu": gid, "name": g.name, "short_name": g.short_name or g.name,
                "memory_bytes": g.memory_total_bytes, **need,
-               "node_users": node["batch"], "node_free_bytes": node["free_bytes"] * NODE_GPUS}
+               "node_users": node["users"], "node_tp": node["tp"],
+               "node_replicas": node["replicas"], "node_batch": node["batch"]}
         gpu_rows.append(row)
         if need["batch"]:
             expression = (f"tp {need['tp']}: {count_format(need['batch'], 'user')} per replica "
@@ -178,20 +234,24 @@ def kv_sizing(
         steps.append(Step(f"{g.short_name or g.name}s for all {count_format(users, 'user')}",
                           expression,
                           need["gpus"], "GPUs", display))
-        _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
         steps.append(Step(f"Users of {count_format(tokens, 'token')} on one {NODE_GPUS}-GPU "
                           f"{g.short_name} node",
-                          f"⌊KV room per GPU ÷ "
-                          f"{bytes_short(float(node['kv_bytes_per_sequence']))} per user on "
-                          f"each GPU ({split})⌋",
-                          node["batch"], "users", count_format(node["batch"], "user")))
+                          (f"the best layout in {NODE_GPUS} GPUs: {node['replicas']:,} × tp "
+                           f"{node['tp']}, {count_format(node['batch'], 'user')} each at "
+                           f"{bytes_short(node['kv_bytes_per_gpu'])} per user on each GPU "
+                           f"({node['split']}); never tp past the KV-head count, where heads "
+                           "are copied") if node["users"] else
+                          (f"no layout fits one user: even at tp {node['tp']} one user takes "
+                           f"{bytes_short(node['kv_bytes_per_gpu'])} on each GPU "
+                           f"({node['split']}) beside the weights and reserve"),
+                          node["users"], "users", count_phrase(node["users"], "user")))
 
     # Levers, each at the same context and users.
     fp8 = kv_cache(model=model, tokens=tokens, users=users, dtype="fp8")
     fp8_total = float(fp8["total_bytes"])
-    fp8_node = batch_max(model=model, gpu="h100-sxm", context_tokens=tokens, dtype=dtype,
-                         kv_dtype="fp8", tp=NODE_GPUS, memory_fraction=memory_fraction,
-                         reserve_gb=reserve_gb)["batch"]
+    fp8_node = node_layout(model=model, gpu="h100-sxm", tokens=tokens, dtype=dtype,
+                           kv_dtype="fp8", memory_fraction=memory_fraction,
+                           reserve_gb=reserve_gb)["users"]
     steps.append(Step("Lever: FP8 KV cache",
                       f"{number_format(kv_d.bytes)} B → 1 B per value" if kv_d.bytes > 1 else
                       f"already {number_format(kv_d.bytes)} B per value: no saving",
@@ -206,6 +266,19 @@ def kv_sizing(
                       f"{v3.layers} layers × ({v3.kv_lora_rank} latent + "
                       f"{v3.qk_rope_head_dim} RoPE key) × {number_format(kv_d.bytes)} B",
                       mla_token, "B", f"{bytes_format(mla_token)} per token"))
+
+    fair = mla_like_for_like(model=model, kv_dtype=kv_d.id)
+    steps.append(Step("…MLA at this model's layer count",
+                      f"{m.layers} layers × ({v3.kv_lora_rank} + {v3.qk_rope_head_dim}) × "
+                      f"{number_format(kv_d.bytes)} B",
+                      fair["mla_same_layers"], "B",
+                      f"{bytes_format(fair['mla_same_layers'])} per token"))
+    steps.append(Step(f"…per GPU under tp {NODE_GPUS}: this model against MLA",
+                      f"{bytes_short(per_token)} split over {NODE_GPUS} GPUs (where its KV "
+                      "heads allow) against the latent copied whole onto each",
+                      fair["own_per_gpu_tp"], "B",
+                      f"{bytes_format(fair['own_per_gpu_tp'])} against "
+                      f"{bytes_format(fair['mla_same_layers_per_gpu_tp'])} per token"))
 
     mean_total = per_token * mean_tokens * users
     steps.append(Step("Lever: size for the mean context, not the maximum",
@@ -270,6 +343,8 @@ def kv_sizing(
             "mha_total_bytes": mha_token * tokens * users,
             "mla_bytes_per_token": mla_token,
             "mla_total_bytes": mla_token * tokens * users,
+            "mla_same_layers_bytes_per_token": fair["mla_same_layers"],
+            "own_per_gpu_tp_bytes_per_token": fair["own_per_gpu_tp"],
             "mean_total_bytes": mean_total,
             "window_tokens_effective": windowed,
             "window_total_bytes": window_total,

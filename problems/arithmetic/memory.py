@@ -346,16 +346,51 @@ def weights_read_model(
     }
 
 
-def context_check(*, model: Model, tokens: int, field: str, what: str = "") -> None:
+def context_check(*, model: Model, tokens: int, field: str, what: str = "",
+                  advice: str = "") -> None:
     """Refuse `tokens` past the model's context window (max_position_embeddings), naming
-    `field`, as a server refuses such a request before spending any GPU time on it."""
+    `field`, as a server refuses such a request before spending any GPU time on it; `advice`
+    (from `window_advice`) says how far to cut."""
     if model.context and tokens > model.context:
         subject = what or f"{tokens:,} tokens"
         raise ArithmeticInputError(
             field=field,
             message=f"{subject} exceed{'s' if not what else ''} {model.name}'s context window of "
-            f"{model.context:,} tokens",
+            f"{model.context:,} tokens" + (f": {advice}" if advice else ""),
         )
+
+
+def window_advice(*, model: Model, first: int, second: int, first_name: str,
+                  second_name: str, excess: bool = True) -> str:
+    """How to cut two lengths that share `model`'s window (a prompt and its answer) so that
+    they fit: "276 tokens too many; with this prompt, an output of at most 24 tokens fits;
+    with this output, a prompt of at most 724 tokens". Empty when they fit. A learner who
+    picks a small model (course-lm's 1,024 tokens) at another model's lengths reads here what
+    to type instead. `excess=False` leaves out the count of tokens too many (for a refusal of
+    the first length alone, whose own excess is another number)."""
+    window = model.context
+    if not window or first + second <= window:
+        return ""
+    over = first + second - window
+    options = []
+    if second - over >= 1 and first < window:
+        options.append(f"with this {first_name}, {_article(second_name)} {second_name} of at most "
+                       f"{_tokens(second - over)} fits")
+    if first - over >= 1 and second < window:
+        options.append(f"with this {second_name}, {_article(first_name)} {first_name} of at most "
+                       f"{_tokens(first - over)} fits")
+    if not options:
+        options.append(f"the {first_name} and the {second_name} together may be at most "
+                       f"{_tokens(window)}")
+    return (f"{_tokens(over)} too many; " if excess else "") + "; ".join(options)
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
+def _tokens(count: int) -> str:
+    return f"{count:,} token{'' if count == 1 else 's'}"
 
 
 def memory_fit(

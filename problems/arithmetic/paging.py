@@ -25,7 +25,7 @@ from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_
 from problems.arithmetic.compute import kv_bytes_per_token_model, peak_flops_get
 from problems.arithmetic.decode import decode_flops_per_sequence, decode_step_model
 from problems.arithmetic.errors import ArithmeticInputError
-from problems.arithmetic.inputs import TOKENS_MAX, count_check
+from problems.arithmetic.inputs import TOKENS_MAX, count_check, number_check
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
@@ -51,6 +51,23 @@ MIX_DEFAULT = "50:300:250, 35:1500:400, 15:3000:1000"
 MIX_HELP = ("Request classes as share:prompt tokens:output tokens, separated by commas "
             "(at most 8). The default is an assumption: chat turns, longer questions, and a "
             "few documents with long answers.")
+
+
+# vLLM's default cap on running sequences (max_num_seqs) when none is set,
+# vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 1,024 on GPUs of at least 70 GiB
+# other than the A100 (H100, H200, MI300X), 256 on every other GPU. Whatever room the cache
+# leaves, the scheduler never runs more sequences than this.
+VLLM_DEFAULT_MAX_NUM_SEQS = {"large_gpu": 1_024, "other_gpu": 256}
+VLLM_LARGE_GPU_BYTES = 70 * 2**30
+MAX_NUM_SEQS_MAX = 1_000_000
+
+
+def vllm_max_num_seqs(gpu: str) -> int:
+    """vLLM's default max_num_seqs on `gpu` (sequences): 1,024 on a GPU of 70 GiB or more that
+    is not an A100, otherwise 256."""
+    g = gpu_get(gpu)
+    large = g.memory_total_bytes >= VLLM_LARGE_GPU_BYTES and not g.id.startswith("a100")
+    return VLLM_DEFAULT_MAX_NUM_SEQS["large_gpu" if large else "other_gpu"]
 
 
 def mix_parse(mix: str) -> list[tuple[float, int, int]]:
@@ -128,9 +145,15 @@ def paging(
     kv_dtype: str | None = None,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
+    max_num_seqs: int | None = None,
+    mfu: float = 1.0,
 ) -> Result:
     """Memory held per running sequence, the batch and the decode throughput each policy
-    allows (tokens, bytes, sequences, tokens/s) for the workload `mix`."""
+    allows (tokens, bytes, sequences, tokens/s) for the workload `mix`.
+
+    The batch is what the free memory holds, capped at `max_num_seqs` (None: vLLM's default
+    for the GPU, `vllm_max_num_seqs`); the step's floor is the larger of its bytes over the
+    bandwidth and its FLOPs over the peak × `mfu`."""
     m = model_get(model)
     g = gpu_get(gpu)
     d = dtype_get(dtype)
@@ -143,32 +166,54 @@ def paging(
         raise ArithmeticInputError(
             field="mix", message=f"a class needs {longest:,} tokens, past the maximum length "
                                  f"of {max_len:,}")
+    cap = (vllm_max_num_seqs(gpu) if max_num_seqs is None else
+           count_check(max_num_seqs, field="max_num_seqs", maximum=MAX_NUM_SEQS_MAX))
+    mfu = number_check(mfu, field="mfu", minimum=0.0, maximum=1.0)
     per_token = kv_bytes_per_token_model(m, kv_d)
     room = batch_max(model=model, gpu=gpu, context_tokens=1, dtype=dtype, kv_dtype=kv_d.id,
                      memory_fraction=memory_fraction, reserve_gb=reserve_gb)
     free = float(room["free_bytes"])
     if free <= 0:
-        raise ArithmeticInputError(field="model", message=f"{m.name}'s weights and the reserve "
-                                                          f"leave no room on one {g.name}")
+        # Say by how much, and what would make room, rather than only that it does not fit.
+        weights = float(room["weights_bytes_per_gpu"])
+        usable = float(room["memory_usable_bytes"])
+        reserve = float(room["reserve_bytes"])
+        gpus = next((tp for tp in (2, 4, 8, 16, 32, 64) if weights / tp + reserve < usable),
+                    None)
+        more = (f"split over at least {gpus} of them with tensor parallelism (problem 3), the "
+                "weights would leave room for one" if gpus else
+                "even 64 of them would not leave room for one: choose a narrower format")
+        raise ArithmeticInputError(
+            field="model",
+            message=f"{m.name}'s {bytes_short(weights)} of {d.name} weights and the "
+                    f"{bytes_short(reserve)} reserve need {bytes_short(weights + reserve)}, "
+                    f"{bytes_short(weights + reserve - usable)} more than the "
+                    f"{bytes_short(usable)} one {g.name} lets the engine use, so there is no "
+                    f"room for any cache; {more}")
     rows = policies_model(classes, max_len=max_len)
     peak = peak_flops_get(gpu=g, dtype=d)
     e_bytes = dtype_get("bf16").bytes if d.bytes < 2 else d.bytes
     for row in rows:
         row["held_bytes"] = row["held"] * per_token
-        row["batch"] = math.floor(free / row["held_bytes"])
+        row["fits_batch"] = math.floor(free / row["held_bytes"])
+        row["batch"] = min(row["fits_batch"], cap)
+        row["capped"] = row["fits_batch"] > cap
         batch = max(row["batch"], 1)
         memory = decode_step_model(model=m, gpu=g, batch=batch, context_tokens=row["used"],
                                    weight_bytes_per_param=d.bytes, kv_bytes_per_token=per_token,
                                    bandwidth_efficiency=1.0, embedding_bytes_per_param=e_bytes)
-        compute = batch * decode_flops_per_sequence(m, row["used"]) / peak
+        compute = batch * decode_flops_per_sequence(m, row["used"]) / (peak * mfu)
         row["step_seconds"] = max(memory["seconds"], compute)
         row["bound"] = "memory" if memory["seconds"] >= compute else "compute"
         row["tokens_per_second"] = row["batch"] / row["step_seconds"]
     base = rows[0]
     if base["batch"] < 1:
+        longest_fit = math.floor(free / per_token)
         raise ArithmeticInputError(
-            field="max_len", message=f"not one sequence reserved at {max_len:,} tokens fits "
-                                     f"beside the weights; choose a shorter maximum")
+            field="max_len", message=f"reserving {max_len:,} tokens takes "
+                                     f"{bytes_short(base['held_bytes'])} per sequence, more than "
+                                     f"the {bytes_short(free)} the weights leave; at most "
+                                     f"{longest_fit:,} tokens fit, so choose a shorter maximum")
     paged16 = next(r for r in rows if r["id"] == "paged-16")
     for row in rows:
         row["throughput_ratio"] = row["tokens_per_second"] / base["tokens_per_second"]
@@ -195,10 +240,13 @@ def paging(
             f"{number_format(row['held'])} tokens held for {number_format(row['used'])} in use "
             f"({percent_format(row['waste'])} wasted)",
             row["held_bytes"], "B", bytes_format(row["held_bytes"])))
+        held_in = (f"⌊{bytes_short(free)} ÷ {bytes_short(row['held_bytes'])}⌋ = "
+                   f"{count_format(row['fits_batch'], 'sequence')}")
+        if row["capped"]:
+            held_in += f", capped at max_num_seqs {cap:,}"
         steps.append(Step(
             f"{row['name']}: batch and decode throughput",
-            f"⌊{bytes_short(free)} ÷ {bytes_short(row['held_bytes'])}⌋ = "
-            f"{count_format(row['batch'], 'sequence')}; step "
+            f"{held_in}; step "
             f"{seconds_format(row['step_seconds'])} ({row['bound']}-bound, floor)",
             row["tokens_per_second"], "tokens/s", rate_format(row["tokens_per_second"],
                                                               "tokens/s")))
@@ -216,6 +264,10 @@ def paging(
             "used_tokens": paged16["used"],
             "paged_over_max": paged16["throughput_ratio"],
             "paged_batch_over_max": paged16["batch"] / base["batch"],
+            "max_num_seqs": cap,
+            "paged_capped": paged16["capped"],
+            "paged_bound": paged16["bound"],
+            "base_bound": base["bound"],
         },
         steps=tuple(steps),
     )

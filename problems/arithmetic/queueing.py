@@ -14,6 +14,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 SERVERS_MAX = 100_000
 RATE_MAX = 1e9
@@ -157,6 +158,76 @@ def mm1_wait(*, arrival_rate: float, service_rate: float) -> float:
     return (arrival_rate / service_rate) / (service_rate - arrival_rate)
 
 
+def _normal_cdf(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def mm1_backlog_from_empty(*, arrival_rate: float, service_rate: float, seconds: float) -> float:
+    """Mean number of requests in an M/M/1 system `seconds` after it started empty, on either
+    side of capacity: the diffusion (reflected Brownian motion) approximation, drift θ = λ − μ
+    and variance σ² = λ + μ per second, capped by the steady state ρ ÷ (1 − ρ) it tends to
+    below capacity (the mean from empty rises towards it and never passes it).
+
+    E[R(t)] = θt·Φ(a) + σ√t·φ(a) + σ²/(2θ)·(2Φ(a) − 1), a = θ√t ÷ σ (R(t) from 0 is
+    distributed as the running maximum of the free Brownian motion up to t; Abate and Whitt,
+    'Transient behavior of regulated Brownian motion, I', 1987); at θ = 0 it is σ√(2t/π).
+    One formula on both sides of capacity, so the wait does not jump where the load crosses
+    it: at λ = μ = 40/s after 60 s it is √(80 × 60 × 2/π) = 55.3 requests (an exact M/M/1
+    computed step by step from empty gives 54.8); at λ = 42 it is 140, near the fluid
+    (λ − μ)t = 120 plus the noise.
+    """
+    theta = arrival_rate - service_rate
+    var = arrival_rate + service_rate
+    t = seconds
+    s = math.sqrt(var * t)
+    if s == 0:
+        return 0.0
+    if abs(theta) * t < 1e-9 * s:
+        diffusion = s * math.sqrt(2 / math.pi)
+    else:
+        a = theta * t / s
+        phi = math.exp(-a * a / 2) / math.sqrt(2 * math.pi)
+        diffusion = (theta * t * _normal_cdf(a) + s * phi
+                     + var / (2 * theta) * (2 * _normal_cdf(a) - 1))
+    if theta < 0:
+        rho = arrival_rate / service_rate
+        return min(rho / (1 - rho), diffusion)
+    return diffusion
+
+
+def priority_waits(*, first_rate: float, second_rate: float,
+                   service_rate: float) -> tuple[float, float]:
+    """Mean waits in queue (seconds) of two classes sharing one server with the same
+    exponential service, the first class always taken before the second but never
+    interrupting a request in service (non-preemptive priority, Cobham 1954).
+
+    W0 = mean residual service an arrival finds = ρ ÷ μ (1 ÷ μ when the server is always
+    busy); W_first = W0 ÷ (1 − ρ₁); W_second = W0 ÷ ((1 − ρ₁)(1 − ρ)), infinite at ρ ≥ 1.
+    The load-weighted mean of the two equals FCFS's ρ ÷ (μ − λ) (Kleinrock's conservation
+    law): serving one class first only moves waiting to the other.
+    """
+    mu = service_rate
+    rho_1 = first_rate / mu
+    rho = (first_rate + second_rate) / mu
+    w0 = min(rho, 1.0) / mu
+    first = w0 / (1 - rho_1)
+    second = math.inf if rho >= 1 else w0 / ((1 - rho_1) * (1 - rho))
+    return first, second
+
+
+def kingman_wait(*, utilization: float, arrival_cv2: float, service_cv2: float,
+                 mean_service: float) -> float:
+    """Kingman's G/G/1 approximation of the mean wait in queue (seconds):
+    ρ ÷ (1 − ρ) × (Ca² + Cs²) ÷ 2 × E[S], with Ca² and Cs² the squared coefficients of variation
+    of the gaps between arrivals and of the service times (1 each for Poisson arrivals and
+    exponential service, which gives M/M/1's ρ ÷ (1 − ρ) × E[S] exactly). Bursts or retries
+    raise Ca² just as a long-tailed service raises Cs². ρ 0.8, Ca² 4, Cs² 1, E[S] 2 s:
+    4 × 2.5 × 2 = 20 s, against M/M/1's 8 s."""
+    if not 0 <= utilization < 1:
+        raise ValueError(f"a stable queue needs 0 ≤ ρ < 1, not {utilization}")
+    return utilization / (1 - utilization) * (arrival_cv2 + service_cv2) / 2 * mean_service
+
+
 def tenant_fairness(
     *,
     capacity_tokens_per_s: float = 20_000.0,
@@ -173,12 +244,23 @@ def tenant_fairness(
 
     The replica is one server that finishes μ = capacity ÷ tokens per request requests/s (its
     saturated throughput), fed by Poisson arrivals: one heavy tenant at `heavy_rate` and
-    `light_tenants` light ones at `light_rate` each (requests/s). FCFS: every tenant sees the
-    same M/M/1 wait ρ ÷ (μ − λ), and above capacity everyone's wait grows without bound. Fair
-    sharing (each of k tenants guaranteed μ ÷ k while it has work, unused share handed to the
-    others): a light tenant under its share waits at most as in an M/M/1 queue of its own at
-    μ ÷ k; the heavy tenant gets what the light ones leave, and what it sends beyond that fills
-    its queue, which a bound of `queue_bound` requests turns into refusals (429).
+    `light_tenants` light ones at `light_rate` each (requests/s), every request the same
+    exponential service.
+
+    FCFS: every tenant sees the same wait, that of one M/M/1 queue `overload_seconds` after it
+    started empty (`mm1_backlog_from_empty` ÷ μ): the steady ρ ÷ (μ − λ) well below capacity,
+    growing with time near and past it, one model on both sides.
+
+    Fair sharing (a counter per tenant, least served goes next, work-conserving): tenants that
+    send less than the others are never behind for long, so the scheduler takes their requests
+    first; the model is two-class non-preemptive priority, the tenants with the lower rate
+    first (`priority_waits`), and FCFS for all when the rates are equal. Fairness therefore
+    moves waiting from the light tenants to the heavy one at a fixed load; it cannot lower
+    everyone's (the load-weighted mean stays FCFS's). A light tenant's wait is at most
+    (1 ÷ μ) ÷ (1 − ρ_light), whatever the heavy tenant sends: one request's residual service
+    plus the light tenants' own queue. The heavy tenant's queue holds at most `queue_bound`
+    requests, so by Little's law it waits at most bound ÷ its throughput; what it sends beyond
+    the capacity the light tenants leave is refused (429) once that queue is full.
     """
     capacity = number_check(capacity_tokens_per_s, field="capacity_tokens_per_s",
                             maximum=RATE_MAX)
@@ -197,19 +279,41 @@ def tenant_fairness(
             field="light_rate",
             message=f"must stay under a light tenant's fair share, {number_format(share)} "
                     f"requests/s (μ {number_format(mu)}/s ÷ {k} tenants)")
-    lam = lam_h + n * lam_l
+    lam_light = n * lam_l
+    lam = lam_h + lam_light
     rho = lam / mu
+    rho_light = lam_light / mu
     fcfs_stable = rho < 1
     fcfs_wait = mm1_wait(arrival_rate=lam, service_rate=mu)
     growth = max(0.0, (lam - mu) / mu)  # seconds of wait added per second of overload
-    fcfs_wait_after = fcfs_wait if fcfs_stable else growth * overload
-    light_wait = mm1_wait(arrival_rate=lam_l, service_rate=share)
-    heavy_capacity = mu - n * lam_l
+    backlog = mm1_backlog_from_empty(arrival_rate=lam, service_rate=mu, seconds=overload)
+    fcfs_wait_after = backlog / mu
+    fcfs_settled = fcfs_stable and fcfs_wait_after >= fcfs_wait * (1 - 1e-9)
+    heavy_capacity = mu - lam_light
     heavy_stable = lam_h < heavy_capacity
-    heavy_wait = mm1_wait(arrival_rate=lam_h, service_rate=heavy_capacity)
+    heavy_is_heavier = lam_h > lam_l
+    if heavy_is_heavier:
+        light_wait, heavy_steady = priority_waits(first_rate=lam_light, second_rate=lam_h,
+                                                  service_rate=mu)
+    elif lam_h < lam_l:
+        heavy_steady, light_wait = priority_waits(first_rate=lam_h, second_rate=lam_light,
+                                                  service_rate=mu)
+    else:
+        light_wait = heavy_steady = fcfs_wait
+    light_wait_bound = (1 / mu) / (1 - rho_light)
+    heavy_throughput = min(lam_h, heavy_capacity)
+    # The heavy tenant's queue never holds more than the bound (Little's law caps its wait),
+    # nor more than the whole replica's backlog after the overload period.
+    by_bound = bound / heavy_throughput
+    by_backlog = backlog / heavy_capacity
+    heavy_wait = min(heavy_steady, by_bound, by_backlog)
+    heavy_capped = heavy_wait < heavy_steady
+    heavy_limit = (None if not heavy_capped else
+                   "bound" if by_bound <= by_backlog else "backlog")
     excess = max(0.0, lam_h - heavy_capacity)
-    heavy_wait_bounded = heavy_wait if heavy_stable else bound / heavy_capacity
     refused_share = excess / lam_h
+    fair_mean = ((lam_light * light_wait + lam_h * heavy_wait) / lam
+                 if fcfs_stable and not heavy_capped else None)
     bucket_rate = share * size
     bucket_depth = bucket_rate * burst
     retry_after = size / bucket_rate
@@ -219,8 +323,23 @@ def tenant_fairness(
     # computes as 3.0000000000000004 s).
     retry_after_header = math.ceil(retry_after * (1 - 1e-12))
     capped_refused = max(0.0, lam_h - share)
-    fcfs_text = (seconds_format(fcfs_wait) if fcfs_stable else
-                 f"+{seconds_format(growth)}/s")
+    if heavy_is_heavier:
+        light_formula = (f"W0 ÷ (1 − ρ_light), W0 = {number_format(min(rho, 1.0))} ÷ "
+                         f"{number_format(mu)}/s, ρ_light = {number_format(rho_light)}: the "
+                         "light tenants go first")
+        heavy_formula = ("W0 ÷ ((1 − ρ_light)(1 − ρ)): it waits behind the light tenants"
+                         if not heavy_capped else
+                         f"at most {bound:,} queued ÷ {number_format(heavy_throughput)}/s "
+                         "(Little's law at the bound)"
+                         if heavy_limit == "bound" else
+                         "the replica's backlog after the overload ÷ what the heavy tenant "
+                         "is served")
+    elif lam_h < lam_l:
+        light_formula = ("W0 ÷ ((1 − ρ_heavy)(1 − ρ)): the heavy tenant sends less, so it goes "
+                         "first")
+        heavy_formula = "W0 ÷ (1 − ρ_heavy)"
+    else:
+        light_formula = heavy_formula = "equal rates: nobody is favoured, FCFS's wait"
     return Result(
         values={
             "service_rate": mu,
@@ -229,12 +348,19 @@ def tenant_fairness(
             "fcfs_stable": fcfs_stable,
             "fcfs_wait_seconds": fcfs_wait if fcfs_stable else None,
             "fcfs_wait_growth": growth,
+            "fcfs_backlog_requests": backlog,
             "fcfs_wait_after_overload_seconds": fcfs_wait_after,
+            "fcfs_settled": fcfs_settled,
             "fair_share_rate": share,
+            "heavy_is_heavier": heavy_is_heavier,
             "light_wait_seconds": light_wait,
+            "light_wait_bound_seconds": light_wait_bound,
             "heavy_capacity_rate": heavy_capacity,
             "heavy_stable": heavy_stable,
-            "heavy_wait_seconds": heavy_wait_bounded,
+            "heavy_wait_seconds": heavy_wait,
+            "heavy_wait_capped": heavy_capped,
+            "heavy_wait_limit": heavy_limit,
+            "fair_mean_wait_seconds": fair_mean,
             "heavy_excess_rate": excess,
             "heavy_refused_share": refused_share,
             "bucket_rate_tokens": bucket_rate,
@@ -245,30 +371,29 @@ def tenant_fairness(
         },
         steps=(
             Step("Service rate μ", f"{number_format(capacity)} tokens/s ÷ "
-                 f"{number_format(size)} tokens per request", mu, "requests/s",
+                 f"{amount_phrase(size, 'tokens')} per request", mu, "requests/s",
                  rate_format(mu, "requests/s")),
             Step("Offered load λ", f"{number_format(lam_h)} heavy + {n} × "
                  f"{number_format(lam_l)} light", lam, "requests/s",
                  rate_format(lam, "requests/s")),
             Step("Utilisation ρ", f"{number_format(lam)} ÷ {number_format(mu)}", rho, "",
                  percent_format(rho)),
-            Step("FCFS: every tenant's mean wait" + (" (M/M/1)" if fcfs_stable else
-                                                      ", growing per second of overload"),
-                 f"{number_format(rho)} ÷ ({number_format(mu)} − {number_format(lam)})/s"
-                 if fcfs_stable else
-                 f"({number_format(lam)} − {number_format(mu)}) ÷ {number_format(mu)}: the "
-                 "backlog grows, and so does every tenant's wait",
-                 fcfs_wait if fcfs_stable else growth, "s" if fcfs_stable else "s/s", fcfs_text),
-            *(() if fcfs_stable else (
-                Step(f"FCFS: wait after {seconds_format(overload)} of overload",
-                     f"{number_format(growth)} × {number_format(overload)} s",
-                     fcfs_wait_after, "s", seconds_format(fcfs_wait_after)),)),
+            Step("FCFS: requests in the system after the overload period, from empty",
+                 f"diffusion with drift λ − μ = {number_format(lam - mu)}/s over "
+                 f"{seconds_format(overload)}"
+                 + (", capped by the steady state ρ ÷ (1 − ρ)" if fcfs_stable else ""),
+                 backlog, "requests", number_format(backlog)),
+            Step("FCFS: every tenant's mean wait then",
+                 f"{number_format(backlog)} requests ÷ {number_format(mu)}/s"
+                 + (" (the steady M/M/1 wait ρ ÷ (μ − λ))" if fcfs_settled else ""),
+                 fcfs_wait_after, "s", seconds_format(fcfs_wait_after)),
             Step("Fair share per tenant", f"{number_format(mu)} ÷ {k} tenants", share,
                  "requests/s", rate_format(share, "requests/s")),
-            Step("Fair: a light tenant's mean wait, at most",
-                 f"M/M/1 at its share: ({number_format(lam_l)} ÷ {number_format(share)}) ÷ "
-                 f"({number_format(share)} − {number_format(lam_l)})/s", light_wait, "s",
+            Step("Fair: a light tenant's mean wait", light_formula, light_wait, "s",
                  seconds_format(light_wait)),
+            Step("Fair: a light tenant's wait whatever the heavy tenant sends, at most",
+                 f"(1 ÷ {number_format(mu)}/s) ÷ (1 − {number_format(rho_light)})",
+                 light_wait_bound, "s", seconds_format(light_wait_bound)),
             Step("Fair: what the heavy tenant can be served",
                  f"{number_format(mu)} − {n} × {number_format(lam_l)} (the light tenants' "
                  "unused share is handed on)", heavy_capacity, "requests/s",
@@ -276,22 +401,19 @@ def tenant_fairness(
             Step("Fair: the heavy tenant's excess",
                  f"max(0, {number_format(lam_h)} − {number_format(heavy_capacity)})", excess,
                  "requests/s", rate_format(excess, "requests/s")),
-            Step("Fair: the heavy tenant's mean wait",
-                 (f"M/M/1 at {number_format(heavy_capacity)}/s" if heavy_stable else
-                  f"its queue stays full at the bound: {bound:,} ÷ "
-                  f"{number_format(heavy_capacity)}/s (Little's law)"),
-                 heavy_wait_bounded, "s", seconds_format(heavy_wait_bounded)),
+            Step("Fair: the heavy tenant's mean wait", heavy_formula, heavy_wait, "s",
+                 seconds_format(heavy_wait)),
             Step("Share of the heavy tenant's requests refused (429)",
                  f"{number_format(excess)} ÷ {number_format(lam_h)}", refused_share, "",
                  percent_format(refused_share)),
             Step("Token bucket rate for the heavy tenant's share",
-                 f"{number_format(share)} requests/s × {number_format(size)} tokens",
+                 f"{number_format(share)} requests/s × {amount_phrase(size, 'tokens')}",
                  bucket_rate, "tokens/s", rate_format(bucket_rate, "tokens/s")),
             Step("Bucket depth (burst)", f"{number_format(bucket_rate)} tokens/s × "
                  f"{number_format(burst)} s", bucket_depth, "tokens",
                  count_format(bucket_depth, "token")),
             Step("Retry-After for one request on an empty bucket",
-                 f"{number_format(size)} tokens ÷ {number_format(bucket_rate)} tokens/s",
+                 f"{amount_phrase(size, 'tokens')} ÷ {number_format(bucket_rate)} tokens/s",
                  retry_after, "s", seconds_format(retry_after)),
             Step("Retry-After header (whole seconds)",
                  f"⌈{number_format(retry_after)} s⌉: the header carries whole seconds",
@@ -417,7 +539,8 @@ def tail_latency(
         Step("M/M/1 p99 ÷ p50 of response, at any load", "ln 100 ÷ ln 2", ratio_mm1, "×",
              f"{number_format(ratio_mm1)}×"),
         Step(f"M/M/{c} at {percent_format(rho)}: chance an arrival waits (Erlang C)",
-             f"{c} servers, {number_format(rho * c)} erlangs", minec["wait_probability"], "",
+             f"{count_phrase(c, 'server')}, {number_format(rho * c)} erlangs",
+             minec["wait_probability"], "",
              percent_format(minec["wait_probability"])),
         Step(f"M/M/{c} at {percent_format(rho)}: p99 wait and response",
              f"p99 wait {seconds_format(minec['p99_wait_seconds'])}; p50 response "

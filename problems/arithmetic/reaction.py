@@ -34,6 +34,17 @@ def _checked(value: float, *, field: str, maximum: float, unit: str) -> float:
     return value
 
 
+def distance_text(metres: float) -> str:
+    """A distance in the unit that reads best: "8.33 m", "0.278 mm" is "278 µm", never
+    "0.000278 m" (a learner reads a bare run of zeros as zero)."""
+    if metres == 0 or metres >= 0.1:
+        return f"{number_format(metres)} m"
+    for scale, unit in ((1e-3, "mm"), (1e-6, "µm"), (1e-9, "nm")):
+        if metres >= scale:
+            return f"{number_format(metres / scale)} {unit}"
+    return f"{number_format(metres)} m"
+
+
 def _text(value: float) -> str:
     # Four significant figures: enough that each step's shown inputs reproduce its shown result.
     return number_format(value, digits=4)
@@ -75,7 +86,7 @@ def reaction_distance(*, speed_kmh: float, latency_ms: float) -> Result:
             expression=f"{_text(speed_m_per_s)} m/s × {_text(latency_s)} s",
             value=distance_m,
             unit="m",
-            display=f"{number_format(distance_m)} m",
+            display=distance_text(distance_m),
         ),
     )
     return Result(

@@ -15,6 +15,7 @@ from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
     kv_cache,
+    window_advice,
 )
 from problems.arithmetic.memory import context_check as memory_context_check
 from problems.arithmetic.steps import Result, Step
@@ -26,16 +27,22 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
+from problems.arithmetic.wording import bytes_phrase, count_phrase, share_phrase
 
 
 def context_check(*, model: str, prompt_tokens: int, output_tokens: int) -> None:
     """Refuse a prompt plus answer longer than the model's context window, as a server would
     before spending any GPU time on it (naming `output_tokens`, the usual one to shorten)."""
     m = model_get(model)
-    memory_context_check(model=m, tokens=prompt_tokens, field="prompt_tokens")
+    lengths = {"model": m, "first": prompt_tokens, "second": output_tokens,
+               "first_name": "prompt", "second_name": "output"}
+    memory_context_check(model=m, tokens=prompt_tokens, field="prompt_tokens",
+                         advice=window_advice(**lengths, excess=False))
+    advice = window_advice(**lengths)
     memory_context_check(
         model=m, tokens=prompt_tokens + output_tokens, field="output_tokens",
         what=f"the prompt ({prompt_tokens:,}) plus the output ({output_tokens:,})",
+        advice=advice,
     )
 
 
@@ -98,8 +105,9 @@ def request_for_scale(
         *dec.steps[:-4],
         Step(
             "Answer at the weight-read floor",
-            f"{steps_count:,} decode steps × {seconds_format(weights_floor)} (the first of "
-            f"{output_tokens:,} tokens came from prefill)",
+            f"{count_phrase(steps_count, 'decode step', zero='0')} × "
+            f"{seconds_format(weights_floor)} (the first of "
+            f"{count_phrase(output_tokens, 'token')} came from prefill)",
             answer_weights_only,
             "s",
             seconds_format(answer_weights_only),
@@ -128,7 +136,7 @@ def request_for_scale(
             f"{seconds_format(dec['total_seconds'])} ÷ {seconds_format(e2e)}",
             decode_share,
             "",
-            f"{number_format(decode_share * 100)}%",
+            share_phrase(decode_share),
         ),
     )
     return Result(
@@ -172,8 +180,8 @@ def request_for_scale(
             "prefill_text": seconds_rounded(ttft),
             "prefill_memory_text": seconds_rounded(float(pre["memory_seconds"])),
             "prefill_compute_text": seconds_rounded(float(pre["compute_seconds"])),
-            "weights_rule_text": bytes_in(dec["rule_of_thumb_weight_bytes"], "GB", digits=2),
-            "weights_text": bytes_in(dec["weight_bytes_per_step"], "GB", digits=2),
+            "weights_rule_text": bytes_phrase(dec["rule_of_thumb_weight_bytes"]),
+            "weights_text": bytes_phrase(dec["weight_bytes_per_step"]),
             "step_floor_rule_text": seconds_rounded(rule_floor),
             "step_floor_text": seconds_rounded(weights_floor),
             "answer_rule_text": seconds_rounded(answer_rule),
@@ -182,11 +190,12 @@ def request_for_scale(
             "answer_text": seconds_rounded(answer_weights_only, digits=3),
             "decode_text": seconds_rounded(float(dec["total_seconds"]), digits=3),
             "e2e_text": seconds_rounded(e2e),
-            "kv_text": bytes_in(kv["total_bytes"], "GB", digits=2),
-            "decode_share_text": f"{number_format(decode_share * 100, digits=2)}%",
-            "memory_needed_text": bytes_in(needed, "GB", digits=2),
-            "reserve_text": bytes_in(reserve_gb * GB, "GB", digits=2),
-            "memory_usable_text": bytes_in(float(dec["memory_usable_bytes"]), "GB", digits=2),
+            "kv_text": bytes_phrase(kv["total_bytes"]),
+            # Prefill is never free, so the share never reads "100%" (99.67% is "99.7%").
+            "decode_share_text": share_phrase(decode_share, digits=2),
+            "memory_needed_text": bytes_phrase(needed),
+            "reserve_text": bytes_phrase(reserve_gb * GB),
+            "memory_usable_text": bytes_phrase(float(dec["memory_usable_bytes"])),
         },
         steps=steps,
     )

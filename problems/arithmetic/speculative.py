@@ -34,8 +34,10 @@ from problems.arithmetic.memory import (
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 DRAFT_TOKENS_MAX = 64
+TREE_NODES_MAX = 1_024
 
 
 def speculative(
@@ -53,8 +55,13 @@ def speculative(
     bandwidth_efficiency: float = 1.0,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
+    verify_tokens: int | None = None,
 ) -> Result:
     """Expected tokens per target step and the walltime speedup (tokens, ×).
+
+    `verify_tokens` is how many positions the target checks per sequence in one pass: γ + 1
+    for a chain of drafts (the default), more for a tree of candidates (Medusa, EAGLE-2,
+    SpecInfer), whose expected yield this formula does not model but whose FLOPs it costs.
 
     `acceptance` (α) is the chance the target accepts a drafted token; `draft_tokens` (γ) are
     drafted per step; `draft_cost` (c) is one draft step's time as a fraction of one plain
@@ -70,6 +77,12 @@ def speculative(
         draft_cost, field="draft_cost", minimum=0.0, maximum=1e3, allow_minimum=True
     )
     batch = count_check(batch, field="batch", maximum=USERS_MAX)
+    checked = gamma + 1 if verify_tokens is None else count_check(
+        verify_tokens, field="verify_tokens", maximum=TREE_NODES_MAX)
+    if checked < gamma + 1:
+        raise ArithmeticInputError(field="verify_tokens",
+                                   message=f"a pass checks at least γ + 1 = {gamma + 1} "
+                                   "positions")
     if alpha == 1.0:
         expected = float(gamma + 1)  # the limit of the geometric sum as α → 1
         expression = f"γ + 1 = {gamma} + 1 (every draft accepted)"
@@ -79,7 +92,7 @@ def speculative(
         expression = f"(1 − {shown}^({gamma} + 1)) ÷ (1 − {shown})"
     verify = _verification(model=model, gpu=gpu, batch=batch, context_tokens=context_tokens,
                            dtype=dtype, kv_dtype=kv_dtype, mfu=mfu,
-                           bandwidth_efficiency=bandwidth_efficiency, tokens=gamma + 1,
+                           bandwidth_efficiency=bandwidth_efficiency, tokens=checked,
                            memory_fraction=memory_fraction, reserve_gb=reserve_gb)
     ratio = verify["ratio"]
     step_cost = gamma * cost + ratio
@@ -95,7 +108,7 @@ def speculative(
                 expression,
                 expected,
                 "tokens",
-                f"{number_format(expected)} tokens",
+                amount_phrase(expected, "tokens"),
             ),
             *verify["steps"],
             Step(
@@ -172,8 +185,8 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
              f"{sequences} × 1 token at {count_format(context_tokens, 'token')} of context",
              plain, "s", seconds_format(plain)),
         Step(f"Verification step ({verify_bound}-bound)",
-             f"{sequences} × {tokens} tokens (γ drafts + 1): the weights and KV are read once, "
-             "the FLOPs grow γ + 1 times", verify, "s", seconds_format(verify)),
+             f"{sequences} × {tokens} tokens checked: the weights and KV are read once, "
+             f"the FLOPs grow {tokens} times", verify, "s", seconds_format(verify)),
         Step("Verification, in plain target steps",
              f"{seconds_format(verify)} ÷ {seconds_format(plain)}", ratio, "target steps",
              count_format(ratio, "target step")),
@@ -234,23 +247,32 @@ def speculative_plan(
     bandwidth_efficiency: float = 1.0,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
+    verify_tokens: int | None = None,
 ) -> Result:
     """Speculative decoding for one model on one GPU (×, sequences): the speedup at `batch`
-    from the roofline, the best γ at batch 1 under the paper's memory-bound assumption, the
-    chance each guess is kept, the batch from which verifying γ + 1 tokens costs more than
-    `NEARLY_FREE` plain steps, and the batch from which speculation is a slowdown."""
+    from the roofline, the best γ at batch 1 under the paper's memory-bound assumption (0, do
+    not speculate, when no γ gains: α ≤ c, Corollary 3.9), the chance each guess is kept, and,
+    among the batches the GPU's memory holds, the batch from which verifying costs more than
+    `NEARLY_FREE` plain steps and the batch from which speculation is a slowdown."""
     at = dict(acceptance=acceptance, draft_tokens=draft_tokens, draft_cost=draft_cost,
               model=model, gpu=gpu, context_tokens=context_tokens, dtype=dtype,
               kv_dtype=kv_dtype, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency,
-              memory_fraction=memory_fraction, reserve_gb=reserve_gb)
+              memory_fraction=memory_fraction, reserve_gb=reserve_gb,
+              verify_tokens=verify_tokens)
     here = speculative(**at, batch=batch)
     by_gamma = speedup_by_gamma(acceptance=acceptance, draft_cost=draft_cost,
                                 gamma_max=DRAFT_TOKENS_MAX // 4)
     best_gamma, best = max(by_gamma, key=lambda p: p[1])
+    if best <= 1:  # α ≤ c: every γ loses (Corollary 3.9), so the best is not to speculate
+        best_gamma, best = 0, 1.0
     positions = acceptance_by_position(acceptance=acceptance, draft_tokens=draft_tokens)
-    costly = batch_where(predicate=lambda b: speculative(**at, batch=b)["verify_ratio"]
-                         > NEARLY_FREE)
-    slower = batch_where(predicate=lambda b: speculative(**at, batch=b)["speedup"] < 1)
+    # The batches worth searching are those whose target KV fits beside the weights.
+    memory_batch = batch_where(predicate=lambda b: not speculative(**at, batch=b)["fits"])
+    held = USERS_MAX if memory_batch is None else memory_batch - 1
+    costly = (batch_where(predicate=lambda b: speculative(**at, batch=b)["verify_ratio"]
+                          > NEARLY_FREE, high=held) if held >= 1 else None)
+    slower = (batch_where(predicate=lambda b: speculative(**at, batch=b)["speedup"] < 1,
+                          high=held) if held >= 1 else None)
     paper = speedup_memory_bound(acceptance=acceptance, draft_tokens=draft_tokens,
                                  draft_cost=draft_cost)
     floor = (1 + acceptance) / (1 + draft_cost)
@@ -261,13 +283,20 @@ def speculative_plan(
              f"{number_format(draft_cost)} + 1)", paper, "×", f"{number_format(paper)}×"),
         Step("Best γ while verification is free",
              f"the γ from 1 to {DRAFT_TOKENS_MAX // 4} with the largest "
-             "(1 − α^(γ+1)) ÷ ((1 − α)(γc + 1))", best_gamma, "tokens",
-             f"γ = {best_gamma} ({number_format(best)}×)"),
+             "(1 − α^(γ+1)) ÷ ((1 − α)(γc + 1)), or none when none exceeds 1 (α ≤ c)",
+             best_gamma, "tokens",
+             f"γ = {best_gamma} ({number_format(best)}×)" if best_gamma
+             else "do not speculate"),
+        Step("Largest batch the GPU's memory holds",
+             "the target's weights, reserve, and each sequence's KV at this context plus the "
+             "checked positions", held, "sequences",
+             count_phrase(held, "sequence") if memory_batch is not None
+             else "more than any batch searched"),
         Step("Chance the last guess is kept", f"α^γ = {number_format(acceptance)}^"
              f"{draft_tokens}", positions[-1], "", percent_format(positions[-1])),
         Step(f"Verification no longer nearly free (over {number_format(NEARLY_FREE)} plain "
-             "steps) from", f"the smallest batch where γ + 1 tokens per sequence cost more "
-             f"than {number_format(NEARLY_FREE)} plain steps, at "
+             "steps) from", f"the smallest batch memory holds where the checked tokens per "
+             f"sequence cost more than {number_format(NEARLY_FREE)} plain steps, at "
              f"{count_format(context_tokens, 'token')} of context",
              costly or 0, "sequences",
              count_format(costly, "sequence") if costly else "never"),
@@ -280,5 +309,6 @@ def speculative_plan(
                           "best_gamma": best_gamma, "best_gamma_speedup": best,
                           "speedup_by_gamma": [s for _, s in by_gamma],
                           "acceptance_by_position": positions,
-                          "costly_batch": costly or 0, "slower_batch": slower or 0},
+                          "costly_batch": costly or 0, "slower_batch": slower or 0,
+                          "memory_batch": held if memory_batch is not None else 0},
                   steps=steps)

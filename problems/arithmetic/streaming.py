@@ -25,6 +25,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
 
 # A chunk's fixed fields, with placeholder values of realistic length: ids are "chatcmpl-"
 # plus 32 hex digits, `created` a Unix time in seconds, `model` the name the client asked for.
@@ -122,7 +123,9 @@ def stream_cost(
     )
     if reasoning_tokens >= output_tokens:
         raise ArithmeticInputError(
-            field="reasoning_tokens", message="must be fewer than output_tokens"
+            field="reasoning_tokens",
+            message=f"must be fewer than output_tokens (max_tokens, {output_tokens:,} here): "
+            "max_tokens counts the hidden reasoning as well as the visible answer",
         )
 
     # A later event holds at most the later answer: a stream interval longer than the answer
@@ -154,9 +157,10 @@ def stream_cost(
     steps = (
         Step(
             "Bytes per event",
-            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with {event_chars:,} "
-            f"characters of text ({event_tokens:,} token{'s' if event_tokens != 1 else ''}"
-            f"{event_held} × {number_format(chars_per_token)} characters) + blank line",
+            f"'{SSE_PREFIX.strip()} ' + chat.completion.chunk JSON with "
+            f"{count_phrase(event_chars, 'character')} of text "
+            f"({count_phrase(event_tokens, 'token')}{event_held} × "
+            f"{amount_phrase(chars_per_token, 'characters')}) + blank line",
             event_bytes,
             "B",
             bytes_format(event_bytes),
@@ -309,7 +313,7 @@ def abandoned_request(
     steps = (
         Step(
             "KV bytes per block",
-            f"{bytes_short(per_token)} per token × {block_size} tokens per block",
+            f"{bytes_short(per_token)} per token × {count_phrase(block_size, 'token')} per block",
             block_bytes,
             "B",
             bytes_format(block_bytes),
@@ -329,11 +333,11 @@ def abandoned_request(
             f"⌈{at_cut:,} ÷ {block_size}⌉",
             blocks_cut,
             "blocks",
-            f"{blocks_cut:,} blocks",
+            count_phrase(blocks_cut, "block"),
         ),
         Step(
             "Memory held at the cut",
-            f"{blocks_cut:,} blocks × {bytes_short(block_bytes)}",
+            f"{count_phrase(blocks_cut, 'block')} × {bytes_short(block_bytes)}",
             blocks_cut * block_bytes,
             "B",
             bytes_format(blocks_cut * block_bytes),
@@ -360,11 +364,11 @@ def abandoned_request(
             "never fed back)",
             blocks_end,
             "blocks",
-            f"{blocks_end:,} blocks",
+            count_phrase(blocks_end, "block"),
         ),
         Step(
             "Memory held at the end",
-            f"{blocks_end:,} blocks × {bytes_short(block_bytes)}",
+            f"{count_phrase(blocks_end, 'block')} × {bytes_short(block_bytes)}",
             blocks_end * block_bytes,
             "B",
             bytes_format(blocks_end * block_bytes),
@@ -487,16 +491,23 @@ def streaming_for_scale(
     # Decode seats taken for nobody: one per decode step left (a token the prefill under way
     # yields, when the client leaves before the first, takes no decode step).
     wasted_rate = abandoned_per_second * float(abandoned["wasted_decode_steps"])
-    capacity = float(dec["tokens_per_second"])
+    # Little's law twice: the sequences this traffic keeps running at once (each runs to
+    # max_tokens when nobody cancels), and the abandoned ones among them. Their ratio is the
+    # share of decode seats spent on nobody; it never exceeds 100%, whatever the batch, unlike
+    # the waste over one GPU's output at a batch the traffic may not fill or may overflow.
+    running = rps * float(cost["full_answer_seconds"])
+    abandoned_running = abandoned_per_second * float(abandoned["held_seconds_without_cancel"])
+    seats_share = abandoned_running / running if running > 0 else 0.0
     # Little's law: abandoned streams arriving per second × block-seconds each = blocks held.
     blocks_held = abandoned_per_second * float(abandoned["block_seconds_wasted"])
     bytes_held = blocks_held * float(abandoned["block_bytes"])
     timing = (
         Step("Time to first token (no queue)",
-             f"prefill of {prompt_tokens:,} tokens ({pre['bound']}-bound)", ttft, "s",
+             f"prefill of {count_phrase(prompt_tokens, 'token')} ({pre['bound']}-bound)", ttft,
+             "s",
              seconds_format(ttft)),
         Step("Time per output token",
-             f"one decode step shared by {batch:,} sequences "
+             f"one decode step shared by {count_phrase(batch, 'sequence')} "
              f"({dec['bound']}-bound)", tpot, "s", seconds_format(tpot)),
     )
     waste = (
@@ -517,12 +528,29 @@ def streaming_for_scale(
             f"{number_format(wasted_rate)} tokens/s",
         ),
         Step(
-            "Share of this GPU's decode throughput",
-            f"{number_format(wasted_rate)} ÷ {number_format(capacity)} tokens/s "
-            f"({batch:,} sequences ÷ {seconds_format(tpot)})",
-            wasted_rate / capacity,
+            "Sequences running at once (Little's law)",
+            f"{number_format(rps)} requests/s × "
+            f"{seconds_format(float(cost['full_answer_seconds']))} each, to max_tokens",
+            running,
+            "sequences",
+            number_format(running),
+        ),
+        Step(
+            "Abandoned streams decoding at once (Little's law)",
+            f"{count_format(abandoned_per_second, 'stream')} per second × "
+            f"{seconds_format(float(abandoned['held_seconds_without_cancel']))} of decode left "
+            "each",
+            abandoned_running,
+            "sequences",
+            number_format(abandoned_running),
+        ),
+        Step(
+            "Share of the decode seats spent on nobody",
+            f"{number_format(abandoned_running)} ÷ {number_format(running)} sequences at once "
+            "on average",
+            seats_share,
             "",
-            percent_format(wasted_rate / capacity),
+            share_phrase(seats_share),
         ),
         Step(
             "KV held by abandoned streams, on average",
@@ -540,7 +568,9 @@ def streaming_for_scale(
               "memory_usable_bytes": dec["memory_usable_bytes"],
               "abandoned_per_second": abandoned_per_second,
               "wasted_tokens_per_second": wasted_rate,
-              "wasted_share": wasted_rate / capacity,
+              "wasted_share": seats_share,
+              "running_sequences": running,
+              "abandoned_running": abandoned_running,
               "abandoned_kv_bytes": bytes_held,
               "bytes_at_cut_text": bytes_in(abandoned["bytes_at_cut"], "MB"),
               "bytes_at_end_text": bytes_in(abandoned["bytes_at_end"], "MB"),

@@ -16,7 +16,7 @@ Plain Python, no Django: the content modules and the calculators' steps call it.
 import math
 from collections.abc import Callable
 
-from problems.arithmetic.units import number_format
+from problems.arithmetic.units import bytes_in, number_format
 
 # Two quantities within this relative distance read "about the same" (a 1.03× difference is
 # below what a back-of-the-envelope figure can tell apart).
@@ -206,12 +206,13 @@ def share_phrase(fraction: float, *, digits: int = 3) -> str:
         return "under 0.1%"
     if fraction > 0.999:
         return "over 99.9%"
+    # Rounding to the shown digits must not reach a bound the share does not: 99.67% to two
+    # digits would read "100%", so show one more digit until it does not (between 0.1% and
+    # 99.9%, three decimals always suffice).
     text = number_format(fraction * 100, digits=digits)
-    # Rounding to the shown digits must not reach a bound the share does not.
-    if text == "100":
-        return "over 99.9%"
-    if text == "0":
-        return "under 0.1%"
+    while text in ("100", "0") and digits < 6:
+        digits += 1
+        text = number_format(fraction * 100, digits=digits)
     return f"{text}%"
 
 
@@ -233,3 +234,23 @@ def list_phrase(items: list[str] | tuple[str, ...], *, conjunction: str = "and",
     if len(items) == 1:
         return items[0]
     return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+def bytes_phrase(count: float, *, digits: int = 2) -> str:
+    """A byte count in the decimal unit it reads best in: terabytes from one, smaller units
+    down to a tenth of themselves: 1.5e11 → "150 GB" (not "0.15 TB"), 1.7e8 → "0.17 GB",
+    1.1e7 → "11 MB" (not "0.011 GB"), 2.1e12 → "2.1 TB" (not "2,100 GB"). For prose; a working
+    that compares figures keeps one unit throughout."""
+    for unit, floor in (("TB", 1e12), ("GB", 1e8), ("MB", 1e5), ("kB", 1e2)):
+        if abs(count) >= floor:
+            return bytes_in(count, unit, digits=digits)
+    return bytes_in(count, "B", digits=digits)
+
+
+def params_phrase(count: float, *, digits: int = 3) -> str:
+    """A parameter count as said aloud: "8.03 billion", "671 billion", "5.4 million"."""
+    if count >= 1e9:
+        return f"{number_format(count / 1e9, digits=digits)} billion"
+    if count >= 1e6:
+        return f"{number_format(count / 1e6, digits=digits)} million"
+    return number_format(count)

@@ -188,8 +188,10 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="prefix-cache", title="Prefix caching",
     explanation="When requests share a prompt start whose KV cache is still held, a hit skips "
-                "that prefix's prefill; the rest still attends to it, and the pass still reads "
-                "every weight once, so the saving is real only for long prefixes.",
+                "that prefix's prefill; the rest still attends to it. The time saved here is one "
+                "request's prefill alone, which still reads every weight once, so a short "
+                "prefix barely shortens its TTFT; on a loaded server, where prefills are "
+                "batched and share those reads, every hit frees its skipped FLOPs.",
     inputs=(
         model_input(), gpu_input(),
         whole_input("prompt_tokens", "Prompt length", unit="tokens", initial=3_000,
@@ -263,6 +265,8 @@ def disagg_plan_plot(*, inputs: dict, result: Result) -> Plot:
     series = [Series("Prefill (roofline bound)", xs, tuple(
         points[x]["prefill_seconds"] * MS for x in xs), markers=True)]
     for i, name in enumerate(names):
+        if not result["links"][i]["applies"]:
+            continue  # two replicas this wide cannot share a node's NVLink
         series.append(Series(f"KV over {name}", xs, tuple(
             points[x]["links"][i]["seconds"] * MS for x in xs), dash=True))
     return Plot(title="Prefill time against KV transfer time, by prompt length",
@@ -274,8 +278,8 @@ calculator_register(Calculator(
     slug="prefix-routing", title="Prefix caching on a fleet: savings and routing",
     explanation="A system prompt shared by many requests is prefilled once per replica that "
                 "keeps it. What a hit saves is the prefix's prefill (FLOPs, GPU-seconds, "
-                "TTFT); how often it hits depends on how many prefixes each replica must keep, "
-                "which routing decides: random routing sends every prefix everywhere, "
+                "TTFT); how often it hits depends on how many prefixes each replica must see "
+                "and keep, which routing decides: random routing sends every prefix everywhere, "
                 "prefix-affine routing gives each prefix one home.",
     inputs=(
         model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
@@ -297,6 +301,11 @@ calculator_register(Calculator(
                    help="What the engine leaves to idle cached prefixes beside running "
                         "requests (an assumption)."),
         mfu_input(initial=0.5, api=0.5), bandwidth_input(initial=0.8, api=0.8),
+        real_input("request_seconds", "How long a request runs", unit="s", initial=5.0,
+                   api=0.0, minimum=0.0, maximum=1e6,
+                   help="Prefill plus the whole answer's decode (an assumption: 300 tokens at "
+                        "about 16 ms each is about 5 s). Running requests hold their prefixes, "
+                        "which hit for free; 0 counts only the idle cache."),
     ),
     compute=a.prefix_routing, plot=prefix_routing_plot, order=105,
     api_path="/prefix-routing",
@@ -305,9 +314,11 @@ calculator_register(Calculator(
 calculator_register(Calculator(
     slug="disagg-plan", title="Disaggregated prefill and decode: transfer and pools",
     explanation="Prefill on one replica, decode on another: the prompt's KV must cross a link. "
-                "Each GPU sends its own share over its own link; sent layer by layer while "
-                "prefill runs, only a sliver sticks out. The pools are sized by the "
-                "replica-time each request takes on each side.",
+                "Each GPU sends its own share over its own link; pushed layer by layer while "
+                "prefill runs, only a sliver sticks out, while pulled after prefill the whole "
+                "transfer adds to TTFT. The pools are sized by the replica-time each request "
+                "takes on each side, prompts batched up to a token budget a pass, and set "
+                "against colocated replicas at the same TPOT target.",
     inputs=(
         model_input(initial="llama-3.1-70b", api="llama-3.1-70b"),
         gpu_input(initial="h100-sxm", api="h100-sxm"),
@@ -329,6 +340,11 @@ calculator_register(Calculator(
         real_input("tpot_target_ms", "Time per output token target", unit="ms", initial=50.0,
                    api=50.0, minimum=1.0, maximum=1_000.0),
         *memory_inputs(),
+        whole_input("prefill_token_budget", "Prefill tokens per pass", unit="tokens",
+                    initial=8_192, api=8_192, maximum=TOKENS_MAX,
+                    help="How many prompt tokens a loaded prefill replica packs into one pass "
+                         "(vLLM's max_num_batched_tokens). Short prompts share a pass and its "
+                         "weight reads; a longer prompt is chunked."),
     ),
     compute=a.disagg_plan, plot=disagg_plan_plot, order=115,
     api_path="/disagg-plan",

@@ -8,22 +8,24 @@ numbers in the text follow the calculator.
 
 import functools
 import math
+from urllib.parse import urlencode
 
 from django.http import HttpRequest
 
 from problems import arithmetic as a
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.compute import peak_describe, peak_flops_get
 from problems.arithmetic.memory import params_count_model
 from problems.arithmetic.request import request_for_scale, request_split, seconds_rounded
 from problems.arithmetic.units import (
     bandwidth_format,
-    bytes_in,
     count_format,
     flops_rate_format,
     number_format,
     percent_format,
 )
+from problems.arithmetic.wording import bytes_phrase, count_phrase, params_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -54,6 +56,9 @@ CHUNK_PREFIX = "p1-chunk"
 PROMPT_TOKENS_MAX = 1_000_000
 OUTPUT_TOKENS_MAX = 100_000
 MS = 1e3
+# A decode step under this (seconds) is a byte count no engine reaches: each real step also pays
+# fixed costs (launching its kernels, scheduling, sampling) that the count leaves out.
+FIXED_COSTS_DOMINATE = 1e-4
 
 
 def request_for_scale_plot(*, inputs: dict, result) -> Plot:
@@ -84,7 +89,8 @@ def hundred_users_plot(*, inputs: dict, result) -> Plot:
     if largest and largest <= top:
         marks.append(Mark(largest, "memory full"))
     return Plot(
-        title=f"Decode step vs batch at {inputs['context_tokens']:,} tokens of context each",
+        title=f"Decode step vs batch at {count_phrase(inputs['context_tokens'], 'token')} of "
+              "context each",
         x_title="Sequences in the step", y_title="Time per decode step (ms)",
         series=(*series_fit_split("Step time", xs,
                                   tuple(p["step_seconds"] * MS for p in points), fits),
@@ -222,28 +228,146 @@ def significant_format(value: float, *, digits: int = 2) -> str:
     return number_format(int(rounded) if rounded >= 10**(digits - 1) else rounded)
 
 
-def _evaluated(calculator: Calculator, prefix: str,
-               request: HttpRequest) -> tuple[dict, object, bool]:
+def _evaluated(calculator: Calculator, prefix: str, request: HttpRequest) -> tuple[dict, object]:
     """The calculator's inputs and result for this request, or its defaults when the learner's
-    inputs are refused (the error shows beside the field; the prose keeps the defaults)."""
-    return calculator_inputs_result(calculator, query=request.GET, prefix=prefix)
+    inputs are refused: the error shows beside the field, and the refusal is recorded so that
+    the page announces it above the Worked answer."""
+    inputs, result, _valid = calculator_inputs_result(calculator, query=request.GET, prefix=prefix)
+    return inputs, result
+
+
+def _users_context(inputs: dict, users, alone) -> dict:
+    """What the hundred-users paragraph says about the batch against one sequence alone: how
+    much longer the step is, and why (each share of the growth named by its cause)."""
+    step, alone_step = float(users["step_seconds"]), float(alone["step_seconds"])
+    ratio = step / alone_step
+    # Under 10% longer, two figures would print "4.5 ms against 4.5 ms": say three, and that
+    # batching is almost free here.
+    close = ratio < 1.1
+    digits = 3 if close else 2
+    # For an MoE a batch routes its tokens to more experts than one sequence does, so the
+    # weight bytes grow too; split the growth of a memory-bound step into its two causes.
+    both_memory = users["bound"] == "memory" and alone["bound"] == "memory"
+    bandwidth = float(users["bytes_per_step"]) / float(users["memory_seconds"])
+    extra_weights = float(users["weight_bytes_per_step"]) - float(alone["weight_bytes_per_step"])
+    extra_kv = float(users["kv_bytes_per_step"]) - float(alone["kv_bytes_per_step"])
+    largest = int(users["largest_batch"])
+    fitting = (a.decode(**{**inputs, "batch": largest})
+               if not users["fits"] and 0 < largest < inputs["batch"] else None)
+    return {
+        "users_batch_text": count_phrase(inputs["batch"], "sequence"),
+        "users_batch_tokens": count_phrase(inputs["batch"], "token"),
+        "users_context_text": count_phrase(inputs["context_tokens"], "token"),
+        "users_step": seconds_rounded(step, digits=digits),
+        "users_alone_step": seconds_rounded(alone_step, digits=digits),
+        "users_close": close,
+        "users_unreachable": step < FIXED_COSTS_DOMINATE,
+        "users_ratio": number_format(ratio, digits=2),
+        "users_alone_bound": alone["bound"],
+        "users_bytes_text": bytes_phrase(float(users["bytes_per_step"])),
+        "users_mfu": percent_format(inputs["mfu"]),
+        "users_weights_grew": both_memory and extra_weights > 0.01 * float(
+            alone["weight_bytes_per_step"]),
+        "users_alone_weights_text": bytes_phrase(float(alone["weight_bytes_per_step"])),
+        "users_growth": seconds_rounded(step - alone_step),
+        "users_growth_experts": seconds_rounded(extra_weights / bandwidth),
+        "users_growth_kv": seconds_rounded(extra_kv / bandwidth),
+        "users_growth_mostly_experts": extra_weights > extra_kv,
+        "users_fitting_rate": (significant_format(float(fitting["tokens_per_second"]))
+                               if fitting else ""),
+    }
+
+
+def _demo_context(inputs: dict) -> dict:
+    """A link that puts the course's own small model in the calculator at lengths that fit its
+    window (this answer's length if it leaves room, the prompt filling the rest), offered when
+    the lengths chosen now would be refused for it."""
+    demo = model_get(DEMO_MODEL_ID)
+    window = demo.context
+    lengths = inputs["prompt_tokens"] + inputs["output_tokens"]
+    if inputs["model"] == DEMO_MODEL_ID or lengths <= window:
+        return {"demo_link": ""}
+    output = min(inputs["output_tokens"], window // 2)
+    prompt = window - output
+    query = urlencode({f"{PREFIX}-model": DEMO_MODEL_ID, f"{PREFIX}-gpu": inputs["gpu"],
+                       f"{PREFIX}-dtype": inputs["dtype"], f"{PREFIX}-prompt_tokens": prompt,
+                       f"{PREFIX}-output_tokens": output})
+    return {
+        "demo_link": f"?{query}#problem-1-worked",
+        "demo_name": demo.id,
+        "demo_window": count_phrase(window, "token"),
+        "demo_prompt": count_phrase(prompt, "token"),
+        "demo_output": count_phrase(output, "token"),
+    }
+
+
+# The batch the Concepts' MoE remark compares with one sequence: the page's hundred users.
+MOE_EXAMPLE_BATCH = 100
+
+
+def _moe_batch_context(model, inputs: dict) -> dict:
+    """For an MoE, the weight bytes one decode step reads for one sequence and for a hundred:
+    each token reads only its routed experts, so a bigger batch reads more of them and the
+    weights are not "read once whatever the batch" (empty for a dense model)."""
+    if not model.is_moe:
+        return {}
+    one, many = (a.decode(model=model.id, gpu=inputs["gpu"], dtype=inputs["dtype"], batch=b,
+                          context_tokens=1, output_tokens=1)
+                 for b in (1, MOE_EXAMPLE_BATCH))
+    return {
+        "moe_example_batch": count_phrase(MOE_EXAMPLE_BATCH, "sequence"),
+        "moe_weights_one": bytes_phrase(float(one["weight_bytes_per_step"])),
+        "moe_weights_many": bytes_phrase(float(many["weight_bytes_per_step"])),
+    }
+
+
+def _chunk_context(inputs: dict, chunk) -> dict:
+    """The long-prompt paragraph's figures and the words that agree with them."""
+    streams, chunks = inputs["decode_batch"], int(chunk["chunks"])
+    return {
+        "chunk_tokens": count_phrase(inputs["chunk_tokens"], "token"),
+        # The largest chunk is the budget, or the whole prompt when it is shorter.
+        "chunk_size": count_phrase(min(inputs["chunk_tokens"], inputs["prompt_tokens"]),
+                                   "token"),
+        "chunk_prompt": count_phrase(inputs["prompt_tokens"], "token"),
+        "chunk_decoders": count_phrase(streams, "decode token"),
+        "chunk_streams": count_phrase(streams, "stream"),
+        "chunk_streams_verb": "is" if streams == 1 else "are",
+        "chunk_one_stream": streams == 1,
+        "chunk_streams_noun": "stream" if streams == 1 else "streams",
+        "chunk_no_streams": streams == 0,
+        "chunk_count": count_phrase(chunks, "chunk"),
+        "chunk_single": chunks == 1,
+        # The whole prompt in one step stalls the streams no more than a chunk (within 5%)
+        # when their own reads are so large that its compute hides under them.
+        "chunk_no_gain": float(chunk["unchunked_stall_seconds"])
+        <= 1.05 * float(chunk["max_chunk_stall_seconds"]),
+        "chunk_fits": bool(chunk["fits"]),
+        "chunk_memory_needed": bytes_phrase(float(chunk["memory_needed_bytes"])),
+        "chunk_memory_usable": bytes_phrase(float(chunk["memory_usable_bytes"])),
+        "chunk_gpu": gpu_get(inputs["gpu"]).name,
+    }
 
 
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 1's prose quotes, from the same inputs as its calculators."""
-    inputs, result, valid = _evaluated(CALCULATOR, PREFIX, request)
+    inputs, result = _evaluated(CALCULATOR, PREFIX, request)
     model, gpu = model_get(inputs["model"]), gpu_get(inputs["gpu"])
     dtype = dtype_get(inputs["dtype"])
     kv_dtype = kv_dtype_get(inputs["kv_dtype"], model=model)
+    # The format's short name before "KV cache" in a sentence ("INT8", not "INT8 KV cache
+    # (TensorRT-LLM)", whose qualifier the form's option already gives).
+    kv_name = (kv_dtype.kv_name.split(" (")[0].removesuffix(" KV cache") if kv_dtype.kv_name
+               else kv_dtype.name)
     peak = peak_flops_get(gpu=gpu, dtype=dtype)
-    users_inputs, users, users_valid = _evaluated(USERS_CALCULATOR, USERS_PREFIX, request)
+    users_inputs, users = _evaluated(USERS_CALCULATOR, USERS_PREFIX, request)
     users_model = model_get(users_inputs["model"])
     kv_per_token = float(users["kv_bytes_per_step"]) / (
         users_inputs["batch"] * users_inputs["context_tokens"])
     # The context at which this batch's KV reads equal the weights' (tokens).
     even_context = float(users["weight_bytes_per_step"]) / (users_inputs["batch"] * kv_per_token)
     alone = a.decode(**{**users_inputs, "batch": 1})
-    chunk_inputs, chunk, chunk_valid = _evaluated(CHUNK_CALCULATOR, CHUNK_PREFIX, request)
+    chunk_inputs, chunk = _evaluated(CHUNK_CALCULATOR, CHUNK_PREFIX, request)
     window = model.context
     # The crossover with compute and bandwidth used equally well, and the ridge behind it.
     equal = a.prefill(model=model.id, gpu=gpu.id, prompt_tokens=min(16, window or 16),
@@ -275,11 +399,12 @@ def context(*, request: HttpRequest) -> dict:
         "users_prefix": USERS_PREFIX,
         "chunk_slug": CHUNK_SLUG,
         "chunk_prefix": CHUNK_PREFIX,
-        "inputs_valid": valid and users_valid and chunk_valid,
         "model_name": model.name,
         "gpu_name": gpu.name,
         "dtype_name": dtype.name,
-        "kv_dtype_name": kv_dtype.kv_label,
+        "kv_dtype_name": kv_name,
+        # "an FP8 KV cache", "a BF16 KV cache": the article goes by how the letters are said.
+        "kv_dtype_article": "an" if kv_name[:1] in "AEFHILMNORSX" else "a",
         "attention": model.attention,
         "heads": model.heads,
         "gqa_ratio": number_format(model.heads / model.kv_heads),
@@ -289,10 +414,11 @@ def context(*, request: HttpRequest) -> dict:
         "kv_heads": model.kv_heads,
         "head_dim": model.head_dim,
         "is_moe": model.is_moe,
-        "params_text": number_format(rule_params / 1e9, digits=3),
-        "non_embedding_text": number_format(refined_params / 1e9, digits=3),
-        "total_params_text": number_format(parts["total"] / 1e9, digits=3),
-        "prompt_tokens": f"{inputs['prompt_tokens']:,}",
+        "params_text": params_phrase(rule_params),
+        "non_embedding_text": params_phrase(refined_params),
+        "total_params_text": params_phrase(parts["total"]),
+        "prompt_tokens": count_phrase(inputs["prompt_tokens"], "token"),
+        "prompt_one": inputs["prompt_tokens"] == 1,
         "output_tokens": f"{inputs['output_tokens']:,}",
         "answer_tokens": count_format(inputs["output_tokens"], "token"),
         "one_token": inputs["output_tokens"] == 1,
@@ -304,8 +430,17 @@ def context(*, request: HttpRequest) -> dict:
         "mfu_percent": percent_format(inputs["mfu"]),
         "bandwidth_percent": percent_format(inputs["bandwidth_efficiency"]),
         "bandwidth_full": inputs["bandwidth_efficiency"] >= 1,
-        "prefill_floor": (result["prefill_bound"] == "compute" and inputs["mfu"] >= 1)
-        or (result["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1),
+        # A step time is a floor only at full bandwidth and for a model one GPU can hold: split
+        # over several, each GPU reads only its share (the warning below says so).
+        "step_floor_ok": inputs["bandwidth_efficiency"] >= 1 and bool(result["fits"]),
+        # A step under a tenth of a millisecond is a byte count no engine reaches.
+        "step_unreachable": float(result["decode_step_seconds"]) < FIXED_COSTS_DOMINATE,
+        # Below full bandwidth a step time is an estimate; the floor is the same bytes at 100%.
+        "step_floor_full": seconds_rounded(float(result["decode_weights_floor_seconds"])
+                                           * inputs["bandwidth_efficiency"]),
+        "prefill_floor": bool(result["fits"]) and (
+            (result["prefill_bound"] == "compute" and inputs["mfu"] >= 1)
+            or (result["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)),
         "peak_text": flops_rate_format(peak),
         "peak_described": peak_describe(gpu=gpu, dtype=dtype),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
@@ -317,6 +452,8 @@ def context(*, request: HttpRequest) -> dict:
         "ridge": number_format(ridge, digits=3),
         "ridge_unit": "OP" if dtype.compute == "int8" else "FLOP",
         "weight_bytes_each": number_format(dtype.bytes, digits=3),
+        # Below 8 bits a smaller format is no longer the easy way to fit: split the model.
+        "smaller_format_left": dtype.bits >= 8,
         "weight_bytes_text": count_format(dtype.bytes, "byte"),
         "moe_factor": number_format(moe_factor, digits=2),
         "ridge_tokens": count_format(round(ridge_tokens), "token"),
@@ -324,21 +461,17 @@ def context(*, request: HttpRequest) -> dict:
         "gpu_memory_label": gpu.memory_label,
         "gpu_memory_mib": gpu.memory_total_text,
         "window": f"{window:,}",
-        "max_tokens_default": f"{max(window - inputs['prompt_tokens'], 0):,}",
+        "max_tokens_default": count_phrase(max(window - inputs["prompt_tokens"], 0), "token"),
         "r": result.values,
         # A hundred users in one step.
         "users_batch": f"{users_inputs['batch']:,}",
         "users_single": users_inputs["batch"] == 1,
         "users_context": f"{users_inputs['context_tokens']:,}",
         "users_model": users_model.name,
-        "users_kv_text": bytes_in(float(users["kv_bytes_per_step"]), "GB", digits=2),
+        "is_users_moe": users_model.is_moe,
+        "users_kv_text": bytes_phrase(float(users["kv_bytes_per_step"])),
         "users_kv_compared": kv_compared,
-        "users_weights_text": bytes_in(float(users["weight_bytes_per_step"]), "GB", digits=2),
-        "users_step": seconds_rounded(float(users["step_seconds"])),
-        "users_alone_step": seconds_rounded(float(alone["step_seconds"])),
-        "users_ratio": number_format(float(users["step_seconds"]) / float(alone["step_seconds"]),
-                                     digits=2),
-        "users_end_tokens": f"{users_end:,}",
+        "users_weights_text": bytes_phrase(float(users["weight_bytes_per_step"])),
         "users_weight_share": percent_format(float(users["weight_share"])),
         "users_even_context": f"{round(even_context):,}",
         "users_even_past_window": bool(users_model.context)
@@ -346,21 +479,20 @@ def context(*, request: HttpRequest) -> dict:
         "users_window": f"{users_model.context:,}" if users_model.context else "",
         "users_aggregate": significant_format(float(users["tokens_per_second"])),
         "users_alone_rate": significant_format(float(alone["tokens_per_second"])),
-        "users_largest_batch": f"{int(users['largest_batch']):,}",
+        "users_end_tokens": count_phrase(users_end, "token"),
+        "users_largest_batch": count_phrase(int(users["largest_batch"]), "sequence"),
         "users_none_fit": int(users["largest_batch"]) == 0,
-        "users_memory_needed": bytes_in(float(users["memory_needed_bytes"]), "GB", digits=2),
-        "users_memory_usable": bytes_in(float(users["memory_usable_bytes"]), "GB", digits=2),
+        "users_memory_needed": bytes_phrase(float(users["memory_needed_bytes"])),
+        "users_memory_usable": bytes_phrase(float(users["memory_usable_bytes"])),
         "users_gpu": gpu_get(users_inputs["gpu"]).name,
         "users_bound": users["bound"],
         # Times at full efficiency on their binding side are floors, and the prose says so.
-        "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1,
+        # ... and only for a batch that fits (otherwise the engine would run a smaller one).
+        "users_floor": users["bound"] == "memory" and users_inputs["bandwidth_efficiency"] >= 1
+        and bool(users["fits"]),
         "users_fits": users["fits"],
         # One long prompt chunk among running streams.
-        "chunk_tokens": f"{chunk_inputs['chunk_tokens']:,}",
-        "chunk_prompt": f"{chunk_inputs['prompt_tokens']:,}",
-        "chunk_decoders": f"{chunk_inputs['decode_batch']:,}",
-        "chunk_streams": count_format(chunk_inputs["decode_batch"], "stream"),
-        "chunk_no_streams": chunk_inputs["decode_batch"] == 0,
+        **_chunk_context(chunk_inputs, chunk),
         "chunk_model": model_get(chunk_inputs["model"]).name,
         "chunk_alone": seconds_rounded(float(chunk["decode_step_seconds"])),
         "chunk_step": seconds_rounded(float(chunk["largest_step_seconds"])),
@@ -368,9 +500,11 @@ def context(*, request: HttpRequest) -> dict:
         "chunk_unchunked_stall": seconds_rounded(float(chunk["unchunked_stall_seconds"])),
         "chunk_bound": chunk["largest_step_bound"],
         "chunk_alone_floor": chunk["decode_step_bound"] == "memory"
-        and chunk_inputs["bandwidth_efficiency"] >= 1,
-        "chunk_step_floor": (chunk["largest_step_bound"] == "memory"
-                             and chunk_inputs["bandwidth_efficiency"] >= 1)
-        or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1),
-        "chunk_count": f"{int(chunk['chunks']):,}",
+        and chunk_inputs["bandwidth_efficiency"] >= 1 and bool(chunk["fits"]),
+        "chunk_step_floor": bool(chunk["fits"]) and (
+            (chunk["largest_step_bound"] == "memory" and chunk_inputs["bandwidth_efficiency"] >= 1)
+            or (chunk["largest_step_bound"] == "compute" and chunk_inputs["mfu"] >= 1)),
+        **_users_context(users_inputs, users, alone),
+        **_moe_batch_context(model, inputs),
+        **_demo_context(inputs),
     }

@@ -14,12 +14,12 @@ from problems.arithmetic.streaming import (
 )
 from problems.arithmetic.units import (
     bytes_format,
-    bytes_in,
     count_format,
     number_format,
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, bytes_phrase, count_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -70,7 +70,7 @@ STREAMING_INPUTS = (
     whole_input("reasoning_tokens", "Hidden reasoning tokens before the answer", unit="tokens",
                 initial=0, api=0, minimum=0, maximum=TOKENS_FIELD_MAX,
                 help="A reasoning model's thinking: generated, often not shown, before the "
-                     "first visible text."),
+                     "first visible text. It counts inside max_tokens, so it must be fewer."),
     real_input("requests_per_second", "Requests per second", unit="requests/s", initial=10.0,
                api=10.0, minimum=0.001, maximum=1e6),
     real_input("abandon_rate", "Share of streams abandoned", unit="fraction", initial=0.1,
@@ -157,6 +157,39 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
+# Below this per-stream rate (bytes per second, 1 Mbit/s) streaming's bytes are small for any
+# network a reader is on; above it, the rate is worth sizing at the proxy.
+SMALL_STREAM_RATE = 125_000
+# A step time under this (seconds) is a byte count no engine reaches: each real step also pays
+# fixed costs (launching its kernels, scheduling, sampling) that the count leaves out.
+FIXED_COSTS_DOMINATE = 1e-4
+
+
+def bits_rate(bytes_per_second: float) -> str:
+    """A network rate as network people say it: "216 Mbit/s", "6.94 Gbit/s", "343 kbit/s"."""
+    bits = bytes_per_second * 8
+    for scale, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if bits >= scale:
+            return f"{number_format(bits / scale)} {unit}"
+    return f"{number_format(bits)} bit/s"
+
+
+def bytes_said(count: float) -> str:
+    """Bytes in the decimal unit that reads best: "1.05 GB", "1.4 kB", never "1.4×10⁻⁶ GB"."""
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if count >= scale:
+            return f"{number_format(count / scale)} {unit}"
+    return f"{number_format(count)} B"
+
+
+def average_count(value: float, noun: str) -> str:
+    """An average number of whole things, said as a person would: "about 5 streams", "fewer
+    than one stream" (Little's law gives averages, but a stream is never fractional)."""
+    if value < 0.5:
+        return f"fewer than one {noun}"
+    return "about " + count_phrase(value, noun, rounding="nearest")
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 2's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -164,7 +197,8 @@ def context(*, request: HttpRequest) -> dict:
         inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
         result = state.result
     else:
-        # Bad input shows beside the calculator's field; the prose keeps the defaults.
+        # Bad input shows beside the calculator's field, and the shared notice above the
+        # Worked answer says the prose keeps the defaults.
         inputs = CALCULATOR.defaults()
         result = streaming_for_scale(**inputs)
     r = result.values
@@ -172,14 +206,13 @@ def context(*, request: HttpRequest) -> dict:
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
-        "inputs_valid": state.result is not None,
         "model_name": model_get(inputs["model"]).name,
         "gpu_name": gpu_get(inputs["gpu"]).name,
-        "prompt_tokens": f"{inputs['prompt_tokens']:,}",
+        "prompt_tokens": count_phrase(inputs["prompt_tokens"], "token"),
         "output_tokens": f"{inputs['output_tokens']:,}",
         "cut_after_tokens": f"{inputs['cut_after_tokens']:,}",
-        "batch": f"{inputs['batch']:,}",
-        "block_size": f"{inputs['block_size']:,}",
+        "batch": count_phrase(inputs["batch"], "sequence"),
+        "block_size": count_phrase(inputs["block_size"], "token"),
         "chars_per_token": number_format(inputs["chars_per_token"]),
         "tokens_per_event": f"{inputs['tokens_per_event']:,}",
         # A real event, shown verbatim so the learner sees what the bytes are.
@@ -188,22 +221,30 @@ def context(*, request: HttpRequest) -> dict:
         "r": r,
         "bytes_per_event": f"{int(r['bytes_per_event']):,} B",
         "envelope_bytes": f"{int(r['envelope_bytes']):,} B",
-        "event_chars": f"{int(r['event_chars']):,}",
+        "event_chars": count_phrase(int(r["event_chars"]), "character"),
         "overhead_ratio": f"{number_format(float(r['overhead_ratio']), digits=2)}×",
         "stream_rate": next(s.display for s in result.steps if s.label == "Bandwidth per stream"),
+        "stream_rate_small": float(r["bytes_per_second_per_stream"]) < SMALL_STREAM_RATE,
+        "stream_rate_bits": bits_rate(float(r["bytes_per_second_per_stream"])),
+        "batch_rate_bits": bits_rate(float(r["bytes_per_second_per_stream"]) * inputs["batch"]),
+        # Microsecond steps: the byte count is far below what a real engine's step takes.
+        "steps_unreachable": float(r["tpot_seconds"]) < FIXED_COSTS_DOMINATE,
         "ttft": seconds_format(float(r["ttft_seconds"])),
         "tpot": seconds_format(float(r["tpot_seconds"])),
         # A decode step at full bandwidth is a floor, and the prose says so.
-        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1,
+        # ... of a batch that fits (otherwise the warning below says the times are "as if").
+        "tpot_floor": r["decode_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1
+        and bool(r["fits"]),
         "first_text": seconds_format(float(r["first_text_seconds"])),
         "full_answer": seconds_format(float(r["full_answer_seconds"])),
         "blocks_at_cut": f"{int(r['blocks_at_cut']):,}",
+        "blocks_at_cut_text": count_phrase(int(r["blocks_at_cut"]), "block"),
         "blocks_at_end": f"{int(r['blocks_at_end']):,}",
         "wasted_tokens": f"{int(r['wasted_tokens']):,}",
         "held_without": seconds_format(float(r["held_seconds_without_cancel"])),
         "held_with": seconds_format(float(r["held_seconds_with_cancel"])),
         "block_seconds": number_format(float(r["block_seconds_wasted"])),
-        "reasoning_tokens": f"{inputs['reasoning_tokens']:,}",
+        "reasoning_tokens": count_phrase(inputs["reasoning_tokens"], "token"),
         "has_reasoning": inputs["reasoning_tokens"] > 0,
         "keylogging_reconstructed": percent_format(KEYLOGGING_RECONSTRUCTED),
         "keylogging_topic": percent_format(KEYLOGGING_TOPIC),
@@ -212,24 +253,41 @@ def context(*, request: HttpRequest) -> dict:
         "stream_larger": float(r["overhead_ratio"]) >= 2,
         "stream_extra": bytes_format(float(r["stream_bytes"]) - float(r["plain_bytes"])),
         "wasted_tokens_text": count_format(int(r["wasted_tokens"]), "token"),
+        "one_wasted_step": int(r["wasted_decode_steps"]) == 1,
         "left_before_first": inputs["cut_after_tokens"] == 0,
+        # A cut with nothing after it to decode (a one-token answer): nothing to waste.
+        "no_decode_wasted": int(r["wasted_decode_steps"]) == 0,
+        "none_abandoned": inputs["abandon_rate"] == 0,
+        "one_token_answer": inputs["output_tokens"] == 1,
+        "cut_after_text": count_phrase(inputs["cut_after_tokens"], "token"),
         # A prefill at full efficiency on its binding side is a floor, and the prose says so.
-        "ttft_floor": (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
-        or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1),
+        # (and, as the warning below says, no time is a floor when the batch does not fit).
+        "ttft_floor": bool(r["fits"]) and (
+            (r["prefill_bound"] == "memory" and inputs["bandwidth_efficiency"] >= 1)
+            or (r["prefill_bound"] == "compute" and inputs["mfu"] >= 1)),
         "first_visible": seconds_format(float(r["first_visible_seconds"])),
+        # What streaming saves, against the whole answer: the first visible text's wait.
+        "first_seen": seconds_format(float(r["first_visible_seconds"])),
         # What a reasoning model's hidden thinking does to the first visible text, at these
         # step times, when nothing else is set: 500 tokens of thinking (an illustration).
         "thinking_example_tokens": f"{THINKING_EXAMPLE_TOKENS:,}",
         "thinking_example": seconds_format(
             float(r["ttft_seconds"]) + THINKING_EXAMPLE_TOKENS * float(r["tpot_seconds"])),
-        "requests_per_second": number_format(inputs["requests_per_second"]),
+        # "1 request", "10 requests", "0.5 requests": the noun agrees with the rate.
+        "requests_per_second": amount_phrase(inputs["requests_per_second"], "requests"),
         "abandon_percent": percent_format(inputs["abandon_rate"]),
         "abandoned_per_second": count_format(float(r["abandoned_per_second"]), "stream"),
         "wasted_rate": number_format(float(r["wasted_tokens_per_second"])),
-        "wasted_share": percent_format(float(r["wasted_share"])),
-        "wasted_over_capacity": float(r["wasted_share"]) > 1,
-        "abandoned_kv": r["abandoned_kv_text"],
+        "wasted_share": share_phrase(float(r["wasted_share"])),
+        "running": average_count(float(r["running_sequences"]), "sequence"),
+        "abandoned_running": average_count(float(r["abandoned_running"]), "stream"),
+        "abandoned_running_one": average_count(float(r["abandoned_running"]), "stream")
+        in ("about 1 stream", "fewer than one stream"),
+        "gpus_at_batch": count_phrase(max(1.0, float(r["running_sequences"]) / inputs["batch"]),
+                                      "GPU", rounding="ceil"),
+        "one_gpu_holds_them": float(r["running_sequences"]) <= inputs["batch"],
+        "abandoned_kv": bytes_said(float(r["abandoned_kv_bytes"])),
         "fits": r["fits"],
-        "memory_needed": bytes_in(float(r["memory_needed_bytes"]), "GB", digits=2),
-        "memory_usable": bytes_in(float(r["memory_usable_bytes"]), "GB", digits=2),
+        "memory_needed": bytes_phrase(float(r["memory_needed_bytes"])),
+        "memory_usable": bytes_phrase(float(r["memory_usable_bytes"])),
     }

@@ -4,7 +4,7 @@ every figure the prose quotes, from problems/arithmetic at render time."""
 
 from django.http import HttpRequest
 
-from problems.arithmetic.catalog import gpu_get, kv_dtype_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.kv_sizing import (
     GEMMA2_WINDOW,
     NODE_GPUS,
@@ -14,8 +14,10 @@ from problems.arithmetic.kv_sizing import (
     SIZING_GPUS,
     kv_sizing,
     mha_bytes_per_token,
+    node_layout,
 )
 from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, kv_cache
+from problems.arithmetic.paging import VLLM_DEFAULT_BLOCK
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
@@ -25,6 +27,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase, times_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -51,7 +54,7 @@ def kv_context_plot(*, inputs: dict, result) -> Plot:
     """KV bytes for all users against context length, for several models, with GPU memory."""
     top = max(131_072, inputs["tokens"])
     xs = sweep_whole(1_024, top, count=16)
-    kv_name = inputs["kv_dtype"] or "bf16"
+    kv_name = inputs["kv_dtype"] or None
     series = []
     for mid in dict.fromkeys((inputs["model"], *PLOT_MODELS)):
         m = model_get(mid)
@@ -97,7 +100,9 @@ INPUTS = (
 
 
 def _compute(**k):
-    return kv_sizing(**{**k, "kv_dtype": k["kv_dtype"] or "bf16"})
+    # A blank cache format is the model's own precision (FP32 for the course's model), as
+    # problems 4 and 7 read it; never a BF16 put in its place.
+    return kv_sizing(**{**k, "kv_dtype": k["kv_dtype"] or None})
 
 
 CALCULATOR = calculator_register(Calculator(
@@ -123,7 +128,7 @@ def context(*, request: HttpRequest) -> dict:
     """The figures problem 3's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request)
     m = model_get(inputs["model"])
-    kv_d = kv_dtype_get(inputs["kv_dtype"] or "bf16", model=m)
+    kv_d = kv_dtype_get(inputs["kv_dtype"] or None, model=m)
     total = float(r["total_bytes"])
     gpus = []
     for row in r["gpus"]:
@@ -135,13 +140,40 @@ def context(*, request: HttpRequest) -> dict:
             "replicas_text": count_format(row["replicas"], "replica"),
             "gpus_text": count_format(row["gpus"], "GPU"),
             "node_users_text": count_format(row["node_users"], "user"),
+            "node_layout_text": (f"{count_format(row['node_replicas'], 'replica')} of tensor "
+                                 f"parallel {row['node_tp']}" if row["node_users"] else ""),
         })
     h100 = r["gpus"][0]
     l2_7 = model_get("llama-2-7b")
     # The working of bytes per token as the formula wrote it for this model: KV heads for MHA
     # and GQA, the latent and RoPE key for MLA.
     per_token_step = next(st for st in r.steps if st.label.startswith("KV bytes per token"))
+    own = float(r["bytes_per_token"])
+    mla_same = float(r["mla_same_layers_bytes_per_token"])
+    own_gpu = float(r["own_per_gpu_tp_bytes_per_token"])
+    # The released checkpoint's own weight format, when the form sizes it in another one
+    # (DeepSeek-V3 ships FP8): what one 8-GPU H200 node then seats.
+    checkpoint = m.checkpoint_dtype if m.checkpoint_dtype not in (None, inputs["dtype"]) else None
+    checkpoint_node = (node_layout(model=m.id, gpu="h200", tokens=inputs["tokens"],
+                                   dtype=checkpoint, kv_dtype=kv_d.id,
+                                   memory_fraction=inputs["memory_fraction"],
+                                   reserve_gb=inputs["reserve_gb"]) if checkpoint else None)
+    tp_pp = float(kv_cache(model=m.id, tokens=1, dtype=kv_d.id,
+                           tp=NODE_GPUS)["total_bytes_per_gpu"]) / 2
     return {
+        "checkpoint_dtype_name": dtype_get(checkpoint).name if checkpoint else "",
+        "checkpoint_node_text": (count_format(checkpoint_node["users"], "user")
+                                 if checkpoint_node else ""),
+        "checkpoint_node_fits": bool(checkpoint_node and checkpoint_node["users"]),
+        "mla_same_layers_text": bytes_short(mla_same),
+        "mla_layers": f"{model_get('deepseek-v3').layers:,}",
+        "vllm_block_text": count_format(VLLM_DEFAULT_BLOCK, "token"),
+        "mla_same_ratio_text": ratio_phrase(mla_same, own, more="more", less="less"),
+        "own_per_gpu_text": bytes_short(own_gpu),
+        "mla_per_gpu_vs_own": ratio_phrase(mla_same, own_gpu, more="more", less="less"),
+        "mla_per_gpu_more": mla_same > own_gpu,
+        "tp_pp_per_gpu_text": bytes_short(tp_pp),
+        "node_gpus_double": NODE_GPUS * 2,
         "model_id": m.id, "attention": m.attention,
         "per_token_working": per_token_step.expression,
         "kv_exceeds_weights": float(r["kv_over_weights"]) > 1,
@@ -155,7 +187,10 @@ def context(*, request: HttpRequest) -> dict:
         "tp16_splits": m.attention != "MLA" and m.kv_heads >= 16 and m.kv_heads % 16 == 0,
         "kv_heads_per_gpu_at_16": count_format(m.kv_heads // 16, "KV head"),
         "context_window": f"{m.context:,}",
-        "kv_name": kv_d.kv_label, "kv_value_bytes": number_format(kv_d.bytes),
+        # The format's short name for prose ("FP32", "INT8"), without the catalog's aside.
+        "kv_name": (kv_d.kv_label.split(" (")[0].removesuffix(" KV cache") if kv_d.kv_name
+                    else kv_d.kv_label),
+        "kv_value_bytes": number_format(kv_d.bytes),
         # "a BF16 cache", "an FP8 cache": the article follows the letter's spoken name.
         "kv_article": "an" if kv_d.kv_label[:1] in "AEFHILMNORSX" else "a",
         "tokens": f"{inputs['tokens']:,}", "users": f"{inputs['users']:,}",
@@ -171,7 +206,9 @@ def context(*, request: HttpRequest) -> dict:
         "per_seq_text": bytes_short(float(r["bytes_per_sequence"])),
         "total_text": bytes_short(total),
         "weights_text": bytes_short(float(r["weights_bytes"])),
-        "kv_over_weights_text": f"{number_format(float(r['kv_over_weights']))}×",
+        # "7.61 times the model", "17.2% of the model": never "0.172× the model".
+        "kv_over_weights_text": times_phrase(float(r["total_bytes"]), float(r["weights_bytes"])),
+        "many_users": inputs["users"] > 1,
         "gpus": gpus, "node_gpus": NODE_GPUS,
         "h100_node_users_text": count_format(h100["node_users"], "user"),
         "h100_gpus_text": count_format(h100["gpus"], "GPU"),
@@ -256,5 +293,14 @@ SOURCES: list[tuple[str, str]] = [
      "https://nvdam.widen.net/s/nb5zzzsjdf/hpc-datasheet-sc23-h200-datasheet-3002446"),
     ("NVIDIA HGX platform specifications (HGX B200)", "https://www.nvidia.com/en-us/data-center/hgx/"),
     ("Pope et al., 'Efficiently Scaling Transformer Inference' (KV cache memory and multiquery "
-     "attention at long context)", "https://arxiv.org/abs/2211.05102"),
+     "attention at long context; partitioning layouts for inference)",
+     "https://arxiv.org/abs/2211.05102"),
+    ("vLLM docs, Parallelism and Scaling (tensor and pipeline parallel sizes; pipeline "
+     "parallelism splits the layers across GPUs)",
+     "https://docs.vllm.ai/en/latest/serving/parallelism_scaling/"),
+    ("vLLM docs, Automatic Prefix Caching design (full blocks hashed by their whole prefix and "
+     "shared between requests)", "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("DeepSeek-V3 config.json on Hugging Face (quantization_config: fp8, e4m3, "
+     "weight_block_size [128, 128]: the released weights are FP8)",
+     "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),
 ]

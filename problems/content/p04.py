@@ -7,6 +7,7 @@ from django.http import HttpRequest
 from problems.arithmetic.catalog import gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.paging import (
     BLOCK_SIZES,
+    MAX_NUM_SEQS_MAX,
     MIX_DEFAULT,
     MIX_HELP,
     VLLM_DEFAULT_BLOCK,
@@ -32,6 +33,7 @@ from problems.forms import (
     gpu_input,
     kv_dtype_input,
     memory_inputs,
+    mfu_input,
     model_input,
     whole_input,
 )
@@ -82,6 +84,12 @@ INPUTS = (
     dtype_input(),
     kv_dtype_input(),
     *memory_inputs(),
+    Input("max_num_seqs", "whole", "Most sequences running at once (max_num_seqs)",
+          initial=None, api=None, required=False, unit="sequences",
+          blank="vLLM's default for the GPU", maximum=MAX_NUM_SEQS_MAX,
+          help="vLLM runs at most 1,024 sequences on a GPU of 70 GiB or more other than the "
+               "A100, 256 elsewhere, whatever room the cache leaves."),
+    mfu_input(initial=1.0, api=1.0),
 )
 
 CALCULATOR = calculator_register(Calculator(
@@ -141,6 +149,18 @@ def context(*, request: HttpRequest) -> dict:
         "vllm_block": VLLM_DEFAULT_BLOCK,
         "block_spread_text": percent_format(rows["paged-32"]["waste"]
                                             - rows["paged-8"]["waste"]),
+        "max_num_seqs_text": count_format(r["max_num_seqs"], "sequence"),
+        "paged_capped": r["paged_capped"],
+        "throughput_keeps_up": abs(float(r["paged_over_max"])
+                                   / float(r["paged_batch_over_max"]) - 1) <= 0.05,
+        "paged_fits_text": count_format(rows["paged-16"]["fits_batch"], "sequence"),
+        "paged_compute_bound": r["paged_bound"] == "compute",
+        "base_compute_bound": r["base_bound"] == "compute",
+        "mfu_percent": percent_format(inputs["mfu"]),
+        # A longer maximum than the default needs a model whose window allows it.
+        "window_allows_longer": m.context > inputs["max_len"],
+        "long_window_name": model_get("llama-3.1-8b").name,
+        "long_window": f"{model_get('llama-3.1-8b').context:,}",
         "paper": {k: (percent_format(v) if v < 1 else f"{number_format(v)}×")
                   for k, v in VLLM_PAPER.items() if k != "source"},
     }
@@ -157,6 +177,21 @@ SOURCES: list[tuple[str, str]] = [
      "(OSDI 2022)", "https://www.usenix.org/conference/osdi22/presentation/yu"),
     ("vLLM engine arguments (--block-size; 16 tokens by default on CUDA)",
      "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("Prabhu et al., 'vAttention: Dynamic Memory Management for Serving LLMs without "
+     "PagedAttention' (ASPLOS 2025: contiguous virtual memory, physical pages mapped on demand "
+     "with CUDA's virtual-memory APIs, unmodified attention kernels)",
+     "https://arxiv.org/abs/2405.04437"),
+    ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
+     "(RadixAttention: prefixes shared at any token boundary in a radix tree)",
+     "https://arxiv.org/abs/2312.07104"),
+    ("vLLM pull request 10980, '[V1] V1 engine implements parallel sampling' (a request with "
+     "n > 1 spawns n requests with n = 1; shared prompts through prefix caching)",
+     "https://github.com/vllm-project/vllm/pull/10980"),
+    ("vLLM docs, Optimization and Tuning: Preemption (in V1 the preemption mode is recompute, "
+     "not swap)", "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
+    ("vLLM source, vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults: max_num_seqs "
+     "defaults by GPU memory and kind)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/engine/arg_utils.py"),
     ("Meta Llama 3 8B config.json (the worked model)",
      "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet",

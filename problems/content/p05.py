@@ -16,6 +16,7 @@ from problems.arithmetic.attention_io import (
     ON_CHIP,
     VLLM_FLASH_ATTN_PAGE_MULTIPLE,
     attention_io,
+    decode_attention_intensity,
     tile_working_set_bytes,
 )
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
@@ -30,6 +31,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -42,16 +44,26 @@ from problems.forms import (
     model_input,
     whole_input,
 )
-from problems.plots import Plot, Series, sweep_whole
+from problems.plots import Mark, Plot, Series, sweep_whole
 
 SLUG = "attention-io"
 PREFIX = "p05-attn"
 KERNELS_FILE = Path(__file__).resolve().parents[2] / "worker" / "attention_kernels.py"
 
 
+def _lengths(tokens: int) -> list[int]:
+    """The plots' sequence lengths: from 512 (or the learner's own, if shorter) to 131,072 (or
+    theirs, if longer), with the learner's own always among them."""
+    return sorted(set(sweep_whole(min(512, tokens), max(131_072, tokens), count=12)) | {tokens})
+
+
+def _your_length(tokens: int) -> tuple[Mark, ...]:
+    return (Mark(tokens, f"your {count_format(tokens, 'token')}"),)
+
+
 def traffic_plot(*, inputs: dict, result) -> Plot:
     """HBM traffic and the standard path's intermediate memory against sequence length."""
-    xs = sweep_whole(512, max(131_072, inputs["tokens"]), count=12)
+    xs = _lengths(inputs["tokens"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     g = gpu_get(inputs["gpu"])
     memory = g.memory_total_bytes / GB
@@ -67,11 +79,12 @@ def traffic_plot(*, inputs: dict, result) -> Plot:
                 Series("fused: traffic, each tensor once", tuple(xs),
                        tuple(float(p["fused_min_bytes"]) / GB for p in pts)),
                 Series(f"{g.short_name or g.name} memory", (xs[0], xs[-1]), (memory, memory),
-                       dash=True)))
+                       dash=True)),
+        marks=_your_length(inputs["tokens"]))
 
 
 def time_plot(*, inputs: dict, result) -> Plot:
-    xs = sweep_whole(512, max(131_072, inputs["tokens"]), count=12)
+    xs = _lengths(inputs["tokens"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     return Plot(
         title="Time floor of one layer's attention (roofline)",
@@ -81,7 +94,8 @@ def time_plot(*, inputs: dict, result) -> Plot:
                 Series("fused, K and V re-read per tile", tuple(xs),
                        tuple(float(p["fused_tiles_seconds"]) * 1e3 for p in pts), markers=True),
                 Series("fused, each tensor once", tuple(xs),
-                       tuple(float(p["fused_min_seconds"]) * 1e3 for p in pts), dash=True)))
+                       tuple(float(p["fused_min_seconds"]) * 1e3 for p in pts), dash=True)),
+        marks=_your_length(inputs["tokens"]))
 
 
 INPUTS = (
@@ -167,6 +181,7 @@ def context(*, request: HttpRequest) -> dict:
         "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
         "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
         "batch_text": count_format(inputs["batch"], "sequence"),
+        "tokens_text": count_format(inputs["tokens"], "token"),
         "tile_rows_text": count_format(inputs["tile_rows"], "query row"),
         "tile_rows_short": count_format(inputs["tile_rows"], "row"),
         "mfu_percent": percent_format(inputs["mfu"]), "below_peak": inputs["mfu"] < 1,
@@ -216,7 +231,19 @@ def context(*, request: HttpRequest) -> dict:
             "fa3_low": f"{number_format(fr['fa3_low'])}×",
             "fa3_high": f"{number_format(fr['fa3_high'])}×",
             "fa3_mfu": percent_format(fr["fa3_mfu"]),
+            "matmul_tflops": number_format(fr["h100_matmul_tflops"]),
+            "special_tflops": number_format(fr["h100_special_tflops"]),
+            "special_vs_matmul": ratio_phrase(fr["h100_special_tflops"],
+                                              fr["h100_matmul_tflops"]),
         },
+        "gqa_group": f"{m.heads // m.kv_heads:,}",
+        "gqa_packs": m.heads // m.kv_heads > 1,
+        "decode_unpacked_intensity": number_format(decode_attention_intensity(
+            heads=m.heads, kv_heads=m.kv_heads, value_bytes=dtype_get(inputs["dtype"]).bytes,
+            packed=False)),
+        "decode_packed_intensity": number_format(decode_attention_intensity(
+            heads=m.heads, kv_heads=m.kv_heads, value_bytes=dtype_get(inputs["dtype"]).bytes,
+            packed=True)),
         "tile_rows_low": f"{FA2_TILE_ROWS[0]:,}", "tile_rows_high": f"{FA2_TILE_ROWS[-1]:,}",
         "tile_kib": [number_format(tile_working_set_bytes(
             rows=rows, head_dim=m.head_dim, value_bytes=dtype_get(inputs["dtype"]).bytes) / 1024)
@@ -241,7 +268,12 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2307.08691"),
     ("Shah et al., 'FlashAttention-3: Fast and Accurate Attention with Asynchrony and "
      "Low-precision' (1.5–2.0× over FlashAttention-2 on H100; 75% utilisation in FP16; FA2 at "
-     "35% on H100)", "https://arxiv.org/abs/2407.08608"),
+     "35% on H100; §3: the H100 SXM5's matmul throughput is hundreds of times its throughput "
+     "for exponentials, hence ping-pong scheduling of warpgroups and softmax pipelined inside "
+     "one)", "https://arxiv.org/abs/2407.08608"),
+    ("Ye et al., 'FlashInfer: Efficient and Customizable Attention Engine for LLM Inference "
+     "Serving' (GQA decode kernels that load each KV head once for its group of query heads)",
+     "https://arxiv.org/abs/2501.01005"),
     ("Milakov and Gimelshein, 'Online normalizer calculation for softmax' (the running maximum "
      "and sum)", "https://arxiv.org/abs/1805.02867"),
     ("Rabe and Staats, 'Self-attention Does Not Need O(n²) Memory'",
@@ -265,7 +297,9 @@ SOURCES: list[tuple[str, str]] = [
      "must be a multiple of 256 tokens)",
      "https://github.com/Dao-AILab/flash-attention/blob/main/csrc/flash_attn/flash_api.cpp"),
     ("Dao-AILab flash-attention, hopper/flash_api.cpp (FlashAttention-3: any page size; pages "
-     "loaded with the TMA only when the page size is a multiple of the key tile)",
+     "loaded with the TMA only when the page size is a multiple of the key tile; get_pack_gqa: "
+     "the query heads that share a KV head packed into one tile, so each KV head is loaded "
+     "once)",
      "https://github.com/Dao-AILab/flash-attention/blob/main/hopper/flash_api.cpp"),
     ("vLLM's fork of FlashAttention, vllm-project/flash-attention, csrc/flash_attn/flash_api.cpp "
      "(a paged KV cache's block size must be a multiple of 16)",

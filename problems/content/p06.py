@@ -160,6 +160,12 @@ def _tokens(value: float) -> str:
     return count_format(value, "token")
 
 
+def _waste_text(share: float) -> str:
+    """A wasted share as a percentage; floating-point noise from a mean and a longest that are
+    equal (a batch of one) reads as 0%, not as 6.88×10⁻¹³%."""
+    return percent_format(0.0 if abs(share) < 1e-9 else share)
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 6's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request)
@@ -174,6 +180,8 @@ def context(*, request: HttpRequest) -> dict:
     big = static_vs_continuous(**{**inputs, "batch": 256})
     one = static_vs_continuous(**{**inputs, "batch": 1})
     return {
+        "batch_draws_text": count_format(inputs["batch"], "draw"),
+        "batch_slots_text": count_format(inputs["batch"], "slot"),
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "inputs_valid": valid,
@@ -186,15 +194,15 @@ def context(*, request: HttpRequest) -> dict:
         "mean_text": _tokens(r["mean_output_tokens"]),
         "longest_text": _tokens(r["expected_longest_tokens"]),
         "useful_text": percent_format(r["static_useful_share"]),
-        "wasted_text": percent_format(r["static_wasted_share"]),
+        "wasted_text": _waste_text(r["static_wasted_share"]),
         "ratio_text": f"{number_format(r['throughput_ratio'])}×",
         "held_text": _tokens(r["mean_output_held_tokens"]),
         "useful_tokens_text": _tokens(r["useful_tokens_per_batch"]),
         "slot_steps_text": f"{batch * r['expected_longest_tokens']:,.0f}",
         "uniform_ratio_text": f"{number_format(uni['throughput_ratio'])}×",
-        "uniform_wasted_text": percent_format(uni["static_wasted_share"]),
+        "uniform_wasted_text": _waste_text(uni["static_wasted_share"]),
         "exp_ratio_text": f"{number_format(exp['throughput_ratio'])}×",
-        "exp_wasted_text": percent_format(exp["static_wasted_share"]),
+        "exp_wasted_text": _waste_text(exp["static_wasted_share"]),
         "exp_mean_text": _tokens(exp["mean_output_tokens"]),
         "exp_longest_text": _tokens(exp["expected_longest_tokens"]),
         "big_ratio_text": f"{number_format(big['throughput_ratio'])}×",
@@ -223,6 +231,10 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("NVIDIA Triton Inference Server docs, model configuration: Dynamic Batcher (requests "
+     "combined into a batch, with preferred batch sizes and a maximum queue delay)",
+     "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/"
+     "model_configuration.html#dynamic-batcher"),
     ("Yu et al., 'Orca: A Distributed Serving System for Transformer-Based Generative Models' "
      "(OSDI 2022: iteration-level scheduling and selective batching)",
      "https://www.usenix.org/conference/osdi22/presentation/yu"),

@@ -13,6 +13,7 @@ from problems.arithmetic.batching import (
     SARATHI_MODELS,
     VLLM_DEFAULT_TOKEN_BUDGETS,
     long_prompt,
+    mlp_activation_bytes,
 )
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
 from problems.arithmetic.compute import peak_flops_get, prefill_flops_model
@@ -26,6 +27,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase, times_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -212,7 +214,22 @@ def context(*, request: HttpRequest) -> dict:
     # weight per token (the decoders' KV reads lengthen the step and raise it).
     ridge_tokens = (peak_flops_get(gpu=g, dtype=d) * inputs["mfu"] * d.bytes
                     / (2 * g.bandwidth_bytes_per_second * inputs["bandwidth_efficiency"]))
+    decode = r["decode_step_seconds"]
+    largest = r["largest_chunk_step_seconds"]
+    # No streams decoding: no decode-only step to compare the chunks' steps with.
+    low, high = ((times_phrase(first, decode), times_phrase(largest, decode)) if decode > 0
+                 else ("", ""))
+    act_whole = mlp_activation_bytes(model=m.id, tokens=inputs["prompt_tokens"],
+                                     dtype=inputs["dtype"])
+    act_budget = mlp_activation_bytes(model=m.id, tokens=inputs["token_budget"],
+                                      dtype=inputs["dtype"])
     return {
+        # The figure's chunked steps against a decode-only step, from the numbers: nearly as
+        # short when a chunk stays under the ridge point, many times longer past it.
+        "chunk_vs_decode_text": low if low == high else f"{low} to {high}",
+        "act_whole_text": bytes_short(act_whole),
+        "act_budget_text": bytes_short(act_budget),
+        "act_ratio_text": ratio_phrase(act_whole, act_budget, more="more", less="less"),
         "calculator_prefix": PREFIX,
         "timeline_prefix": TIMELINE_PREFIX,
         "inputs_valid": valid,
@@ -273,6 +290,8 @@ def context(*, request: HttpRequest) -> dict:
         # Zero but for rounding when the chunks add up to the one pass (one chunk, or no streams
         # and every chunk's step compute-bound).
         "chunking_costs": r["ttft_cost_of_chunking"] - 1 > 1e-9,
+        # Only a memory-bound chunk pays a weight read its compute does not hide.
+        "first_step_is_compute_bound": r["first_step_bound"] == "compute",
         "big_budget_text": count_format(max(BUDGETS), "token"),
         "big_chunks_text": count_format(big["chunks"], "chunk"),
         "big_max_stall_text": _s(big["max_chunk_stall_seconds"]),
@@ -293,6 +312,12 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("Yang et al. (Meta), 'Context Parallelism for Scalable Million-Token Inference' "
+     "(arXiv 2411.01783: a long prompt's prefill split across GPUs by tokens, ring attention "
+     "passing keys and values or queries between them)", "https://arxiv.org/abs/2411.01783"),
+    ("vLLM pull request 10511 (the memory profiler: a forward pass at the token budget measures "
+     "the activation peak, which is taken out of the KV pool)",
+     "https://github.com/vllm-project/vllm/pull/10511"),
     ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
      "(OSDI 2024: chunked prefills, stall-free batching, a token budget per step; abstract: "
      "2.6x vLLM's serving capacity for Mistral-7B on one A100, up to 5.6x end-to-end for "

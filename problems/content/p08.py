@@ -17,6 +17,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase, times_phrase
 from problems.calculators import calculator_evaluate, calculator_get
 from problems.forms import inputs_normalise
 
@@ -32,6 +33,13 @@ VLLM_BLOCK = 16  # vLLM's default KV block size, tokens
 # CVE-2025-46570 / GHSA-4qjh-9fv9-r85r: TTFT reveals prefix-cache hits; affected from the first
 # release up to, not including, 0.9.0, which fixed it with the optional cache_salt (PR 17045).
 VLLM_TIMING_FIXED = "0.9.0"
+# OpenAI's prompt-caching guide: requests are routed by a hash of the prompt's first tokens
+# (typically 256), and caching applies from 1,024 prompt tokens on.
+OPENAI_ROUTE_TOKENS = 256
+OPENAI_MIN_TOKENS = 1_024
+# FlashInfer's cascade-inference post: shared-prefix batch decoding up to 31× faster than
+# vLLM's PagedAttention kernel on an H100 SXM.
+FLASHINFER_CASCADE = 31
 # A small illustration of the block rule: a prefix that ends mid-block shares only full blocks.
 BLOCK_EXAMPLE_TOKENS = 2_050
 
@@ -54,6 +62,11 @@ def figures(inputs: dict) -> dict:
         "applications": inputs["applications"],
         "system_tokens": f"{system:,}", "user_tokens": f"{user:,}",
         "prompt_tokens": f"{system + user:,}",
+        "system_tokens_n": count_phrase(system, "token"),
+        "user_tokens_n": count_phrase(user, "token"),
+        "prompt_tokens_n": count_phrase(system + user, "token"),
+        "rpm_n": amount_phrase(inputs["requests_per_minute"], "requests"),
+        "requests_day_n": amount_phrase(r["requests_per_day"], "requests"),
         "rpm": number_format(inputs["requests_per_minute"]),
         "mfu_text": percent_format(inputs["mfu"]),
         "cache_gb_text": bytes_in(inputs["cache_gb"] * 1e9, "GB"),
@@ -68,7 +81,32 @@ def figures(inputs: dict) -> dict:
         "kv_token_text": bytes_in(kv_bytes_per_token_model(m, kv), "kB"),
         "prefix_kv_text": bytes_in(r["prefix_kv_bytes"], "MB"),
         "capacity": f"{r['capacity']:,}",
+        "cache_short": r["capacity"] < inputs["applications"],
         "hit_random_text": percent_format(r["hit_random"]),
+        "hit_random_idle_text": percent_format(r["hit_random_idle"]),
+        "hit_affine_idle_text": percent_format(r["hit_affine_idle"]),
+        "sharing_helps": r["hit_random"] > r["hit_random_idle"] + 5e-4,
+        "request_seconds_text": number_format(inputs.get("request_seconds", 0.0)),
+        "in_flight_text": number_format(r["in_flight_replica"]),
+        "pinned_text": number_format(r["pinned_random"]),
+        "in_flight_none": r["in_flight"] == 0,
+        "weights_fit": r["weights_fit"],
+        "weights_gpu_text": bytes_in(r["weights_gpu"], "GB"),
+        "usable_gpu_text": bytes_in(r["usable_gpu"], "GB"),
+        "overloaded": r["prefill_gpus"] > r["fleet_gpus"],
+        "prefill_gpus_text": number_format(r["prefill_gpus"]),
+        "fleet_gpus_text": count_phrase(r["fleet_gpus"], "GPU"),
+        # Below one request in flight per replica, prefills seldom meet to share weight reads.
+        "busy": inputs["requests_per_minute"] / 60 / inputs["replicas"]
+        * max(inputs.get("request_seconds", 0.0), r["miss_seconds"]) >= 1,
+        "gpu_seconds_lone_text": number_format(r["gpu_seconds_lone"]),
+        "views_differ": abs(r["gpu_seconds_lone"] - r["gpu_seconds_saved"])
+        > 0.05 * r["gpu_seconds_saved"],
+        "lone_vs_throughput": times_phrase(r["gpu_seconds_lone"], r["gpu_seconds_saved"])
+        if r["gpu_seconds_saved"] > 0 else "",
+        "openai_route_tokens": f"{OPENAI_ROUTE_TOKENS:,}",
+        "openai_min_tokens": f"{OPENAI_MIN_TOKENS:,}",
+        "flashinfer_cascade_text": f"{FLASHINFER_CASCADE}×",
         "hit_affine_text": percent_format(r["hit_affine"]),
         "hit_affine_busiest_text": percent_format(r["hit_affine_busiest"]),
         "affine_uneven": r["hit_affine_busiest"] < r["hit_affine"] - 1e-9,
@@ -117,8 +155,8 @@ SOURCES: list[tuple[str, str]] = [
      "requests with the same salt share blocks)",
      "https://github.com/vllm-project/vllm/pull/17045"),
     ("Zheng et al., 'SGLang: Efficient Execution of Structured Language Model Programs' "
-     "(RadixAttention; section 6.2, a month serving Chatbot Arena: the cache hit rates and the "
-     "average TTFT reduction the page quotes)",
+     "(RadixAttention; section 6.2, a month serving Chatbot Arena, one SGLang worker per model: "
+     "the cache hit rates and the average TTFT reduction the page quotes)",
      "https://arxiv.org/abs/2312.07104"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (56.3% of "
      "input tokens hit the on-disk KV cache)",
@@ -134,7 +172,18 @@ SOURCES: list[tuple[str, str]] = [
      "https://arxiv.org/abs/2409.20002"),
     ("SGLang repository (sgl-router: cache-aware load balancing)",
      "https://github.com/sgl-project/sglang"),
-    ("NVIDIA Dynamo (KV-cache-aware routing)", "https://github.com/ai-dynamo/dynamo"),
+    ("NVIDIA Dynamo (KV-cache-aware routing: engines publish the KV blocks they store and "
+     "evict, and the router keeps an index of them; prefill done locally when the prompt is "
+     "short or the remote prefill queue is long)", "https://github.com/ai-dynamo/dynamo"),
+    ("OpenAI, 'Prompt caching' guide (requests routed by a hash of the prompt's initial prefix, "
+     "typically the first 256 tokens; caching from 1,024 prompt tokens; an optional "
+     "prompt_cache_key to refine routing; a prefix sent above a request rate, about 15 a minute "
+     "when the guide was updated, overflows to more machines)",
+     "https://platform.openai.com/docs/guides/prompt-caching"),
+    ("FlashInfer blog, 'Cascade Inference: Memory Bandwidth Efficient Shared Prefix Batch "
+     "Decoding' (the shared prefix's attention split from each request's own, its KV read once "
+     "per step for the group; up to 31× over vLLM's PagedAttention kernel on an H100 SXM)",
+     "https://flashinfer.ai/2024/02/02/cascade-inference.html"),
     ("llm-d (inference scheduler with prefix-cache-aware routing)",
      "https://github.com/llm-d/llm-d"),
     ("Qin et al., 'Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving' "

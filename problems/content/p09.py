@@ -12,6 +12,7 @@ from problems.arithmetic.itl import (
     HOST_MS_MAX,
     TP_CHOICES,
     itl_levers,
+    target_rate_format,
     tpot_curves,
 )
 from problems.arithmetic.speculative import DRAFT_TOKENS_MAX
@@ -19,11 +20,17 @@ from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_short,
-    count_format,
     number_format,
     percent_format,
     rate_format,
     seconds_format,
+)
+from problems.arithmetic.wording import (
+    amount_phrase,
+    count_phrase,
+    ratio_phrase,
+    share_phrase,
+    times_phrase,
 )
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
@@ -45,6 +52,7 @@ from problems.plots import Mark, Plot, Series
 SLUG = "itl-levers"
 PREFIX = "p09-itl"
 MS = 1e3
+FLASH_DECODING_SPEEDUP = 8  # Flash-Decoding blog: up to 8× faster decoding on very long sequences
 PLOT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
@@ -105,6 +113,13 @@ INPUTS = (
                 api=8_000, maximum=TOKENS_MAX),
     whole_input("chunk_tokens", "Prefill chunk", unit="tokens", initial=512, api=512,
                 maximum=TOKENS_MAX),
+    whole_input("answer_tokens", "Answer length", unit="tokens", initial=500, api=500,
+                maximum=TOKENS_MAX,
+                help="Tokens each request generates, for the steady state: how often a "
+                     "prefill (of the prompt above) lands among the decodes."),
+    real_input("draft_host_ms", "Speculation: host time per draft step", unit="ms",
+               initial=0.5, api=0.5, maximum=HOST_MS_MAX,
+               help="An assumption: launches and sampling each draft step adds on the host."),
     bandwidth_input(),
     mfu_input(initial=0.5, api=0.5),
     *memory_inputs(),
@@ -162,6 +177,14 @@ SOURCES: list[tuple[str, str]] = [
     ("Databricks, 'LLM Inference Performance Engineering: Best Practices' (TPOT, MBU, the "
      "latency–throughput trade of batching)",
      "https://www.databricks.com/blog/llm-inference-performance-engineering-best-practices"),
+    ("Dao, Haziza, Massa and Sizov, 'Flash-Decoding for long-context inference' (Stanford CRFM "
+     "blog, 2023: the KV sequence split across thread blocks so one query per sequence still "
+     "fills the GPU; up to 8× faster decoding on very long sequences)",
+     "https://crfm.stanford.edu/2023/10/12/flashdecoding.html"),
+    ("Dettmers et al., 'LLM.int8()' and Xiao et al., 'SmoothQuant' (W8A8: weights and "
+     "activations in INT8, so the matmuls run on INT8 tensor cores) against Lin et al., 'AWQ' "
+     "(weight-only INT4: fewer bytes, matmuls in 16 bits)",
+     "https://arxiv.org/abs/2211.10438"),
 ]
 
 
@@ -170,8 +193,8 @@ def _row(r: dict) -> dict:
         "name": r["name"], "effect": r["effect"], "fits": r["fits"],
         "tpot_text": seconds_format(r["tpot_seconds"]),
         "per_gpu_text": rate_format(r["tokens_per_second_per_gpu"], "tokens/s"),
-        "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
-        "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
+        "batch_at_target_text": count_phrase(r["batch_at_target"], "sequence"),
+        "per_gpu_at_target_text": target_rate_format(r["per_gpu_at_target"]),
         "limit": r["limit_at_target"], "gpus": r["gpus"],
         "tokens_per_step_text": number_format(r["tokens_per_step"]),
     }
@@ -191,9 +214,10 @@ def context(*, request: HttpRequest) -> dict:
     w, kv = dtype_get(inputs["dtype"]), kv_dtype_get(inputs["kv_dtype"], model=m)
     rows = {x["id"]: _row(x) for x in r["levers"]}
     base = r["levers"][0]
+    spec = r["levers"][5]
     alone = itl_compute(**{**inputs, "batch": 1})
     half = itl_compute(**{**inputs, "batch": max(1, inputs["batch"] // 2)})
-    double = itl_compute(**{**inputs, "batch": inputs["batch"] * 2})
+    double = itl_compute(**{**inputs, "batch": min(inputs["batch"] * 2, USERS_MAX)})
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -202,9 +226,9 @@ def context(*, request: HttpRequest) -> dict:
         "kv_dtype_name": kv.kv_label,
         "batch": f"{inputs['batch']:,}",
         "batch_one": inputs["batch"] == 1,
-        "batch_sequences_text": count_format(inputs["batch"], "sequence"),
+        "batch_sequences_text": count_phrase(inputs["batch"], "sequence"),
         "half_batch": f"{max(1, inputs['batch'] // 2):,}",
-        "double_batch": f"{inputs['batch'] * 2:,}",
+        "double_batch": f"{min(inputs['batch'] * 2, USERS_MAX):,}",
         "context_tokens": f"{inputs['context_tokens']:,}",
         "target_text": seconds_format(inputs["tpot_target_ms"] / MS),
         "host_text": seconds_format(inputs["host_ms"] / MS),
@@ -225,9 +249,9 @@ def context(*, request: HttpRequest) -> dict:
         "tpot_text": seconds_format(r["tpot_seconds"]),
         "per_gpu_text": rate_format(r["tokens_per_second"], "tokens/s"),
         "fits": r["fits"],
-        "batch_max_text": count_format(r["batch_max_memory"], "sequence"),
-        "batch_at_target_text": count_format(r["batch_at_target"], "sequence"),
-        "per_gpu_at_target_text": rate_format(r["per_gpu_at_target"], "tokens/s"),
+        "batch_max_text": count_phrase(r["batch_max_memory"], "sequence"),
+        "batch_at_target_text": count_phrase(r["batch_at_target"], "sequence"),
+        "per_gpu_at_target_text": target_rate_format(r["per_gpu_at_target"]),
         "target_limit": base["limit_at_target"],
         # No batch meets the target (or memory holds no sequence): there is no point to quote.
         "target_none": base["batch_at_target"] == 0,
@@ -245,7 +269,7 @@ def context(*, request: HttpRequest) -> dict:
         "spike_chunk_text": seconds_format(r["spike_chunked_seconds"]),
         "prompt_tokens": f"{inputs['prompt_tokens']:,}",
         "chunk_tokens": f"{inputs['chunk_tokens']:,}",
-        "chunks_text": count_format(r["chunks"], "chunk"),
+        "chunks_text": count_phrase(r["chunks"], "chunk"),
         "stall_total_text": seconds_format(r["prefill_stall_total_seconds"]),
         "stall_chunked_text": seconds_format(r["prefill_stall_chunked_total_seconds"]),
         "stall_chunked_less": r["prefill_stall_chunked_total_seconds"]
@@ -264,4 +288,37 @@ def context(*, request: HttpRequest) -> dict:
         "tp_rises_at_target": r["levers"][3]["per_gpu_at_target"] > base["per_gpu_at_target"],
         # Neither meets the target even at batch 1: then TP gives not "less" but 0 against 0.
         "tp_misses_target": r["levers"][3]["batch_at_target"] == base["batch_at_target"] == 0,
+        "tp_allreduce_text": seconds_format(r["tp_allreduce_seconds"]),
+        "tp_host_share_text": share_phrase(inputs["host_ms"] / MS
+                                           / r["levers"][3]["tpot_seconds"]),
+        "tp_allreduce_share_text": share_phrase(r["tp_allreduce_seconds"]
+                                                / r["levers"][3]["tpot_seconds"]),
+        # Per GPU with neither host time nor all-reduces: the doubled GPUs' step alone.
+        "tp_gpu_only_phrase": ratio_phrase(
+            1 / (2 * (r["tp_gpu_step_seconds"] - r["tp_allreduce_seconds"])),
+            1 / (r["gpu_step_seconds"] - r["allreduce_seconds"]),
+            more="more", less="less", same="about the same"),
+        "host_zero": inputs["host_ms"] == 0,
+        "answer_tokens": f"{inputs['answer_tokens']:,}",
+        "answer_tokens_n": count_phrase(inputs["answer_tokens"], "token"),
+        "context_tokens_n": count_phrase(inputs["context_tokens"], "token"),
+        "prompt_tokens_n": count_phrase(inputs["prompt_tokens"], "token"),
+        "spec_tokens_n": amount_phrase(r["speculative_tokens_per_step"], "tokens"),
+        "mean_whole_text": seconds_format(r["mean_tpot_whole_seconds"]),
+        "mean_chunked_text": seconds_format(r["mean_tpot_chunked_seconds"]),
+        "mean_whole_factor": times_phrase(r["mean_tpot_whole_seconds"], r["tpot_seconds"]),
+        "prefill_share_text": share_phrase(r["prefill_share_whole"]),
+        "prefill_share_chunked_text": share_phrase(r["prefill_share_chunked"]),
+        "prefill_gpus_text": number_format(r["prefill_gpus_per_decode_gpu"]),
+        "chunking_lowers_mean": r["mean_tpot_chunked_seconds"]
+        < r["mean_tpot_whole_seconds"] * 0.995,
+        "spec_gap_text": seconds_format(r["speculative_gap_seconds"]),
+        "spec_gap_over": r["speculative_gap_seconds"] > inputs["tpot_target_ms"] / MS,
+        "spec_reject_text": share_phrase(1 - inputs["acceptance"]),
+        "spec_batch_gap_text": count_phrase(spec["batch_at_target"], "sequence"),
+        "spec_batch_mean_text": count_phrase(spec["batch_at_target_mean"], "sequence"),
+        "spec_gap_binds": spec["batch_at_target"] < spec["batch_at_target_mean"],
+        "draft_host_text": seconds_format(inputs["draft_host_ms"] / MS),
+        "flash_decoding_text": f"{FLASH_DECODING_SPEEDUP}×",
+        "step_compute_bound": r["gpu_step_bound"] == "compute",
     }

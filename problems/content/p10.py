@@ -6,15 +6,18 @@ roofline, and every figure the prose quotes, computed at render time by problems
 from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX
 from problems.arithmetic.speculative import (
     DRAFT_TOKENS_MAX,
     NEARLY_FREE,
+    TREE_NODES_MAX,
     speculative,
     speedup_memory_bound,
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import count_format, number_format, percent_format
+from problems.arithmetic.wording import amount_phrase, count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -46,6 +49,11 @@ EAGLE_MODEL = "LLaMA2-Chat 70B"
 PAPER_DRAFT_COST_MAX = 0.05  # "c ... always less than 0.05" for T5-small drafts
 
 
+def _speculative(**inputs) -> Result:
+    """`speculative` with the form's 0 for "a chain" turned into the default γ + 1."""
+    return speculative(**{**inputs, "verify_tokens": inputs.get("verify_tokens") or None})
+
+
 def gamma_plot(*, inputs: dict, result: Result) -> Plot:
     """Speedup against γ while verification is free, for the learner's α and two around it."""
     gammas = tuple(range(1, GAMMA_PLOT_MAX + 1))
@@ -69,7 +77,7 @@ def batch_plot(*, inputs: dict, result: Result) -> Plot:
     ys = []
     for b in xs:
         try:
-            ys.append(speculative(**{**inputs, "batch": b})["speedup"])
+            ys.append(_speculative(**{**inputs, "batch": b})["speedup"])
         except (ArithmeticError, ValueError):
             ys.append(float("nan"))
     marks = [Mark(inputs["batch"], "your batch")]
@@ -100,13 +108,18 @@ INPUTS = (
                 api=1_000, maximum=TOKENS_MAX),
     dtype_input(), kv_dtype_input(), mfu_input(initial=0.5, api=0.5), bandwidth_input(),
     *memory_inputs(),
+    whole_input("verify_tokens", "Positions checked per sequence (a tree)", unit="tokens",
+                initial=0, api=0, minimum=0, maximum=TREE_NODES_MAX,
+                help="0 checks a chain of drafts, γ + 1 positions. A tree of candidates "
+                     "(Medusa, EAGLE-2) checks every node in one pass: give the node count."),
 )
+TREE_EXAMPLE = 64  # tree nodes, an example of a tree verified in one pass (dozens of nodes)
 
 
 def plan_compute(**inputs) -> Result:
     from problems.arithmetic.speculative import speculative_plan
 
-    return speculative_plan(**inputs)
+    return speculative_plan(**{**inputs, "verify_tokens": inputs.get("verify_tokens") or None})
 
 
 CALCULATOR = calculator_register(Calculator(
@@ -144,7 +157,18 @@ SOURCES: list[tuple[str, str]] = [
     ("DeepSeek-AI, 'DeepSeek-V3 Technical Report' (a multi-token prediction module, reused for "
      "speculative decoding)", "https://arxiv.org/abs/2412.19437"),
     ("vLLM documentation: speculative decoding (draft models, n-gram, EAGLE, MTP; acceptance "
-     "metrics)", "https://docs.vllm.ai/en/latest/features/spec_decode.html"),
+     "metrics; 'Lossless guarantees of speculative decoding': theoretically lossless up to the "
+     "precision limits of hardware numerics, with batch shape and floating-point effects able "
+     "to change outputs)", "https://docs.vllm.ai/en/latest/features/spec_decode.html"),
+    ("Li et al., 'EAGLE-2: Faster Inference of Language Models with Dynamic Draft Trees' (a "
+     "draft tree of many candidate tokens verified in one pass, reshaped per context)",
+     "https://arxiv.org/abs/2406.16858"),
+    ("Miao et al., 'SpecInfer: Accelerating Generative LLM Serving with Tree-based Speculative "
+     "Inference and Verification' (tree verification in one pass)",
+     "https://arxiv.org/abs/2305.09781"),
+    ("Liu et al., 'Optimizing Speculative Decoding for Serving Large Language Models Using "
+     "Goodput' (SmartSpec: the speculation length chosen per step from the load)",
+     "https://arxiv.org/abs/2406.14066"),
     ("Meta Llama 3 8B config.json (model dimensions)",
      "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
     ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 bandwidth, dense BF16 rate)",
@@ -167,7 +191,11 @@ def context(*, request: HttpRequest) -> dict:
     # A batch well past the break-even one, to show the loss (memory permitting or not: the
     # figures are floors for the work).
     big = 2 * r["slower_batch"] if r["slower_batch"] else 0
-    at_big = speculative(**{**inputs, "batch": big}) if big else None
+    at_big = _speculative(**{**inputs, "batch": big}) if big else None
+    try:  # the example tree's positions must fit the model's context beside the prompt
+        tree = plan_compute(**{**inputs, "verify_tokens": max(TREE_EXAMPLE, gamma + 1)})
+    except ArithmeticInputError:
+        tree = None
     positions = [{"j": j + 1, "p_text": percent_format(p)}
                  for j, p in enumerate(r["acceptance_by_position"])]
     return {
@@ -177,6 +205,8 @@ def context(*, request: HttpRequest) -> dict:
         "cost_text": number_format(cost),
         "batch": f"{inputs['batch']:,}", "context_tokens": f"{inputs['context_tokens']:,}",
         "expected_text": number_format(r["expected_tokens_per_step"]),
+        "expected_n": amount_phrase(r["expected_tokens_per_step"], "tokens"),
+        "context_tokens_n": count_phrase(inputs["context_tokens"], "token"),
         "step_cost_text": number_format(r["step_cost"]),
         "speedup_text": f"{number_format(r['speedup'])}×",
         "slowdown": r["speedup"] < 1,
@@ -205,7 +235,7 @@ def context(*, request: HttpRequest) -> dict:
         "paper_below_one": r["memory_bound_speedup"] < 1,
         "never_slower": not r["slower_batch"],
         "big_batch": f"{big:,}" if big and r["slower_batch"] > 1 else "",
-        "slower_fits": bool(speculative(**{**inputs, "batch": r["slower_batch"]})["fits"])
+        "slower_fits": bool(_speculative(**{**inputs, "batch": r["slower_batch"]})["fits"])
         if r["slower_batch"] else True,
         "big_speedup_text": f"{number_format(at_big['speedup'])}×" if at_big else "",
         "big_verify_text": number_format(at_big["verify_ratio"]) if at_big else "",
@@ -223,4 +253,18 @@ def context(*, request: HttpRequest) -> dict:
         "eagle_low_text": f"{number_format(EAGLE_SPEEDUP[0])}×",
         "eagle_high_text": f"{number_format(EAGLE_SPEEDUP[1])}×",
         "eagle_model": EAGLE_MODEL,
+        "no_gamma": r["best_gamma"] == 0,
+        "memory_text": count_phrase(r["memory_batch"], "sequence") if r["memory_batch"]
+        else "",
+        "memory_binds": bool(r["memory_batch"]),
+        "memory_none": r["memory_batch"] == 0 and not r["fits"] and inputs["batch"] == 1,
+        "tree_nodes": f"{TREE_EXAMPLE:,}",
+        "tree_fits": tree is not None,
+        "tree_costly_text": count_phrase(tree["costly_batch"], "sequence")
+        if tree and tree["costly_batch"] else "",
+        "tree_slower_text": count_phrase(tree["slower_batch"], "sequence")
+        if tree and tree["slower_batch"] else "",
+        "chain_positions": gamma + 1,
+        "tree_input": bool(inputs.get("verify_tokens")),
+        "checked_text": f"{inputs.get('verify_tokens') or gamma + 1:,}",
     }

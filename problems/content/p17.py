@@ -8,11 +8,13 @@ from django.http import HttpRequest
 from problems.arithmetic.queueing import (
     SERVERS_MAX,
     UTILIZATIONS_TABLE,
+    kingman_wait,
     queue_percentiles,
     tail_latency,
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import count_format, number_format, percent_format, seconds_format
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
@@ -99,7 +101,28 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.vllm.ai/en/latest/usage/metrics/"),
     ("Little, 'A Proof for the Queuing Formula: L = λW' (Operations Research, 1961)",
      "https://doi.org/10.1287/opre.9.3.383"),
+    ("Kingman, 'The single server queue in heavy traffic' (Mathematical Proceedings of the "
+     "Cambridge Philosophical Society, 1961: the G/G/1 wait approximation)",
+     "https://doi.org/10.1017/S0305004100036094"),
+    ("Tene, 'How NOT to Measure Latency' (coordinated omission: a load generator that waits "
+     "for each response stops sending while the server stalls and hides the queueing tail)",
+     "https://www.infoq.com/presentations/latency-response-time/"),
+    ("vLLM benchmarks: serving benchmark with --request-rate (open-loop Poisson arrivals, or "
+     "gamma-distributed with --burstiness)",
+     "https://docs.vllm.ai/en/latest/contributing/benchmarks.html"),
+    ("vLLM documentation, 'Optimization and Tuning', preemption (V1 preempts by recomputation; "
+     "swapping to CPU memory was a V0 option)",
+     "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
+    ("ShareGPT conversations as used by vLLM's serving benchmark (a measured distribution of "
+     "output lengths to replace an example tail)",
+     "https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered"),
 ]
+
+
+# An example of bursty arrivals: gaps whose standard deviation is twice their mean (Ca² = 4),
+# as retries or batch jobs give; Poisson arrivals have Ca² = 1.
+BURSTY_CA2 = 4.0
+HEDGE_PERCENTILE = 0.95  # hedge a request still unanswered past this percentile (an example)
 
 
 def _row(r: dict) -> dict:
@@ -127,9 +150,18 @@ def context(*, request: HttpRequest) -> dict:
     many = [_row(x) for x in r["mmc"] if x["utilization"] in table_rhos]
     m1, mc = r["mine_mm1"], r["mine_mmc"]
     low = r["mm1"][0]
+    bursty = kingman_wait(utilization=inputs["utilization"], arrival_cv2=BURSTY_CA2,
+                          service_cv2=1.0, mean_service=inputs["mean_service_seconds"])
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_followed": followed,
         "question_ratio": QUESTION_RATIO,
+        "bursty_ca2": number_format(BURSTY_CA2),
+        "bursty_ca": number_format(BURSTY_CA2 ** 0.5),
+        "bursty_wait_text": seconds_format(bursty),
+        "bursty_factor": number_format((BURSTY_CA2 + 1) / 2),
+        "idle_queue": inputs["utilization"] == 0,
+        "hedge_percentile": f"{HEDGE_PERCENTILE * 100:.0f}",
+        "hedge_extra_text": percent_format(1 - HEDGE_PERCENTILE),
         "service_text": seconds_format(inputs["mean_service_seconds"]),
         "servers": f"{inputs['servers']:,}",
         "seats_text": count_format(inputs["servers"], "seat"),
@@ -158,6 +190,10 @@ def context(*, request: HttpRequest) -> dict:
         # Shorter than TTFT, the service implies no answer at all (not "about 0 tokens").
         "service_below_ttft": inputs["mean_service_seconds"] < inputs["ttft_ms"] / 1e3,
         "p99_tokens": f"{inputs['p99_output_tokens']:,}",
+        "p99_tokens_n": count_phrase(inputs["p99_output_tokens"], "token"),
+        "p50_tokens_n": count_phrase(inputs["p50_output_tokens"], "token"),
+        "implied_tokens_n": count_phrase(r["implied_mean_output_tokens"], "token",
+                                         rounding="nearest"),
         "length_p50_text": seconds_format(r["length_p50_seconds"]),
         "length_p99_text": seconds_format(r["length_p99_seconds"]),
         "length_ratio_text": f"{number_format(r['length_ratio'])}×",

@@ -16,6 +16,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import ratio_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -49,12 +50,13 @@ def waits_plot(*, inputs: dict, result) -> Plot:
     fcfs, fair_light, fair_heavy = [], [], []
     for x in xs:
         r = _at(**{**inputs, "heavy_rate": x})
-        fcfs.append(r["fcfs_wait_seconds"] * MS if r["fcfs_stable"]
-                    else r["fcfs_wait_after_overload_seconds"] * MS)
+        # One transient model on both sides of capacity: the wait after the overload period
+        # from an empty queue (the steady M/M/1 wait once it has settled).
+        fcfs.append(r["fcfs_wait_after_overload_seconds"] * MS)
         fair_light.append(r["light_wait_seconds"] * MS)
         fair_heavy.append(r["heavy_wait_seconds"] * MS)
-    return Plot(title="Mean wait in queue as the heavy tenant sends more (FCFS past capacity: "
-                      "after the overload period; fair light: an upper bound)",
+    return Plot(title="Mean wait in queue as the heavy tenant sends more, after the overload "
+                      "period from an empty queue (fair: the lighter tenants served first)",
                 x_title="Heavy tenant's rate (requests/s)", y_title="Mean wait (ms)",
                 y_log=True,
                 series=(Series("FCFS: everyone",
@@ -146,6 +148,7 @@ def context(*, request: HttpRequest) -> dict:
         "heavy_rate_text": _rate(inputs["heavy_rate"]),
         "light_rate_text": _rate(inputs["light_rate"]),
         "light_tenants_text": count_format(n, "light tenant"),
+        "one_light": n == 1,
         "tenants": f"{n + 1:,}",
         "bound_text": count_format(inputs["queue_bound"], "request"),
         "burst_text": seconds_format(inputs["burst_seconds"]),
@@ -156,13 +159,30 @@ def context(*, request: HttpRequest) -> dict:
         "heavy_load_share_text": percent_format(inputs["heavy_rate"] / r["total_rate"]),
         "fcfs_stable": r["fcfs_stable"],
         "fcfs_wait_text": seconds_format(r["fcfs_wait_seconds"]) if r["fcfs_stable"] else "",
+        "fcfs_settled": r["fcfs_settled"],
         "growth_text": number_format(r["fcfs_wait_growth"]),
+        "backlog_text": number_format(r["fcfs_backlog_requests"]),
         "fcfs_after_text": seconds_format(r["fcfs_wait_after_overload_seconds"]),
         "share_text": _rate(r["fair_share_rate"]),
+        "heavy_is_heavier": r["heavy_is_heavier"],
+        "rates_equal": inputs["heavy_rate"] == inputs["light_rate"],
         "light_wait_text": seconds_format(r["light_wait_seconds"]),
+        "light_bound_text": seconds_format(r["light_wait_bound_seconds"]),
+        "light_vs_fcfs": ratio_phrase(r["light_wait_seconds"],
+                                      r["fcfs_wait_after_overload_seconds"],
+                                      more="longer than", less="shorter than",
+                                      same="about the same as"),
         "heavy_capacity_text": _rate(r["heavy_capacity_rate"]),
         "heavy_stable": r["heavy_stable"],
+        "heavy_limit": r["heavy_wait_limit"],
         "heavy_wait_text": seconds_format(r["heavy_wait_seconds"]),
+        "heavy_vs_fcfs": ratio_phrase(r["heavy_wait_seconds"],
+                                      r["fcfs_wait_after_overload_seconds"],
+                                      more="longer than", less="shorter than",
+                                      same="about the same as"),
+        "conserved": r["fair_mean_wait_seconds"] is not None,
+        "fair_mean_text": (seconds_format(r["fair_mean_wait_seconds"])
+                           if r["fair_mean_wait_seconds"] is not None else ""),
         "excess_text": _rate(r["heavy_excess_rate"]),
         "refused_text": percent_format(r["heavy_refused_share"]),
         "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
@@ -192,7 +212,20 @@ SOURCES: list[tuple[str, str]] = [
      "Integrated Services Networks: The Single-Node Case' (IEEE/ACM ToN 1993: a session's "
      "guaranteed rate bounds its delay)", "https://doi.org/10.1109/90.234856"),
     ("Harchol-Balter, 'Performance Modeling and Design of Computer Systems' (2013), ch. 14: "
-     "M/M/1 mean wait ρ ÷ (μ − λ)", "https://doi.org/10.1017/CBO9781139226424"),
+     "M/M/1 mean wait ρ ÷ (μ − λ); part VII: scheduling, non-preemptive priority "
+     "classes", "https://doi.org/10.1017/CBO9781139226424"),
+    ("Kleinrock, 'A Conservation Law for a Wide Class of Queueing Disciplines' (Naval Research "
+     "Logistics Quarterly, 1965: for work-conserving disciplines that do not use service "
+     "times, the load-weighted mean wait does not depend on the discipline)",
+     "https://doi.org/10.1002/nav.3800120206"),
+    ("Cobham, 'Priority Assignment in Waiting Line Problems' (Operations Research, 1954: "
+     "mean waits of non-preemptive priority classes)", "https://doi.org/10.1287/opre.2.1.70"),
+    ("Abate and Whitt, 'Transient behavior of regulated Brownian motion, I: Starting at the "
+     "origin' (Advances in Applied Probability, 1987: the diffusion approximation of a queue "
+     "that starts empty, its mean rising towards the steady state)",
+     "https://www.cambridge.org/core/journals/advances-in-applied-probability/article/"
+     "transient-behavior-of-regulated-brownian-motion-i-starting-at-the-origin/"
+     "6CF42AE2D9A336415672BF82B40A5C98"),
     ("IETF RFC 6585, section 4: 429 Too Many Requests (may include Retry-After)",
      "https://www.rfc-editor.org/rfc/rfc6585#section-4"),
     ("IETF RFC 9110, section 10.2.3: Retry-After (an HTTP-date or a whole number of seconds)",
@@ -201,4 +234,14 @@ SOURCES: list[tuple[str, str]] = [
      "https://platform.openai.com/docs/guides/rate-limits"),
     ("vLLM source: the V1 scheduler (priority scheduling and preemption)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/core/sched/scheduler.py"),
+    ("vLLM engine arguments (--scheduling-policy: fcfs or priority, requests ordered by their "
+     "priority value)", "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM docs, Automatic Prefix Caching design (a per-request cache_salt mixed into the first "
+     "block's hash isolates cached prefixes)",
+     "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("TensorRT-LLM pull request 13793 (cache_salt_id: requests with different salts cannot "
+     "reuse each other's cached KV blocks)", "https://github.com/NVIDIA/TensorRT-LLM/pull/13793"),
+    ("Kubernetes blog, 'Introducing Gateway API Inference Extension' (2025-06-05: model-aware "
+     "routing, request criticality, flow control and load shedding at the gateway)",
+     "https://kubernetes.io/blog/2025/06/05/introducing-gateway-api-inference-extension/"),
 ]

@@ -8,7 +8,8 @@ from django.http import HttpRequest
 
 from problems import arithmetic as a
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
-from problems.arithmetic.catalog.links import LINKS
+from problems.arithmetic.catalog.links import LINKS, NODE_GPUS
+from problems.arithmetic.disagg import KV_BLOCK_TOKENS
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_in,
@@ -18,6 +19,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, ratio_phrase, share_phrase
 from problems.calculators import calculator_evaluate, calculator_get
 from problems.forms import inputs_normalise
 
@@ -79,10 +81,52 @@ def figures(inputs: dict) -> dict:
                    "ratio_text": percent_format(x["ratio"]),
                    "layered_text": seconds_format(x["exposed_layered"]),
                    "rate_text": bandwidth_format(x["line_rate"])}
-                  for x in r["links"]],
+                  for x in r["links"] if x["applies"]],
         "outlasting_links": [{"name": x["name"],
                               "layered_text": seconds_format(x["exposed_layered"])}
-                             for x in r["links"] if x["ratio"] > 1],
+                             for x in r["links"] if x["ratio"] > 1 and x["applies"]],
+        "in_node": r["in_node"], "spans_nodes": r["spans_nodes"],
+        "node_gpus": NODE_GPUS, "dgx_like": inputs["gpu"] in ("h100-sxm", "h200"),
+        "ib_capped": r["ib_capped"], "host_link": r["host_link"],
+        "allreduce_text": seconds_format(r["allreduce_seconds"]),
+        "allreduce_share_text": share_phrase(r["allreduce_seconds"] / r["prefill_seconds"]),
+        "allreduce_bytes_text": bytes_short(r["allreduce_bytes"]),
+        "allreduce_exceeds": r["allreduce_seconds"] > r["prefill_seconds"],
+        "prefill_batched_text": seconds_format(r["prefill_busy"]),
+        "prefill_busy_bound": r["prefill_busy_bound"],
+        "prompts_per_pass": r["prompts_per_pass"],
+        "prompts_per_pass_text": count_phrase(r["prompts_per_pass"], "prompt"),
+        "passes_per_prompt_text": count_phrase(r["passes_per_prompt"], "pass"),
+        "budget_text": f"{r['prefill_token_budget']:,}",
+        "budget_n": count_phrase(r["prefill_token_budget"], "token"),
+        "batched_differs": abs(r["prefill_busy"] - r["prefill_seconds"])
+        > 0.01 * r["prefill_seconds"],
+        "kv_regions_text": f"{r['kv_regions']:,}",
+        "kv_region_text": bytes_in(r["kv_region_bytes"], "KiB"),
+        "kv_block": KV_BLOCK_TOKENS,
+        "colocated_rate_text": number_format(r["colocated_rate"]),
+        "colocated_batch": f"{r['colocated_batch']:,}",
+        "colocated_share_text": percent_format(r["colocated_share"]),
+        "colocated_step_text": seconds_format(r["colocated_step"]),
+        "colocated_tpot_text": seconds_format(r["colocated_tpot"]),
+        "colocated_binds": r["colocated_binds"],
+        "colocated_smaller_batch": r["colocated_batch"] < r["batch"],
+        "tpot_target_text": seconds_format(inputs["tpot_target_ms"] / 1000),
+        "colocated_replicas_text": count_phrase(r["colocated_replicas"], "replica"),
+        "split_replicas_text": count_phrase(r["prefill_replicas"] + r["decode_replicas"],
+                                            "replica"),
+        "colocated_gpus_text": count_phrase(r["colocated_replicas"] * inputs["tp"], "GPU"),
+        "split_gpus_text": count_phrase(
+            (r["prefill_replicas"] + r["decode_replicas"]) * inputs["tp"], "GPU"),
+        "goodput_split_text": number_format(r["goodput_split"]),
+        "goodput_colocated_text": number_format(r["goodput_colocated"]),
+        "goodput_phrase": ratio_phrase(r["goodput_split"], r["goodput_colocated"],
+                                       more="higher", less="lower"),
+        "split_pays": r["goodput_split"] > r["goodput_colocated"] * 1.05,
+        "fewer_gpus_split": r["prefill_replicas"] + r["decode_replicas"]
+        < r["colocated_replicas"],
+        "more_gpus_split": r["prefill_replicas"] + r["decode_replicas"]
+        > r["colocated_replicas"],
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),
@@ -103,7 +147,7 @@ def figures(inputs: dict) -> dict:
         "ratio_text": number_format(r["ratio"]),
         "prefill_replicas": r["prefill_replicas"], "decode_replicas": r["decode_replicas"],
         "prefill_busy_text": percent_format(
-            inputs["requests_per_second"] * r["prefill_seconds"] / r["prefill_replicas"]),
+            inputs["requests_per_second"] * r["prefill_busy"] / r["prefill_replicas"]),
         "decode_pool_busy_text": percent_format(
             inputs["requests_per_second"] * r["decode_busy"] / r["decode_replicas"]),
         "short_tokens": f"{SHORT_PROMPT:,}",
@@ -115,6 +159,9 @@ def figures(inputs: dict) -> dict:
         "short_eth_text": seconds_format(short_eth["seconds"]),
         "short_eth_ratio_text": percent_format(short_eth["ratio"]),
         "short_ratio_text": number_format(short["ratio"]),
+        "short_busy_text": seconds_format(short["prefill_busy"]),
+        "short_per_pass": f"{short['prompts_per_pass']:,}",
+        "short_batched_differs": short["prefill_busy"] < short["prefill_seconds"] * 0.99,
         "distserve_rate_text": f"{DISTSERVE[0]}×", "distserve_slo_text": f"{DISTSERVE[1]}×",
         "splitwise_tp_text": f"{SPLITWISE[0]}×",
         "splitwise_cost_text": percent_format(SPLITWISE[1]),
@@ -138,7 +185,9 @@ SOURCES: list[tuple[str, str]] = [
      "Language Model Serving' (OSDI'24: up to 7.4× more requests or 12.6× tighter SLO)",
      "https://arxiv.org/abs/2401.09670"),
     ("Patel et al., 'Splitwise: Efficient Generative LLM Inference Using Phase Splitting' "
-     "(ISCA'24: up to 1.4× throughput at 20% lower cost; 2.35× under the same power and cost)",
+     "(ISCA'24: up to 1.4× throughput at 20% lower cost; 2.35× under the same power and cost; "
+     "section 4: layer-wise KV transfer needs per-layer synchronisation that can raise TTFT for "
+     "small prompts, so it sends small prompts' KV after prefill and picks per batch)",
      "https://arxiv.org/abs/2311.18677"),
     ("Qin et al., 'Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving'",
      "https://arxiv.org/abs/2407.00079"),
@@ -150,8 +199,11 @@ SOURCES: list[tuple[str, str]] = [
      "(chunked prefill, the colocated alternative)", "https://arxiv.org/abs/2403.02310"),
     ("NVIDIA NIXL, the Inference Xfer Library (KV transfers between GPUs over NVLink and RDMA)",
      "https://github.com/ai-dynamo/nixl"),
-    ("vLLM's NixlConnector (on a partial prefix-cache hit, the decode side reads only the "
-     "blocks it has not computed)",
+    ("vLLM's NixlConnector (the decode side pulls the prompt's KV blocks after prefill "
+     "finishes, with no layer-by-layer saving, while the prefill side holds them until read or "
+     "until VLLM_NIXL_ABORT_REQUEST_TIMEOUT; it uses the HND KV layout for better transfer "
+     "performance; on a partial prefix-cache hit the decode side reads only the blocks it has "
+     "not computed)",
      "https://github.com/vllm-project/vllm/blob/main/vllm/distributed/kv_transfer/kv_connector/"
      "v1/nixl_connector.py"),
     ("Llama 3.1 70B config.json (80 layers, 8 KV heads of 128)",
@@ -166,4 +218,15 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-"
      "enterprise-ai/latest/core-components.html"),
     ("IEEE 802.3 Ethernet (100GBASE: 100 Gb/s)", "https://standards.ieee.org/ieee/802.3/"),
+    ("vLLM documentation, 'Optimization and Tuning' (chunked prefill; max_num_batched_tokens, "
+     "the tokens one engine step takes; preemption by recomputation in V1)",
+     "https://docs.vllm.ai/en/latest/configuration/optimization.html"),
+    ("NVIDIA Dynamo, disaggregated serving (conditional disaggregation: a request is prefilled "
+     "remotely only when its prompt is long enough and the prefill queue short enough, else "
+     "locally on the decode worker)",
+     "https://github.com/ai-dynamo/dynamo/blob/main/docs/architecture/disagg_serving.md"),
+    ("NVIDIA A100 and H100 datasheets (host link: PCIe Gen4 64 GB/s; PCIe Gen5 128 GB/s, both "
+     "directions) and L40S datasheet (PCIe Gen4 x16), the ceiling on GPUDirect RDMA",
+     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+     "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
 ]

@@ -3,11 +3,13 @@
 import functools
 
 from django import template
+from django.conf import settings
 from django.http import HttpRequest
 from django.template import Context
 from django.template.library import SimpleNode
 from django.template.loader import get_template
 
+from course.render_cache import contexts, whole_query_key
 from problems.calculators import calculator_evaluate, calculator_get, refusals_collected
 from problems.calculators.registry import query_names_prefix
 from problems.registry import Problem
@@ -26,16 +28,26 @@ def problem_context(problem: Problem, request: HttpRequest) -> dict:
     module = problem.content_module
     if module is None or not hasattr(module, "context"):
         return {}
-    with refusals_collected() as refusals:
-        context = module.context(request=request)
-        # A calculator the page embeds but the prose does not read is checked too, so the
-        # notice covers every input on the problem, not only those the prose quotes.
-        for slug, prefix, initial in _embedded_calculators(problem, context):
-            found = calculator_get(slug)
-            if (found is not None and prefix not in refusals.evaluated
-                    and query_names_prefix(request.GET, found.form_class(prefix=prefix))):
-                calculator_evaluate(found, query=request.GET, prefix=prefix, initial=initial)
-    return {**context, "refusals": tuple(refusals)}
+
+    def compute() -> dict:
+        with refusals_collected() as refusals:
+            context = module.context(request=request)
+            # A calculator the page embeds but the prose does not read is checked too, so the
+            # notice covers every input on the problem, not only those the prose quotes.
+            for slug, prefix, initial in _embedded_calculators(problem, context):
+                found = calculator_get(slug)
+                if (found is not None and prefix not in refusals.evaluated
+                        and query_names_prefix(request.GET, found.form_class(prefix=prefix))):
+                    calculator_evaluate(found, query=request.GET, prefix=prefix,
+                                        initial=initial)
+        return {**context, "refusals": tuple(refusals)}
+
+    # A content module reads nothing of the request but its query, and the same inputs always
+    # give the same figures: computed once per process per query (course/render_cache.py).
+    inputs = whole_query_key(request.GET)
+    if inputs is None or not getattr(settings, "RENDER_CACHE", True):
+        return compute()
+    return contexts.get_or_compute(("problem-context", problem.number, inputs), compute)
 
 
 @functools.cache

@@ -1,5 +1,6 @@
-"""Login throttling (django-axes): repeated wrong passwords lock out the address and the
-username for a while, with a clear message, and the right password does not get through."""
+"""Login throttling: repeated wrong passwords for one username from one address lock that pair
+(django-axes), many from one address lock the address (course/throttle.py), each for a while
+with a clear message; the right password does not get through a lock."""
 
 import pytest
 from django.contrib.auth.models import User
@@ -36,17 +37,30 @@ def test_a_locked_out_login_says_so_and_refuses_the_right_password(ada):
     assert "_auth_user_id" not in Client().session.keys()
 
 
-def test_the_lockout_covers_the_address_and_the_username(ada):
+def test_the_lockout_covers_the_pair_not_the_username_alone(ada):
+    """5 wrong passwords for "ada" from one address, then ada's own correct password from
+    another: it answered 429 when the username alone was locked, so anyone could lock anyone
+    out, again and again. Now only that address-and-username pair is paused."""
     User.objects.create_user("bob", password="another good password")
     for n in range(LIMIT):
         login(f"guess-{n}")
-    # The same address, another account: locked (the address is).
-    assert login("another good password", username="bob").status_code == 429
-    # The same account from elsewhere: locked (the username is).
-    assert login("correct horse battery", addr="198.51.100.20").status_code == 429
-    # Someone else, elsewhere: unaffected.
-    assert login("another good password", username="bob",
-                 addr="198.51.100.21").status_code == 302
+    # The same pair: locked.
+    assert login("correct horse battery").status_code == 429
+    # The same account from elsewhere: ada gets in.
+    assert login("correct horse battery", addr="198.51.100.20").status_code == 302
+    # The same address, another account: not locked by ada's pair.
+    assert login("another good password", username="bob").status_code == 302
+
+
+def test_an_address_failing_across_many_usernames_is_paused(ada, settings):
+    """Guessing one password across usernames from one address: after
+    LOGIN_ADDRESS_FAILURE_LIMIT failures (8 here) the address is paused, even for a username
+    it never tried; another address is not."""
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = 8
+    statuses = [login("Winter2026!", username=f"user{n}").status_code for n in range(9)]
+    assert statuses == [200] * 8 + [429]
+    assert login("correct horse battery").status_code == 429
+    assert login("correct horse battery", addr="198.51.100.30").status_code == 302
 
 
 def test_a_good_login_still_works(ada):

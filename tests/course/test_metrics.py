@@ -24,6 +24,9 @@ NAMES_AND_TYPES = {
     "vllm:request_time_per_output_token_seconds": "histogram",
     "vllm:e2e_request_latency_seconds": "histogram",
     "vllm:request_queue_time_seconds": "histogram",
+    "vllm:request_success": "counter",
+    "vllm:request_prompt_tokens": "histogram",
+    "vllm:request_generation_tokens": "histogram",
 }
 
 
@@ -100,6 +103,9 @@ def test_metrics_move_with_the_load(asgi_server, celery_worker_process,  # noqa:
     assert delta("vllm:prefix_cache_queries_total") >= prompted
     assert delta("vllm:prefix_cache_hits_total") >= 16
     assert 0.0 <= after["vllm:kv_cache_usage_perc"] <= 1.0
+    assert delta("vllm:request_success_total") >= 2
+    assert delta("vllm:request_generation_tokens_sum") >= generated
+    assert delta("vllm:request_prompt_tokens_sum") >= prompted
 
 
 @pytest.mark.django_db
@@ -161,3 +167,47 @@ def test_the_registry_observes_each_gap_and_each_request_mean() -> None:
     assert samples["vllm:e2e_request_latency_seconds_count"] == 3
     assert samples["vllm:request_time_per_output_token_seconds_sum"] == pytest.approx(0.35)
     assert samples["vllm:time_to_first_token_seconds_count"] == 3
+
+
+def test_finished_requests_count_by_reason_with_their_token_lengths() -> None:
+    """vLLM's request_success_total by finished_reason and its per-request token histograms:
+    request a (prompt 12, 3 tokens, stop), b (prompt 700, 40 tokens, length) with a sample b:1
+    (the same prompt, 7 tokens, stop), c (prompt 5, aborted after 2). Prompt buckets: 12 falls
+    in le=20, 700 (twice) in le=1000; four requests in all."""
+    from worker.engine_metrics import EngineMetrics, token_buckets
+
+    assert token_buckets(1024) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+    metrics = EngineMetrics(model_name=MODEL, max_model_len=1024)
+    stats = {"num_requests_running": 0, "num_requests_waiting": 0, "kv_cache_usage_perc": 0.0,
+             "prefix_cache_queries": 0, "prefix_cache_hits": 0}
+    metrics.observe([
+        {"type": "queued", "request_id": "a", "prompt_tokens": 12},
+        {"type": "queued", "request_id": "b", "prompt_tokens": 700},
+        {"type": "queued", "request_id": "c", "prompt_tokens": 5},
+        {"type": "forked", "request_id": "b:1", "parent": "b", "shared_blocks": 44},
+        {"type": "finished", "request_id": "a", "finish_reason": "stop", "num_output_tokens": 3},
+        {"type": "finished", "request_id": "b", "finish_reason": "length",
+         "num_output_tokens": 40},
+        {"type": "aborted", "request_id": "c", "blocks_freed": 1, "completion_tokens": 2},
+        {"type": "finished", "request_id": "b:1", "finish_reason": "stop",
+         "num_output_tokens": 7},
+    ], stats)
+    samples = {(s.name, s.labels.get("finished_reason"), s.labels.get("le")): s.value
+               for f in text_string_to_metric_families(metrics.text().decode())
+               for s in f.samples}
+    assert samples[("vllm:request_success_total", "stop", None)] == 2
+    assert samples[("vllm:request_success_total", "length", None)] == 1
+    assert samples[("vllm:request_success_total", "abort", None)] == 1
+    assert samples[("vllm:request_prompt_tokens_count", None, None)] == 4
+    assert samples[("vllm:request_prompt_tokens_sum", None, None)] == 12 + 700 + 5 + 700
+    assert samples[("vllm:request_prompt_tokens_bucket", None, "20.0")] == 2  # 12 and 5
+    assert samples[("vllm:request_prompt_tokens_bucket", None, "1000.0")] == 4
+    assert samples[("vllm:request_generation_tokens_sum", None, None)] == 3 + 40 + 2 + 7
+    # A decode gap of 0.6 ms lands in a bucket of its own, not the first one.
+    metrics.observe([{"type": "finished", "request_id": "d", "finish_reason": "stop",
+                      "num_output_tokens": 2, "metrics": {"itl": [0.0006]}}], stats)
+    samples = {(s.name, s.labels.get("le")): s.value
+               for f in text_string_to_metric_families(metrics.text().decode())
+               for s in f.samples}
+    assert samples[("vllm:inter_token_latency_seconds_bucket", "0.0005")] == 0
+    assert samples[("vllm:inter_token_latency_seconds_bucket", "0.00075")] == 1

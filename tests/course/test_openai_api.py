@@ -36,13 +36,59 @@ def test_a_chat_body_becomes_the_worker_payload():
     ({"model": MODEL, "prompt": "x", "top_p": 0}, "top_p", 400),
     ({"model": MODEL, "prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, "stop", 400),
     ({"model": MODEL, "prompt": "x", "seed": "one"}, "seed", 400),
-    ({"model": MODEL, "prompt": "x", "n": 2}, "n", 400),
-    ({"model": MODEL, "prompt": "x", "logprobs": 2}, "logprobs", 400),
+    ({"model": MODEL, "prompt": "x", "n": 65}, "n", 400),
+    ({"model": MODEL, "prompt": "x", "n": 0}, "n", 400),
+    ({"model": MODEL, "prompt": "x", "n": 2, "best_of": 3}, "best_of", 400),
+    ({"model": MODEL, "prompt": "x", "logprobs": 6}, "logprobs", 400),
+    ({"model": MODEL, "prompt": "x", "logprobs": True}, "logprobs", 400),
+    ({"model": MODEL, "prompt": "x", "echo": True}, "echo", 400),
+    ({"model": MODEL, "prompt": "x", "suffix": "end"}, "suffix", 400),
+    ({"model": MODEL, "prompt": "x", "logit_bias": {"5": 10}}, "logit_bias", 400),
+    ({"model": MODEL, "prompt": "x", "top_k": -2}, "top_k", 400),
+    ({"model": MODEL, "prompt": "x", "top_k": 1.5}, "top_k", 400),
+    ({"model": MODEL, "prompt": "x", "presence_penalty": 2.5}, "presence_penalty", 400),
+    ({"model": MODEL, "prompt": "x", "frequency_penalty": "high"}, "frequency_penalty", 400),
+    ({"model": MODEL, "prompt": "x", "stream_options": {"include_usage": True}},
+     "stream_options", 400),
 ])
 def test_bad_completion_input_names_its_field(body, param, status):
     with pytest.raises(ApiError) as caught:
         request_parse(body, chat=False)
     assert (caught.value.param, caught.value.status) == (param, status)
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+    ({"tool_choice": "auto"}, "tool_choice"),
+    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"functions": [{"name": "f"}]}, "functions"),
+    ({"parallel_tool_calls": True}, "parallel_tool_calls"),
+    ({"top_logprobs": 3}, "top_logprobs"),  # without logprobs: true
+    ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+])
+def test_chat_parameters_this_engine_cannot_honour_are_refused(extra, param):
+    """Accepted and ignored before: a client asking for tools or JSON output got plain text
+    and no sign that its request was not honoured."""
+    with pytest.raises(ApiError) as caught:
+        request_parse({"model": MODEL, "messages": [{"role": "user", "content": "x"}], **extra},
+                      chat=True)
+    assert (caught.value.param, caught.value.status) == (param, 400)
+    assert param in caught.value.message
+
+
+def test_the_sampling_parameters_reach_the_worker():
+    payload = request_parse({"model": MODEL, "messages": [{"role": "user", "content": "x"}],
+                             "n": 3, "top_k": -1, "presence_penalty": 0.5,
+                             "frequency_penalty": -1, "logprobs": True, "top_logprobs": 2,
+                             "response_format": {"type": "text"}, "tool_choice": "none"},
+                            chat=True)
+    assert (payload["n"], payload["top_k"], payload["presence_penalty"],
+            payload["frequency_penalty"], payload["logprobs"]) == (3, 0, 0.5, -1.0, 2)
+    assert not payload["max_tokens_given"]
+    completion = request_parse({"model": MODEL, "prompt": "x", "logprobs": 0, "top_k": 5,
+                                "max_tokens": 9}, chat=False)
+    assert (completion["logprobs"], completion["top_k"], completion["max_tokens_given"]) == (
+        0, 5, True)
 
 
 @pytest.mark.parametrize("messages", [[], [{"role": "robot", "content": "x"}],
@@ -158,46 +204,50 @@ def test_errors_come_in_openai_shape(openai_client, asgi_server):  # noqa: F811
 def test_a_key_over_its_limits_gets_429_with_retry_after(openai_client, api_key):
     import openai
 
+    from course.api_keys import _keys
     from demos.services import redis
 
     key, _ = api_key
-    minute = int(time.time() // 60)
-    redis().set(f"course:ratelimit:{key.pk}:requests:{minute}",
-                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)
-    redis().set(f"course:ratelimit:{key.pk}:requests:{minute + 1}",
-                settings.API_KEY_REQUESTS_PER_MINUTE, ex=120)  # the minute may turn over
+    requests_key, tokens_key, amounts_key, _ = _keys(key.user_id)
+    now = time.time()
+    redis().zadd(requests_key, {f"filler-{i}": now for i in range(
+        settings.API_KEY_REQUESTS_PER_MINUTE)})
     with pytest.raises(openai.RateLimitError) as limited:
         openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
     retry_after = int(limited.value.response.headers["Retry-After"])
     assert 1 <= retry_after <= 60 and limited.value.body["type"] == "requests"
-    for m in (minute, minute + 1):
-        redis().delete(f"course:ratelimit:{key.pk}:requests:{m}")
-        redis().set(f"course:ratelimit:{key.pk}:tokens:{m}",
-                    settings.API_KEY_TOKENS_PER_MINUTE, ex=120)
+    redis().delete(requests_key)
+    redis().zadd(tokens_key, {"filler": now})
+    redis().hset(amounts_key, "filler", settings.API_KEY_TOKENS_PER_MINUTE)
     with pytest.raises(openai.RateLimitError) as spent:
         openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1)
     assert spent.value.body["type"] == "tokens"
+    for name in (tokens_key, amounts_key):
+        redis().delete(name)
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
 @pytest.mark.slow
 def test_tokens_spent_count_against_the_key(openai_client, api_key):
+    """The reservation (prompt bytes + 8, then prompt tokens + max_tokens) becomes the usage
+    when the request ends: the account holds exactly what it used."""
+    from course.api_keys import _keys
     from demos.services import redis
 
     key, _ = api_key
+    _, _, amounts_key, inflight_key = _keys(key.user_id)
     out = openai_client.completions.create(model=MODEL, prompt="Decode is", max_tokens=5,
                                            temperature=0)
-    minute = int(time.time() // 60)
-    spent = sum(int(redis().get(f"course:ratelimit:{key.pk}:tokens:{m}") or 0)
-                for m in (minute - 1, minute))
+    spent = sum(int(v) for v in redis().hvals(amounts_key))
     assert spent == out.usage.total_tokens
+    assert redis().zcard(inflight_key) == 0  # its seat is free again
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
 @pytest.mark.slow
-def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
+def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client, api_key):
     import openai
 
     # As long an answer as the context allows (some 1.5 s on an idle machine), on a connection
@@ -217,6 +267,17 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
     assert events[0].type == "aborted" and events[0].data["blocks_freed"] >= 1
     delivered = sum(e.data["tokens"] for e in _stream_events(request_id) if e.type == "delta")
     assert delivered < 960
+    # The account is charged what was produced before the client left, not the whole
+    # reservation (prompt + 960), and its seat is free again.
+    from course.api_keys import _keys
+    from demos.services import redis as redis_client
+
+    _, _, amounts_key, inflight_key = _keys(api_key[0].user_id)
+    _wait_for(lambda: redis_client().zcard(inflight_key) == 0 or None)
+    prompt = next(e.data["prompt_tokens"] for e in _stream_events(request_id)
+                  if e.type == "accepted")
+    charged = int(redis_client().hget(amounts_key, request_id))
+    assert prompt <= charged <= prompt + delivered < prompt + 960
 
     # Without streaming too: the client gives up waiting, the request is aborted.
     from demos import events as run_events
@@ -240,6 +301,96 @@ def test_a_client_that_disconnects_frees_its_blocks_at_once(openai_client):
     ended = _wait_for(lambda: [e for e in run_events.events_read(redis(), run_id=run_id)
                                if e.type in ("aborted", "done")])
     assert ended[0].type == "aborted" and ended[0].data["blocks_freed"] >= 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_the_contract_holds_with_the_openai_client(openai_client):
+    """n, logprobs, the penalties and top_k are honoured; what cannot be is refused with 400."""
+    import re
+
+    import openai
+
+    messages = [{"role": "user", "content": "What is a KV cache?"}]
+    # A prompt of some 900 tokens and max_tokens 500 pass the context of 1,024: refused,
+    # naming both numbers (it was cut short to about 120 tokens with finish_reason "length").
+    with pytest.raises(openai.BadRequestError) as long:
+        openai_client.completions.create(model=MODEL, prompt="token " * 900, max_tokens=500)
+    message = long.value.body["message"]
+    prompt_tokens = int(re.search(r"prompt's (\d+) tokens", message).group(1))
+    assert 800 < prompt_tokens < 1024 and "max_tokens 500" in message and "1024" in message
+    assert long.value.body["param"] == "max_tokens"
+    # Left out, max_tokens is whatever fits (OpenAI's default of 16 here).
+    fits = openai_client.completions.create(model=MODEL, prompt="token " * 900)
+    assert fits.usage.completion_tokens <= 16
+
+    # n = 2 with a seed: two samples, each sample i the same streamed as whole.
+    whole = openai_client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=8, n=2, seed=5, temperature=1.0,
+        logprobs=True, top_logprobs=2, presence_penalty=0.5, frequency_penalty=0.5,
+        extra_body={"top_k": 40})
+    assert [c.index for c in whole.choices] == [0, 1]
+    assert whole.usage.completion_tokens == sum(
+        len(c.logprobs.content) for c in whole.choices)
+    for choice in whole.choices:
+        assert "".join(t.token for t in choice.logprobs.content)  # each token's own text
+        assert all(t.logprob <= 0 and len(t.top_logprobs) == 2 for t in choice.logprobs.content)
+    chunks = list(openai_client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=8, n=2, seed=5, temperature=1.0,
+        presence_penalty=0.5, frequency_penalty=0.5, extra_body={"top_k": 40}, stream=True))
+    for choice in whole.choices:
+        mine = [c.choices[0] for c in chunks if c.choices[0].index == choice.index]
+        assert mine[0].delta.role == "assistant"
+        assert "".join(c.delta.content or "" for c in mine) == choice.message.content
+        assert mine[-1].finish_reason == choice.finish_reason
+    completion = openai_client.completions.create(model=MODEL, prompt="Prefill is",
+                                                  max_tokens=5, temperature=0, logprobs=3)
+    lp = completion.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 5
+    # Greedy: each chosen token is the likeliest of its alternatives.
+    assert all(max(top.values()) == pytest.approx(chosen)
+               for top, chosen in zip(lp.top_logprobs, lp.token_logprobs, strict=True))
+
+    # More samples than the engine's max_num_seqs (32) could ever run side by side.
+    with pytest.raises(openai.BadRequestError) as crowd:
+        openai_client.completions.create(model=MODEL, prompt="x", max_tokens=1, n=40)
+    assert crowd.value.body["param"] == "n" and "max_num_seqs" in crowd.value.body["message"]
+    for extra, param in (({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+                         ({"response_format": {"type": "json_object"}}, "response_format"),
+                         ({"stream_options": {"include_usage": True}}, "stream_options")):
+        with pytest.raises(openai.BadRequestError) as refused:
+            openai_client.chat.completions.create(model=MODEL, messages=messages, **extra)
+        assert refused.value.body["param"] == param
+
+
+def test_a_stream_that_fails_still_ends_with_done():
+    """A worker error mid-stream: the error chunk, then `data: [DONE]`, as every stream ends
+    (the client otherwise waits for an end that never comes)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from course.openai_api import _stream
+    from demos.events import Event
+
+    class FailingRelay:
+        ended = False
+
+        async def next_events(self, timeout_s: float) -> list:  # noqa: ARG002
+            return [Event(id="2-0", type="error", data={"message": "the engine failed"})]
+
+        async def close(self) -> None:
+            pass
+
+    async def main() -> list[str]:
+        early = [Event(id="1-0", type="delta", data={"text": "Hi", "tokens": 1, "index": 0})]
+        return [c async for c in _stream(FailingRelay(), early, meta={}, chat=False,
+                                         include_usage=False, key_id=0)]
+
+    with ThreadPoolExecutor(1) as pool:
+        chunks = pool.submit(asyncio.run, main()).result(timeout=10)
+    assert '"Hi"' in chunks[0] and "the engine failed" in chunks[1]
+    assert chunks[-1] == "data: [DONE]\n\n" and len(chunks) == 3
 
 
 # Keys: the account page and the operator's command ----------------------------------------------

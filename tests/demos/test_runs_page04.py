@@ -32,27 +32,39 @@ def test_prefix_cache_runs_to_finished_part_by_part(site, celery_worker_process)
     policies = [e.data for e in seen[5:8]]
     assert [p["policy"] for p in policies] == ["round-robin", "affine", "affine-limit"]
     assert all(sum(p["served"]) == 8 and 0 <= p["hit_rate"] <= 1 for p in policies)
-    assert policies[0]["predicted_hit_rate"] == 0.5 and policies[1]["predicted_hit_rate"] == 1.0
+    assert policies[0]["predicted_steady"] == 0.5 and policies[1]["predicted_steady"] == 1.0
+    # Review P8-D4: the prediction takes off each application's first visit to a replica.
+    for p in policies[:2]:
+        assert 1 <= p["cold_misses"] <= 4
+        assert p["predicted_hit_rate"] == p["predicted_steady"] * (8 - p["cold_misses"]) / 8
+    assert policies[2]["predicted_hit_rate"] is None
     finished = seen[-1].data
     assert len(finished["plots"]) == 5 and "block rule" in finished["note"]
 
 
 def test_disagg_runs_to_finished_with_each_handoff_the_predicted_bytes(
         site, celery_worker_process):
-    seen = run_events(site, "disagg", {"streams": 1, "stream_tokens": 16, "long_prompts": 1,
+    seen = run_events(site, "disagg", {"streams": 2, "stream_tokens": 16, "long_prompts": 2,
                                        "long_tokens": 64})
     assert [e.type for e in seen] == ["started", "layout_done", "layout_done", "plot",
                                       "finished"]
     assert [e.data["layout"] for e in seen[1:3]] == ["colocated", "disaggregated"]
     assert seen[1].data["transfers"] == []
+    # Review P22-D1: two engines in both layouts, the colocated pair taking alternate streams
+    # and long prompts (2 each); split, the prefill engine makes every first token (4) and
+    # the decode engine finishes all 4.
+    assert seen[1].data["engine_requests"] == [2, 2]
+    assert seen[2].data["engine_requests"] == [4, 4]
     finished = seen[-1].data
     moves = finished["transfers"]
-    assert [(m["kind"], m["tokens"]) for m in moves] == [("stream", 24), ("long", 64)]
+    assert sorted((m["kind"], m["tokens"]) for m in moves) == [
+        ("long", 64), ("long", 64), ("stream", 24), ("stream", 24)]
     for m in moves:  # the engine's handoff is exactly the arithmetic's KV bytes
         assert m["bytes"] == m["predicted_bytes"] and m["seconds"] > 0
         assert [link["seconds"] for link in m["links"]] == sorted(
             link["seconds"] for link in m["links"])
     assert len(finished["plots"]) == 3 and "exactly the bytes" in finished["note"]
+    assert "host memory copy, not a check of any link" in finished["note"]
 
 
 @pytest.mark.parametrize(("slug", "params", "field"), [

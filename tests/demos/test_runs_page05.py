@@ -47,6 +47,30 @@ def test_tail_latency_runs_to_finished_with_a_breakdown(site, celery_worker_proc
     finished = seen[-1].data
     assert finished["requests"] >= 1 and finished["slowest"]
     assert 0 < finished["e2e"]["p50"] <= finished["e2e"]["p99"]
-    assert finished["predicted"]["p50"] < finished["predicted"]["p99"]
+    # Review P17-D2: a batching engine is M/M/c with the measured seats and service, not
+    # M/M/1 at the burst's throughput; a replay of the measured service times sits beside it.
+    assert finished["seats"] >= 1
+    assert finished["predicted"]["p50"] <= finished["predicted"]["p90"] \
+        <= finished["predicted"]["p99"]
+    assert finished["predicted"]["p50"] >= finished["mean_service_s"] * 0.69  # ln 2 of it
+    assert 0 < finished["replayed"]["p50"] <= finished["replayed"]["p99"]
+    assert f"M/M/{finished['seats']} predicts" in finished["note"]
     assert len(finished["plots"]) == 4 and finished["note"]
     assert finished["stats"]["kv_blocks_free"] == finished["stats"]["kv_blocks_total"]
+
+
+def test_itl_bf16_lever_moves_the_floor_and_measures_the_points(site, celery_worker_process):
+    """Review P9-D3: a lever that moves the curve. With BF16 weights every lever row's floor is
+    the arithmetic's at two bytes a weight (lower than the FP32 floor at the same batch), each
+    row is measured on the BF16 engine, and the note sets the two side by side."""
+    _, seen = run_events(site, "itl", {"prompt_tokens": 8, "output_tokens": 4,
+                                       "lever": "bf16"})
+    plain = [e.data for e in seen if e.type == "batch"]
+    levered = [e.data for e in seen if e.type == "lever_batch"]
+    assert len(plain) == len(levered) == 6
+    assert all(r["lever"] == "BF16 weights" for r in levered)
+    assert all(lv["floor_ms"] < p["floor_ms"] for p, lv in zip(plain, levered, strict=True))
+    assert all(lv["tpot_ms"] > 0 for lv in levered)
+    finished = seen[-1].data
+    assert finished["lever"] == "bf16" and "With BF16 weights the arithmetic's floor fell" \
+        in finished["note"]

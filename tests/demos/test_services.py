@@ -28,12 +28,12 @@ def start(client: Client, slug: str = "lifecycle", body=None, **extra):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_enqueue_failure_fails_the_run_and_answers_503(client, monkeypatch):
-    from demos import tasks
+    from worker.celery import app
 
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 10.1.2.3:6379. Connection refused.")
 
-    monkeypatch.setattr(tasks.run_execute, "apply_async", broker_down)
+    monkeypatch.setattr(app, "send_task", broker_down)  # the run is sent by the task's name
     response = start(client)
     assert response.status_code == 503
     body = response.json()
@@ -144,9 +144,14 @@ def test_signed_in_learners_have_their_own_share_of_the_queue():
 def test_the_queue_is_capped_by_work_not_only_by_runs():
     big = {"prompt": "Hi", "max_tokens": 512}
     assert start(Client(), body=big, REMOTE_ADDR="198.51.100.1").status_code == 201
-    response = start(Client(), "streaming", body=big, REMOTE_ADDR="198.51.100.2")
+    # Three streams of about 300 tokens each: room for it alone, not beside the first run.
+    response = start(Client(), "streaming", body={"prompt": "Hi", "max_tokens": 300},
+                     REMOTE_ADDR="198.51.100.2")
     assert response.status_code == 429
     assert "tokens" in response.json()["error"]
+    # Three streams of 512: more than the whole share, so never, whatever waits: 422.
+    response = start(Client(), "streaming", body=big, REMOTE_ADDR="198.51.100.4")
+    assert response.status_code == 422 and response.json()["field"] == "max_tokens"
     small = {"prompt": "Hi", "max_tokens": 16}
     assert start(Client(), body=small, REMOTE_ADDR="198.51.100.3").status_code == 201
 

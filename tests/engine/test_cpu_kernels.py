@@ -328,7 +328,9 @@ def test_a_copied_model_packs_its_own_weights(tiny_models, monkeypatch, kern) ->
     assert reference.cpu_kernels is None
 
 
-def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog) -> None:
+def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog,
+                                                        tmp_path) -> None:
+    """No compiler and no build made earlier (an empty build directory)."""
     from worker.engine import Engine, SamplingParams
 
     def no_compiler() -> str:
@@ -336,6 +338,7 @@ def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch
 
     monkeypatch.setattr(cpu_mod, "_loaded", False)
     monkeypatch.setattr(cpu_mod, "_compiler", no_compiler)
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
     monkeypatch.setenv("ENGINE_CPU_KERNELS", "auto")
     with caplog.at_level("WARNING"):
         assert cpu_mod.cpu_kernels() is None
@@ -359,11 +362,108 @@ def compiler_calls(monkeypatch) -> list:
     return calls
 
 
-def test_the_build_is_reused(kern, compiler_calls) -> None:
-    """A second build finds the library already compiled for this source, compiler and CPU."""
+def test_the_build_is_reused_without_asking_the_compiler(kern, compiler_calls,
+                                                         monkeypatch) -> None:
+    """A second build finds the library already compiled for this source, flags and CPU, and
+    runs no compiler at all: a machine whose compiler has gone loads it too."""
     calls = compiler_calls
     assert cpu_mod._build() == kern.path
-    assert all("--version" in args for args in calls)  # the compiler was only asked its version
+    assert calls == []
+
+    def no_compiler() -> str:
+        raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+    monkeypatch.setattr(cpu_mod, "_compiler", no_compiler)
+    assert cpu_mod._build() == kern.path
+
+
+def test_a_failure_that_names_no_flag_is_not_remembered(kern, monkeypatch, tmp_path,
+                                                        compiler_calls, caplog) -> None:
+    """A compile that failed for a passing reason (here the compiler ran out of memory) once
+    left a `.refused` file, and every later process silently ran without OpenMP. Now only a
+    refusal whose message names a dropped flag is remembered; the fallback build is logged."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    real_run = cpu_mod.subprocess.run
+    failed = []
+
+    def run(args, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if "-fopenmp" in args and "-c" in args and not failed:
+            failed.append(args)
+            return cpu_mod.subprocess.CompletedProcess(args, 1, "", "cc1: out of memory "
+                                                       "allocating 65536 bytes")
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(cpu_mod.subprocess, "run", run)
+    with caplog.at_level("WARNING"):
+        fallback = cpu_mod._load()
+    assert failed and "-fopenmp" not in fallback.flags
+    assert not list(tmp_path.glob("*.refused"))
+    assert "fallback build without -fopenmp" in caplog.text and "single-threaded" in caplog.text
+    # The next process tries OpenMP again, and gets it.
+    best = cpu_mod._load()
+    assert best.flags == cpu_mod.flag_sets()[0] and best.path != fallback.path
+
+
+def test_a_compiler_whose_version_prints_nothing_still_builds(kern, monkeypatch,
+                                                               tmp_path) -> None:
+    """`cc --version` printing nothing once raised IndexError on every forward pass."""
+    cc = tmp_path / "quiet-cc"
+    real = next(shutil.which(c) for c in ("gcc", "cc", "clang") if shutil.which(c))
+    cc.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exit 0\nexec {real} "$@"\n')
+    cc.chmod(0o755)
+    cache = tmp_path / "kernels"
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", cache)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O3", "--no-such-flag", "-fPIC"],
+                                               ["-O2", "-fPIC"]])
+    built = cpu_mod.CpuKernels(cpu_mod._build())
+    assert str(cc) in next(cache.glob("*.refused")).read_text()  # its name stands in
+    x, w = torch.randn(3, 30), torch.randn(20, 30)
+    torch.testing.assert_close(built.linear(x, built.pack(w), 1), F.linear(x, w),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_builds_for_two_cpus_in_one_checkout_both_stay(kern, monkeypatch, tmp_path) -> None:
+    """A checkout shared by two machines: each one's build used to delete the other's."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    monkeypatch.setattr(cpu_mod, "FLAG_SETS", [["-O2", "-fPIC"]])
+    here = cpu_mod._build()
+    monkeypatch.setattr(cpu_mod, "_cpu_signature", lambda: "model name: another CPU")
+    there = cpu_mod._build()
+    assert here != there and here.exists() and there.exists()
+
+
+def test_the_build_without_avx512_can_be_forced_and_runs(kern, monkeypatch, tmp_path) -> None:
+    """ENGINE_CPU_KERNELS_AVX512=0 builds the 8-float path that CPUs without AVX-512 run (16-
+    column panels), here on any machine; it computes what PyTorch does."""
+    monkeypatch.setattr(cpu_mod, "_CACHE_DIR", tmp_path)
+    monkeypatch.setenv("ENGINE_CPU_KERNELS_AVX512", "0")
+    plain = cpu_mod._load()
+    assert plain.panel == 16 and "no AVX-512" in plain.build
+    assert "-mno-avx512f" in plain.flags
+    torch.manual_seed(12)
+    for rows, n, k in ((1, 33, 64), (9, 100, 40)):
+        x, w, b = torch.randn(rows, k), torch.randn(n, k), torch.randn(n)
+        torch.testing.assert_close(plain.linear(x, plain.pack(w, b), 2), F.linear(x, w, b),
+                                   rtol=1e-5, atol=1e-5)
+    heads, kv_heads, dim, capacity = 4, 2, 16, 32
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    keys = torch.randn(2, kv_heads, dim, capacity)
+    values = torch.randn(2, kv_heads, capacity, dim)
+    args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, rows=torch.tensor([0, 1]),
+                positions=torch.tensor([5, 20]), scale=0.25, threads=2)
+    got = plain.decode_attention(qkv, keys=keys.clone(), values=values.clone(), **args)
+    torch.testing.assert_close(got, kern.decode_attention(qkv, keys=keys.clone(),
+                                                          values=values.clone(), **args),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_the_engine_stats_name_the_loaded_build(tiny_models, kern) -> None:
+    from worker.engine import Engine, SamplingParams
+
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=16, block_size=4)
+    engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=2))
+    assert engine.stats()["cpu_kernels"] == kern.build and kern.path.name in kern.build
 
 
 def test_flags_the_compiler_refused_are_not_tried_again(kern, monkeypatch, tmp_path,
@@ -577,3 +677,91 @@ def test_a_model_shared_by_runners_with_different_kv_dtypes(tiny_models, monkeyp
     assert reference.runner.model.cpu_kernels is None
     assert not torch.allclose(narrow_logits, fp32_logits, rtol=0, atol=1e-6)  # K/V rounded
     torch.testing.assert_close(engine.runner.execute(entry), fp32_logits, rtol=1e-5, atol=1e-5)
+
+
+def _misuses(kern) -> list:  # noqa: ANN001
+    """Each misuse the review found (and its neighbours), as (kernel, thunk). Unchecked, each
+    read or wrote out of bounds under AddressSanitizer or gave a silently wrong answer."""
+    heads, kv_heads, dim, capacity = 2, 1, 16, 32
+    rotary = RotaryEmbedding(head_dim=dim, max_positions=8,
+                             rope={"rope_theta": 10000.0, "rope_type": "default"})
+    qkv = torch.randn(2, (heads + 2 * kv_heads) * dim)
+    pool = torch.zeros(2, 4, kv_heads, dim)
+    keys, values = torch.randn(2, kv_heads, dim, capacity), torch.randn(2, kv_heads, capacity, dim)
+    two = torch.tensor([0, 1])
+    packed = kern.pack(torch.randn(20, 30))
+
+    def rope(**over):  # noqa: ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, cos=rotary.cos,
+                    sin=rotary.sin, positions=two, pool_k=pool, pool_v=pool, slots=two)
+        return lambda: kern.rope_store(qkv, **{**args, **over})
+
+    def decode(q=qkv, **over):  # noqa: ANN001, ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, keys=keys,
+                    values=values, rows=two, positions=two, scale=0.25, threads=1)
+        return lambda: kern.decode_attention(q, **{**args, **over})
+
+    def paged(**over):  # noqa: ANN003, ANN202
+        args = dict(num_heads=heads, num_kv_heads=kv_heads, head_dim=dim, pool_k=pool,
+                    pool_v=pool, block_tables=torch.tensor([[0, 1]]), offsets=torch.tensor([0]),
+                    query_lens=torch.tensor([2]), starts=torch.tensor([0]), scale=0.25,
+                    threads=1)
+        return lambda: kern.paged_attention(qkv, **{**args, **over})
+
+    x = torch.randn(3, 48)
+    return [
+        # gemm_tile read past x: rows of 25 floats where the weight wants 30.
+        ("linear", lambda: kern.linear(torch.randn(4, 25), packed, 1)),
+        ("linear", lambda: kern.linear(torch.randn(4, 30, dtype=torch.float64), packed, 1)),
+        ("linear", lambda: kern.linear(torch.randn(4, 30, device="meta"), packed, 1)),
+        # add_rmsnorm read past a shorter delta or weight.
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, torch.randn(2, 48), torch.ones(48), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, None, torch.ones(40), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x.t(), None, torch.ones(3), 1e-5)),
+        ("add_rmsnorm", lambda: kern.add_rmsnorm(x, None, torch.ones(48), 1e-5,
+                                                 select=torch.tensor([0], dtype=torch.int32))),
+        # silu_mul silently dropped a column of an odd width.
+        ("silu_mul", lambda: kern.silu_mul(torch.randn(2, 7))),
+        ("silu_mul", lambda: kern.silu_mul(torch.randn(2, 8)[:, ::2].contiguous().t())),
+        # rope_store wrote the wrong slots of a non-contiguous pool; int32 positions.
+        ("rope_store", rope(pool_k=torch.zeros(4, 2, kv_heads, dim).transpose(0, 1))),
+        ("rope_store", rope(positions=two.to(torch.int32))),
+        ("rope_store", rope(slots=torch.tensor([0, 1, 2]))),
+        ("rope_store", rope(num_heads=3, num_kv_heads=2)),
+        ("rope_store", rope(head_dim=15)),
+        # decode_attention wrote past keys shaped for another head size; qkv too narrow.
+        ("decode_attention", decode(keys=torch.randn(2, kv_heads, 8, capacity))),
+        ("decode_attention", decode(values=torch.randn(1, kv_heads, capacity, dim))),
+        ("decode_attention", decode(q=qkv[:, :40])),
+        ("decode_attention", decode(rows=torch.tensor([0]))),
+        ("paged_attention", paged(pool_v=torch.zeros(1, 4, kv_heads, dim))),
+        ("paged_attention", paged(num_heads=3)),
+    ]
+
+
+def test_every_wrapper_refuses_arguments_the_c_would_misread(kern) -> None:
+    """A ValueError naming the kernel, before any pointer reaches the C. Page 07's demos call
+    these wrappers, and so will learners."""
+    torch.manual_seed(11)
+    for kernel, call in _misuses(kern):
+        with pytest.raises(ValueError, match=kernel):
+            call()
+
+
+def test_the_c_refuses_heads_that_do_not_fit(kern) -> None:
+    """Called straight through ctypes (no wrapper): 3 query heads over 2 KV heads, or an odd
+    head size, return KERNEL_BAD_HEADS (3) before touching memory."""
+    lib = kern._lib
+    qkv, pool = torch.zeros(1, 112), torch.zeros(4, 2, 16)
+    positions = slots = torch.zeros(1, dtype=torch.int64)
+    cos = torch.zeros(8, 16)
+    for nh, nkv, dim in ((3, 2, 16), (2, 1, 15), (2, 0, 16)):
+        status = lib.rope_store(qkv.data_ptr(), 1, 112, nh, nkv, dim, cos.data_ptr(),
+                                cos.data_ptr(), 8, positions.data_ptr(), pool.data_ptr(),
+                                pool.data_ptr(), 4, slots.data_ptr())
+        assert status == 3
+        status = lib.decode_attention(qkv.data_ptr(), 1, 112, nh, nkv, dim, pool.data_ptr(),
+                                      pool.data_ptr(), 1, 32, slots.data_ptr(),
+                                      positions.data_ptr(), 0.25, qkv.data_ptr(), 1)
+        assert status == 3
+    assert not qkv.any() and not pool.any()

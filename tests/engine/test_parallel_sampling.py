@@ -140,3 +140,71 @@ def test_a_served_request_leaves_no_bookkeeping_behind(engine) -> None:
                                                      ignore_eos=True), request_id="s")
     run_all(engine)
     assert engine._samples == {} and engine.block_manager.num_free_blocks == 32
+
+
+def test_n_beyond_max_num_seqs_is_refused_and_the_seats_hold(tiny_models) -> None:
+    """max_num_seqs 4. n=12 could never run side by side: refused, naming n (it once ran 13
+    sequences). n=3 and then a single request: the prompt of the n=3 request takes 3 seats
+    (its samples fork off it in the step its prompt goes in), so the single request may take
+    the fourth seat and no more; 3 + 1 = 4 sequences at most in any step."""
+    from worker.engine.sampling_params import ParamError
+
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=64, block_size=16,
+                                    max_num_seqs=4, enable_prefix_caching=False)
+    with pytest.raises(ParamError, match="max_num_seqs") as refused:
+        engine.add_request(prompt(8), SamplingParams(n=12, max_tokens=2))
+    assert refused.value.param == "n"
+    assert not engine.has_unfinished()
+    engine.add_request(prompt(8), SamplingParams(n=3, seed=1, max_tokens=4, ignore_eos=True))
+    engine.add_request(prompt(8, 1), SamplingParams(max_tokens=4, ignore_eos=True))
+    engine.add_request(prompt(8, 2), SamplingParams(max_tokens=4, ignore_eos=True))
+    most = 0
+    while engine.has_unfinished():
+        engine.step()
+        most = max(most, len(engine.scheduler.running))
+    assert most == 4
+
+
+def test_penalties_lower_the_tokens_already_in_the_output(tiny_models) -> None:
+    """Greedy with a frequency penalty of 2 on a tiny random model that repeats itself: every
+    logit of a token seen k times drops by 2k, so the greedy output has more distinct tokens
+    than without; with the penalty at 0 the output is the unpenalised one, token for token."""
+    from worker.engine.layers.sampler import penalties_apply
+
+    logits = torch.zeros(2, 5)
+    params = [SamplingParams(frequency_penalty=0.5, presence_penalty=1.0), SamplingParams()]
+    out = penalties_apply(logits, params, [[1, 1, 3], [1]])
+    # Token 1 twice: -0.5*2 - 1 = -2; token 3 once: -0.5 - 1 = -1.5; the second row untouched.
+    assert out[0].tolist() == [0, -2, 0, -1.5, 0] and out[1].tolist() == [0] * 5
+
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=64, block_size=16)
+    plain = engine.generate(prompt(6), SamplingParams(temperature=0, max_tokens=24,
+                                                      ignore_eos=True))[0].token_ids
+    zero = engine.generate(prompt(6), SamplingParams(temperature=0, max_tokens=24,
+                                                     ignore_eos=True,
+                                                     frequency_penalty=0.0))[0].token_ids
+    penalised = engine.generate(prompt(6), SamplingParams(
+        temperature=0, max_tokens=24, ignore_eos=True, frequency_penalty=2.0))[0].token_ids
+    assert zero == plain
+    assert len(set(penalised)) > len(set(plain))
+
+
+def test_logprobs_report_the_chosen_token_and_its_alternatives(tiny_models) -> None:
+    """Greedy with logprobs=3: the chosen token is the most likely, so its log-probability is
+    the first alternative's, and the three alternatives come in falling order."""
+    engine = Engine.from_pretrained(tiny_models["llama"], num_kv_blocks=64, block_size=16)
+    engine.add_request(prompt(6), SamplingParams(temperature=0, max_tokens=4, ignore_eos=True,
+                                                 logprobs=3), request_id="r")
+    tokens = []
+    while engine.has_unfinished():
+        tokens += [e for e in engine.step() if e["type"] == "token"]
+    assert len(tokens) == 4
+    for event in tokens:
+        top = event["logprobs"]["top"]
+        assert len(top) == 3 and top[0][0] == event["token_id"]
+        assert event["logprobs"]["logprob"] == pytest.approx(top[0][1])
+        assert top[0][1] >= top[1][1] >= top[2][1] and top[0][1] <= 0
+    with pytest.raises(ValueError, match="logprobs"):
+        SamplingParams(logprobs=21)
+    with pytest.raises(ValueError, match="presence_penalty"):
+        SamplingParams(presence_penalty=3)

@@ -46,3 +46,33 @@ def test_max_tokens_and_eos():
     ignoring.token_ids.append(2)
     assert finish_reason_check(ignoring, 2, text_before=0, eos_token_ids={2},
                                max_model_len=100, tokenizer=None) is None
+
+
+class ByteTokenizer:
+    """Each id is a few UTF-8 bytes; decoding joins them, as a byte-level BPE does."""
+
+    table = {1: b"", 10: b"a", 20: b"b\xc3"}  # 20: a 'b' and the first byte of an 'é'
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return b"".join(self.table[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def test_a_stop_string_completed_only_by_the_final_flush_reports_stop():
+    """Stop "ab", max_tokens 2: token 10 gives "a"; token 20 gives "b" plus half a character,
+    so its piece is held back ("ab\ufffd" ends mid-character) and only the final flush at
+    max_tokens adds it. The flush completes "ab": the request stopped on its stop string, and
+    the reason was reported as "length" before."""
+    from worker.engine.detokenizer import detokenizer_init, text_piece_next
+
+    tokenizer = ByteTokenizer()
+    seq = Sequence("s", [1], SamplingParams(max_tokens=2, stop=["ab"]))
+    detokenizer_init(seq)
+    reasons = []
+    for token in (10, 20):
+        seq.token_ids.append(token)
+        before = len(seq.text)
+        seq.text += text_piece_next(tokenizer, seq)
+        reasons.append(finish_reason_check(seq, token, text_before=before, eos_token_ids={2},
+                                           max_model_len=100, tokenizer=tokenizer))
+    assert reasons == [None, "stop"]
+    assert seq.text == ""

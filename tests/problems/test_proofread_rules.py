@@ -23,6 +23,7 @@ def rules(text: str) -> list[str]:
     ("The step takes nan ms.", "not a number"),
     ("The queue waits inf s.", "infinite"),
     ("The wait is ∞.", "infinite"),
+    ("The wait grows to infinity.", "infinite"),
     ("The model is None today.", "None printed"),
     ("It reads the experts () each step.", "empty brackets"),
     ("It stalls them.. Smaller chunks help.", "doubled full stop"),
@@ -51,9 +52,19 @@ def test_each_rule_catches_its_mistake(text, rule):
     "Each GPU holds 1 token of context per slot; 11 tokens; 0.1 tokens.",
     # Code a page quotes: a call's empty parentheses follow its name (problems 11, 13, 14).
     "Call torch.cuda.profiler.start() first; an .item() syncs; LLM.int8() keeps outliers.",
+    # A formula for a count (γ + 1 of them) and AMD's interconnect, a name.
+    "Verifying γ + 1 positions per sequence costs up to γ + 1 steps.",
+    "The MI300X's Infinity Fabric (7 links × 128 GB/s) carries 448 GB/s each way.",
 ])
 def test_right_sentences_pass(text):
     assert rules(text) == []
+
+
+def test_visible_text_leaves_source_listings_out():
+    """Problem 5 shows its demo's tiled kernel in a <pre> block; its float("-inf") was flagged
+    as an infinite figure in the prose."""
+    listing = '<p>The kernel:</p><pre class="code-listing"><code>m = float("-inf")</code></pre>'
+    assert visible_text(listing) == "The kernel:"
 
 
 def test_visible_text_joins_inline_elements():

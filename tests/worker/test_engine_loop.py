@@ -180,3 +180,40 @@ def test_a_waiter_interrupted_before_its_turn_does_not_stall_the_lock():
     later.start()
     later.join(timeout=30)
     assert not later.is_alive(), "the lock stalled behind the interrupted waiter's ticket"
+
+
+def test_the_samples_of_an_n_request_reach_its_client(model_dir):
+    """n=3: samples r:1 and r:2 fork off r inside the engine; their tokens and ends reach the
+    client that added r (they were dropped before, as nobody had added them), and closing the
+    client mid-answer aborts all three."""
+    loop = EngineLoop(Engine.from_pretrained(model_dir, num_kv_blocks=32)).start()
+    try:
+        client = loop.client(owner="a")
+        rid = client.add_request([5, 6, 7], SamplingParams(n=3, seed=2, max_tokens=4,
+                                                             ignore_eos=True))
+        seen: list[dict] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and \
+                sum(e["type"] == "finished" for e in seen) < 3:
+            seen += client.events(timeout=0.05)
+        ends = sorted(e["request_id"] for e in seen if e["type"] == "finished")
+        assert ends == [rid, f"{rid}:1", f"{rid}:2"]
+        tokens = [e for e in seen if e["type"] == "token"]
+        assert {e["request_id"] for e in tokens} == set(ends) and len(tokens) == 12
+
+        long = client.add_request([5, 6, 7], SamplingParams(n=2, seed=2, max_tokens=200,
+                                                              ignore_eos=True))
+        for _ in range(400):  # at most 20 s
+            if any(e["type"] == "forked" for e in client.events(timeout=0.05)):
+                break
+        client.close()
+        aborted = []
+        while len(aborted) < 2 and time.monotonic() < deadline + 20:
+            aborted += [e["request_id"] for e in client.events(timeout=0.05)
+                        if e["type"] == "aborted"]
+        assert sorted(aborted) == [long, f"{long}:1"]
+        assert not client.request_ids
+        with loop.lock:
+            assert loop.engine.block_manager.num_free_blocks == 32
+    finally:
+        loop.stop()

@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from demos.services import redis
 from worker.heartbeat import (
     WorkerBeat,
@@ -24,8 +26,10 @@ def test_a_worker_counts_as_ready_only_once_its_engine_is_loaded():
         assert fields["model"] == "/models/x" and int(fields["updated_at"]) > 0
         assert 0 < client.ttl(worker_key(host)) <= 15
         assert workers_ready(client) == before
-        beat.ready()
+        assert fields["kernels"] == ""
+        beat.ready(kernels="C kernels (AVX-512, OpenMP, -march=native; cpu_fused-x.so)")
         assert workers_ready(client) == before + 1
+        assert workers_status(client)[host]["kernels"].startswith("C kernels (AVX-512")
     finally:
         beat.stop()
     assert host not in workers_status(client)  # a clean stop removes it at once
@@ -39,3 +43,20 @@ def test_a_silent_worker_expires():
     assert host in workers_status(client)
     time.sleep(1.2)
     assert host not in workers_status(client)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_a_real_workers_heartbeat_names_its_kernel_build(celery_worker_process):
+    """The build the worker's engine loaded (a fallback one runs several times slower) shows
+    where an operator looks: the engine's stats and this hash."""
+    import shutil
+
+    kernels = [f["kernels"] for f in workers_status(redis()).values()
+               if f.get("engine_ready") == "1" and "engine" in f["queues"].split(",")]
+    assert kernels
+    if any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        assert any(k.startswith("C kernels (") and "cpu_fused-" in k for k in kernels), kernels
+    else:
+        assert any("PyTorch ops" in k for k in kernels), kernels

@@ -20,13 +20,14 @@ import torch
 from worker.engine.block_manager import BlockManager
 from worker.engine.config import ModelConfig
 from worker.engine.detokenizer import detokenizer_init, text_piece_next
+from worker.engine.kernels.cpu import kernels_describe
 from worker.engine.kv_transfer import KVHandoff, kv_check, kv_read, kv_write
-from worker.engine.layers.sampler import tokens_sample
+from worker.engine.layers.sampler import logprobs_of, penalties_apply, tokens_sample
 from worker.engine.loader import engine_parts_load
 from worker.engine.model_runner import BatchEntry, ModelRunner
 from worker.engine.outputs import RequestOutput
 from worker.engine.profiling import phase
-from worker.engine.sampling_params import SamplingParams
+from worker.engine.sampling_params import ParamError, SamplingParams
 from worker.engine.scheduler import QueueFullError, Scheduler, SchedulerOutput
 from worker.engine.sequence import Sequence, SequenceStatus
 from worker.engine.speculative import SpeculativeDecoder
@@ -193,6 +194,13 @@ class Engine:
             raise ValueError("pace_s must be >= 0")
         if params.n > 1 and (self.speculative is not None or export_kv or kv is not None):
             raise ValueError("n > 1 does not combine with speculative decoding or KV transfer")
+        if params.n > self.scheduler.max_num_seqs:
+            # Its samples run side by side: more of them than the engine's seats never fit.
+            raise ParamError(f"n is {params.n} but this engine runs at most "
+                             f"{self.scheduler.max_num_seqs} sequences at once (max_num_seqs)",
+                             param="n")
+        if self.speculative is not None and (params.penalized or params.logprobs is not None):
+            raise ValueError("penalties and logprobs do not combine with speculative decoding")
         full = self.scheduler.queue_full(tenant)
         if full is not None:
             # Admission control: refused before it queues, reported as a `refused` event.
@@ -407,9 +415,15 @@ class Engine:
                     rows.append(row)
         if len(rows) > logits.shape[0]:
             logits = logits[torch.tensor(rows, device=logits.device)]
+        params = [s.params for s in sampling]
         with phase("sample"):
-            tokens = tokens_sample(logits, [s.params for s in sampling],
-                                   [s.noise_key(s.num_tokens) for s in sampling])
+            tokens = tokens_sample(
+                penalties_apply(logits, params, [s.output_token_ids for s in sampling]),
+                params, [s.noise_key(s.num_tokens) for s in sampling])
+            for seq, logprobs in zip(sampling, logprobs_of(logits, tokens, params),
+                                     strict=True):
+                if logprobs is not None:
+                    seq.logprobs_pending = [logprobs]
         return {seq: [tok] for seq, tok in zip(sampling, tokens, strict=True)}
 
     def _fork(self, seq: Sequence) -> list[Sequence]:
@@ -450,8 +464,11 @@ class Engine:
                 seq, token, text_before=text_before, eos_token_ids=self.eos_token_ids,
                 max_model_len=self.max_model_len, tokenizer=tokenizer)
             piece = text_emit(seq, finished=reason is not None)
-            events.append({"type": "token", "request_id": seq.request_id, "token_id": token,
-                           "text": piece, "index": seq.num_output_tokens - 1})
+            event = {"type": "token", "request_id": seq.request_id, "token_id": token,
+                     "text": piece, "index": seq.num_output_tokens - 1}
+            if seq.logprobs_pending:
+                event["logprobs"] = seq.logprobs_pending.pop(0)
+            events.append(event)
             if reason:
                 # A stop partway through accepted drafts: the K/V computed for the drafts
                 # after the stop belongs to no kept token, so the cursors fall back to the
@@ -539,6 +556,8 @@ class Engine:
             "spec_decode_num_accepted_tokens_per_pos": (list(spec.accepted_by_position)
                                                         if spec else []),
             "max_model_len": self.max_model_len,
+            # Which fused-kernel build the forward pass runs (or why PyTorch's ops run).
+            "cpu_kernels": kernels_describe(getattr(self.runner.model, "cpu_kernels", None)),
         }
 
 

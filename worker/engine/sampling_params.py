@@ -3,6 +3,16 @@
 from dataclasses import dataclass
 
 N_MAX = 64  # samples of one prompt
+LOGPROBS_MAX = 20  # alternatives reported per token (OpenAI's top_logprobs limit)
+
+
+class ParamError(ValueError):
+    """A request the engine refuses because of one of its settings, named in `param` (the
+    OpenAI API reports it in its error body)."""
+
+    def __init__(self, message: str, *, param: str) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -17,6 +27,10 @@ class SamplingParams:
     `n` > 1 draws that many samples of the one prompt: the prompt is computed once and the
     samples share its KV blocks (reference counts, copy-on-write on the last partial block);
     sample i > 0 uses seed + i when a seed is given.
+    `presence_penalty` and `frequency_penalty` (OpenAI's, from -2 to 2) lower the logit of every
+    token the output already holds, by a flat amount and by the number of times it appears.
+    `logprobs` (None: off) reports each chosen token's log-probability under the model (before
+    temperature, penalties and cuts, as vLLM's default) with that many most likely alternatives.
     """
 
     temperature: float = 1.0
@@ -29,6 +43,9 @@ class SamplingParams:
     seed: int | None = None
     detokenize: bool = True
     n: int = 1
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logprobs: int | None = None
 
     def __post_init__(self) -> None:
         # Normalise containers so params hash and compare by value.
@@ -56,10 +73,24 @@ class SamplingParams:
             raise ValueError(f"n must be an integer from 1 to {N_MAX}, got {self.n!r}")
         if self.seed is not None and not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or \
+                    not -2 <= value <= 2:
+                raise ValueError(f"{name} must be a number from -2 to 2, got {value!r}")
+        if self.logprobs is not None and (
+                isinstance(self.logprobs, bool) or not isinstance(self.logprobs, int)
+                or not 0 <= self.logprobs <= LOGPROBS_MAX):
+            raise ValueError(f"logprobs must be None or an integer from 0 to {LOGPROBS_MAX}, "
+                             f"got {self.logprobs!r}")
         if not isinstance(self.detokenize, bool):
             raise ValueError(f"detokenize must be True or False, got {self.detokenize!r}")
         if self.stop and not self.detokenize:
             raise ValueError("stop strings need detokenize=True (they are matched in the text)")
+
+    @property
+    def penalized(self) -> bool:
+        return bool(self.presence_penalty or self.frequency_penalty)
 
     @property
     def greedy(self) -> bool:

@@ -167,10 +167,9 @@ class Scheduler:
 
     def _admit_waiting(self, budget: int, out: SchedulerOutput) -> None:
         bm = self.block_manager
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        while self.waiting and budget > 0 and self._seats_taken() < self.max_num_seqs:
             seq = self._next_waiting()
-            if not seq.forked and self.running and (
-                    len(self.running) + seq.params.n > self.max_num_seqs):
+            if not seq.forked and self._seats_taken() + seq.params.n > self.max_num_seqs:
                 break  # its n samples will each need a seat once the prompt is in
             matched = [] if seq.kv_import else bm.prefix_match(seq)
             imported = seq.kv_import.num_computed_tokens if seq.kv_import else 0
@@ -184,12 +183,19 @@ class Scheduler:
             out.scheduled.append(seq)
             budget -= num_new
 
+    def _seats_taken(self) -> int:
+        """Running sequences, counting a request whose prompt is still going in as its n
+        samples: they fork off it as soon as the prompt is in, each into a seat of its own."""
+        return sum(1 if s.forked else s.params.n for s in self.running)
+
     def _form_static_batch(self, out: SchedulerOutput) -> None:
         """Admit up to max_num_seqs waiting sequences with room for their full length."""
         bm = self.block_manager
         reserved = 0
-        while self.waiting and len(self.running) < self.max_num_seqs:
+        while self.waiting and self._seats_taken() < self.max_num_seqs:
             seq = self._next_waiting()
+            if not seq.forked and self._seats_taken() + seq.params.n > self.max_num_seqs:
+                break
             full_len = min(seq.num_prompt_tokens + seq.params.max_tokens, self.max_model_len)
             need = bm.blocks_for(full_len)
             if self.running and reserved + need > bm.num_free_blocks:

@@ -106,6 +106,7 @@ class Sequence:
 
         # Text: the detokenizer's state lives here so a sequence owns all it needs.
         self.text = ""
+        self.logprobs_pending: list[dict] = []  # sampled, not yet appended (params.logprobs)
         self.emitted_text_len = 0
         self.detok_prefix_offset = 0
         self.detok_read_offset = 0

@@ -34,10 +34,11 @@ def finish_reason_check(
     elif seq.num_output_tokens >= params.max_tokens or seq.num_tokens >= max_model_len:
         reason = "length"
     if reason and tokenizer is not None:
-        # Keep the tail even if it ends mid-character; it may complete a stop string too.
+        # Keep the tail even if it ends mid-character; it may complete a stop string too, and
+        # then the request stopped on it, whatever else ended it.
         seq.text += text_flush(tokenizer, seq)
-        if params.stop:
-            stop_string_cut(seq, text_before)
+        if params.stop and stop_string_cut(seq, text_before):
+            reason = "stop"
     return reason
 
 

@@ -1,11 +1,12 @@
 """`manage.py apikey create --user NAME [--name NAME]`: an API key for /v1, printed alone on
 the last line (so scripts can take it with `tail -n 1`); `apikey revoke --user NAME --prefix P`
-revokes the user's keys starting with P; `apikey list --user NAME` lists them."""
+revokes the one active key whose prefix (as `list` prints it, part of it, or the key itself)
+matches P, and refuses a P that matches several or none; `apikey list --user NAME` lists them."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from course.api_keys import api_key_create, api_key_revoke, api_keys_for
+from course.api_keys import TooManyKeys, api_key_create, api_key_revoke, api_keys_for
 
 
 class Command(BaseCommand):
@@ -22,7 +23,10 @@ class Command(BaseCommand):
         if account is None:
             raise CommandError(f"no user named {user!r}")
         if action == "create":
-            key, raw = api_key_create(user=account, name=name)
+            try:
+                key, raw = api_key_create(user=account, name=name)
+            except TooManyKeys as exc:
+                raise CommandError(str(exc)) from None
             self.stderr.write(f"Key {key.name!r} for {user}; shown once, stored hashed:")
             self.stdout.write(raw)
         elif action == "list":
@@ -32,7 +36,15 @@ class Command(BaseCommand):
         else:
             if not prefix:
                 raise CommandError("revoke needs --prefix")
-            keys = [k for k in api_keys_for(user=account)
-                    if k.prefix.startswith(prefix) or prefix.startswith(k.prefix)]
-            revoked = sum(api_key_revoke(user=account, key_id=k.pk) for k in keys)
-            self.stdout.write(f"revoked {revoked} key(s)")
+            prefix = prefix.rstrip("…")
+            # The stored prefix, part of it, or the key itself (which starts with it); a string
+            # that several keys match (such as "sk-course-") revokes none of them.
+            keys = [k for k in api_keys_for(user=account) if k.is_active and
+                    (k.prefix.startswith(prefix) or prefix.startswith(k.prefix))]
+            if len(keys) != 1:
+                shown = ", ".join(k.prefix for k in keys)
+                raise CommandError(
+                    f"{prefix!r} matches {len(keys)} active keys{': ' + shown if shown else ''}; "
+                    "give the whole prefix `apikey list` prints (or the key itself)")
+            api_key_revoke(user=account, key_id=keys[0].pk)
+            self.stdout.write(f"revoked key {keys[0].prefix}… ({keys[0].name})")

@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from course.management.commands.serve import web_command
 from course.redis_server import free_port, redis_server_start
 
 GOAL_ALONE_MS = 15.0
@@ -52,7 +53,9 @@ def _rerenders(rng: random.Random, count: int) -> list[str]:
     from problems.calculators import calculators_all
 
     urls = []
-    calculators = calculators_all(listed_only=False)
+    # Every calculator that has a page to re-render on (one without a page answers 404, which
+    # this counted as an error of the site).
+    calculators = [c for c in calculators_all(listed_only=False) if c.page]
     for i in range(count):
         calculator = calculators[i % len(calculators)]
         form = calculator.form_class(prefix=calculator.slug)
@@ -139,9 +142,9 @@ class Command(BaseCommand):
                  "WARNING", "--concurrency", "1"], cwd=root, env=env, stdout=log,
                 stderr=subprocess.STDOUT))
             started.append(subprocess.Popen(
-                [python, "-m", "uvicorn", "course.asgi:application", "--host", "127.0.0.1",
-                 "--port", str(port), "--workers", str(processes), "--no-access-log",
-                 "--log-level", "warning", "--lifespan", "off"],
+                # The command `manage.py serve` runs (its concurrency limit and head timeout).
+                [*web_command(host="127.0.0.1", port=port, processes=processes),
+                 "--no-access-log", "--log-level", "warning"],
                 cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT))
             self._wait_up(port, directory)
             self._measure(port=port, processes=processes, clients=clients, requests=requests,

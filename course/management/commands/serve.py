@@ -4,10 +4,15 @@ The workers: one on the engine queue (threads pool, one shared engine every chat
 joins, loaded at start) and one on the experiments queue (engines of their own, one run at a
 time), which also takes Celery's default queue.
 
-Starts each process, prefixes its log lines with its name, and stops every process it started
-on Ctrl-C or as soon as any one of them dies.
+Starts each process and prefixes its log lines with its name. A process that dies is started
+again after a backoff (1, 2, 4 … 30 s; back to 1 s once it has run a minute) while the others
+keep serving: the runs a dead worker held fail cleanly through the heartbeat sweep, and a
+private Redis comes back on the same port. Ctrl-C (or SIGTERM) stops every process it started,
+and so does `serve` dying any other way: each child is asked (Linux's parent-death signal) to
+stop when it does, instead of running on in a session of its own.
 """
 
+import ctypes
 import os
 import signal
 import socket
@@ -15,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management import call_command
@@ -30,11 +36,31 @@ COLOURS = {"redis": "31", "engine": "35", "experiments": "33", "web": "36"}
 WEB_CONCURRENCY_LIMIT = int(os.environ.get("WEB_CONCURRENCY_LIMIT", "400"))
 
 
+# Seconds to wait before each successive restart of a process that keeps dying; a process that
+# has run STABLE_AFTER_S seconds starts again from the first.
+RESTART_BACKOFF_S = (1, 2, 4, 8, 16, 30)
+STABLE_AFTER_S = 60
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: the child receives SIGTERM when `serve` dies, even by SIGKILL (Linux)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def restart_delay(failures: int) -> int:
+    """The backoff before restart number `failures` + 1 in a row."""
+    return RESTART_BACKOFF_S[min(failures, len(RESTART_BACKOFF_S) - 1)]
+
+
 def web_command(*, host: str, port: int, processes: int) -> list[str]:
     """The uvicorn command line serving the site: the same in `make run` and production."""
     command = [sys.executable, "-m", "uvicorn", "course.asgi:application", "--host", host,
                "--port", str(port), "--lifespan", "off", "--timeout-graceful-shutdown", "3",
-               "--limit-concurrency", str(WEB_CONCURRENCY_LIMIT)]
+               "--limit-concurrency", str(WEB_CONCURRENCY_LIMIT),
+               # Closes connections that send no complete request head within a few seconds.
+               "--http", "course.web_protocol:HeadTimeoutProtocol"]
     if processes > 1:
         command += ["--workers", str(processes)]
     return command
@@ -67,7 +93,8 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
 
         redis_handle = redis_resolve(env_url=os.environ.get("REDIS_URL"),
-                                     directory=settings.VAR_DIR / "redis")
+                                     directory=settings.VAR_DIR / "redis",
+                                     preexec_fn=die_with_parent)
         where = "private redis-server under var/redis" if redis_handle.process else "REDIS_URL"
         self.stdout.write(f"Redis at {redis_handle.url} ({where})")
 
@@ -99,28 +126,63 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop_all)
         signal.signal(signal.SIGTERM, stop_all)
+        started: dict[str, float] = {}
+        failures: dict[str, int] = {}
+        restart_at: dict[str, float] = {}
         try:
             for name, command in commands.items():
                 processes[name] = self._start(name, command, env)
+                started[name] = time.monotonic()
             self.stdout.write(self.style.SUCCESS(
                 f"\nThe course is at http://{host}:{port}/  (Ctrl-C stops everything)\n"))
             while not stopping.is_set():
-                dead = [n for n, p in processes.items() if p.poll() is not None]
-                if redis_handle.process and redis_handle.process.poll() is not None:
-                    dead.append("redis")
-                if dead:
-                    self.stderr.write(f"{', '.join(dead)} stopped: stopping everything.")
-                    break
+                now = time.monotonic()
+                running = {**processes}
+                if redis_handle.process is not None:
+                    running["redis"] = redis_handle.process
+                for name, process in running.items():
+                    if process.poll() is None or name in restart_at:
+                        continue
+                    if now - started.get(name, now) > STABLE_AFTER_S:
+                        failures[name] = 0
+                    delay = restart_delay(failures.get(name, 0))
+                    failures[name] = failures.get(name, 0) + 1
+                    self.stderr.write(f"{name} stopped (exit status {process.returncode}); "
+                                      f"starting it again in {delay} s.")
+                    restart_at[name] = now + delay
+                for name, when in list(restart_at.items()):
+                    if now < when:
+                        continue
+                    del restart_at[name]
+                    started[name] = now
+                    if name == "redis":
+                        redis_handle = self._redis_restart(redis_handle)
+                    else:
+                        processes[name] = self._start(name, commands[name], env)
                 stopping.wait(0.5)
         finally:
             self._stop_all(processes, redis_handle)
-        if not stopping.is_set():
-            sys.exit(1)
+
+    def _redis_restart(self, handle: RedisHandle) -> RedisHandle:
+        """The private Redis again, on the port every other process was given."""
+        from course.redis_server import redis_server_start
+
+        port = urlsplit(handle.url).port
+        try:
+            handle = redis_server_start(directory=settings.VAR_DIR / "redis", port=port,
+                                        preexec_fn=die_with_parent)
+            self.stdout.write(f"Redis is back at {handle.url} (empty: queued runs are "
+                              "swept as lost).")
+        except RuntimeError as exc:  # the port was taken meanwhile: try again after backoff
+            self.stderr.write(f"redis could not start again: {exc}")
+        return handle
 
     def _start(self, name: str, command: list[str], env: dict) -> subprocess.Popen:
+        # A session of its own, so a terminal's Ctrl-C reaches `serve` alone and it stops the
+        # children in order; the parent-death signal stops them if `serve` is killed.
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=die_with_parent)
         prefix = f"[{name}]".ljust(9)
         if sys.stdout.isatty():
             prefix = f"\033[{COLOURS.get(name, '0')}m{prefix}\033[0m"

@@ -42,3 +42,17 @@ LINKS: dict[str, Link] = {
              derivation="100 Gb/s ÷ 8 bits", source="IEEE 802.3 (100GBASE), 100 Gb/s"),
     )
 }
+
+# The PCIe link between each GPU and its host, which GPUDirect RDMA to a network card crosses:
+# a NIC faster than it cannot move a GPU's KV faster. From each GPU's datasheet (A100: "PCIe
+# Gen4: 64 GB/s"; H100 SXM and PCIe, H200: "PCIe Gen5: 128 GB/s"; L40S and L4: "PCIe Gen4 x16";
+# MI300X: "PCIe Gen 5 x16"), both directions together, so one direction is the x16 link's rate.
+# B200 is left out: the course has no datasheet figure for its host link.
+GPU_HOST_LINK: dict[str, str] = {
+    "a100-80gb-sxm": "pcie-gen4-x16", "h100-sxm": "pcie-gen5-x16", "h100-pcie": "pcie-gen5-x16",
+    "h200": "pcie-gen5-x16", "l40s": "pcie-gen4-x16", "l4": "pcie-gen4-x16",
+    "mi300x": "pcie-gen5-x16",
+}
+# GPUs one NVLink (or Infinity Fabric) domain joins in the servers the catalog's GPUs ship in
+# (HGX and DGX boards, MI300X platforms: eight). Beyond it, traffic crosses the network.
+NODE_GPUS = 8

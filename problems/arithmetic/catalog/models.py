@@ -35,6 +35,8 @@ class Model:
     context: int
     attention: str
     dtype: str = "bf16"
+    # The format its released weights are stored in, when not `dtype` (DeepSeek-V3: FP8).
+    checkpoint_dtype: str | None = None
     tied_embeddings: bool = False
     qkv_bias: bool = False
     experts_routed: int = 0
@@ -311,7 +313,8 @@ _MODELS: tuple[Model, ...] = (
             "deepseek-ai/DeepSeek-V3",
             "671B total, 37B active parameters per token "
             "and 128K context (the 685B on the card adds the 14B multi-token-prediction "
-            "module); weights published in FP8 with BF16 activations: DeepSeek-AI, "
+            "module); weights published in FP8 with BF16 activations (config.json's "
+            "quantization_config: fp8, e4m3, weight_block_size [128, 128]): DeepSeek-AI, "
             "'DeepSeek-V3 Technical Report' (https://arxiv.org/abs/2412.19437)",
         ),
     ),

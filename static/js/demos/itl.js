@@ -28,7 +28,7 @@
   function handlers(root) {
     return {
       batch: function (d) { add(root, "plain", d); },
-      lever_batch: function (d) { add(root, "with speculation", d); },
+      lever_batch: function (d) { add(root, "with " + (d.lever || "the lever"), d); },
       finished: function (d) {
         lib().plotsDraw(root.querySelector(".demo-plots"), d.plots, root.dataset.plotlySrc);
         const note = root.querySelector(".run-note");

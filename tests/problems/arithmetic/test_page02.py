@@ -148,15 +148,29 @@ def test_tile_working_set_by_hand() -> None:
 
 
 def test_users_per_node_divide_by_what_each_gpu_really_keeps() -> None:
-    """Qwen2.5 7B has 4 KV heads: over 8 GPUs each keeps one, copied twice, so a 32,768-token
-    user takes 28 × 2 × 128 × 2 B × 32,768 = 470 MB on each GPU, not an eighth of 1.88 GB.
-    DeepSeek-V3's latent is kept whole on every GPU."""
-    steps = {s.label: s for s in kv_sizing(model="qwen2.5-7b").steps}
+    """The strict review's E4. Qwen2.5 7B has 4 KV heads: a 32,768-token user takes
+    28 × 2 × 128 × 2 B × 32,768 = 470 MB on each GPU at tp 4, and tp 8 only copies the heads,
+    so the node is two tp-4 replicas, not one tp-8 replica (the page said 152 users). By hand:
+    0.9 × 85.5 GB − 15.2 GB ÷ 4 − 3.3 GB = 69.9 GB per GPU ÷ 0.47 GB = 148 users each,
+    2 × 148 = 296 (eight tp-1 replicas: 8 × 31 = 248). DeepSeek-V3's latent is kept whole on
+    every GPU."""
+    r = kv_sizing(model="qwen2.5-7b")
+    h100 = r["gpus"][0]
+    assert (h100["node_tp"], h100["node_replicas"], h100["node_batch"]) == (4, 2, 148)
+    assert h100["node_users"] == 296
+    steps = {s.label: s for s in r.steps}
     node = steps["Users of 32,768 tokens on one 8-GPU H100 SXM node"]
-    assert "470 MB per user on each GPU" in node.expression and "replicated 2×" in node.expression
+    assert "2 × tp 4" in node.expression and "470 MB per user on each GPU" in node.expression
+    # course-lm (4 KV heads): never a tp-8 node either. The review's M9: a blank cache format
+    # is the model's own FP32, 6 layers × 2 × 4 heads × 32 × 4 B = 6,144 B per token, not BF16.
+    course = kv_sizing(model="course-lm", tokens=1024, mean_tokens=512, kv_dtype=None)
+    assert course["bytes_per_token"] == 6_144
+    assert course["gpus"][0]["node_tp"] <= 4
     steps = {s.label: s for s in kv_sizing(model="deepseek-v3").steps}
     node = steps["Users of 32,768 tokens on one 8-GPU B200 node"]
-    assert "2.3 GB per user on each GPU" in node.expression and "whole latent" in node.expression
+    assert "one user takes 2.3 GB on each GPU" in node.expression
+    assert "whole latent" in node.expression
+    assert node.display == "no users"
     assert "not one user of 32,768 tokens fits" in steps["B200s for all 100 users"].expression
 
 

@@ -102,9 +102,15 @@ def test_tenants_overloaded_by_hand():
     assert r["utilization"] == pytest.approx(42 / 40)
     assert not r["fcfs_stable"] and r["fcfs_wait_seconds"] is None
     assert r["fcfs_wait_growth"] == pytest.approx(2 / 40)
-    assert r["fcfs_wait_after_overload_seconds"] == pytest.approx(3.0)
+    # From empty, 60 s at λ − μ = 2/s: the fluid 120 requests plus the diffusion's spread
+    # (σ² = 82/s) gives 140; ÷ 40/s = 3.5 s (the fluid alone said 3 s).
+    assert r["fcfs_backlog_requests"] == pytest.approx(140.0, abs=0.1)
+    assert r["fcfs_wait_after_overload_seconds"] == pytest.approx(3.5, abs=0.01)
     assert r["fair_share_rate"] == 10
-    assert r["light_wait_seconds"] == pytest.approx(0.2 / 8)  # ρ / (μ − λ) at its share
+    # The replica is always busy: a light request waits one residual service (1/40 s) and its
+    # peers' queue, ÷ (1 − 6/40): 25 / 0.85 = 29.4 ms.
+    assert r["light_wait_seconds"] == pytest.approx((1 / 40) / 0.85)
+    assert r["light_wait_bound_seconds"] == pytest.approx((1 / 40) / 0.85)
     assert r["heavy_capacity_rate"] == 34
     assert r["heavy_excess_rate"] == 2
     assert r["heavy_wait_seconds"] == pytest.approx(64 / 34)
@@ -132,14 +138,65 @@ def test_tenants_overloaded_by_hand():
 
 
 def test_tenants_under_capacity_by_hand():
+    """The strict review's E1 at heavy rate 20: μ = 40/s, λ = 26/s, ρ = 0.65, FCFS 0.65/14 =
+    46.4 ms. The heavy tenant used to get an M/M/1 of its own at 34/s, (20/34)/14 = 42 ms,
+    below FCFS with the light tenants also below: impossible at a fixed load. Light tenants
+    first (non-preemptive priority): W0 = 26/1600 = 16.25 ms; light 16.25/0.85 = 19.1 ms;
+    heavy 16.25/(0.85 × 0.35) = 54.6 ms; rate-weighted mean (6 × 19.1 + 20 × 54.6)/26 =
+    46.4 ms, FCFS's."""
     r = tenant_fairness(heavy_rate=20)
-    assert r["fcfs_stable"]
+    assert r["fcfs_stable"] and r["fcfs_settled"]
     assert r["fcfs_wait_seconds"] == pytest.approx(0.65 / 14)
+    assert r["fcfs_wait_after_overload_seconds"] == pytest.approx(0.65 / 14)
     assert r["heavy_stable"] and r["heavy_refused_share"] == 0
-    assert r["heavy_wait_seconds"] == pytest.approx((20 / 34) / 14)
+    assert r["light_wait_seconds"] == pytest.approx(0.01625 / 0.85)
+    assert r["heavy_wait_seconds"] == pytest.approx(0.01625 / (0.85 * 0.35))
+    assert r["heavy_wait_seconds"] > r["fcfs_wait_seconds"] > r["light_wait_seconds"]
+    assert r["fair_mean_wait_seconds"] == pytest.approx(0.65 / 14)
     with pytest.raises(ArithmeticInputError) as e:
         tenant_fairness(light_rate=10)
     assert e.value.field == "light_rate"
+
+
+def test_tenants_with_equal_rates_all_wait_as_fcfs():
+    """The review's symmetric case, heavy rate 2 with three light tenants at 2: four identical
+    tenants, λ = 8/s, so each waits FCFS's (8/40)/32 = 6.25 ms (the page gave the 'heavy' one
+    1.84 ms). A heavy tenant sending less than each light one is the favoured class: at 1/s,
+    W0 = 7/1600 s, heavy 4.375/(1 − 1/40) = 4.49 ms, light 4.49/(1 − 7/40) = 5.44 ms."""
+    same = tenant_fairness(heavy_rate=2)
+    assert same["light_wait_seconds"] == same["heavy_wait_seconds"] == pytest.approx(0.00625)
+    lighter = tenant_fairness(heavy_rate=1)
+    assert not lighter["heavy_is_heavier"]
+    assert lighter["heavy_wait_seconds"] == pytest.approx(0.004375 / 0.975)
+    assert lighter["light_wait_seconds"] == pytest.approx(0.004375 / (0.975 * 0.825))
+    assert lighter["fair_mean_wait_seconds"] == pytest.approx(lighter["fcfs_wait_seconds"])
+
+
+def test_fcfs_wait_does_not_jump_where_the_load_crosses_capacity():
+    """The strict review's E2: the FCFS curve read 788 ms at heavy rate 32.8 and 76.9 ms at
+    34.1, as the model switched from the steady M/M/1 wait to the fluid backlog. One transient
+    model now: an M/M/1 from empty after 60 s. At λ = μ = 40/s the diffusion gives
+    √(80 × 60 × 2/π) = 55.3 requests, 1.38 s (an exact step-by-step M/M/1 gives 54.8). The
+    wait rises with the load on both sides of capacity."""
+    from problems.arithmetic.queueing import mm1_backlog_from_empty
+
+    at = mm1_backlog_from_empty(arrival_rate=40, service_rate=40, seconds=60)
+    assert at == pytest.approx((80 * 60 * 2 / math.pi) ** 0.5)
+    assert at / 40 == pytest.approx(1.38, abs=0.01)
+    # Just under and just over capacity the backlog is continuous, not a 10× drop.
+    below = mm1_backlog_from_empty(arrival_rate=40 - 1e-6, service_rate=40, seconds=60)
+    above = mm1_backlog_from_empty(arrival_rate=40 + 1e-6, service_rate=40, seconds=60)
+    assert below == pytest.approx(at, rel=1e-4) and above == pytest.approx(at, rel=1e-4)
+    # Far below, it is the steady state: λ = 26, ρ/(1 − ρ) = 0.65/0.35 = 1.857.
+    assert mm1_backlog_from_empty(arrival_rate=26, service_rate=40,
+                                  seconds=60) == pytest.approx(0.65 / 0.35)
+    waits = [tenant_fairness(heavy_rate=h)["fcfs_wait_after_overload_seconds"]
+             for h in (30, 32.8, 34.1, 35.3, 40)]
+    assert waits == sorted(waits)
+    assert waits[2] > 1.0  # 34.1 + 6 = 40.1/s, near capacity: about 1.4 s, not 77 ms
+    # The heavy tenant's wait under fair sharing stays finite and continuous at its capacity.
+    heavy = [tenant_fairness(heavy_rate=h)["heavy_wait_seconds"] for h in (33.9, 34, 34.1)]
+    assert all(math.isfinite(w) for w in heavy) and heavy == sorted(heavy)
 
 
 def test_seat_waits_by_hand():

@@ -100,3 +100,29 @@ def test_plan_finds_where_verification_stops_being_free() -> None:
     assert speculative(**inputs, batch=costly - 1)["verify_ratio"] <= 1.1
     assert speculative(**inputs, batch=slower)["speedup"] < 1
     assert speculative(**inputs, batch=slower - 1)["speedup"] >= 1
+
+
+def test_tree_verification_multiplies_the_flops() -> None:
+    """Review P10-K5. Llama 3 8B on an H100 at 50% MFU, 1,000 tokens, batch 3: a chain checks
+    5 positions per sequence (15 tokens, memory-bound, one plain step); a 64-node tree checks
+    192 tokens, about 3.1×10¹² FLOP, 6.2 ms against about 5 ms of reads: compute-bound and
+    dearer than a plain step."""
+
+    at = dict(acceptance=0.7, draft_tokens=4, draft_cost=0.05, model="llama-3-8b",
+              gpu="h100-sxm", batch=3, context_tokens=1_000, mfu=0.5)
+    assert speculative(**at)["verify_ratio"] == pytest.approx(1.0, abs=0.01)
+    tree = speculative(**at, verify_tokens=64)
+    assert tree["verify_bound"] == "compute" and tree["verify_ratio"] > 1.1
+    with pytest.raises(ArithmeticInputError):
+        speculative(**at, verify_tokens=3)
+
+
+def test_no_gamma_pays_when_alpha_is_at_most_c() -> None:
+    """Review P10-M9: α = c = 0.3 gives (1.3 ÷ 1.3) = 1 at γ = 1 and less beyond: γ = 0."""
+    from problems.arithmetic.speculative import speculative_plan
+    r = speculative_plan(acceptance=0.3, draft_tokens=4, draft_cost=0.3, model="llama-3-8b",
+                         gpu="h100-sxm")
+    assert r["best_gamma"] == 0 and r["best_gamma_speedup"] == 1.0
+    r = speculative_plan(acceptance=0.7, draft_tokens=4, draft_cost=0.05,
+                         model="llama-3.1-70b", gpu="h200", dtype="fp8", context_tokens=8_000)
+    assert r["memory_batch"] == 22 and r["costly_batch"] == 0

@@ -259,7 +259,7 @@ def test_the_hundred_users_prose_compares_and_flags_what_does_not_fit(client) ->
     def worked(query: str) -> str:
         return text_of(section_html(problem_html(page_get(client, query), 1), 1, "worked"))
     assert "8.73% of the 15 GB of weights" in worked("?p1-users-context_tokens=100")
-    assert "These 400 sequences do not fit" in worked("?p1-users-batch=400")
+    assert "But these 400 sequences do not fit" in worked("?p1-users-batch=400")
     assert "no batch fits at all" in worked("?p1-users-model=llama-3-70b")
     assert "Memory caps the batch at 0" not in worked("?p1-users-model=llama-3-70b")
 

@@ -170,7 +170,7 @@ def test_hidden_reasoning_moves_the_first_visible_text_in_the_prose(client) -> N
     the result does not have)."""
     worked = text_of(section_html(problem_html(
         client.get(PAGE + "?p2-stream-reasoning_tokens=400").content.decode(), 2), 2, "worked"))
-    assert "With 400 tokens of hidden reasoning first, the first visible text waits until 2.32 s" \
+    assert "with 400 tokens of reasoning first, the first visible text waits until 2.32 s" \
         in worked
 
 
@@ -185,7 +185,8 @@ def test_a_one_token_answer_is_not_called_alarming_and_owes_no_decode_step(clien
     assert "1.6×" in worked and "sounds alarming" not in worked
     assert "differ by only 193 B" in worked
     assert "smaller streamed" not in worked
-    assert "from the prefill under way (no decode step)" in worked
+    assert "the prefill under way still yields its one token for nobody" in worked
+    assert "no decode step is left to waste" in worked
 
 
 def test_the_keylogging_attack_is_quoted_by_its_published_figures(client) -> None:
@@ -220,13 +221,14 @@ def test_the_warning_for_a_batch_that_does_not_fit_gives_no_floor(client) -> Non
 def test_waste_beyond_one_gpu_is_not_called_a_share_of_it(client) -> None:
     """At 50% abandoned after 500 of 1,000 tokens on Llama 3 70B (H200, FP8), 2,500 tokens/s go
     to nobody against the GPU's 1,895: the page said "132% of what this GPU's step produces" as
-    if it were a part of it."""
+    if it were a part of it. Now the waste is a share of the decode seats the traffic needs (by
+    Little's law, never over 100%), and the GPUs those seats fill at this batch are counted."""
     over = worked_text(client, stream_query(model="llama-3-70b", gpu="h200", dtype="fp8",
                                             cut_after_tokens=500, abandon_rate=0.5))
-    assert "132% of what this GPU's step produces: more than one such GPU can decode" in over
+    assert "of what this GPU's step produces" not in over
+    assert "of the decode seats it needs, which at a batch of 32 sequences fill" in over
     default = worked_text(client)
-    assert "16.1% of what this GPU's step produces, and by Little's law" in default
-    assert "more than one such GPU" not in default
+    assert "8.96% of the decode seats it needs" in default
 
 
 def test_an_event_never_holds_more_tokens_than_the_answer_has(client) -> None:

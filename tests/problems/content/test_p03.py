@@ -112,7 +112,7 @@ def test_the_words_follow_the_models_attention(client) -> None:
     assert "KV heads of 192" not in worked and "latent kept whole on every GPU" in worked
     assert "does not split at all" in section_text(client, "concepts", mla)
     answer = section_text(client, "answer", mla)
-    assert "grouped-query" not in answer and "0.172× the 1.34 TB" in answer
+    assert "grouped-query" not in answer and "17.2% of the 1.34 TB" in answer
     assert "memory problem first" not in answer and not re.search(r"\b0 GPUs", answer)
     assert "no tensor-parallel size splits it" in section_text(client, "followups", mla)
 
@@ -161,7 +161,7 @@ def test_one_user_of_one_token_reads_in_the_singular(client) -> None:
     answer = section_text(client, "answer", query)
     for text in (worked, answer):
         assert not re.search(r"\b1 (users|tokens|bytes)\b", text), text
-    assert "with an FP8 (E4M3) cache (1 byte per value), 1 user each holding 1 token" in worked
+    assert "with an FP8 (E4M3) cache (1 byte per value), 1 user holding 1 token" in worked
     assert "163,840 bytes (163,840 B)" not in worked
     assert "with a BF16 cache (2 bytes per value), 100 users each holding 32,768 tokens" in (
         section_text(client, "worked"))
@@ -206,3 +206,69 @@ def test_the_tp_16_hint_follows_the_kv_head_count(client) -> None:
     assert "Only 32 KV heads exist" not in follow
     assert "still splits them, 2 KV heads on each GPU" in follow
     assert "Only 8 KV heads exist" in section_text(client, "followups")
+
+
+def test_mla_is_compared_like_for_like_and_per_gpu(client) -> None:
+    """The strict review's M1, at the defaults (Llama 3.1 70B, BF16). By hand: MLA at 80 layers
+    is 80 × (512 + 64) × 2 B = 92,160 B per token, 327,680 ÷ 92,160 = 3.56× less (the raw
+    70,272 B mixed in 61 layers against 80: 4.66×); under tp 8 GQA keeps 327,680 ÷ 8 =
+    40,960 B per token on each GPU, MLA the whole latent, 92,160 ÷ 40,960 = 2.25× more."""
+    worked = section_text(client, "worked")
+    assert "at this model's 80 layers 92,160 B, 3.56× less" in worked
+    assert "each GPU keeps 92,160 B per token against 40,960 B" in worked
+    assert "(2.25× more): MLA wins per GPU only with data-parallel attention" in worked
+    answer = section_text(client, "answer")
+    assert "would be 92,160 B per token, 3.56× less, but only with data-parallel" in answer
+
+
+def test_deepseek_v3_names_its_fp8_checkpoint(client) -> None:
+    """The strict review's M2: DeepSeek-V3 sized in BF16 fits nowhere, but its released
+    checkpoint is FP8 (config.json quantization_config fp8 e4m3), which one 8-GPU H200 node
+    serves: 671B × 1 B ≈ 0.69 TB of weights ÷ 8 = 86 GB per GPU, under 0.9 × 151 GB − 3.3 GB."""
+    worked = section_text(client, "worked", "?p03-kv-model=deepseek-v3")
+    assert "released checkpoint stores its weights in FP8" in worked
+    assert "8-GPU H200 node then seats" in worked
+    fp8 = section_text(client, "worked", "?p03-kv-model=deepseek-v3&p03-kv-dtype=fp8")
+    assert "released checkpoint" not in fp8
+
+
+def test_course_model_cache_is_its_own_fp32(client) -> None:
+    """The strict review's M9: a blank cache format is the model's own precision. course-lm
+    is FP32: 6 layers × 2 × 4 KV heads × 32 × 4 B = 6,144 bytes per token, not 3,072 (BF16)."""
+    query = "?p03-kv-model=course-lm&p03-kv-tokens=1024&p03-kv-mean_tokens=512"
+    worked = section_text(client, "worked", query)
+    assert "= 6,144 bytes" in worked and "an FP32 cache" in worked
+
+
+def test_the_tp16_follow_up_links_a_calculator_with_tp_and_names_pp(client) -> None:
+    """The strict review's M8 and X1: the hint pointed to a calculator with no tp input. Past
+    8 KV heads, tp 8 × pp 2 keeps 327,680 ÷ 8 ÷ 2 = 20,480 B per token on each GPU."""
+    problem = problem_html(page_get(client), 3)
+    followups = section_html(problem, 3, "followups")
+    assert 'href="/calculators/kv-cache/"' in followups
+    text = text_of(followups)
+    assert "pipeline parallel 2 over 16 GPUs keeps 20,480 B per token" in text
+    assert "data-parallel attention" in text
+    tradeoffs = section_text(client, "tradeoffs")
+    assert "prefix caching" in tradeoffs and "stored once" in tradeoffs
+
+
+def test_an_mla_model_is_not_compared_with_itself_and_its_fp8_checkpoint_is_sized(client) -> None:
+    """Found on the fresh read: at DeepSeek-V3 the answer compared its latent with itself
+    ('70,272 B per token, about the same ... against 70,272 B') and ended 'look at a narrower
+    weight format' though its own checkpoint is FP8, which one 8-GPU H200 node serves."""
+    answer = section_text(client, "answer", "?p03-kv-model=deepseek-v3")
+    assert "against 70,272 B" not in answer and "already caches a latent" in answer
+    assert "ships in FP8 (E4M3): in its released format one 8-GPU H200 node seats" in answer
+    # Qwen2.5 7B's node is two tp-4 replicas, and the answer says so, not 'split eight ways'.
+    qwen = section_text(client, "answer", "?p03-kv-model=qwen2.5-7b")
+    assert "laid out as 2 replicas of tensor parallel 4 seats about 296 users" in qwen
+
+
+def test_the_reserve_is_named_as_measured_at_tp_one(client) -> None:
+    """The strict review's M3: PR 10511 measured 1.79 GiB of non-torch memory at tp 1 and
+    3.58 GiB at tp 2 (NCCL buffers), so figures at tp 2 and up built on the tp-1 reserve are
+    optimistic, and the page says so beside the reserve."""
+    worked = section_text(client, "worked")
+    assert "vLLM's measured figure at tensor parallel 1" in worked
+    assert "NCCL's buffers add more" in worked and "slightly optimistic" in worked

@@ -95,3 +95,76 @@ def test_the_papers_sharing_savings_name_their_trace(client) -> None:
     for figure in ("6.1%", "9.8%", "37.6%", "55.2%", "16.2%", "30.5%", "44.3%", "66.3%"):
         assert figure in text, figure
     assert "Alpaca" in text and "ShareGPT" in text
+
+
+def test_short_chats_cap_the_batch_and_say_why_throughput_stops(client) -> None:
+    """The strict review's M4, at 100% of requests 200 + 100 tokens on Llama 3 8B and an H100.
+    By hand: 250 tokens in use, 258 held with blocks of 16 (33.8 MB); 57.6 GB ÷ 33.8 MB =
+    1,704 sequences, but vLLM runs at most 1,024 on an H100 (max_num_seqs). At 1,024 the step's
+    FLOPs (1,024 × about 2 × 8 B params) take 15.7 ms at the peak, longer than its reads: the
+    step is compute-bound, so throughput rises 6.17×, not the 19.3× of the batch, and not
+    because of cache reads."""
+    from problems.arithmetic.paging import paging, vllm_max_num_seqs
+
+    assert vllm_max_num_seqs("h100-sxm") == 1_024 and vllm_max_num_seqs("l4") == 256
+    assert vllm_max_num_seqs("a100-80gb-sxm") == 256
+    r = paging(mix="100:200:100")
+    paged = next(p for p in r["policies"] if p["id"] == "paged-16")
+    assert paged["fits_batch"] == 1_704 and paged["batch"] == 1_024 and paged["capped"]
+    assert paged["bound"] == "compute"
+    worked = section_text(client, "worked", "?p04-paging-mix=100:200:100")
+    assert "the memory would hold 1,704 sequences, but the scheduler runs at most 1,024" in worked
+    assert "the step is compute-bound" in worked
+    assert "bring their cache reads with them" not in worked.split("Throughput.")[1][:600]
+    # At the defaults the batch is under the cap and memory-bound: the cache-reads reason stays.
+    default = section_text(client, "worked")
+    assert "scheduler runs at most" not in default and "bring their cache reads" in default
+    # A lower MFU moves the compute floor: at 0.5 the step at 1,024 doubles its compute time.
+    half = paging(mix="100:200:100", mfu=0.5)
+    assert next(p for p in half["policies"]
+                if p["id"] == "paged-16")["step_seconds"] == pytest.approx(
+        2 * paged["step_seconds"], rel=1e-6)
+
+
+def test_a_longer_maximum_is_offered_only_with_a_longer_window(client) -> None:
+    """The strict review's M5: Llama 3 8B's window is 8,192 tokens, the default maximum, so
+    'try a longer maximum length' led to a refusal. The page now names a model first."""
+    worked = section_text(client, "worked")
+    assert "window ends at 8,192 tokens" in worked and "Llama 3.1 8B has 131,072" in worked
+    longer = section_text(client, "worked", "?p04-paging-model=llama-3.1-8b")
+    assert "Try a longer maximum length" in longer
+
+
+def test_a_model_that_does_not_fit_says_by_how_much() -> None:
+    """The calculator review's dead end: Llama 3.1 70B on an L4 showed no working. By hand:
+    141 GB of BF16 weights + 3.3 GB reserve = 144 GB against 0.9 × 24.1 GB = 21.7 GB usable,
+    123 GB short; split 8 ways, 17.6 GB + 3.3 GB = 20.9 GB fits under 21.7 GB (4 ways would be
+    35 GB, too much)."""
+    from problems.arithmetic.errors import ArithmeticInputError
+    from problems.arithmetic.paging import paging
+
+    with pytest.raises(ArithmeticInputError) as e:
+        paging(model="llama-3.1-70b", gpu="l4", max_len=8_192)
+    assert e.value.field == "model"
+    assert "123 GB more than the 21.7 GB one NVIDIA L4 lets the engine use" in e.value.message
+    assert "at least 8 of them" in e.value.message
+    # Llama 3.1 8B on an L4 reserving its whole window: 131,072 × 131,072 B = 17.2 GB per
+    # sequence against 2.38 GB free; 2.38 GB ÷ 131,072 B = 18,135 tokens at most.
+    with pytest.raises(ArithmeticInputError) as e:
+        paging(model="llama-3.1-8b", gpu="l4", max_len=131_072)
+    assert e.value.field == "max_len"
+    assert "17.2 GB per sequence, more than the 2.38 GB" in e.value.message
+    assert "at most 18,135 tokens fit" in e.value.message
+
+
+def test_the_page_says_how_vllm_shares_today_and_names_the_alternatives(client) -> None:
+    """The strict review's X3 and X4: vAttention and per-token pools beside PagedAttention;
+    vLLM V1 fans n > 1 out into child requests sharing full blocks, with no copy-on-write and
+    recompute-only preemption."""
+    concepts = section_text(client, "concepts")
+    assert "vAttention" in concepts and "SGLang" in concepts
+    assert "fans out into n child requests" in concepts and "nothing is copied on write" in concepts
+    answer = section_text(client, "answer")
+    assert "today's vLLM (V1) fans n samples out" in answer
+    followups = section_text(client, "followups")
+    assert "(V1) only recomputes" in followups

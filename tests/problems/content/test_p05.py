@@ -195,3 +195,45 @@ def test_a_short_sequence_is_not_said_to_turn_compute_bound(client) -> None:
     body = api(client, tokens=256, gpu="a100-80gb-sxm")
     assert body["fused_min_bound"] == "memory"
     assert "attention becomes compute-bound" not in section_text(client, "answer", query)
+
+
+def test_decode_reads_each_kv_head_once_only_when_the_kernel_packs_gqa(client) -> None:
+    """The strict review's M6: 'each step reads the KV cache once, whatever the kernel' is
+    false under GQA. Llama 3.1 70B has 64 ÷ 8 = 8 query heads per KV head. By hand, per cached
+    position and KV head: 2 × 128 values loaded; each query head does 2 × 128 (q·k) + 2 × 128
+    (p·v) FLOPs. Unpacked: 512 FLOPs ÷ (256 × 2 B) = 1 FLOP/B; packed, 8 heads per load:
+    8 FLOP/B."""
+    from problems.arithmetic.attention_io import decode_attention_intensity
+
+    assert decode_attention_intensity(heads=64, kv_heads=8, value_bytes=2, packed=False) == 1
+    assert decode_attention_intensity(heads=64, kv_heads=8, value_bytes=2, packed=True) == 8
+    text = " ".join(section_text(client, slug) for slug in ("tradeoffs", "followups",
+                                                            "mistakes"))
+    assert "whatever the kernel" not in text and "regardless" not in text
+    assert "PackGQA" in text and "loads every KV head 8 times per step" in text
+    assert "at about 8 FLOP per byte" in text
+    # Llama 2 7B has one KV head per query head: no packing to speak of.
+    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b")
+    assert "one KV head per query head, so each is loaded once per step by any kernel" in mha
+
+
+def test_the_fa3_hint_names_the_exponential_bottleneck(client) -> None:
+    """The strict review's X5: the FA3 paper's §3 gives the H100 SXM5 989 TFLOPS of FP16
+    matmul against 3.9 TFLOPS of special functions: 989 ÷ 3.9 = 254× less for exp."""
+    followups = section_text(client, "followups")
+    assert "989 TFLOPS of FP16 matmul but only 3.9 TFLOPS of exponentials" in followups
+    assert "(254× less)" in followups and "two warpgroups take turns" in followups
+
+
+def test_the_learners_own_length_is_always_on_the_plots() -> None:
+    """The calculator review's dead end: at 128 tokens the plots began at 512, so the
+    learner's own point was off the chart. Now both start at min(512, 128) = 128, hold 128
+    itself, and mark it; a length between sweep points (1,000) is added and marked too."""
+    inputs = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tokens": 128, "batch": 1,
+              "dtype": "bf16", "tile_rows": 128, "mfu": 1.0}
+    for plot in (p05.traffic_plot(inputs=inputs, result=None),
+                 p05.time_plot(inputs=inputs, result=None)):
+        assert plot.series[0].x[0] == 128
+        assert [m.x for m in plot.marks] == [128] and "your 128 tokens" in plot.marks[0].label
+    plot = p05.time_plot(inputs={**inputs, "tokens": 1_000}, result=None)
+    assert 1_000 in plot.series[0].x and plot.marks[0].x == 1_000

@@ -70,7 +70,7 @@ def test_speculation_lever_names_its_cost_and_its_bursts(client) -> None:
     alone, and makes token arrival bursty."""
     concepts = section_text(client, 9, "concepts")
     assert "divided by what the pass costs in plain steps" in concepts
-    assert "worst ITL can rise while the mean falls" in concepts
+    assert "must hold for the whole pass, not for the pass divided by" in concepts
 
 
 def test_tensor_parallel_per_gpu_is_compared_at_the_target(client) -> None:
@@ -99,7 +99,7 @@ def test_tensor_parallel_trade_off_at_a_target_neither_meets(client) -> None:
     tp = next(x for x in r["levers"] if x["id"] == "tp")
     assert (tp["batch_at_target"], r["levers"][0]["batch_at_target"]) == (0, 108)
     tradeoffs = section_text(client, 9, "tradeoffs", query)
-    assert "also gives less per GPU (0 tokens/s against 7,233 tokens/s)" in tradeoffs
+    assert "also gives less per GPU (none against 7,233 tokens/s)" in tradeoffs
 
 
 def test_tensor_parallel_more_than_doubles_the_batch_for_the_reason_given(client) -> None:
@@ -144,7 +144,7 @@ def test_a_lever_the_baseline_already_has_is_not_said_to_move_the_curve(client) 
     rows = {x["id"]: x for x in r["levers"]}
     assert rows["weights"]["tpot_seconds"] == rows["baseline"]["tpot_seconds"]
     assert rows["weights"]["effect"].startswith("no gain")
-    assert rows["kv"]["effect"] == "moves the curve"
+    assert rows["kv"]["effect"].startswith("moves the curve: ")
     worked = " ".join(section_text(
         client, 9, "worked", calculator_query(p09.CALCULATOR, p09.PREFIX, dtype="fp8")).split())
     assert "no gain: not fewer bits than the baseline's weights" in worked
@@ -162,7 +162,7 @@ def test_chunked_prefill_adds_less_step_time_than_one_whole_prefill(client) -> N
     worked = " ".join(section_text(client, 9, "worked").split())
     assert "is paid once or spread out" not in worked
     assert (f"the prefill adds {seconds_format(whole)} of step time in one step, or "
-            f"{seconds_format(chunked)} in all over the chunks (less, because") in worked
+            f"{seconds_format(chunked)} over the chunks (less, because") in worked
     # One chunk holding the whole prompt adds what one whole prefill does, and says no more.
     query = calculator_query(p09.CALCULATOR, p09.PREFIX, chunk_tokens=8_000)
     worked = " ".join(section_text(client, 9, "worked", query).split())
@@ -211,3 +211,25 @@ def test_no_batch_within_the_target_is_not_quoted_as_a_point(client) -> None:
     default = " ".join(section_text(client, 9, "answer").split())
     assert f"{count_format(api_get(client, 'itl-levers')['batch_at_target'], 'sequence')} here" \
         in default
+
+
+def test_prefill_share_tp_costs_and_missing_levers_are_in_the_prose(client) -> None:
+    """Review P9-E4, P9-M4 and P9-K4. At the defaults every request bringing an 8,000-token
+    prompt for a 500-token answer makes the mean TPOT 43.8 ms, not 11.5; TP's per-GPU loss is
+    named as host time (2 ms, 26.8% of the 7.46 ms TP step) and all-reduces (0.715 ms), the GPU
+    work alone splitting about evenly; Flash-Decoding and MoE decode are levers."""
+    why = " ".join(section_text(client, 9, "why").split())
+    assert "without changing the average much" not in why
+    worked = " ".join(section_text(client, 9, "worked").split())
+    assert "moves little either way" not in worked
+    assert "43.8 ms, 3.81 times the decode-only figure" in worked
+    assert "2.81 prefill GPUs per decode GPU" in worked
+    tradeoffs = " ".join(section_text(client, 9, "tradeoffs").split())
+    assert "the host's 2 ms, now 26.8% of the TP step, and the all-reduces, 715 µs" in tradeoffs
+    assert "about the same per GPU without fixed costs" in tradeoffs
+    listens = " ".join(section_text(client, 9, "listens").split())
+    assert "fix the p99 ITL, not the mean" not in listens
+    concepts = " ".join(section_text(client, 9, "concepts").split())
+    assert "Flash-Decoding" in concepts and "Mixture-of-experts decode" in concepts
+    assert "W8A8" in concepts and "almost always on the memory side" not in concepts
+    assert any("flashdecoding" in url for _, url in p09.SOURCES)

@@ -118,13 +118,13 @@ def test_a_drafter_that_never_pays_is_not_said_to_reverse_at_one_sequence(client
 
 def test_a_long_context_that_never_makes_verification_costly_reads_as_never(client) -> None:
     """At 32,000 tokens of context the KV reads keep verification memory-bound at every batch
-    tried: the page must not print 'at never'."""
+    memory holds (13): the page must not print 'at never'."""
     query = calculator_query(p10.CALCULATOR, p10.PREFIX, model="llama-3.1-8b",
                              context_tokens=32000)
     worked = " ".join(section_text(client, 10, "worked", query).split())
     assert "at never" not in worked and "from never" not in worked
-    assert "never costs more than 1.1 plain steps at the batches tried" in worked
-    assert "stays faster than plain decoding at every batch tried" in worked
+    assert "never costs more than 1.1 plain steps before memory runs out" in worked
+    assert "stays faster than plain decoding at every batch that fits" in worked
 
 
 def test_a_loss_at_batch_one_is_not_called_a_cut_in_tpot(client) -> None:
@@ -161,3 +161,39 @@ def test_the_draft_cost_bound_is_claimed_only_for_t5_small(client) -> None:
     worked = section_text(client, 10, "worked")
     assert "Their draft costs were under" not in worked
     assert "Their T5-small drafts cost under c = 0.05" in worked
+
+
+def test_alpha_at_or_below_the_draft_cost_means_do_not_speculate(client) -> None:
+    """Review P10-M9. α = 0.3, c = 0.3: at γ = 1 the speedup is (1 + 0.3) ÷ (1 + 0.3) = 1 and
+    every larger γ is lower (Corollary 3.9 needs α > c), so the answer is γ = 0, not "γ = 1
+    for 1×"."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, acceptance=0.3, draft_cost=0.3)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "the best choice is not to speculate" in worked
+    assert "the best is γ = 1" not in worked
+
+
+def test_batch_searches_stop_where_memory_ends(client) -> None:
+    """Review P10-M9. Llama 3.1 70B in FP8 on an H200 at 8,000 tokens: 72.7 GB of weights and
+    2.62 GB of KV a sequence leave room for 22 sequences; verification stays nearly free up to
+    there, so the page says memory binds first instead of quoting a batch of 78."""
+    query = calculator_query(p10.CALCULATOR, p10.PREFIX, model="llama-3.1-70b", gpu="h200",
+                             dtype="fp8", context_tokens=8000)
+    worked = " ".join(section_text(client, 10, "worked", query).split())
+    assert "up to the 22 sequences that the GPU's memory holds" in worked
+    assert "memory caps the batch long before verification costs anything" in worked
+    assert "78 sequences" not in worked
+
+
+def test_trees_rollback_adaptive_gamma_and_numerics_are_explained(client) -> None:
+    """Review P10-K5 and P10-M10. A 64-node tree on Llama 3 8B / H100 at 1,000 tokens: at batch
+    3 the pass computes 192 tokens × about 16 GFLOP = 3.1 TFLOP, 6.2 ms at 494.75 TFLOP/s,
+    against about 5 ms of reads: no longer nearly free from 3 sequences (at 2, 128 tokens take
+    4.1 ms, under the reads), and slower than plain decoding from 7."""
+    concepts = " ".join(section_text(client, 10, "concepts").split())
+    assert "64-node tree stops being nearly free from 3 sequences" in concepts
+    assert "loses to plain decoding from 7 sequences" in concepts
+    assert "rolled back" in concepts and "SmartSpec" in concepts
+    assert "precision limits of hardware numerics" in concepts
+    sources = " ".join(title for title, _ in p10.SOURCES)
+    assert "Lossless guarantees" in sources and "SmartSpec" in sources

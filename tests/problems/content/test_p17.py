@@ -60,7 +60,7 @@ def test_a_length_ratio_near_ten_is_not_called_short(client) -> None:
     worked = section_text(client, 17, "worked")
     assert "9.61× the median, nearly the question's ratio" in worked
     # Dr2: one colon per sentence (the sentence already has one before the ratio).
-    assert "no queueing at all; the lengths alone come close" in worked
+    assert "no queueing at all. This follows directly from the length tail assumed" in worked
     assert " ," not in worked
     query = calculator_query(p17.CALCULATOR, p17.PREFIX, p99_output_tokens=1000)
     worked = section_text(client, 17, "worked", query)
@@ -112,3 +112,31 @@ def test_one_seat_reads_as_one_seat_not_many(client) -> None:
     assert "Many seats keep the median" not in worked
     default = " ".join(section_text(client, 17, "worked").split())
     assert "16 seats at" in default and "Many seats keep the median" in default
+
+
+def test_bursty_arrivals_coordinated_omission_and_hedging(client) -> None:
+    """Review P17-K6. Kingman: ρ ÷ (1 − ρ) × (Ca² + Cs²) ÷ 2 × E[S]; at the page's 90% and 4 s
+    of service, M/M/1 waits 9 × 4 = 36 s, and gaps twice as spread as Poisson's (Ca² = 4) give
+    9 × 2.5 × 4 = 90 s. The follow-ups name coordinated omission and hedged requests."""
+    from problems.arithmetic.queueing import kingman_wait
+    assert kingman_wait(utilization=0.9, arrival_cv2=4, service_cv2=1,
+                        mean_service=4) == pytest.approx(90)
+    assert kingman_wait(utilization=0.9, arrival_cv2=1, service_cv2=1,
+                        mean_service=4) == pytest.approx(36)
+    concepts = " ".join(section_text(client, 17, "concepts").split())
+    assert "Kingman" in concepts and "90 s at 90% against 36 s" in concepts
+    followups = " ".join(section_text(client, 17, "followups").split())
+    assert "Coordinated omission" in followups and "open-loop" in followups
+    assert "hedging at the p95" in followups
+
+
+def test_swapping_is_not_vllm_v1s_preemption_and_lengths_are_conditional(client) -> None:
+    """Review P17-M11. vLLM V1 recomputes; swapping was V0's. The 9.61× from lengths follows
+    from the example tail (p99 ten times the median), so the page says so instead of claiming
+    the lengths explain the ratio."""
+    concepts = " ".join(section_text(client, 17, "concepts").split())
+    assert "swapping instead of recompute" not in concepts
+    assert "V1 engine preempts by recomputation only" in concepts
+    worked = " ".join(section_text(client, 17, "worked").split())
+    assert "the lengths alone come close to explaining it" not in worked
+    assert "if your measured output lengths" in worked

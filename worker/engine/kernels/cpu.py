@@ -12,13 +12,16 @@ prefill chunks from the pool's blocks. worker/engine/README.md has the
 measurements.
 
 The source is compiled once per machine with the system's C compiler (`cc -O3 -march=native
--fopenmp`, about a second) into `var/kernels/`, named by a hash of the source, the flags, the
-compiler and the CPU, so a changed file or another CPU builds afresh and processes share the
-build. Without OpenMP it builds single-threaded (a flag set the compiler refused is remembered
-there as `cpu_fused-<hash>.refused`, so later processes skip it; delete `var/kernels/` to try
-again); without a compiler, or with
-ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's ops, which stay the
-reference the tests hold these kernels to.
+-fopenmp`, about a second) into `var/kernels/`, named by a hash of the source and of the flags
+and CPU, so a changed file builds afresh, builds for other CPUs sharing the checkout stay, a
+build made earlier loads without a compiler, and processes share the build. Without OpenMP it
+builds single-threaded: a flag set whose flag the compiler named in refusing it is remembered
+as `cpu_fused-<hash>.refused`, so later processes skip it (delete the file to try again); any
+other failed compile is tried again by the next process, and a fallback build is logged as a
+warning. The build loaded shows in the engine's stats (`cpu_kernels`) and the worker's
+heartbeat. ENGINE_CPU_KERNELS_AVX512=0 builds the path of CPUs without AVX-512. Without a
+compiler, or with ENGINE_CPU_KERNELS=0, `cpu_kernels()` is None and the model runs PyTorch's
+ops, which stay the reference the tests hold these kernels to.
 """
 
 import ctypes
@@ -62,19 +65,49 @@ def cpu_kernels_wanted() -> bool:
     return setting not in ("0", "off", "false", "no")
 
 
+def avx512_wanted() -> bool:
+    """ENGINE_CPU_KERNELS_AVX512: auto (default) lets -march=native use AVX-512 where the CPU
+    has it; 0 builds the 8-float-vector path (-mno-avx512f) that CPUs without it run, so it
+    can be measured and tested on any machine."""
+    setting = os.environ.get("ENGINE_CPU_KERNELS_AVX512", "auto").strip().lower()
+    return setting not in ("0", "off", "false", "no")
+
+
+def flag_sets() -> list[list[str]]:
+    """FLAG_SETS as this process builds them (without AVX-512 when the setting says so)."""
+    if avx512_wanted():
+        return [list(flags) for flags in FLAG_SETS]
+    return [[*flags, "-mno-avx512f"] if "-march=native" in flags else list(flags)
+            for flags in FLAG_SETS]
+
+
+_unavailable = ""  # why cpu_kernels() is None, when it is
+
+
 def cpu_kernels() -> "CpuKernels | None":
     """The compiled kernels, built on first use in this process; None when unavailable."""
-    global _loaded
+    global _loaded, _unavailable
     if not cpu_kernels_wanted():
         return None
     with _lock:
         if _loaded is False:
             try:
                 _loaded = _load()
-            except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001  any failure leaves PyTorch's ops, once
                 log.warning("CPU kernels unavailable, using PyTorch ops: %s", exc)
-                _loaded = None
+                _loaded, _unavailable = None, str(exc)[:200]
         return _loaded
+
+
+def kernels_describe(kernels: "CpuKernels | None | bool") -> str:
+    """Which build a model runs, for the engine's stats and the worker's heartbeat."""
+    if isinstance(kernels, CpuKernels):
+        return kernels.build
+    if not cpu_kernels_wanted():
+        return "off (ENGINE_CPU_KERNELS=0): PyTorch ops"
+    if kernels is None:
+        return f"unavailable ({_unavailable or 'not a CPU fp32 model'}): PyTorch ops"
+    return "not loaded yet"
 
 
 def _compiler() -> str:
@@ -82,6 +115,17 @@ def _compiler() -> str:
         if name and shutil.which(name):
             return name
     raise RuntimeError("no C compiler (cc, gcc or clang) on PATH")
+
+
+def _compiler_version(cc: str) -> str:
+    """The compiler's first line of --version; its name when it prints nothing (the key must
+    not depend on a line that is not there)."""
+    try:
+        done = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return cc
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if lines else cc
 
 
 def _cpu_signature() -> str:
@@ -109,25 +153,46 @@ def _cache_dir() -> Path:
     raise RuntimeError(f"cannot write a kernel build to {_CACHE_DIR} or the temporary directory")
 
 
+def _flag_named(flags: list[str], fallback: list[str] | None, stderr: str) -> bool:
+    """Whether a failed compile refused the flag set itself: the compiler's message names a
+    flag that the next set drops (-fopenmp, -march=native). A compile that failed for any
+    other reason (out of memory, a full disk, a killed process) is not remembered."""
+    dropped = [f for f in flags if f not in (fallback or [])]
+    return any(f in stderr or f.lstrip("-") in stderr for f in dropped)
+
+
 def _build() -> Path:
-    """The compiled library's path, built now unless this machine already has it."""
-    cc = _compiler()
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30,
-                             check=True).stdout.splitlines()[0]
+    """The compiled library's path, built now unless this machine already has it.
+
+    Named `cpu_fused-<source>-<flags and CPU>.so`: the key needs neither the compiler nor a
+    compile, so a machine without a compiler loads a build made there before, and builds for
+    other CPUs sharing the checkout stay (only builds of an older source are deleted)."""
     source = SOURCE.read_bytes()
+    source_key = hashlib.sha256(source).hexdigest()[:10]
     cache = _cache_dir()
+    sets = flag_sets()
+    keys = [hashlib.sha256(b"\0".join([source, " ".join(flags).encode(),
+                                        _cpu_signature().encode()])).hexdigest()[:12]
+            for flags in sets]
+    targets = [cache / f"cpu_fused-{source_key}-{key}.so" for key in keys]
     errors = []
-    keys = [hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), version.encode(),
-                                       _cpu_signature().encode()])).hexdigest()[:16]
-            for flags in FLAG_SETS]
-    for flags, key in zip(FLAG_SETS, keys, strict=True):
-        target = cache / f"cpu_fused-{key}.so"
-        refused = target.with_suffix(".refused")  # this compiler refused these flags before
+    cc = None
+    for i, (flags, target) in enumerate(zip(sets, targets, strict=True)):
+        refused = target.with_suffix(".refused")  # the compiler named these flags as refused
         if target.exists():
             return target
         if refused.exists():
             errors.append(refused.read_text(errors="replace"))
             continue
+        if cc is None:
+            try:
+                cc = _compiler()
+            except RuntimeError:
+                # No compiler now: a lesser build made earlier still beats PyTorch's ops.
+                for later in targets[i + 1:]:
+                    if later.exists():
+                        return later
+                raise
         # Built under a temporary name and renamed into place: processes that build at once
         # never load a half-written file.
         fd, partial = tempfile.mkstemp(suffix=".so", dir=cache)
@@ -142,18 +207,16 @@ def _build() -> Path:
                                       capture_output=True, text=True, timeout=120)
             if done.returncode == 0:
                 os.replace(partial, target)
-                for stale in cache.glob("cpu_fused-*.so"):  # builds of an older source
-                    if stale != target:
-                        stale.unlink(missing_ok=True)
-                for stale in cache.glob("cpu_fused-*.refused"):
-                    if stale.stem.removeprefix("cpu_fused-") not in keys:
-                        stale.unlink(missing_ok=True)
+                for stale in [*cache.glob("cpu_fused-*.so"), *cache.glob("cpu_fused-*.refused")]:
+                    if not stale.name.startswith(f"cpu_fused-{source_key}-"):
+                        stale.unlink(missing_ok=True)  # a build of an older source
                 return target
             error = f"{cc} {' '.join(flags)}: {done.stderr.strip()[-300:]}"
             errors.append(error)
-            # Remembered, so later processes (every worker and test process) go straight to
-            # the next flag set instead of paying for a failing compile each time.
-            refused.write_text(error)
+            if _flag_named(flags, sets[i + 1] if i + 1 < len(sets) else None, done.stderr):
+                # Remembered, so later processes (every worker and test process) go straight
+                # to the next flag set instead of paying for a failing compile each time.
+                refused.write_text(f"{_compiler_version(cc)}\n{error}")
         finally:
             for leftover in (partial, obj):
                 if os.path.exists(leftover):
@@ -163,14 +226,41 @@ def _build() -> Path:
 
 def _load() -> "CpuKernels":
     """Build (or find) the library and load it. Another process with another source may
-    delete a build as stale between this one finding it and loading it: then build again."""
+    delete a build as stale between this one finding it and loading it: then build again.
+    A build without the first flag set's OpenMP or -march=native is logged as a warning."""
+    library = os.environ.get("ENGINE_CPU_KERNELS_LIBRARY")
+    if library:
+        # A build made elsewhere, loaded as it is: the AddressSanitizer test's
+        # (tests/engine/test_kernels_asan.py).
+        return CpuKernels(Path(library))
     path = _build()
     try:
-        return CpuKernels(path)
+        kernels = CpuKernels(path)
     except OSError:
         if path.exists():
             raise
-        return CpuKernels(_build())
+        kernels = CpuKernels(_build())
+    best = flag_sets()[0]
+    if kernels.flags is not None and kernels.flags != best:
+        missing = " ".join(f for f in best if f not in kernels.flags)
+        log.warning("CPU kernels: a fallback build without %s is loaded (%s); it runs slower. "
+                    "A refusal remembered in %s/*.refused is retried once that file is "
+                    "deleted.", missing, kernels.build, path.parent)
+    return kernels
+
+
+def _flag_keys(path: Path) -> list[tuple[list[str], bool]]:
+    """Each flag set of this process, and whether `path` is its build (by the key in its name)."""
+    try:
+        source = SOURCE.read_bytes()
+    except OSError:
+        return []
+    out = []
+    for flags in flag_sets():
+        key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(),
+                                          _cpu_signature().encode()])).hexdigest()[:12]
+        out.append((flags, path.stem.endswith(f"-{key}")))
+    return out
 
 
 _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
@@ -179,7 +269,9 @@ _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 # may have written some tokens' K/V into their slots (the values the call was to write).
 _FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
                              "of range"),
-             2: (MemoryError, "no memory for attention's scratch buffers")}
+             2: (MemoryError, "no memory for attention's scratch buffers"),
+             3: (ValueError, "the heads do not fit: num_heads must be a multiple of "
+                             "num_kv_heads, and head_dim even and above 0")}
 
 
 def _check(status: int, kernel: str) -> None:
@@ -190,6 +282,42 @@ def _check(status: int, kernel: str) -> None:
 
 def _ptr(t: torch.Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
+
+
+_F32, _I64 = torch.float32, torch.int64
+
+
+def _need(kernel: str, name: str, t: object, dtype: torch.dtype, shape: tuple,
+          *, rows_apart: bool = False) -> None:
+    """Raise ValueError unless `t` is a CPU tensor of `dtype` and `shape` (None: any size),
+    contiguous; with `rows_apart`, a 2-D tensor whose rows may lie further apart (stride(0) at
+    least its width) but whose elements within a row are adjacent. The C reads raw pointers:
+    anything else would read or write the wrong memory. (A few hundred nanoseconds a tensor,
+    against the tens of microseconds of a kernel call.)"""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{kernel}: {name} must be a tensor, got {type(t).__name__}")
+    if t.device.type != "cpu" or t.dtype != dtype:
+        raise ValueError(f"{kernel}: {name} must be a {str(dtype)[6:]} CPU tensor, got "
+                         f"{str(t.dtype)[6:]} on {t.device}")
+    if t.dim() != len(shape) or any(want is not None and got != want
+                                    for got, want in zip(t.shape, shape, strict=True)):
+        wanted = ", ".join("any" if w is None else str(w) for w in shape)
+        raise ValueError(f"{kernel}: {name} must have shape [{wanted}], got {list(t.shape)}")
+    if rows_apart:
+        if t.stride(1) != 1 or t.stride(0) < t.shape[1]:
+            raise ValueError(f"{kernel}: {name}'s elements within a row must be adjacent")
+    elif not t.is_contiguous():
+        raise ValueError(f"{kernel}: {name} must be contiguous")
+
+
+def _heads(kernel: str, num_heads: int, num_kv_heads: int, head_dim: int) -> int:
+    """The width of one packed qkv row, after checking the heads (the C checks them too)."""
+    if num_kv_heads < 1 or num_heads < 1 or num_heads % num_kv_heads or head_dim < 2 \
+            or head_dim % 2:
+        raise ValueError(f"{kernel}: {num_heads} heads over {num_kv_heads} KV heads of "
+                         f"{head_dim} channels: num_heads must be a multiple of num_kv_heads "
+                         "and head_dim even")
+    return (num_heads + 2 * num_kv_heads) * head_dim
 
 
 @dataclass
@@ -210,6 +338,8 @@ class CpuKernels:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # The flag set this build was compiled with (None for a file not named by _build).
+        self.flags = next((flags for flags, key in _flag_keys(path) if key), None)
         lib = ctypes.CDLL(str(path))
         lib.add_rmsnorm.argtypes = [_P, _P, _P, _P, _I, _I, _F, _P, _I]
         lib.rope_store.argtypes = [_P, _I, _I, _I, _I, _I, _P, _P, _I, _P, _P, _P, _I, _P]
@@ -226,6 +356,12 @@ class CpuKernels:
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
         self._lib = lib
+        # AVX-512 builds pack 32-column panels (two 16-float vectors), the others 16.
+        parts = ["AVX-512" if self.panel == 32 else "no AVX-512"]
+        if self.flags is not None:
+            parts += ["OpenMP" if "-fopenmp" in self.flags else "single-threaded",
+                      "-march=native" if "-march=native" in self.flags else "generic CPU"]
+        self.build = f"C kernels ({', '.join(parts)}; {path.name})"
 
     def _run(self, name: str, *args: object) -> None:
         """Call a compiled function, raising what a non-zero status means (for a bad index,
@@ -251,8 +387,13 @@ class CpuKernels:
 
     def linear(self, x: torch.Tensor, w: PackedLinear, threads: int) -> torch.Tensor:
         """x [M, K] @ W^T (+ bias): what F.linear computes, summed in a fixed order."""
-        if x.stride(-1) != 1:
+        if isinstance(x, torch.Tensor) and x.dim() == 2 and x.stride(-1) != 1:
             x = x.contiguous()
+        _need("linear", "x", x, _F32, (None, w.in_features), rows_apart=True)
+        panels = -(-w.out_features // self.panel)
+        _need("linear", "weight", w.weight, _F32, (panels, w.in_features, self.panel))
+        if w.bias is not None:
+            _need("linear", "bias", w.bias, _F32, (panels * self.panel,))
         out = torch.empty(x.shape[0], w.out_features)
         self._run("gemm_packed", x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
                   w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
@@ -262,7 +403,13 @@ class CpuKernels:
     def add_rmsnorm(self, x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor,
                     eps: float, select: torch.Tensor | None = None) -> torch.Tensor:
         """x += delta in place (when given), then RMSNorm of x's rows (or of `select`'s)."""
+        _need("add_rmsnorm", "x", x, _F32, (None, None))
         rows, dim = x.shape
+        if delta is not None:
+            _need("add_rmsnorm", "delta", delta, _F32, (rows, dim))
+        _need("add_rmsnorm", "weight", weight, _F32, (dim,))
+        if select is not None:
+            _need("add_rmsnorm", "select", select, _I64, (None,))
         n = rows if select is None else len(select)
         out = torch.empty(n, dim)
         self._run("add_rmsnorm", x.data_ptr(), _ptr(delta), weight.data_ptr(), out.data_ptr(),
@@ -273,6 +420,18 @@ class CpuKernels:
                    cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor,
                    pool_k: torch.Tensor, pool_v: torch.Tensor, slots: torch.Tensor) -> None:
         """RoPE on qkv's q and k heads in place, then K and V into the pool at `slots`."""
+        width = _heads("rope_store", num_heads, num_kv_heads, head_dim)
+        _need("rope_store", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"rope_store: qkv rows must hold {width} floats (q, k and v "
+                             f"heads), got {qkv.shape[1]}")
+        tokens = qkv.shape[0]
+        _need("rope_store", "cos", cos, _F32, (None, head_dim))
+        _need("rope_store", "sin", sin, _F32, tuple(cos.shape))
+        _need("rope_store", "positions", positions, _I64, (tokens,))
+        _need("rope_store", "slots", slots, _I64, (tokens,))
+        _need("rope_store", "pool_k", pool_k, _F32, (None, None, num_kv_heads, head_dim))
+        _need("rope_store", "pool_v", pool_v, _F32, tuple(pool_k.shape))
         self._run("rope_store", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, cos.data_ptr(), sin.data_ptr(), cos.shape[0],
                   positions.data_ptr(), pool_k.data_ptr(), pool_v.data_ptr(),
@@ -286,6 +445,17 @@ class CpuKernels:
         positions 0 .. position of that row: [tokens, num_heads * head_dim]. Slot capacity
         (values.shape[2]) should be a multiple of 32 (whole vector tiles; any capacity is
         read within bounds). Raises IndexError for a row or position outside the buffers."""
+        width = _heads("decode_attention", num_heads, num_kv_heads, head_dim)
+        _need("decode_attention", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"decode_attention: qkv rows must hold {width} floats (q, k and "
+                             f"v heads), got {qkv.shape[1]}")
+        _need("decode_attention", "keys", keys, _F32, (None, num_kv_heads, head_dim, None))
+        n_rows, capacity = keys.shape[0], keys.shape[3]
+        _need("decode_attention", "values", values, _F32,
+              (n_rows, num_kv_heads, capacity, head_dim))
+        _need("decode_attention", "rows", rows, _I64, (qkv.shape[0],))
+        _need("decode_attention", "positions", positions, _I64, (qkv.shape[0],))
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("decode_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, keys.data_ptr(), values.data_ptr(), values.shape[0],
@@ -304,15 +474,18 @@ class CpuKernels:
         The sequences' rows must follow one another and cover qkv's rows (offsets[0] = 0,
         each next offset the last plus its queries), else IndexError, as for a block id
         outside the pool or a context longer than the table."""
+        width = _heads("paged_attention", num_heads, num_kv_heads, head_dim)
+        _need("paged_attention", "qkv", qkv, _F32, (None, None), rows_apart=True)
+        if qkv.shape[1] < width:
+            raise ValueError(f"paged_attention: qkv rows must hold {width} floats (q, k and v "
+                             f"heads), got {qkv.shape[1]}")
+        _need("paged_attention", "starts", starts, _I64, (None,))
         num_seqs = len(starts)
-        for index in (offsets, query_lens, starts):
-            if index.dtype != torch.int64 or not index.is_contiguous() or len(index) != num_seqs:
-                raise ValueError("paged_attention: offsets, query_lens and starts must be "
-                                 "contiguous int64 tensors of one length each")
-        if (block_tables.dtype != torch.int64 or not block_tables.is_contiguous()
-                or block_tables.dim() != 2 or block_tables.shape[0] != num_seqs):
-            raise ValueError("paged_attention: block_tables must be a contiguous int64 tensor "
-                             "[sequences, max_blocks]")
+        for name, index in (("offsets", offsets), ("query_lens", query_lens)):
+            _need("paged_attention", name, index, _I64, (num_seqs,))
+        _need("paged_attention", "block_tables", block_tables, _I64, (num_seqs, None))
+        _need("paged_attention", "pool_k", pool_k, _F32, (None, None, num_kv_heads, head_dim))
+        _need("paged_attention", "pool_v", pool_v, _F32, tuple(pool_k.shape))
         out = torch.empty(qkv.shape[0], num_heads * head_dim)
         self._run("paged_attention", qkv.data_ptr(), qkv.shape[0], qkv.stride(0), num_heads,
                   num_kv_heads, head_dim, pool_k.data_ptr(), pool_v.data_ptr(),
@@ -323,7 +496,11 @@ class CpuKernels:
 
     def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
         """silu(gate) * up for gate_up [rows, 2 * inter] (gate, then up): [rows, inter]."""
+        _need("silu_mul", "gate_up", gate_up, _F32, (None, None))
         rows, width = gate_up.shape
+        if width % 2:
+            raise ValueError(f"silu_mul: gate_up's width must be even (gate, then up), got "
+                             f"{width}")
         out = torch.empty(rows, width // 2)
         self._run("silu_mul", gate_up.data_ptr(), rows, width // 2, out.data_ptr())
         return out

@@ -11,7 +11,7 @@
  * is loaded first, so the two share one pool of threads). Kernels that index one tensor with
  * another's values (positions, pool slots, slot rows, selected rows) check every index first
  * and return KERNEL_BAD_INDEX, having changed nothing, where PyTorch's indexing would raise;
- * 0 when done.
+ * kernels that take heads refuse a shape that does not fit (KERNEL_BAD_HEADS); 0 when done.
  */
 #include <float.h>
 #include <math.h>
@@ -22,6 +22,13 @@
 #define KERNEL_OK 0
 #define KERNEL_BAD_INDEX 1
 #define KERNEL_NO_MEMORY 2
+#define KERNEL_BAD_HEADS 3
+
+/* Grouped-query heads that fit: nh query heads share nkv KV heads evenly, and RoPE rotates
+ * head_dim / 2 pairs of channels. Anything else would read past a row or a pool slot. */
+static inline int heads_bad(int64_t nh, int64_t nkv, int64_t dim) {
+    return nh < 1 || nkv < 1 || nh % nkv != 0 || dim < 2 || dim % 2 != 0;
+}
 
 /* VW floats as one value: GCC and Clang compile arithmetic on it to vector instructions
  * (one AVX-512 register of 16 floats; elsewhere 8 floats, one AVX2 register or two NEON ones). */
@@ -156,6 +163,7 @@ int64_t rope_store(float *qkv, int64_t tokens, int64_t stride, int64_t nh, int64
                    int64_t dim, const float *cos, const float *sin, int64_t table_len,
                    const int64_t *positions, float *pool_k, float *pool_v, int64_t pool_len,
                    const int64_t *slots) {
+    if (heads_bad(nh, nkv, dim)) return KERNEL_BAD_HEADS;
     const int64_t kv_width = nkv * dim;
     for (int64_t t = 0; t < tokens; t++)
         if (positions[t] < 0 || positions[t] >= table_len || slots[t] < 0 || slots[t] >= pool_len)
@@ -239,6 +247,7 @@ int64_t decode_attention(const float *qkv, int64_t tokens, int64_t stride, int64
                          int64_t nkv, int64_t dim, float *keys, float *values, int64_t n_rows,
                          int64_t capacity, const int64_t *rows, const int64_t *positions,
                          float scale, float *out, int64_t threads) {
+    if (heads_bad(nh, nkv, dim)) return KERNEL_BAD_HEADS;
     const int64_t per_kv = nh / nkv;
     int64_t longest = 0;
     for (int64_t t = 0; t < tokens; t++) {
@@ -292,6 +301,7 @@ int64_t paged_attention(const float *qkv, int64_t rows, int64_t stride, int64_t 
                         const int64_t *offsets, const int64_t *query_lens,
                         const int64_t *starts, int64_t num_seqs, float scale, float *out,
                         int64_t threads) {
+    if (heads_bad(nh, nkv, dim)) return KERNEL_BAD_HEADS;
     const int64_t per_kv = nh / nkv, kv_width = nkv * dim, positions = max_blocks * block_size;
     int64_t longest = 0, next_row = 0;
     for (int64_t s = 0; s < num_seqs; s++) {

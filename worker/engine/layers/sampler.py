@@ -89,3 +89,41 @@ def tokens_sample(
     probs = probs_from_logits(logits, params)
     noise = exponential_noise(tuple(probs.shape), keys, probs.device)
     return (probs / noise).argmax(dim=-1).tolist()
+
+
+def penalties_apply(logits: torch.Tensor, params: list[SamplingParams],
+                    outputs: list[list[int]]) -> torch.Tensor:
+    """Logits with OpenAI's presence and frequency penalties taken off the tokens each row's
+    output already holds: logit - frequency * count - presence * (count > 0). Rows without
+    penalties are left as they are (the same tensor when no row has any)."""
+    rows = [i for i, p in enumerate(params) if p.penalized and outputs[i]]
+    if not rows:
+        return logits
+    logits = logits.clone()
+    vocab = logits.shape[-1]
+    for i in rows:
+        counts = torch.bincount(torch.tensor(outputs[i]), minlength=vocab)[:vocab].to(
+            device=logits.device, dtype=logits.dtype)
+        logits[i] -= params[i].frequency_penalty * counts + \
+            params[i].presence_penalty * (counts > 0).to(logits.dtype)
+    return logits
+
+
+def logprobs_of(logits: torch.Tensor, tokens: list[int], params: list[SamplingParams]
+                ) -> list[dict | None]:
+    """For each row that asked for logprobs: the chosen token's log-probability under the
+    model's own distribution (raw logits, as vLLM reports by default) and the `logprobs` most
+    likely tokens with theirs; None for the other rows."""
+    out: list[dict | None] = [None] * len(params)
+    rows = [i for i, p in enumerate(params) if p.logprobs is not None]
+    if not rows:
+        return out
+    logp = logits[rows].float().log_softmax(dim=-1)
+    widest = max(params[i].logprobs for i in rows)
+    top_values, top_ids = logp.topk(widest, dim=-1) if widest else (None, None)
+    for j, i in enumerate(rows):
+        k = params[i].logprobs
+        top = [] if not k else list(zip(top_ids[j, :k].tolist(), top_values[j, :k].tolist(),
+                                        strict=True))
+        out[i] = {"logprob": float(logp[j, tokens[i]]), "top": top}
+    return out

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from worker.engine.config import ModelConfig
-from worker.engine.kernels.cpu import CpuKernels, PackedLinear, cpu_kernels
+from worker.engine.kernels.cpu import CpuKernels, PackedLinear, _check, _need, cpu_kernels
 from worker.engine.layers.attention import AttentionMetadata, PagedAttention
 from worker.engine.layers.norm import RMSNorm
 from worker.engine.layers.rotary import RotaryEmbedding, rope_apply
@@ -109,6 +109,7 @@ class LlamaForCausalLM(nn.Module):
         self.cpu_kernels: CpuKernels | None | bool = False  # False: not decided yet
         self.packed: list[dict[str, PackedLinear]] = []
         self.head_packed: PackedLinear | None = None
+        self.fused_layers: list[FusedLayer] = []  # the packed weights' raw arguments, per layer
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -177,13 +178,16 @@ class LlamaForCausalLM(nn.Module):
                  "down": kern.pack(layer.mlp.down_proj.weight)}
                 for layer in self.layers]
             self.head_packed = kern.pack(self.lm_head.weight)
+        self.fused_layers = [FusedLayer.bind(kern, layer, packed)
+                             for layer, packed in zip(self.layers, self.packed, strict=True)]
         return kern
 
     def __getstate__(self) -> dict:
         """A copy (copy.deepcopy, pickle) packs its own weights again on its first forward
         pass: quantization copies a model and then changes the copy's weights."""
         state = super().__getstate__()
-        return {**state, "cpu_kernels": False, "packed": [], "head_packed": None}
+        return {**state, "cpu_kernels": False, "packed": [], "head_packed": None,
+                "fused_layers": []}
 
     def forward_fused(self, kern: CpuKernels, input_ids: torch.Tensor, positions: torch.Tensor,
                       kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
@@ -191,7 +195,81 @@ class LlamaForCausalLM(nn.Module):
         """`forward` with the fused CPU kernels: the same maths in four packed matrix
         multiplies, four other kernel calls and one attention call per group of sequences a
         layer. Each block's output (`delta`) is added to the residual stream `x` by the next
-        RMSNorm, in place."""
+        RMSNorm, in place.
+
+        The step's arguments are prepared once: its buffers allocated and every tensor checked
+        here, the weights' when they were packed; the layers then call the compiled functions
+        with those raw arguments. At batch 1 a step is some fifty calls of a few microseconds
+        each, and the wrappers' per-call work (checks, allocation, pointer look-ups) was a
+        third of it. While a profiler records, the wrappers run instead, so each call shows
+        by name."""
+        if torch.autograd._profiler_enabled():
+            return self._forward_fused_calls(kern, input_ids, positions, kv_caches, meta,
+                                             logits_indices)
+        c = self.config
+        eps, threads = c.rms_norm_eps, torch.get_num_threads()
+        nh, nkv, dim = c.num_heads, c.num_kv_heads, c.head_dim
+        x = F.embedding(input_ids, self.embed_tokens.weight)
+        tokens, hidden = x.shape
+        step = FusedStep(kern, self.fused_layers[0], tokens, hidden, positions,
+                         meta.slot_mapping, self.rotary)
+        lib, state = kern._lib, step
+        decode = meta.decode
+        if decode is not None:
+            d_rows, d_pos = _need_index(decode.slots), _need_index(decode.positions)
+            d_tokens = decode.token_end - decode.token_start
+            if d_rows.shape[0] != d_tokens or d_pos.shape[0] != d_tokens:
+                raise ValueError("decode_attention: one slot row and position per decode token")
+            d_qkv = state.qkv_p + decode.token_start * state.qkv_width * 4
+            d_out = state.attn_p + decode.token_start * nh * dim * 4
+        x_p, h_p, delta_p = x.data_ptr(), state.h_p, None
+        for layer, bound, (k_cache, v_cache) in zip(self.layers, self.fused_layers, kv_caches,
+                                                    strict=True):
+            pool_len = _need_pool(k_cache, v_cache, nkv, dim)
+            _check(lib.add_rmsnorm(x_p, delta_p, bound.input_norm, h_p, tokens, hidden, eps,
+                                   None, tokens), "add_rmsnorm")
+            lib.gemm_packed(h_p, tokens, *bound.qkv, state.qkv_p, bound.qkv[3], threads)
+            _check(lib.rope_store(state.qkv_p, tokens, state.qkv_width, nh, nkv, dim,
+                                  state.cos_p, state.sin_p, state.table_len, state.positions_p,
+                                  k_cache.data_ptr(), v_cache.data_ptr(), pool_len,
+                                  state.slots_p), "rope_store")
+            attn = layer.self_attn.attn
+            with phase("attention"):
+                if decode is not None:
+                    keys = meta.slots.keys[attn.layer_index]
+                    values = meta.slots.values[attn.layer_index]
+                    if decode.join_slots is not None:
+                        attn._join(keys, values, k_cache, v_cache, decode)
+                    _need_slots(keys, values, nkv, dim)
+                    _check(lib.decode_attention(
+                        d_qkv, d_tokens, state.qkv_width, nh, nkv, dim, keys.data_ptr(),
+                        values.data_ptr(), values.shape[0], values.shape[2], d_rows.data_ptr(),
+                        d_pos.data_ptr(), attn.scale, d_out, threads), "decode_attention")
+                for g in meta.groups:
+                    state.attn[g.token_start : g.token_end] = kern.paged_attention(
+                        state.qkv[g.token_start : g.token_end], num_heads=nh, num_kv_heads=nkv,
+                        head_dim=dim, pool_k=k_cache, pool_v=v_cache,
+                        block_tables=g.block_ids.view(g.num_seqs, -1), offsets=g.offsets,
+                        query_lens=g.query_lens, starts=g.starts, scale=attn.scale,
+                        threads=threads)
+            lib.gemm_packed(state.attn_p, tokens, *bound.o, state.delta_p, bound.o[3], threads)
+            delta_p = state.delta_p
+            _check(lib.add_rmsnorm(x_p, delta_p, bound.post_norm, h_p, tokens, hidden, eps,
+                                   None, tokens), "add_rmsnorm")
+            lib.gemm_packed(h_p, tokens, *bound.gate_up, state.gate_up_p, bound.gate_up[3],
+                            threads)
+            lib.silu_mul(state.gate_up_p, tokens, state.inter, state.act_p)
+            lib.gemm_packed(state.act_p, tokens, *bound.down, delta_p, bound.down[3], threads)
+        h = kern.add_rmsnorm(x, state.delta, self.norm.weight, eps, select=logits_indices)
+        return kern.linear(h, self.head_packed, threads)
+
+    def _forward_fused_calls(self, kern: CpuKernels, input_ids: torch.Tensor,
+                             positions: torch.Tensor,
+                             kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+                             meta: AttentionMetadata, logits_indices: torch.Tensor
+                             ) -> torch.Tensor:
+        """`forward_fused` through the wrappers, one checked call at a time (named in a
+        profile)."""
         c = self.config
         eps, threads = c.rms_norm_eps, torch.get_num_threads()
         x = F.embedding(input_ids, self.embed_tokens.weight)
@@ -264,3 +342,82 @@ class LlamaForCausalLM(nn.Module):
         else:
             sizes = [c.intermediate_size, c.intermediate_size]
         return param.narrow(0, sum(sizes[:shard]), sizes[shard])
+
+
+# The fused path's raw arguments ----------------------------------------------------------------
+
+
+def _linear_args(kern: CpuKernels, w: PackedLinear) -> tuple[int, int, int, int, int | None]:
+    """gemm_packed's arguments after x and m (k_len, ldx, packed, n, bias), checked once."""
+    panels = -(-w.out_features // kern.panel)
+    _need("linear", "weight", w.weight, torch.float32, (panels, w.in_features, kern.panel))
+    if w.bias is not None:
+        _need("linear", "bias", w.bias, torch.float32, (panels * kern.panel,))
+    return (w.in_features, w.in_features, w.weight.data_ptr(), w.out_features,
+            None if w.bias is None else w.bias.data_ptr())
+
+
+class FusedLayer:
+    """One layer's packed weights and norm weights as the compiled functions take them."""
+
+    __slots__ = ("input_norm", "post_norm", "qkv", "o", "gate_up", "down", "_keep")
+
+    @classmethod
+    def bind(cls, kern: CpuKernels, layer: "LlamaDecoderLayer",
+             packed: dict[str, PackedLinear]) -> "FusedLayer":
+        bound = cls()
+        hidden = packed["o"].out_features
+        for name, norm in (("input_norm", layer.input_layernorm.weight),
+                           ("post_norm", layer.post_attention_layernorm.weight)):
+            _need("add_rmsnorm", "weight", norm, torch.float32, (hidden,))
+            setattr(bound, name, norm.data_ptr())
+        for name in ("qkv", "o", "gate_up", "down"):
+            setattr(bound, name, _linear_args(kern, packed[name]))
+        bound._keep = (packed, layer)  # what the pointers point into stays alive
+        return bound
+
+
+class FusedStep:
+    """One forward pass's buffers (allocated once, reused by every layer) and its checked
+    per-step tensors, as raw pointers."""
+
+    def __init__(self, kern: CpuKernels, first: FusedLayer, tokens: int, hidden: int,
+                 positions: torch.Tensor, slots: torch.Tensor, rotary) -> None:  # noqa: ANN001
+        self.qkv_width = first.qkv[3]
+        self.inter = first.gate_up[3] // 2
+        width_attn = first.o[0]
+        self.h = torch.empty(tokens, hidden)
+        self.qkv = torch.empty(tokens, self.qkv_width)
+        self.attn = torch.empty(tokens, width_attn)
+        self.delta = torch.empty(tokens, hidden)
+        self.gate_up = torch.empty(tokens, 2 * self.inter)
+        self.act = torch.empty(tokens, self.inter)
+        self.h_p, self.qkv_p, self.attn_p = (self.h.data_ptr(), self.qkv.data_ptr(),
+                                             self.attn.data_ptr())
+        self.delta_p, self.gate_up_p = self.delta.data_ptr(), self.gate_up.data_ptr()
+        self.act_p = self.act.data_ptr()
+        _need("rope_store", "positions", positions, torch.int64, (tokens,))
+        _need("rope_store", "slots", slots, torch.int64, (tokens,))
+        _need("rope_store", "cos", rotary.cos, torch.float32, (None, rotary.cos.shape[1]))
+        _need("rope_store", "sin", rotary.sin, torch.float32, tuple(rotary.cos.shape))
+        self.positions_p, self.slots_p = positions.data_ptr(), slots.data_ptr()
+        self.cos_p, self.sin_p = rotary.cos.data_ptr(), rotary.sin.data_ptr()
+        self.table_len = rotary.cos.shape[0]
+
+
+def _need_index(t: torch.Tensor) -> torch.Tensor:
+    _need("decode_attention", "an index", t, torch.int64, (None,))
+    return t
+
+
+def _need_pool(pool_k: torch.Tensor, pool_v: torch.Tensor, nkv: int, dim: int) -> int:
+    """The pool's slot count, after checking both pools' layout [blocks, block_size, nkv, dim]."""
+    _need("rope_store", "pool_k", pool_k, torch.float32, (None, None, nkv, dim))
+    _need("rope_store", "pool_v", pool_v, torch.float32, tuple(pool_k.shape))
+    return pool_k.shape[0] * pool_k.shape[1]
+
+
+def _need_slots(keys: torch.Tensor, values: torch.Tensor, nkv: int, dim: int) -> None:
+    _need("decode_attention", "keys", keys, torch.float32, (None, nkv, dim, None))
+    _need("decode_attention", "values", values, torch.float32,
+          (keys.shape[0], nkv, keys.shape[3], dim))
