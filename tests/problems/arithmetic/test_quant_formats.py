@@ -204,8 +204,11 @@ def test_speedups_are_taken_against_the_smallest_bf16_deployment():
 
 def test_deepseek_v3_is_compared_against_its_published_fp8():
     """Review P0607-08: DeepSeek-V3 ships FP8 weights (128 × 128 block scales), so FP8, not an
-    up-cast BF16, is the baseline. On B200s BF16's 1.34 TB would need more than 8 GPUs of
-    173 GB (none within the node) while FP8's 672.9 GB deploys on TP 8."""
+    up-cast BF16, is the baseline. On 8 B200s each GPU's 173,039,262,105.6 B budget less
+    1,342,052,808,704 ÷ 8 of BF16 weights and 3.3 GB leaves 1,982,661,017.6 B, under one
+    131,072-token sequence's latent cache (131,072 × 70,272 = 9,210,691,584 B, whole on every
+    GPU): no BF16 deployment within the node. FP8 (672,879,762,432 B) on 4 GPUs leaves
+    1.52 GB, too little, and on 8 leaves 85.6 GB: TP 8. INT4 fits TP 4, half FP8's GPUs."""
     result = quantization_formats(model="deepseek-v3", gpu="b200")
     rows = {f["dtype"]: f for f in result["formats"]}
     assert result["baseline_dtype"] == "fp8"
