@@ -100,7 +100,8 @@ def test_the_papers_sharing_savings_name_their_trace(client) -> None:
 def test_short_chats_cap_the_batch_and_say_why_throughput_stops(client) -> None:
     """The strict review's M4, at 100% of requests 200 + 100 tokens on Llama 3 8B and an H100.
     By hand: 250 tokens in use, 258 held with blocks of 16 (33.8 MB); (0.9 × CUDA's 79.22 GiB −
-    16.06 GB − 3.3 GB) = 57.2 GB ÷ 33.8 MB = ⌊1,691.3⌋ = 1,691 sequences, but vLLM runs at most 1,024 on an H100 (max_num_seqs). At 1,024 the step's
+    16.06 GB − 3.3 GB) = 57.2 GB ÷ 33.8 MB = ⌊1,691.3⌋ = 1,691 sequences, but vLLM runs at
+    most 1,024 on an H100 (max_num_seqs). At 1,024 the step's
     FLOPs (1,024 × about 2 × 8 B params) take 15.7 ms at the peak, longer than its reads: the
     step is compute-bound, so throughput rises 6.17×, not the 19.3× of the batch, and not
     because of cache reads."""
