@@ -67,7 +67,8 @@ class PracticeAttempt(models.Model):
     answer = models.TextField(blank=True)
     seconds_limit = models.PositiveIntegerField()
     seconds_used = models.PositiveIntegerField()
-    # [{"text": the point in plain text, "heard": bool}], in the page's order, as it was asked.
+    # [{"text": the point in plain text, "heard": bool, "partly": bool (made in part; absent in
+    # attempts graded before partial credit)}], in the page's order, as it was asked.
     points = models.JSONField(default=list)
     followup = models.PositiveSmallIntegerField(null=True, blank=True)  # index of the one drawn
     # The interview's own id, from its signed clock: the browser drops its draft only when the
@@ -88,8 +89,14 @@ class PracticeAttempt(models.Model):
         return sum(1 for p in self.points if p.get("heard"))
 
     @property
+    def partly_count(self) -> int:
+        return sum(1 for p in self.points if p.get("partly") and not p.get("heard"))
+
+    @property
     def share_heard(self) -> float:
-        return self.heard_count / len(self.points) if self.points else 0.0
+        """The share of the points made, a point made only in part counting half."""
+        credit = self.heard_count + 0.5 * self.partly_count
+        return credit / len(self.points) if self.points else 0.0
 
 
 class PageReview(models.Model):

@@ -279,10 +279,13 @@ def attempt_get(*, request: HttpRequest, uid: uuid.UUID) -> PracticeAttempt | No
 
 
 def attempt_grade(*, request: HttpRequest, attempt: PracticeAttempt, heard: set[int],
+                  partly: set[int] = frozenset(),
                   today: datetime.date | None = None) -> PracticeAttempt:
-    """Record which points the learner says they made; a graded attempt on a page whose review
-    is due counts as that review."""
-    attempt.points = [{"text": p["text"], "heard": i in heard}
+    """Record which points the learner says they made, and which only in part (a point often
+    bundles several claims: half credit); a graded attempt on a page whose review is due counts
+    as that review."""
+    attempt.points = [{"text": p["text"], "heard": i in heard,
+                       "partly": i in partly and i not in heard}
                       for i, p in enumerate(attempt.points)]
     first_grade = attempt.graded_at is None
     attempt.graded_at = timezone.now()

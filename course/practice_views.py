@@ -92,7 +92,19 @@ def practice_review(request: HttpRequest, page: int) -> HttpResponse:
     return redirect(reverse("course:practice_interview", args=[problem.number]) + "?review=1")
 
 
-@require_http_methods(["GET", "POST"])
+def _reading_seconds(raw: str | None, *, elapsed: float) -> float:
+    """Seconds between the page loading and the clock starting, as the page measured them:
+    0 for a missing or unreadable value (no script: the clock ran from the load), at most
+    `elapsed`."""
+    try:
+        reading = float(raw or 0)
+    except ValueError:
+        return 0.0
+    if reading != reading:  # NaN
+        return 0.0
+    return min(max(reading, 0.0), elapsed)
+
+
 def _attempts_owner(request: HttpRequest) -> str:
     """Whom practice attempts count against: the account, or for anonymous visitors their
     address (dropping the cookie makes a new visitor every time)."""
@@ -101,6 +113,7 @@ def _attempts_owner(request: HttpRequest) -> str:
     return f"addr:{address_of(request)}"
 
 
+@require_http_methods(["GET", "POST"])
 def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
     problem, sheet = _sheet_or_404(request, number)
     errors: dict[str, str] = {}
@@ -130,7 +143,11 @@ def practice_interview(request: HttpRequest, number: int) -> HttpResponse:
                                     f"your answer is kept below: submit it again in "
                                     f"{max(1, round(retry / 60))} minutes.")
         if not errors:
-            seconds_used = max(0, round(time.time() - started["t"]))
+            # The clock starts at the first keystroke (or Start), not when the page loaded:
+            # the page says how long the question was read first, never more than elapsed.
+            elapsed = max(0.0, time.time() - started["t"])
+            seconds_used = round(elapsed - _reading_seconds(request.POST.get("reading_s"),
+                                                            elapsed=elapsed))
             attempt = practice.attempt_start(request=request, problem=problem, sheet=sheet,
                                              answer=answer, seconds_limit=int(started["s"]),
                                              seconds_used=seconds_used,
@@ -171,19 +188,22 @@ def practice_attempt(request: HttpRequest, uid: uuid.UUID) -> HttpResponse:
     problem, sheet = _sheet_or_404(request, attempt.problem)
     error = None
     if request.method == "POST":
-        raw = request.POST.getlist("heard")
         try:
-            heard = {int(v) for v in raw}
+            heard = {int(v) for v in request.POST.getlist("heard")}
+            partly = {int(v) for v in request.POST.getlist("partly")}
         except ValueError:
-            heard = None
-        if heard is None or not heard <= set(range(len(attempt.points))):
+            heard = partly = None
+        listed = set(range(len(attempt.points)))
+        if heard is None or not heard <= listed or not partly <= listed:
             error = "Tick only the points listed."
         else:
-            practice.attempt_grade(request=request, attempt=attempt, heard=heard)
+            practice.attempt_grade(request=request, attempt=attempt, heard=heard,
+                                   partly=partly - heard)
             return redirect(reverse("course:practice_history", args=[problem.number])
                             + f"#attempt-{attempt.uid}")
     html_of = {p.text: p.html for p in sheet.points}  # the page's wording, where it still has it
-    points = [{"index": i, "html": html_of.get(p["text"], p["text"]), "heard": p["heard"]}
+    points = [{"index": i, "html": html_of.get(p["text"], p["text"]), "heard": p["heard"],
+               "partly": p.get("partly", False)}
               for i, p in enumerate(attempt.points)]
     followup = (sheet.followups[attempt.followup]
                 if attempt.followup is not None and attempt.followup < len(sheet.followups)
@@ -206,6 +226,7 @@ def _history_plot(attempts: list) -> Drawn | None:  # noqa: ANN001
         y_title="points heard (%)",
         series=(Series("points heard", xs, tuple(100 * a.share_heard for a in graded),
                        markers=True),),
+        x_integer=True,  # attempt 1, 2, 3: never 1.5
     )
     return Drawn(plot_figure(plot), plot_table(plot))
 

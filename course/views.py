@@ -12,7 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from course.forms import LoginForm, ReactionForm, SignupForm
 from course.glossary import TERMS
 from course.plan import PLAN
-from course.practice import review_on_page_marked, reviews_due
+from course.practice import (
+    GOOD_SHARE,
+    POOR_SHARE,
+    REVIEW_INTERVALS_DAYS,
+    review_on_page_marked,
+    reviews_due,
+)
 from course.progress import progress_mark, progress_summary
 from course.throttle import address_of, new_session_allowed, window_take
 from problems.arithmetic.numbers import numbers_sheet
@@ -43,8 +49,20 @@ def home(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return _vary_on_htmx(render(request, "course/_reaction_output.html", context))
     context.update(pages=PAGES, problem_count=len(PROBLEMS), terms=TERMS, plan=PLAN,
-                   reviews_due=reviews_due(request=request))
+                   reviews_due=reviews_due(request=request), away=problems_away(),
+                   review_days=REVIEW_INTERVALS_DAYS, review_good=round(GOOD_SHARE * 100),
+                   review_poor=round(POOR_SHARE * 100))
     return _vary_on_htmx(render(request, "course/home.html", context))
+
+
+def problems_away() -> list:
+    """The problems a page holds out of number order (grouped by topic, not by number): each
+    one numbered past the first problem of the page after its own, e.g. problem 21 on page 03."""
+    away = []
+    for page, following in zip(PAGES, PAGES[1:], strict=False):
+        first_next = min(p.number for p in following.problems)
+        away.extend(p for p in page.problems if p.number > first_next)
+    return away
 
 
 @require_GET

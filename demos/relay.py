@@ -50,6 +50,10 @@ def _cancel_pending() -> bool:
 
 
 XREAD_BLOCK_MS = events.XREAD_BLOCK_MS  # the most a disconnect can go unnoticed (ms)
+XREAD_COUNT = 200  # events one read takes at most
+# After a read that found events, a stream waits this long before reading again, so a run
+# producing tokens quickly is read in batches (about 100 streams slowed the web process).
+COALESCE_S = 0.05
 # A stream's place in the per-visitor and per-run counts is refreshed this often (s) and
 # dropped when older than STREAM_STALE_S (a process that died without cleaning up).
 STREAM_REFRESH_S = 5
@@ -203,7 +207,8 @@ async def run_events_relay(*, run_id: str, stream: int | None = None, last_id: s
                 if slot is not None and time.monotonic() - last_refresh > STREAM_REFRESH_S:
                     await _slot_refresh(client, slot)
                     last_refresh = time.monotonic()
-                reply = await client.xread({key: last_id}, block=XREAD_BLOCK_MS, count=200)
+                reply = await client.xread({key: last_id}, block=XREAD_BLOCK_MS,
+                                          count=XREAD_COUNT)
             except redis.RedisError:
                 # Redis away: say so (the page shows it) and end without cancelling the run.
                 logger.warning("relay for run %s lost Redis", run_id, exc_info=True)
@@ -238,6 +243,10 @@ async def run_events_relay(*, run_id: str, stream: int | None = None, last_id: s
                 if _should_end(type, event_stream, stream):
                     ended = True
                     break
+            if not ended and len(entries) < XREAD_COUNT:
+                # Let a few more events gather before the next read: one read per batch,
+                # not one per token, for every stream of a busy run.
+                await asyncio.sleep(COALESCE_S)
     finally:
         _open_streams -= 1
         if not ended:

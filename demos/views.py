@@ -64,6 +64,31 @@ def demo_context(slug: str) -> dict:
     return context
 
 
+@functools.cache
+def _demo_problems() -> dict[str, int]:
+    """Each demo's slug → the problem whose page includes it (read from the pages' prose)."""
+    import re
+
+    from problems.registry import CONTENT_DIR
+
+    found: dict[str, int] = {}
+    for path in sorted(CONTENT_DIR.glob("p[0-9][0-9].html")):
+        for slug in re.findall(r'{%\s*demo\s+"([a-z0-9-]+)"', path.read_text()):
+            found.setdefault(slug, int(path.stem[1:]))
+    return found
+
+
+def demo_home(slug: str) -> dict:
+    """Where a learner finds a demo: its name in words and the link to it on its problem's
+    page (or its page of its own when no problem includes it)."""
+    number = _demo_problems().get(slug)
+    url = (f"{reverse('course:problem', args=[number])}#demo-{slug}" if number
+           else reverse("demos:demo_page", args=[slug]))
+    name = slug.replace("-", " ")
+    return {"name": f"problem {number}'s {name} demo" if number else f"the {name} demo",
+            "url": url}
+
+
 EXAMPLE_PROMPTS = (
     "What happens during prefill?",
     "Why is decoding slower per token than prefill?",
@@ -143,9 +168,11 @@ def run_create(request: HttpRequest, slug: str) -> JsonResponse:
                                  prompt_tokens=prompt_tokens)
     except RunConflict as exc:
         run_id = str(exc.active.id)
-        return _error(409, message=f"You already have a run in progress ({run_id}); "
-                      "cancel it or wait for it to end.", active_run_id=run_id,
-                      active_events_url=_events_url(run_id))
+        where = demo_home(exc.active.demo)
+        return _error(409, message=f"You already have a run of {where['name']} in progress; "
+                      "cancel it there or wait for it to end.", active_run_id=run_id,
+                      active_events_url=_events_url(run_id), active_demo=exc.active.demo,
+                      active_demo_name=where["name"], active_demo_url=where["url"])
     except (QueueFull, RateLimited) as exc:
         response = _error(429, message=exc.message, retry_after_s=exc.retry_after_s)
         response["Retry-After"] = str(exc.retry_after_s)
@@ -264,12 +291,15 @@ async def run_events(request: HttpRequest, run_id) -> HttpResponse:
 @require_GET
 @_redis_guarded
 def hardware_latest(request: HttpRequest) -> JsonResponse:
-    """The worker's latest measured roofline (problem 12), or 404 when none is stored."""
+    """The worker's latest measured roofline (problem 12), or {"measured": false} when none
+    is stored."""
     from demos.hardware import hardware_latest as latest
 
     found = latest(services.redis())
     if found is None:
-        return JsonResponse({"detail": "not measured yet"}, status=404)
+        # Not an error: page 06 asks on every load, and a worker that has not measured itself
+        # yet is the usual state (a 404 here filled the console and the log).
+        return JsonResponse({"measured": False, "detail": "not measured yet"})
     return JsonResponse(found)
 
 

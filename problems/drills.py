@@ -438,12 +438,14 @@ KINDS: tuple[DrillKind, ...] = (
         slug="attention-scores", problem=5, topic="attention", level="senior",
         title="The N × N scores a standard attention kernel writes",
         calculator="attention-io", answer="scores_bytes", dimension="bytes",
-        draw=lambda r: {"model": "llama-3-8b", "gpu": "h100-sxm",
+        # Llama 3.1 8B (Llama 3 8B's layout with a 131,072-token window): Llama 3 8B's 8,192
+        # tokens would refuse the 16,384-token draw.
+        draw=lambda r: {"model": "llama-3.1-8b", "gpu": "h100-sxm",
                         "tokens": _pick(r, (2_048, 4_096, 8_192, 16_384)),
                         "batch": _pick(r, (1, 4)), "dtype": "bf16", "tile_rows": 128,
                         "mfu": 0.5},
         ask=lambda q: (f"Prefill of {_n(q.inputs['tokens'])} tokens, batch {q.inputs['batch']}, "
-                       "one layer of Llama 3 8B (32 query heads), in BF16: how many bytes is "
+                       "one layer of Llama 3.1 8B (32 query heads), in BF16: how many bytes is "
                        "the N × N score matrix a standard (unfused) kernel writes to HBM?"),
         mistakes=(Mistake("one head counted, not all of them", "Every query head has its own "
                           "score matrix.", lambda q: q.answer / 32),

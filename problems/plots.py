@@ -69,6 +69,8 @@ class Plot:
     y_from_zero: bool = True
     # False: no legend, the series labelled on the plot itself (many series in a small plot).
     legend: bool = True
+    # True: x counts whole things (attempts, replicas), so the axis ticks only at integers.
+    x_integer: bool = False
 
 
 def _finite_points(series: Series, *, x_log: bool, y_log: bool) -> list[tuple[float, float]]:
@@ -143,7 +145,8 @@ def plot_figure(plot: "Plot | BarPlot") -> dict:
     layout = {
         "title": {"text": plot.title, "font": {"size": 15}},
         "xaxis": {"title": {"text": plot.x_title}, "type": "log" if plot.x_log else "linear",
-                  "automargin": True},
+                  "automargin": True,
+                  **({"tickformat": "d", "dtick": 1, "tick0": 1} if plot.x_integer else {})},
         "yaxis": y_axis,
         "shapes": shapes,
         "annotations": annotations,
@@ -370,7 +373,8 @@ def _bar_cell(value: float, base: float | None) -> str:
 
 
 def _bar_table(plot: BarPlot) -> dict[str, list]:
-    headers = [plot.category_title or "", *(s.name for s in plot.series),
+    # A header for every column: an empty one is a screen reader's (and axe's) dead end.
+    headers = [plot.category_title or "case", *(s.name for s in plot.series),
                *(header for header, _ in plot.columns)]
     rows = []
     for i, category in enumerate(plot.categories):

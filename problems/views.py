@@ -1,6 +1,9 @@
 """The calculators: every one on /calculators/, one on /calculators/<slug>/, and the htmx
 partial (the same URL with HX-Request) that re-renders a calculator's working in place."""
 
+import functools
+import re
+
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -11,6 +14,7 @@ from django.views.decorators.http import require_GET
 from course.render_cache import query_key, render_cached, whole_query_key
 from problems.calculators import calculator_evaluate, calculator_get, calculators_all
 from problems.calculators.registry import PREFIX_PATTERN
+from problems.registry import CONTENT_DIR, PAGES
 
 
 def _vary_on_htmx(response: HttpResponse) -> HttpResponse:
@@ -19,16 +23,46 @@ def _vary_on_htmx(response: HttpResponse) -> HttpResponse:
     return response
 
 
+@functools.cache
+def _calculator_problems() -> dict[str, int]:
+    """Each calculator's slug → the first problem whose page embeds it (read from the prose)."""
+    found: dict[str, int] = {}
+    for path in sorted(CONTENT_DIR.glob("p[0-9][0-9].html")):
+        for slug in re.findall(r'{%\s*calculator\s+"([a-z0-9-]+)"', path.read_text()):
+            found.setdefault(slug, int(path.stem[1:]))
+    return found
+
+
+def calculators_grouped() -> tuple[list[dict], list]:
+    """The index's calculators by page and problem, in course order, and the ones no page
+    embeds (the formulas the worked answers use throughout)."""
+    where = _calculator_problems()
+    calculators = calculators_all()
+    groups = []
+    for page in PAGES:
+        problems = [{"problem": problem,
+                     "calculators": [c for c in calculators if where.get(c.slug) == problem.number]}
+                    for problem in page.problems]
+        problems = [p for p in problems if p["calculators"]]
+        if problems:
+            groups.append({"page": page, "problems": problems})
+    return groups, [c for c in calculators if c.slug not in where]
+
+
 @require_GET
 def calculators_index(request: HttpRequest) -> HttpResponse:
-    """Every calculator. The listing (about 580 KB of HTML) depends only on the query, so it is
-    rendered once per query and kept: assembling it from the calculators' cached fragments
-    still took 15-20 ms per view, the slowest page under load."""
+    """Every calculator, grouped by the page and problem that embed them. The listing (hundreds
+    of KB of HTML) depends only on the query, so it is rendered once per query and kept."""
+    groups, formulas = calculators_grouped()
+    # Submitted without JavaScript: the calculator the query names opens where it was.
+    asked = {c.slug for c in calculators_all()
+             if any(key.startswith(f"{c.slug}-") for key in request.GET)}
+
     def listing() -> str:
         # Only the request's query and path are read (by the calculator tag): no context
         # processors, nothing of the visitor.
-        return render_to_string("problems/_calculators_listing.html",
-                                {"calculators": calculators_all(), "request": request})
+        return render_to_string("problems/_calculators_listing.html", {
+            "groups": groups, "formulas": formulas, "asked": asked, "request": request})
 
     inputs = whole_query_key(request.GET)
     key = None if inputs is None else ("calculators-index", inputs)

@@ -5,6 +5,12 @@ same steps. Events, in order: tokenized, queued, admitted, prefill, then token (
 interleaved with step (how many sequences the step carried, how many of them were other
 visitors', and from how many visitors; sent when that changes); the task then publishes
 finished with this runner's summary (or cancelled).
+
+Durations come from the engine's own clock, not from when this runner read the events: the
+engine hands out a step's events together once the step is over, so the admission and the end
+of a one-step prefill arrive in one batch and would look simultaneous. Live, the prefill is the
+sum of the engine's step times for the steps that carried its chunks; the summary's queue,
+prefill, TTFT and token times are the engine's milestones for the request (RequestMetrics).
 """
 
 import time
@@ -21,6 +27,12 @@ from demos.runners.base import (
 def _blocks(stats: dict) -> dict:
     return {"kv_blocks_free": int(stats["kv_blocks_free"]),
             "kv_blocks_total": int(stats["kv_blocks_total"])}
+
+
+def _step_after(batch: list[dict], index: int) -> dict | None:
+    """The engine's step event that closes the step `batch[index]` happened in: the engine
+    appends each step's own event after the events of that step."""
+    return next((e for e in batch[index + 1:] if e.get("type") == "step"), None)
 
 
 def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> RunOutcome:
@@ -53,7 +65,7 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                            "waiting": int(stats.get("num_requests_waiting", 0)) + 1,
                            **_blocks(stats)})
 
-    t_admitted = t_prefilled = None
+    prefill_seconds = 0.0  # the engine's step times of the steps that carried the prompt
     token_times: list[float] = []
     text_parts: list[str] = []
     prefill_tokens = 0
@@ -67,26 +79,28 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
             client.abort(request_id)
         batch = client.events(timeout=EVENT_WAIT_S)
         t_seen = time.perf_counter()
-        for event in batch:
+        for index, event in enumerate(batch):
             engine_error_raise(event)
             kind = event.get("type")
             if kind == "admitted":
-                t_admitted = t_seen
+                # The admission is at the start of its step: the step's own time is not queueing.
+                step_s = float((_step_after(batch, index) or {}).get("seconds", 0.0))
+                t_admitted = max(t_queued, t_seen - step_s)
                 ctx.publish("admitted", {
                     "blocks": event.get("blocks"),
                     "prompt_tokens": event.get("prompt_tokens", len(token_ids)),
                     "cached_tokens": event.get("cached_tokens", 0),
-                    "queue_ms": round((t_seen - t_queued) * 1000, 3),
-                    "at_ms": ctx.elapsed_ms(t_seen),
+                    "queue_ms": round((t_admitted - t_queued) * 1000, 3),
+                    "at_ms": ctx.elapsed_ms(t_admitted),
                 })
             elif kind == "prefill_chunk":
                 prefill_tokens += int(event.get("tokens", 0))
+                prefill_seconds += float((_step_after(batch, index) or {}).get("seconds", 0.0))
                 if event.get("done"):
-                    t_prefilled = t_seen
                     ctx.publish("prefill", {
                         "tokens": prefill_tokens,
                         "cached_tokens": len(token_ids) - prefill_tokens,
-                        "ms": round((t_seen - (t_admitted or t_seen)) * 1000, 3),
+                        "ms": round(prefill_seconds * 1000, 3),
                         "at_ms": ctx.elapsed_ms(t_seen),
                     })
             elif kind == "token":
@@ -121,11 +135,21 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
     def ms(t: float) -> float:
         return round((t - t_start) * 1000, 3)
 
+    # The engine's milestones (seconds since the request arrived in it, which is when
+    # add_request returned here, to within the lock's microseconds).
+    engine = finished.get("metrics") or {}
+    queue_s = float(engine.get("queue_time") or 0.0)
+    t_admitted = t_queued + queue_s
+    engine_ttft = engine.get("ttft")
+    if engine_ttft is not None and n_out:
+        t_first = t_queued + float(engine_ttft)
+        engine_times = [t_first, *(t_first + gap for gap in _running_sum(engine.get("itl") or []))]
+        if len(engine_times) == n_out:  # otherwise keep the times the tokens were read here
+            token_times = engine_times
+    t_prefilled = token_times[0] if token_times else t_admitted
     ttft_ms = ms(token_times[0]) if token_times else None
     tpot_ms = (round((token_times[-1] - token_times[0]) * 1000 / (n_out - 1), 3)
                if n_out > 1 else None)
-    t_admitted = t_admitted or t_queued
-    t_prefilled = t_prefilled or t_admitted
     timeline = [
         {"stage": "tokenize", "start_ms": 0.0, "end_ms": ms(t_tokenized)},
         {"stage": "queue", "start_ms": ms(t_queued), "end_ms": ms(t_admitted)},
@@ -136,7 +160,7 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
                          "end_ms": ms(token_times[-1])})
     stats = client.stats()
     measured = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
-                "prefill_ms": round(ms(t_prefilled) - ms(t_admitted), 3), "e2e_ms": ms(t_end)}
+                "prefill_ms": round((t_prefilled - t_admitted) * 1000, 3), "e2e_ms": ms(t_end)}
     return RunOutcome(state="finished", summary={
         "finish_reason": finished.get("finish_reason"),
         "text": "".join(text_parts),
@@ -151,7 +175,7 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
             "max_visitors": max((s["num_visitors"] for s in steps), default=0),
         },
         "tokenize_ms": ms(t_tokenized),
-        "queue_ms": round(ms(t_admitted) - ms(t_queued), 3),
+        "queue_ms": round(queue_s * 1000, 3),
         **measured,
         "token_at_ms": [ms(t) for t in token_times],
         "timeline": timeline,
@@ -159,6 +183,15 @@ def lifecycle_run(*, client, machine: dict, params: dict, ctx: RunContext) -> Ru
         "estimate": lifecycle_estimate(machine=machine, prompt_tokens=len(token_ids),
                                        output_tokens=n_out, measured=measured),
     })
+
+
+def _running_sum(gaps: list[float]) -> list[float]:
+    """0.1, 0.2, 0.3 → 0.1, 0.3, 0.6: each token's time after the first, from the gaps."""
+    total, out = 0.0, []
+    for gap in gaps:
+        total += float(gap)
+        out.append(total)
+    return out
 
 
 from demos.runners import runner_register  # noqa: E402

@@ -305,7 +305,7 @@ def gauges_time_average(samples: list[tuple[float, int]], *, end: float) -> floa
 
 
 def _plots(ticks: list[dict], *, predicted: dict, measured: dict) -> list[dict]:
-    from problems.plots import BarPlot, BarSeries, Plot, Series, plot_figure, plot_table
+    from problems.plots import BarPlot, BarSeries, Line, Plot, Series, plot_figure, plot_table
 
     xs = tuple(t["t"] for t in ticks)
 
@@ -322,31 +322,49 @@ def _plots(ticks: list[dict], *, predicted: dict, measured: dict) -> list[dict]:
                 line("TPOT p99", [t["tpot"]["p99"] for t in ticks], 1e3),
                 line("E2E p50", [t["e2e"]["p50"] for t in ticks], 1e3),
                 line("E2E p99", [t["e2e"]["p99"] for t in ticks], 1e3)))
-    state = Plot(
-        title="The engine's state: requests and cache",
-        x_title="Seconds into the run", y_title="requests, or % of blocks and of tokens",
+    # One axis per unit: requests counted on one plot, shares of the cache on another (on a
+    # shared axis a 0–100% line flattened the requests, which are a handful at most).
+    requests = Plot(
+        title="Requests in the engine",
+        x_title="Seconds into the run", y_title="requests",
         series=(line("waiting (vllm:num_requests_waiting)", [t["waiting"] for t in ticks]),
-                line("running (vllm:num_requests_running)", [t["running"] for t in ticks]),
-                line("KV-cache usage, % (vllm:kv_cache_usage_perc)",
+                line("running (vllm:num_requests_running)", [t["running"] for t in ticks])))
+    cache = Plot(
+        title="The KV cache: blocks in use and prefix hits",
+        x_title="Seconds into the run", y_title="%",
+        series=(line("KV-cache usage, % of blocks (vllm:kv_cache_usage_perc)",
                      [t["kv_usage"] for t in ticks], 100),
-                line("prefix-cache hit rate over the tick, %",
+                line("prefix-cache hit rate over the tick, % of prompt tokens",
                      [t["hit_rate"] for t in ticks], 100)))
     throughput = Plot(
         title=f"Output tokens per second over the last {WINDOW_S:g} s",
         x_title="Seconds into the run", y_title="tokens/s",
         series=(line("this run's output tokens/s", [t["tokens_per_s"] for t in ticks]),))
-    categories = ("output tokens/s", "requests in the engine", "prefix-cache hit rate, %")
+    # Three quantities in three units (tokens/s, requests, %): set each against its own
+    # prediction, so one axis carries them all and 1 means "as predicted".
+    quantities = (
+        ("output tokens/s", "tokens_per_s", 1.0, "tokens/s", "rate × output length"),
+        ("requests in the engine", "in_system", 1.0, "requests",
+         "rate × mean E2E (Little's law)"),
+        ("prefix-cache hit rate", "hit_rate", 100.0, "%", "shared share × cached blocks ÷ prompt"),
+    )
+
+    def ratio(key: str) -> float:
+        return measured[key] / predicted[key] if predicted[key] else float("nan")
+
+    def shown(value: float, scale: float, unit: str) -> str:
+        return f"{value * scale:.3g}%" if unit == "%" else f"{value * scale:.3g} {unit}"
+
     compare = BarPlot(
-        title="Measured against predicted",
-        categories=categories, value_title="value",
-        series=(BarSeries("measured", (measured["tokens_per_s"], measured["in_system"],
-                                       measured["hit_rate"] * 100)),
-                BarSeries("predicted", (predicted["tokens_per_s"], predicted["in_system"],
-                                        predicted["hit_rate"] * 100), outline=True)),
-        columns=(("prediction", ("rate × output length", "rate × mean E2E (Little's law)",
-                                 "shared share × cached blocks ÷ prompt")),))
+        title="Measured ÷ predicted (1 = as predicted)",
+        categories=tuple(q[0] for q in quantities), value_title="measured ÷ predicted",
+        series=(BarSeries("measured ÷ predicted", tuple(ratio(q[1]) for q in quantities)),),
+        lines=(Line(1.0, "as predicted"),),
+        columns=(("measured", tuple(shown(measured[q[1]], q[2], q[3]) for q in quantities)),
+                 ("predicted", tuple(shown(predicted[q[1]], q[2], q[3]) for q in quantities)),
+                 ("prediction", tuple(q[4] for q in quantities))))
     return [{"figure": plot_figure(p), "table": plot_table(p)}
-            for p in (latency, state, throughput, compare)]
+            for p in (latency, requests, cache, throughput, compare)]
 
 
 def _note(*, predicted: dict, measured: dict, block: int, prefix_len: int, duration: float,

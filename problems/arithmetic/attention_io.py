@@ -25,6 +25,7 @@ from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
 from problems.arithmetic.compute import peak_flops_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import count_check, fraction_check
+from problems.arithmetic.memory import context_check
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
@@ -118,6 +119,9 @@ def attention_io(
     if m.attention == "MLA":
         raise ArithmeticInputError(field="model", message="choose a model with ordinary "
                                                           "(MHA or GQA) attention")
+    # A prefill past the model's window is refused, as a server refuses it (Llama 3.1 405B at
+    # a million tokens, against its 131,072).
+    context_check(model=m, tokens=tokens, field="tokens")
     heads, hd = m.heads, m.head_dim
     one = attention_traffic_model(tokens=tokens, head_dim=hd, value_bytes=d.bytes,
                                   tile_rows=tile_rows)

@@ -231,7 +231,8 @@ def kv_sizing(
             expression = (f"not one user of {count_format(tokens, 'token')} fits beside the "
                           f"weights and reserve on up to {NODE_GPUS} GPUs")
             display = "does not fit"
-        steps.append(Step(f"{g.short_name or g.name}s for all {count_format(users, 'user')}",
+        whom = f"all {count_format(users, 'user')}" if users > 1 else "1 user"
+        steps.append(Step(f"{g.short_name or g.name}s for {whom}",
                           expression,
                           need["gpus"], "GPUs", display))
         steps.append(Step(f"Users of {count_format(tokens, 'token')} on one {NODE_GPUS}-GPU "
@@ -262,23 +263,27 @@ def kv_sizing(
                       mha_expr, mha_token, "B", f"{bytes_format(mha_token)} per token"))
     v3 = model_get("deepseek-v3")
     mla_token = kv_bytes_per_token_model(v3, kv_dtype_get(kv_d.id, model=v3))
-    steps.append(Step("DeepSeek-V3 (MLA) per token",
-                      f"{v3.layers} layers × ({v3.kv_lora_rank} latent + "
-                      f"{v3.qk_rope_head_dim} RoPE key) × {number_format(kv_d.bytes)} B",
-                      mla_token, "B", f"{bytes_format(mla_token)} per token"))
-
     fair = mla_like_for_like(model=model, kv_dtype=kv_d.id)
-    steps.append(Step("…MLA at this model's layer count",
-                      f"{m.layers} layers × ({v3.kv_lora_rank} + {v3.qk_rope_head_dim}) × "
-                      f"{number_format(kv_d.bytes)} B",
-                      fair["mla_same_layers"], "B",
-                      f"{bytes_format(fair['mla_same_layers'])} per token"))
-    steps.append(Step(f"…per GPU under tp {NODE_GPUS}: this model against MLA",
-                      f"{bytes_short(per_token)} split over {NODE_GPUS} GPUs (where its KV "
-                      "heads allow) against the latent copied whole onto each",
-                      fair["own_per_gpu_tp"], "B",
-                      f"{bytes_format(fair['own_per_gpu_tp'])} against "
-                      f"{bytes_format(fair['mla_same_layers_per_gpu_tp'])} per token"))
+    # Set beside DeepSeek-V3's latent only a model that does not already cache one: for an MLA
+    # model these rows would compare its latent with itself (70,272 B "split over 8 GPUs"
+    # against 70,272 B).
+    mla_rows = [] if m.attention == "MLA" else [
+        Step("DeepSeek-V3 (MLA) per token",
+             f"{v3.layers} layers × ({v3.kv_lora_rank} latent + "
+             f"{v3.qk_rope_head_dim} RoPE key) × {number_format(kv_d.bytes)} B",
+             mla_token, "B", f"{bytes_format(mla_token)} per token"),
+        Step("…MLA at this model's layer count",
+             f"{m.layers} layers × ({v3.kv_lora_rank} + {v3.qk_rope_head_dim}) × "
+             f"{number_format(kv_d.bytes)} B",
+             fair["mla_same_layers"], "B", f"{bytes_format(fair['mla_same_layers'])} per token"),
+        Step(f"…per GPU under tp {NODE_GPUS}: this model against MLA",
+             f"{bytes_short(per_token)} split over {NODE_GPUS} GPUs (where its KV heads allow) "
+             "against the latent copied whole onto each",
+             fair["own_per_gpu_tp"], "B",
+             f"{bytes_format(fair['own_per_gpu_tp'])} against "
+             f"{bytes_format(fair['mla_same_layers_per_gpu_tp'])} per token"),
+    ]
+    steps.extend(mla_rows)
 
     mean_total = per_token * mean_tokens * users
     steps.append(Step("Lever: size for the mean context, not the maximum",
@@ -295,36 +300,47 @@ def kv_sizing(
                       window_total, "B", bytes_format(window_total)))
 
     pcie = PCIE_GEN5_X16_ONE_WAY * pcie_efficiency
-    # Under tp 8 each GPU pulls what it keeps over its own link: an eighth of the KV heads, more
-    # where heads are copied past the KV-head count, the whole latent for MLA.
+    # Offload and recompute are timed on the first node (H100, then H200, then B200) that holds
+    # the weights and one user, on one replica of its best layout: a node that cannot hold the
+    # model recomputes nothing (Llama 3.1 405B or DeepSeek-V3 on eight H100s). Where none does,
+    # the largest stands in, and the page says it cannot really hold the model.
+    home = next((row for row in gpu_rows if row["node_users"]), None)
+    offload_fits = home is not None
+    home = home or gpu_rows[-1]
+    home_gpu = gpu_get(home["gpu"])
+    home_tp = home["node_tp"] or NODE_GPUS
+    home_short = home_gpu.short_name or home_gpu.name
+    # Each GPU of the replica pulls what it keeps over its own link: a tp-th of the KV heads,
+    # more where heads are copied past the KV-head count, the whole latent for MLA.
     per_gpu_seq = float(kv_cache(model=model, tokens=tokens, dtype=kv_d.id,
-                                 tp=NODE_GPUS)["total_bytes_per_gpu"])
-    _, split = kv_heads_per_gpu(model=m, tp=NODE_GPUS)
+                                 tp=home_tp)["total_bytes_per_gpu"])
+    _, split = kv_heads_per_gpu(model=m, tp=home_tp)
     reload_seconds = per_gpu_seq / pcie
+    gpus_phrase = count_format(home_tp, "GPU")
     steps.append(Step("Lever: offload to CPU memory; one conversation back over PCIe",
-                      f"{bytes_short(per_gpu_seq)} on each of {NODE_GPUS} GPUs ({split}), each "
-                      f"over its own PCIe Gen5 x16 link "
+                      f"{bytes_short(per_gpu_seq)} on each of the replica's {gpus_phrase} "
+                      f"({split}), each over its own PCIe Gen5 x16 link "
                       f"({bandwidth_format(PCIE_GEN5_X16_ONE_WAY)} one way × "
                       f"{percent_format(pcie_efficiency)})",
                       reload_seconds, "s", seconds_format(reload_seconds)))
-    h100 = gpu_get("h100-sxm")
-    recompute = prefill_times_model(model=m, gpu=h100, tokens=tokens, dtype=d, embedding=e,
+    recompute = prefill_times_model(model=m, gpu=home_gpu, tokens=tokens, dtype=d, embedding=e,
                                     kv_dtype=kv_d, mfu=RECOMPUTE_MFU_DEFAULT,
                                     bandwidth_efficiency=1.0)
-    recompute_seconds = max(recompute["compute_seconds"], recompute["memory_seconds"]) / NODE_GPUS
+    recompute_seconds = max(recompute["compute_seconds"], recompute["memory_seconds"]) / home_tp
     recompute_bound = ("compute" if recompute["compute_seconds"] >= recompute["memory_seconds"]
                        else "memory")
-    steps.append(Step("…against recomputing it (prefill on an 8-GPU H100 node)",
+    steps.append(Step(f"…against recomputing it (prefill on {home_tp} {home_short}s in "
+                      "tensor parallel)",
                       f"{tokens:,}-token prefill at {percent_format(RECOMPUTE_MFU_DEFAULT)} of "
-                      f"the dense peak, ÷ {NODE_GPUS} GPUs ({recompute_bound}-bound)",
+                      f"the dense peak, ÷ {gpus_phrase} ({recompute_bound}-bound)",
                       recompute_seconds, "s",
                       f"{seconds_format(recompute_seconds)} ({recompute_bound}-bound)"))
     per_step_pcie = reload_seconds
-    per_step_hbm = per_gpu_seq / h100.bandwidth_bytes_per_second
+    per_step_hbm = per_gpu_seq / home_gpu.bandwidth_bytes_per_second
     steps.append(Step("…and why offloaded KV must come back before decoding",
                       f"each decode step reads the whole cache, {bytes_short(per_gpu_seq)} on "
-                      f"each GPU: from HBM over {NODE_GPUS} H100s {seconds_format(per_step_hbm)}, "
-                      "over PCIe "
+                      f"each GPU: from HBM over {home_tp} {home_short}s "
+                      f"{seconds_format(per_step_hbm)}, over PCIe "
                       f"{seconds_format(per_step_pcie)}",
                       per_step_pcie / per_step_hbm, "×",
                       f"{number_format(per_step_pcie / per_step_hbm)}× slower over PCIe"))
@@ -354,6 +370,9 @@ def kv_sizing(
             "recompute_bound": recompute_bound,
             "decode_read_pcie_seconds": per_step_pcie,
             "decode_read_hbm_seconds": per_step_hbm,
+            "offload_gpu": home["gpu"],
+            "offload_tp": home_tp,
+            "offload_fits": offload_fits,
         },
         steps=tuple(steps),
     )

@@ -82,6 +82,34 @@ class Drawn:
         return self.figure["layout"]["title"]["text"]
 
 
+def fit_verdict(values: Mapping[str, object]) -> dict | None:
+    """What a result's fit values say, for the line above its working: None when the result
+    says nothing about fitting or it fits; otherwise {"headline", "detail"} naming by how much
+    it does not fit when the result carries the bytes needed and usable (or free)."""
+    from problems.arithmetic.units import bytes_short
+    from problems.arithmetic.wording import times_phrase
+
+    fits = values.get("fits", values.get("fits_in_memory"))
+    if fits is None or bool(fits):
+        return None
+    needed = values.get("memory_needed_bytes")
+    usable = values.get("memory_usable_bytes", values.get("usable_bytes"))
+    free = values.get("free_bytes")
+    detail = ""
+    if isinstance(needed, int | float) and isinstance(usable, int | float) and usable > 0:
+        short = float(needed) - float(usable)
+        if short > 0:
+            detail = (f"It needs {bytes_short(needed)} where {bytes_short(usable)} is usable: "
+                      f"{bytes_short(short)} short, {times_phrase(float(needed), float(usable))} "
+                      "the memory there is.")
+    elif isinstance(free, int | float) and free < 0:
+        detail = f"It is {bytes_short(-float(free))} short of memory."
+    return {"headline": "Does not fit.",
+            "detail": (detail + " The times below are what it would take if it did fit: a "
+                       "plan needs more or larger GPUs, fewer bytes per weight, or less "
+                       "context.").strip()}
+
+
 @dataclass(frozen=True)
 class CalculatorState:
     """A calculator filled in from one request: what the templates render."""
@@ -100,6 +128,11 @@ class CalculatorState:
     @property
     def dom_id(self) -> str:
         return f"calc-{self.prefix}"
+
+    @property
+    def verdict(self) -> dict | None:
+        """"Does not fit", and by how much, when the result says so (see fit_verdict)."""
+        return fit_verdict(self.result.values) if self.result else None
 
     @property
     def figure(self) -> dict | None:

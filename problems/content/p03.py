@@ -27,7 +27,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase, times_phrase
+from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase, times_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -158,8 +158,12 @@ def context(*, request: HttpRequest) -> dict:
                                    dtype=checkpoint, kv_dtype=kv_d.id,
                                    memory_fraction=inputs["memory_fraction"],
                                    reserve_gb=inputs["reserve_gb"]) if checkpoint else None)
+    # The follow-up's pipeline example starts where tensor parallelism stops dividing the
+    # cache: at the KV-head count (8 for Llama 3.1 70B; 32 for Llama 2 7B, whose tp 16 still
+    # splits heads), or at the node's 8 for MLA, whose latent no tp splits.
+    tp_last = NODE_GPUS if m.attention == "MLA" else m.kv_heads
     tp_pp = float(kv_cache(model=m.id, tokens=1, dtype=kv_d.id,
-                           tp=NODE_GPUS)["total_bytes_per_gpu"]) / 2
+                           tp=tp_last)["total_bytes_per_gpu"]) / 2
     return {
         "checkpoint_dtype_name": dtype_get(checkpoint).name if checkpoint else "",
         "checkpoint_node_text": (count_format(checkpoint_node["users"], "user")
@@ -172,8 +176,11 @@ def context(*, request: HttpRequest) -> dict:
         "own_per_gpu_text": bytes_short(own_gpu),
         "mla_per_gpu_vs_own": ratio_phrase(mla_same, own_gpu, more="more", less="less"),
         "mla_per_gpu_more": mla_same > own_gpu,
+        # A model with few, small heads (course-lm: 4 KV heads of 32) caches less than MLA's
+        # latent would at its layer count: then MLA saves nothing at all.
+        "mla_saves": mla_same < own,
         "tp_pp_per_gpu_text": bytes_short(tp_pp),
-        "node_gpus_double": NODE_GPUS * 2,
+        "tp_last": tp_last, "tp_last_double": tp_last * 2,
         "model_id": m.id, "attention": m.attention,
         "per_token_working": per_token_step.expression,
         "kv_exceeds_weights": float(r["kv_over_weights"]) > 1,
@@ -240,6 +247,18 @@ def context(*, request: HttpRequest) -> dict:
         "pcie_text": bandwidth_format(PCIE_GEN5_X16_ONE_WAY),
         "pcie_both_text": bandwidth_format(2 * PCIE_GEN5_X16_ONE_WAY),
         "pcie_efficiency_percent": percent_format(inputs["pcie_efficiency"]),
+        # Offload and recompute are timed on one replica of the first node that holds the
+        # model and one user (kv_sizing); where none does, the page says so.
+        "offload_gpus_text": count_phrase(r["offload_tp"], gpu_get(r["offload_gpu"]).short_name),
+        "sizing_gpus_text": list_phrase([f"{row['short_name']}s" for row in r["gpus"]],
+                                        conjunction="or"),
+        "offload_tp": r["offload_tp"],
+        "offload_fits": r["offload_fits"],
+        # A lever that saves nothing at these inputs says so instead of a cost.
+        "mean_saves": inputs["mean_tokens"] < inputs["tokens"],
+        "window_saves": inputs["window_share"] > 0 and inputs["window_tokens"] < inputs["tokens"],
+        "h100_fewest_layout_text": (f"{count_format(h100['replicas'], 'replica')} of tensor "
+                                    f"parallel {h100['tp']}" if h100["batch"] else ""),
         "reload_text": seconds_format(float(r["reload_seconds"])),
         "recompute_text": seconds_format(float(r["recompute_seconds"])),
         "recompute_bound": r["recompute_bound"],

@@ -41,6 +41,8 @@ from problems.plots import BarPlot, BarSeries
 
 SLUG = "paging"
 PREFIX = "p04-paging"
+# Paging's batch within this factor of reservation's is "about as many sequences".
+BATCH_CLOSE = 1.05
 MAX_LEN_MAX = 1_000_000
 
 
@@ -136,7 +138,19 @@ def context(*, request: HttpRequest) -> dict:
                 "output": f"{c['output']:,}"} for c in r["classes"]]
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
-        "model_name": m.name, "gpu_name": g.name, "kv_name": kv_d.kv_label,
+        "model_name": m.name, "gpu_name": g.name,
+        # The format's short name for prose ("an FP8 (E4M3) cache", "an FP32 cache"), with
+        # the article its spoken first letter takes, as problem 3 writes it.
+        "kv_name": (kv_d.kv_label.split(" (")[0].removesuffix(" KV cache") if kv_d.kv_name
+                    else kv_d.kv_label),
+        "kv_article": "an" if kv_d.kv_label[:1] in "AEFHILMNORSX" else "a",
+        # The scheduler's cap holds paging to the same batch as reserving the maximum: paging
+        # then frees memory but adds no sequence, so no throughput.
+        "batch_same": float(r["paged_batch_over_max"]) == 1,
+        # Requests that nearly reach the maximum leave little reservation to reclaim: paging
+        # then seats about as many (a mix of 8,000-token prompts under an 8,192 maximum: 1.02×).
+        "batch_close": 1 < float(r["paged_batch_over_max"]) < BATCH_CLOSE,
+        "throughput_flat": number_format(float(r["paged_over_max"])) == "1",
         "classes": classes, "max_len": f"{inputs['max_len']:,}",
         "per_token_text": bytes_short(float(r["kv_bytes_per_token"])),
         "free_text": bytes_short(float(r["free_bytes"])),

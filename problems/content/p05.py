@@ -51,10 +51,12 @@ PREFIX = "p05-attn"
 KERNELS_FILE = Path(__file__).resolve().parents[2] / "worker" / "attention_kernels.py"
 
 
-def _lengths(tokens: int) -> list[int]:
+def _lengths(tokens: int, model: str) -> list[int]:
     """The plots' sequence lengths: from 512 (or the learner's own, if shorter) to 131,072 (or
-    theirs, if longer), with the learner's own always among them."""
-    return sorted(set(sweep_whole(min(512, tokens), max(131_072, tokens), count=12)) | {tokens})
+    theirs, if longer), never past the model's window, with the learner's own always among
+    them."""
+    top = max(min(131_072, model_get(model).context or 131_072), tokens)
+    return sorted(set(sweep_whole(min(512, tokens), top, count=12)) | {tokens})
 
 
 def _your_length(tokens: int) -> tuple[Mark, ...]:
@@ -63,7 +65,7 @@ def _your_length(tokens: int) -> tuple[Mark, ...]:
 
 def traffic_plot(*, inputs: dict, result) -> Plot:
     """HBM traffic and the standard path's intermediate memory against sequence length."""
-    xs = _lengths(inputs["tokens"])
+    xs = _lengths(inputs["tokens"], inputs["model"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     g = gpu_get(inputs["gpu"])
     memory = g.memory_total_bytes / GB
@@ -84,7 +86,7 @@ def traffic_plot(*, inputs: dict, result) -> Plot:
 
 
 def time_plot(*, inputs: dict, result) -> Plot:
-    xs = _lengths(inputs["tokens"])
+    xs = _lengths(inputs["tokens"], inputs["model"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     return Plot(
         title="Time floor of one layer's attention (roofline)",
@@ -156,10 +158,15 @@ def _chip(gid: str) -> dict:
             "source": source}
 
 
+# A traffic ratio under this reads "about the same bytes", not "1.01× the bytes".
+TRAFFIC_CLOSE = 1.05
+
+
 def _speedup_text(*, worst: float, best: float) -> str:
     """The fused kernel's time floors against the standard one's, as words: the re-read worst
     case can lose when tiles are small, and where arithmetic bounds both it gains nothing."""
-    fastest = "no faster" if number_format(best) == "1" else f"{number_format(best)}× faster"
+    # Within 5% is no gain a floor can show (one token: 1.01×).
+    fastest = "no faster" if best < TRAFFIC_CLOSE else f"{number_format(best)}× faster"
     if worst >= 1:
         if number_format(worst) == number_format(best):
             return fastest
@@ -206,10 +213,16 @@ def context(*, request: HttpRequest) -> dict:
         # Tiling turns attention compute-bound only where the standard path was not already.
         "fused_turns_compute": (r["standard_bound"] == "memory"
                                 and r["fused_min_bound"] == "compute"),
-        "fused_faster": number_format(float(r["standard_seconds"] / r["fused_min_seconds"])) != "1",
+        "fused_faster": float(r["standard_seconds"] / r["fused_min_seconds"]) >= TRAFFIC_CLOSE,
+        "min_close": float(r["standard_bytes"] / r["fused_min_bytes"]) < TRAFFIC_CLOSE,
         "speedup_text": _speedup_text(worst=r["standard_seconds"] / r["fused_tiles_seconds"],
                                       best=r["standard_seconds"] / r["fused_min_seconds"]),
         "tiles_win": float(r["traffic_ratio"]) > 1,
+        # Within 5% the two paths move about the same bytes (one token, or a few): no "1.01×".
+        "traffic_close": float(r["traffic_ratio"]) < TRAFFIC_CLOSE,
+        # A sequence no longer than one tile reads K and V once even with re-reads counted.
+        "one_tile": float(r["fused_tiles_bytes"]) <= float(r["fused_min_bytes"]),
+        "fused_min_intensity": number_format(float(r["flops"]) / float(r["fused_min_bytes"])),
         "traffic_inverse_text": f"{number_format(1 / float(r['traffic_ratio']))}×",
         "min_ratio_text": f"{number_format(float(r['standard_bytes'] / r['fused_min_bytes']))}×",
         "standard_intensity": number_format(float(r["standard_intensity"])),

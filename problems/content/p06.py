@@ -28,6 +28,9 @@ from problems.plots import Mark, Plot, Series, sweep_whole
 SLUG = "static-vs-continuous"
 PREFIX = "p06-batching"
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# The batches "what moves it" sets beside the chosen one: a larger one, or from it up a smaller.
+OTHER_BATCH_LARGER = 256
+OTHER_BATCH_SMALLER = 8
 # The model answer's example: the calculator's starting inputs, uniform lengths.
 ANSWER = {"batch": 32, "distribution": "uniform", "output_min": 16, "output_max": 1_024}
 
@@ -177,7 +180,10 @@ def context(*, request: HttpRequest) -> dict:
                                                    inputs["output_max"])))
     uni = static_vs_continuous(batch=batch, distribution="uniform",
                                output_min=inputs["output_min"], output_max=inputs["output_max"])
-    big = static_vs_continuous(**{**inputs, "batch": 256})
+    # The batch set beside this one: a larger one below 256, a smaller one from 256 up (a
+    # batch of 100,000 must not be told that "a larger batch" of 256 draws a longer longest).
+    other_batch = OTHER_BATCH_LARGER if batch < OTHER_BATCH_LARGER else OTHER_BATCH_SMALLER
+    big = static_vs_continuous(**{**inputs, "batch": other_batch})
     one = static_vs_continuous(**{**inputs, "batch": 1})
     return {
         "batch_draws_text": count_format(inputs["batch"], "draw"),
@@ -206,6 +212,10 @@ def context(*, request: HttpRequest) -> dict:
         "exp_mean_text": _tokens(exp["mean_output_tokens"]),
         "exp_longest_text": _tokens(exp["expected_longest_tokens"]),
         "big_ratio_text": f"{number_format(big['throughput_ratio'])}×",
+        "other_batch_text": count_format(other_batch, "sequence"),
+        "other_batch_larger": other_batch > batch,
+        # Every output the same length: nothing to spread, so nothing to wait for.
+        "equal_lengths": inputs["output_min"] == inputs["output_max"],
         "one_ratio_text": f"{number_format(one['throughput_ratio'])}×",
         "answer_min_text": f"{ANSWER['output_min']:,}",
         "answer_max_text": f"{ANSWER['output_max']:,}",

@@ -5,6 +5,7 @@ share), the sweep of waits against the heavy tenant's rate, and every figure the
 """
 
 import functools
+import math
 
 from django.http import HttpRequest
 
@@ -16,7 +17,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import ratio_phrase
+from problems.arithmetic.wording import ratio_phrase, share_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -29,6 +30,8 @@ SLUG = "tenant-fairness"
 PREFIX = "p21-tenants"
 SWEEP_SLUG = "tenant-waits"
 SWEEP_PREFIX = "p21-sweep"
+# A refused share below this reads "almost nothing" (share_phrase writes it "under 0.1%").
+REFUSED_NOTED = 0.001
 MS = 1e3
 RATE_FIELD_MAX = 1e6
 # VTC's linear cost in its paper's experiments and its artifact's default (vtc_req_queue.py:
@@ -133,7 +136,9 @@ def _evaluated(request: HttpRequest) -> tuple[dict, object, bool]:
 
 
 def _rate(value: float) -> str:
-    return rate_format(value, "requests/s")
+    # "1 request/s", never "1 requests/s" (the phrasing helper keeps unit symbols such as
+    # "tokens/s" as they are, so the singular is said here).
+    return rate_format(value, "request/s" if number_format(value) == "1" else "requests/s")
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -161,6 +166,11 @@ def context(*, request: HttpRequest) -> dict:
         "fcfs_wait_text": seconds_format(r["fcfs_wait_seconds"]) if r["fcfs_stable"] else "",
         "fcfs_settled": r["fcfs_settled"],
         "growth_text": number_format(r["fcfs_wait_growth"]),
+        # λ = μ exactly: no drift for the backlog, only the diffusion's √t.
+        "at_capacity": math.isclose(r["total_rate"], r["service_rate"], rel_tol=1e-9),
+        # The heavy tenant sends exactly what the light tenants leave: no excess, all bursts.
+        "heavy_at_capacity": math.isclose(inputs["heavy_rate"], r["heavy_capacity_rate"],
+                                          rel_tol=1e-9),
         "backlog_text": number_format(r["fcfs_backlog_requests"]),
         "fcfs_after_text": seconds_format(r["fcfs_wait_after_overload_seconds"]),
         "share_text": _rate(r["fair_share_rate"]),
@@ -184,7 +194,11 @@ def context(*, request: HttpRequest) -> dict:
         "fair_mean_text": (seconds_format(r["fair_mean_wait_seconds"])
                            if r["fair_mean_wait_seconds"] is not None else ""),
         "excess_text": _rate(r["heavy_excess_rate"]),
-        "refused_text": percent_format(r["heavy_refused_share"]),
+        "refused_text": share_phrase(r["heavy_refused_share"]),
+        "fluid_refused_text": percent_format(r["heavy_fluid_refused_share"]),
+        # An M/M/1/K queue refuses a little even below capacity; under a tenth of a percent
+        # is "almost nothing".
+        "refuses_some": r["heavy_refused_share"] >= REFUSED_NOTED,
         "bucket_rate_text": rate_format(r["bucket_rate_tokens"], "tokens/s"),
         "bucket_depth_text": count_format(r["bucket_depth_tokens"], "token"),
         "retry_after_text": seconds_format(r["retry_after_seconds"]),

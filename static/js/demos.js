@@ -97,24 +97,41 @@
     const fieldError = data.field && root.querySelector('[data-error-for="' + data.field + '"]');
     if (fieldError) fieldError.textContent = data.error;
     else general.textContent = data.error || "Something went wrong (" + response.status + ").";
+    if (data.active_demo_url) {
+      // A run of another demo is still going: link to it, where it can be cancelled.
+      const link = el("a", "", "Go to " + data.active_demo_name);
+      link.href = data.active_demo_url;
+      general.appendChild(document.createTextNode(" "));
+      general.appendChild(link);
+      general.appendChild(document.createTextNode("."));
+    }
   }
 
   // Plots built in Python (problems/plots.py: a plotly figure and the same numbers as a table),
-  // drawn beside their tables, as the calculators draw theirs.
+  // drawn as the calculators draw theirs (templates/problems/_plot.html): the title as HTML
+  // above the plot, the numbers behind "Show the numbers".
   function plotsDraw(container, plots, src) {
     container.replaceChildren();
     return plotlyLoad(src).then(function (Plotly) {
       return Promise.all((plots || []).map(function (plot) {
         const figure = el("figure", "plot-figure");
         const target = el("div", "plot");
-        const title = (plot.figure.layout.title || {}).text || "";
+        const layout = plot.figure.layout || {};
+        const title = (layout.title || {}).text || "";
+        delete layout.title;
+        layout.margin = Object.assign({}, layout.margin || {}, { t: 16 });
         target.setAttribute("role", "img");
-        target.setAttribute("aria-label", title + "; the table beside it lists the same numbers.");
-        const caption = el("figcaption", "plot-table-wrap");
+        target.setAttribute("aria-label", title + "; under Show the numbers, a table lists the same numbers.");
+        const details = el("details", "plot-numbers");
+        details.appendChild(el("summary", "", "Show the numbers"));
+        const scroll = el("div", "table-scroll");
+        scroll.tabIndex = 0;
+        scroll.setAttribute("role", "region");
+        scroll.setAttribute("aria-label", "The numbers of: " + title);
         const table = el("table", "plot-table");
         table.appendChild(el("caption", "", title + (plot.table.unit ? " (values: " + plot.table.unit + ")" : "")));
         const head = el("tr");
-        plot.table.headers.forEach(function (h) { const th = el("th", "", h); th.scope = "col"; head.appendChild(th); });
+        plot.table.headers.forEach(function (h) { const th = el("th", "", h || "case"); th.scope = "col"; head.appendChild(th); });
         const thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
         const body = el("tbody");
         plot.table.rows.forEach(function (row) {
@@ -123,11 +140,13 @@
           body.appendChild(tr);
         });
         table.appendChild(body);
-        caption.appendChild(table);
+        scroll.appendChild(table);
+        details.appendChild(scroll);
+        figure.appendChild(el("figcaption", "plot-title", title));
         figure.appendChild(target);
-        figure.appendChild(caption);
+        figure.appendChild(details);
         container.appendChild(figure);
-        return Plotly.newPlot(target, plot.figure.data, plot.figure.layout,
+        return Plotly.newPlot(target, plot.figure.data, layout,
           { displayModeBar: false, responsive: true }).then(function () { target.classList.add("drawn"); });
       }));
     });
@@ -219,7 +238,7 @@
     ["", "measured", "estimate", "measured ÷ estimate"].forEach(function (h) { head.appendChild(el("th", "", h)); });
     table.appendChild(head);
     [["Prefill", d.prefill_ms, est.prefill_ms, est.measured_over_estimate.prefill],
-     ["TTFT", d.ttft_ms, est.ttft_ms, est.measured_over_estimate.ttft],
+     ["TTFT (estimate: prefill only)", d.ttft_ms, est.ttft_ms, est.measured_over_estimate.ttft],
      ["TPOT", d.tpot_ms, est.tpot_ms, est.measured_over_estimate.tpot]].forEach(function (row) {
       const tr = el("tr");
       tr.appendChild(el("th", "", row[0]));
@@ -229,6 +248,11 @@
       table.appendChild(tr);
     });
     box.appendChild(table);
+    // The estimate of TTFT is the prefill's floor alone; say what else the measured one holds.
+    box.appendChild(el("p", "demo-note", "The TTFT estimate is the prefill's floor and nothing else. " +
+      "The measured TTFT also holds tokenizing (" + ms(d.tokenize_ms) + "), the wait in the queue (" +
+      ms(d.queue_ms) + ") and the prefill step's host work (scheduling, sampling the first token), " +
+      "none of which the arithmetic counts."));
     const working = el("ol", "estimate-steps");
     est.steps.forEach(function (s) {
       working.appendChild(el("li", "", s.label + ": " + s.expression + " = " + s.display));
@@ -361,7 +385,13 @@
       },
       done: function (d) { kvShow(root, d); streamEnded(d.stream, "done (" + d.finish_reason + ")"); },
       finished: function (d) { kvShow(root, d); streamingResult(root, run, d.measured_vs_predicted); },
-      cancelled: function (d) { kvShow(root, d); },
+      cancelled: function (d) {
+        kvShow(root, d);
+        // The whole run stopped: no panel still streams, and none keeps a live button.
+        root.querySelectorAll(".stream:not(.ended)").forEach(function (col) {
+          streamEnded(col.dataset.stream, "cancelled with the run (" + d.reason + ")");
+        });
+      },
     };
   }
 

@@ -50,6 +50,8 @@
     const answer = root.querySelector("[data-answer]");
     const started = root.querySelector("[data-started]");
     const countdown = root.querySelector("[data-countdown]");
+    const reading = root.querySelector("[data-reading]");
+    const startButton = root.querySelector("[data-clock-start]");
     const note = root.querySelector("[data-countdown-note]");
     let state = load(key);
     if (!state && root.dataset.ownerMerged) {
@@ -76,19 +78,37 @@
       // The same interview, reloaded: its clock keeps running from when it started.
       started.value = state.started;
     } else {
+      // The clock waits for the learner: it starts at the first keystroke or at Start.
       state = {answer: state ? state.answer : "", seconds: limit, started: started.value,
-               nonce: root.dataset.nonce, startedAt: Date.now()};
+               nonce: root.dataset.nonce, loadedAt: Date.now(), startedAt: null};
     }
+    // Drafts saved before the clock waited for a keystroke started it on load.
+    if (state.loadedAt === undefined) state.loadedAt = state.startedAt;
     if (!answer.value && state.answer) {
       answer.value = state.answer;
       note.textContent = "Your answer so far was restored.";
     }
     state.answer = answer.value;
     save(key, state);
+    function clockStart() {
+      if (state.startedAt) return;
+      state.startedAt = Date.now();
+      save(key, state);
+      tick();
+    }
+    answer.addEventListener("keydown", clockStart);
     answer.addEventListener("input", () => {
+      clockStart(); // pasted or dictated text starts it too
       state.answer = answer.value;
       save(key, state);
     });
+    if (startButton) {
+      startButton.closest("[data-clock-start-row]").hidden = false;
+      startButton.addEventListener("click", () => {
+        clockStart();
+        answer.focus();
+      });
+    }
     let submitted = false;
     form.addEventListener("submit", () => {
       submitted = true;
@@ -96,7 +116,15 @@
       save(key, state); // dropped only once the server shows this interview's attempt
     });
     let warned = false;
+    let ticking = false;
     function tick() {
+      if (!state.startedAt) {
+        countdown.textContent = `${clockText(limit).replace(" left", "")} on the clock`;
+        return;
+      }
+      // What the server subtracts from its own count: the question read before the clock ran.
+      reading.value = String(Math.max(0, (state.startedAt - state.loadedAt) / 1000));
+      if (startButton) startButton.closest("[data-clock-start-row]").hidden = true;
       const left = limit - (Date.now() - state.startedAt) / 1000;
       countdown.textContent = clockText(left);
       countdown.classList.toggle("is-late", left <= 60);
@@ -116,7 +144,10 @@
         form.requestSubmit ? form.requestSubmit() : form.submit();
         return;
       }
-      if (!submitted) window.setTimeout(tick, 250);
+      if (!submitted && !ticking) {
+        ticking = true;
+        window.setTimeout(() => { ticking = false; tick(); }, 250);
+      }
     }
     tick();
   }

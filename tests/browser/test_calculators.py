@@ -70,3 +70,31 @@ def test_page_01_hundred_users_calculator_moves_the_step_time(page, live_server)
     output.locator(".plot svg.main-svg").first.wait_for(state="attached")
     drawn = output.locator(".plot").evaluate("element => element.data.map(t => t.name)")
     assert "Reading every sequence's KV" in drawn
+
+
+def test_index_filters_and_opens_a_folded_calculator(page, live_server):
+    """On /calculators/ each calculator is folded under its page and problem; the filter keeps
+    the matching ones, and opening one draws its plot and marks what a change moved."""
+    page.goto(f"{live_server.url}/calculators/")
+    page.get_by_label("Find a calculator").fill("kv cache")
+    expect(page.locator("#calculators-filter-count")).to_contain_text("of")
+    assert page.locator("#fold-kv-cache").is_visible()
+    assert not page.locator("#fold-cost").is_visible()
+    page.locator("#fold-kv-cache > summary").click()
+    output = page.locator("#calc-kv-cache-output")
+    output.locator(".plot svg.main-svg").first.wait_for(state="attached")
+    page.fill("#id_kv-cache-users", "10")
+    expect(output.locator("tr.moved").first).to_be_visible(timeout=15_000)
+    expect(output.locator("tr.moved .moved-from").first).to_contain_text("was ")
+    # The plot's numbers wait behind their toggle.
+    numbers = output.locator("details.plot-numbers").first
+    expect(numbers.locator("table.plot-table")).to_be_hidden()
+    numbers.locator("summary").click()
+    expect(numbers.locator("table.plot-table")).to_be_visible()
+    # ... and stay shown when a change re-renders the working.
+    output.evaluate("element => { element.dataset.before = 'swap'; }")
+    page.fill("#id_kv-cache-users", "20")
+    page.wait_for_function(
+        "() => { const o = document.querySelector('#calc-kv-cache-output');"
+        " return o && !o.dataset.before && o.dataset.moved; }", timeout=15_000)
+    expect(output.locator("details.plot-numbers table.plot-table").first).to_be_visible()

@@ -37,6 +37,9 @@ def test_lifecycle_run_streams_tokens_and_draws_the_timeline(page, asgi_server, 
     assert counts[-1] == tokens
     assert len(set(counts)) >= min(3, tokens)
     assert demo.locator('li[data-stage="admitted"].done').count() == 1
+    # The prefill is measured on the engine's clock: never "in 0.00 ms" (it was, before).
+    prefill = demo.locator('li[data-stage="prefill"] .stage-detail').inner_text()
+    assert re.search(r"in \d", prefill) and "in 0.00 ms" not in prefill, prefill
     finished = demo.locator('li[data-stage="finished"] .stage-detail').inner_text()
     assert re.search(r"\b[1-9]\d* blocks? freed", finished), finished
     demo.locator(".demo-timeline.drawn").wait_for()
@@ -83,3 +86,21 @@ def test_cutting_one_stream_returns_its_blocks(page, asgi_server,  # noqa: F811
     result.locator(".streaming-plot.drawn").wait_for(timeout=30_000)
     assert "predicted" in result.locator("table").inner_text()
     assert "after the click" in result.locator(".streaming-verdict").inner_text()
+
+
+def test_cancelling_the_run_ends_every_stream_panel(page, asgi_server,  # noqa: F811
+                                                    celery_worker_process):
+    """After "Cancel run" the three panels used to go on saying "streaming" with live buttons."""
+    page.goto(f"http://127.0.0.1:{asgi_server}/pages/01/")
+    demo = page.locator("#demo-streaming")
+    demo.locator("input[name=max_tokens]").fill("400")
+    demo.get_by_role("button", name="Run", exact=True).click()
+    demo.locator('.stream[data-stream="0"] .stream-text .token').first.wait_for(
+        state="attached", timeout=90_000)
+    demo.get_by_role("button", name="Cancel run").click()
+    page.wait_for_function(
+        "() => document.querySelector('#demo-streaming').dataset.runState === 'cancelled'",
+        timeout=30_000)
+    states = demo.locator(".stream .stream-state").all_inner_texts()
+    assert len(states) == 3 and not [s for s in states if s == "streaming"], states
+    assert demo.locator(".stream button:enabled").count() == 0

@@ -3,6 +3,7 @@ from its form, runs, and draws its plots; the paged pool is drawn block by block
 blocks marked; the calculators draw theirs; nothing breaks the Content-Security-Policy."""
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.demos.conftest import asgi_server  # noqa: F401  (the fixture: uvicorn on a free port)
 
@@ -60,6 +61,16 @@ def test_each_demo_on_page_02_runs_and_draws_its_plots(page, asgi_server,  # noq
     assert page.locator("#demo-attention-kernels .ak-table tbody tr").count() == 2
     pool = page.locator("#demo-paged-blocks .pb-grid .pb-block")
     assert pool.count() == 24
+    # The run over, the grid keeps the step that held the most blocks (the last step, all
+    # grey, used to be all that was left), and a scrubber moves through every step.
+    scrub = page.locator("#demo-paged-blocks .pb-scrub")
+    expect(scrub).to_be_visible()
+    expect(scrub.locator(".pb-step-text")).to_contain_text("the most blocks held")
+    assert not all(t.endswith(": free") for t in page.eval_on_selector_all(
+        "#demo-paged-blocks .pb-grid .pb-block", "cells => cells.map(c => c.title)"))
+    last = int(scrub.locator(".pb-step").get_attribute("max"))
+    scrub.locator(".pb-step").fill(str(last))
+    expect(scrub.locator(".pb-step-text")).to_contain_text(f"({last + 1} of {last + 1})")
     # After the last step every block is drawn free, with no reference mark left.
     assert page.locator("#demo-paged-blocks .pb-grid .pb-shared").count() == 0
     assert all(t.endswith(": free") for t in page.eval_on_selector_all(

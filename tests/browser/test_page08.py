@@ -18,7 +18,7 @@ document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.vi
 # (demo, {field: value} for a tiny run, plots it draws)
 DEMOS = (
     ("metrics", {"rate": "5", "duration_s": "1", "prompt_tokens": "24", "output_tokens": "3",
-                 "prefix_tokens": "16"}, 4),
+                 "prefix_tokens": "16"}, 5),
     ("benchmark", {"requests": "4", "input_tokens": "8", "output_tokens": "3",
                    "static_batch": "2"}, 3),
 )

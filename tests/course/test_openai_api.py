@@ -385,7 +385,7 @@ def test_a_stream_that_fails_still_ends_with_done():
     async def main() -> list[str]:
         early = [Event(id="1-0", type="delta", data={"text": "Hi", "tokens": 1, "index": 0})]
         return [c async for c in _stream(FailingRelay(), early, meta={}, chat=False,
-                                         include_usage=False, key_id=0)]
+                                         include_usage=False)]
 
     with ThreadPoolExecutor(1) as pool:
         chunks = pool.submit(asyncio.run, main()).result(timeout=10)

@@ -414,3 +414,45 @@ def test_an_anonymous_review_graded_late_renews_the_session(client):
     assert review.due_on > timezone.localdate() + datetime.timedelta(days=10)
     expire = Session.objects.get(session_key=key).expire_date
     assert expire > timezone.now() + datetime.timedelta(days=89)
+
+
+def test_the_clock_counts_from_the_first_keystroke_not_the_page_load(client, monkeypatch):
+    """The page says how long the question was read before the clock started (reading_s);
+    the server takes it off its own count, never more than had passed: loaded at t, submitted
+    at t + 200 s after 80 s of reading → 120 s used; a claimed 500 s of reading → 0 s, not
+    negative; garbage → the whole 200 s."""
+    import time as time_module
+
+    started = _started(client, 1)
+    now = time_module.time()
+    monkeypatch.setattr("course.practice_views.time.time", lambda: now + 200)
+    used = []
+    for reading in ("80", "500", "soon", "nan"):
+        response = client.post("/practice/1/", {"answer": f"Read {reading}.", "started": started,
+                                                "reading_s": reading})
+        assert response.status_code == 302
+        uid = response["Location"].rstrip("/").rsplit("/", 1)[-1]
+        used.append(PracticeAttempt.objects.get(uid=uid).seconds_used)
+    assert used[0] in (119, 120, 121)
+    assert used[1] == 0
+    assert used[2] in (199, 200, 201) and used[3] in (199, 200, 201)
+
+
+def test_a_point_made_in_part_counts_half(client):
+    """Ten points; two made and one in part: 2.5 of 10 = 25% heard, shown as "2 of 10, 1 in
+    part". A box ticked both ways counts as made."""
+    attempt = _submit(client, 1)
+    html = client.get(f"/practice/attempts/{attempt.uid}/").content.decode()
+    assert html.count('name="partly"') == 10
+    # The follow-up is asked before the grading form, which leads away to the history.
+    assert html.index('class="followup"') < html.index('class="points-checklist"')
+    client.post(f"/practice/attempts/{attempt.uid}/",
+                {"heard": ["0", "1"], "partly": ["2", "1"]})
+    attempt.refresh_from_db()
+    assert attempt.heard_count == 2 and attempt.partly_count == 1
+    assert attempt.share_heard == pytest.approx(0.25)
+    assert [p["partly"] for p in attempt.points][:3] == [False, False, True]
+    history = client.get("/practice/1/history/").content.decode()
+    assert "2 of 10, 1 in part" in history
+    response = client.post(f"/practice/attempts/{attempt.uid}/", {"partly": ["10"]})
+    assert response.status_code == 400

@@ -48,6 +48,24 @@ def _wait_healthy(process: subprocess.Popen, port: int, log: Path) -> None:
     assert health == (200, {"db": "ok", "redis": "ok", "workers": 2}), log.read_text()
 
 
+def _static_compressed_and_cached(port: int) -> None:
+    """Issue 35: under make run the static files went out uncompressed with max-age=0 (plotly,
+    1.07 MB, on every page with a plot). Now the page links content-hashed names, served
+    gzip-compressed and cached for good."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/pages/01/", timeout=10) as response:
+        html = response.read().decode()
+    css = re.search(r'href="(/static/css/course\.[0-9a-f]{12}\.css)"', html)
+    plotly = re.search(r'"(/static/vendor/plotly-basic-[0-9.]+/plotly-basic\.min\.[0-9a-f]{12}'
+                       r'\.js)"', html)
+    assert css and plotly, "static files are not linked under content-hashed names"
+    for path in (css.group(1), plotly.group(1)):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                         headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["Content-Encoding"] == "gzip", path
+            assert "immutable" in response.headers["Cache-Control"], path
+
+
 @pytest.mark.slow
 def test_serve_starts_everything_and_stops_everything(tmp_path):
     port = free_port()
@@ -57,6 +75,7 @@ def test_serve_starts_everything_and_stops_everything(tmp_path):
         try:
             _wait_healthy(process, port, log)
             assert (tmp_path / "db.sqlite3").exists()
+            _static_compressed_and_cached(port)
         finally:
             process.send_signal(signal.SIGINT)
             assert process.wait(timeout=60) == 0, log.read_text()

@@ -193,5 +193,7 @@ def test_a_stream_whose_worker_dies_ends_with_an_error_event_at_once():
     started = time.monotonic()
     chunks = asyncio.run(follow())
     assert time.monotonic() - started < 10
-    last = json.loads(chunks[-1].removeprefix("data: "))
+    # The error chunk, then `data: [DONE]` as every stream ends.
+    assert chunks[-1] == "data: [DONE]\n\n"
+    last = json.loads(chunks[-2].removeprefix("data: "))
     assert last["error"]["code"] == "worker_lost"

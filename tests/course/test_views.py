@@ -245,3 +245,20 @@ def test_home_rejects_post(client):
 def test_pages_are_reachable_by_name():
     assert reverse("course:page", args=["03"]) == "/pages/03/"
     assert reverse("course:progress", args=["03"]) == "/pages/03/progress"
+
+
+def test_home_says_how_progress_and_reviews_work_above_the_map(client):
+    """A newcomer reads, above the map, that a page is marked done on the page itself, that
+    doing so schedules a review a day later (then out along 1, 3, 7, 21 and 60 days), and why
+    page 03 holds problem 21: the pages group problems by topic, and 21 is past page 04's first
+    problem, 8."""
+    from course.views import problems_away
+
+    html = _text(client.get("/"))
+    map_at = html.index('<ol class="page-map">')
+    how = html[html.index('class="how-it-works"'):map_at]
+    assert "Mark this page done" in how
+    assert "due 1 day later" in how and "a ladder of 1, 3, 7, 21 and 60 days" in how
+    assert "at least 75%" in how and "under 40%" in how
+    assert "problem 21 (Multi-tenant fairness and admission control) sits on page 03" in how
+    assert [p.number for p in problems_away()][:2] == [21, 22]

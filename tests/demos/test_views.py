@@ -60,7 +60,23 @@ def test_second_run_while_one_is_active_is_409_naming_it(client):
     response = start(client, slug="streaming")
     assert response.status_code == 409
     assert response.json()["active_run_id"] == first
-    assert first in response.json()["error"]
+    # The learner reads which demo holds the run and where it is, not a raw run id.
+    body = response.json()
+    assert first not in body["error"]
+    assert "problem 1's lifecycle demo" in body["error"]
+    assert body["active_demo"] == "lifecycle"
+    assert body["active_demo_url"] == "/problems/1/#demo-lifecycle"
+
+
+def test_hardware_not_measured_yet_is_not_an_error(client):
+    """Page 06 asks for the worker's roofline on every load; before any measurement the answer
+    is a 200 saying so, not a 404 in the console."""
+    from demos.hardware import LATEST_KEY
+
+    redis().delete(LATEST_KEY)
+    response = client.get("/demos/hardware")
+    assert response.status_code == 200
+    assert response.json() == {"measured": False, "detail": "not measured yet"}
 
 
 @override_settings(DEMO_MAX_QUEUED=1)

@@ -106,6 +106,13 @@ class Command(BaseCommand):
             "PYTHONUNBUFFERED": "1",
         }
         python = sys.executable
+        if env["DJANGO_SETTINGS_MODULE"] == "course.settings.dev":
+            # Compressed, content-hashed static files (course/settings/dev.py): collected here,
+            # where only changed files are copied and compressed again.
+            self.stdout.write("Collecting the static files…")
+            env["COURSE_STATIC_COLLECTED"] = "1"
+            subprocess.run([python, "manage.py", "collectstatic", "--noinput", "-v0"],
+                           env=env, check=True, cwd=settings.BASE_DIR)
         celery = [python, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel", "INFO",
                   "--without-gossip", "--without-mingle"]
         commands = {

@@ -108,8 +108,9 @@
 
   async function latest(root) {
     const response = await fetch(root.dataset.hardwareUrl, { credentials: "same-origin" });
-    if (response.status === 200) return response.json();
-    return null;
+    if (response.status !== 200) return null;
+    const m = await response.json();
+    return m.measured === false ? null : m;
   }
 
   function wire(root) {
@@ -156,6 +157,10 @@
       }, 2000);
     });
     document.addEventListener("htmx:afterSettle", function () {
+      if (root.measurement) overlay(root, root.measurement);
+    });
+    // plots.js draws the rooflines plot when it comes into view, perhaps long after this.
+    document.addEventListener("course:plotdrawn", function () {
       if (root.measurement) overlay(root, root.measurement);
     });
   }

@@ -136,7 +136,8 @@
             const best = d.best_4bit ? row(root, d.best_4bit).children[0].textContent : null;
             root.querySelector(".quant-summary").textContent =
               (d.bytes_match ? "Every format's stored bytes equal the arithmetic's count. " : "") +
-              (best ? "Of the 4-bit formats, " + best + " moved the model's next-token distribution least (lowest mean KL) on this text." : "");
+              (best ? "Of the 4-bit formats, " + best + " moved the model's next-token distribution least (lowest mean KL) on this text. " : "") +
+              (d.bpb_note || "");
           },
           cancelled: function () { progress.textContent = "Cancelled."; },
         };

@@ -106,3 +106,29 @@ def test_time_limit_stops_the_run(serving, client, recorder):
                       ctx=recorder.context(time_limit_s=0))
     client.close()  # what the task does on any failure
     assert engine_idle(serving)
+
+
+def test_prefill_is_a_measured_duration_from_the_engine(serving, client, recorder):
+    """The engine hands out a step's events together once the step is over, so the admission
+    and the end of a one-step prefill used to get one timestamp: "Prefill 190 tokens in 0.00 ms"
+    with the prefill's time counted as queueing. Both now come from the engine's clock.
+
+    By hand: the prompt is some 30 tokens, one step's budget; that step runs the model over
+    every prompt token, which takes well over a microsecond on any machine, so the prefill is
+    > 0 ms both live (the step's time) and in the summary (first scheduled → first token), and
+    queue + prefill adds up to the engine's TTFT less tokenizing."""
+    outcome = lifecycle_run(client=client, machine=serving.machine, params=PARAMS,
+                            ctx=recorder.context())
+    summary = outcome.summary
+    live = next(d for t, _, d in recorder.events if t == "prefill")
+    assert live["ms"] > 0
+    assert summary["prefill_ms"] > 0
+    bars = {b["stage"]: b for b in summary["timeline"]}
+    assert bars["prefill"]["end_ms"] - bars["prefill"]["start_ms"] == pytest.approx(
+        summary["prefill_ms"], abs=0.01)
+    assert bars["queue"]["end_ms"] == bars["prefill"]["start_ms"]
+    engine = summary["engine_metrics"]
+    assert summary["prefill_ms"] == pytest.approx(engine["prefill_time"] * 1000, abs=0.01)
+    assert summary["ttft_ms"] == pytest.approx(
+        bars["queue"]["start_ms"] + engine["ttft"] * 1000, abs=0.01)
+    assert summary["ttft_ms"] <= summary["e2e_ms"]

@@ -86,7 +86,7 @@ def test_a_small_load_runs_to_its_summary(serving, client, recorder) -> None:
     assert s["cost"]["per_request"] == pytest.approx(price / 3600 * s["wall_s"] / s["finished"])
     assert s["cost"]["per_million_output_tokens"] == pytest.approx(
         price / 3600 * s["wall_s"] / (s["finished"] * 4) * 1e6)
-    assert len(s["plots"]) == 4 and s["note"]
+    assert len(s["plots"]) == 5 and s["note"]
     assert "vllm:generation_tokens_total" in s["metrics_text"]
     assert "vllm:request_time_per_output_token_seconds_count" in s["metrics_text"]
     # Each tick carries the worker's /metrics lines as they stood, counting up; the last tick
@@ -115,7 +115,7 @@ def test_a_load_past_the_time_limit_is_cut_short_and_summarised(serving, client,
     assert outcome.state == "finished" and s["cut_short"]["sent"] < s["requests"]
     assert s["finished"] == s["cut_short"]["sent"] - s["cut_short"]["unfinished"]
     assert s["note"].startswith("This load was cut short")
-    assert len(s["plots"]) == 4
+    assert len(s["plots"]) == 5
     assert engine_idle(serving)
 
 
@@ -126,3 +126,27 @@ def test_a_cancel_stops_the_load_and_frees_the_engine(serving, client, recorder)
                     params={**SMALL, "duration_s": 3.0}, ctx=recorder.context())
     client.close()
     assert engine_idle(serving)
+
+
+def test_each_plot_has_one_unit_on_its_axis() -> None:
+    """Issue 35: tokens/s (~153), requests in the engine (0.66) and a hit rate (31%) shared one
+    axis, so the Little's-law bars were invisible. Now each quantity is set against its own
+    prediction: 150 of 160 tokens/s → 0.9375, 0.66 of 0.6 requests → 1.1, 31% of 40% → 0.775,
+    on one unitless axis, with the values and their units in the table."""
+    from demos.runners.metrics import _plots
+
+    tick = {"t": 1.0, "ttft": {"p50": 0.1, "p99": 0.2}, "tpot": {"p50": 0.01, "p99": 0.02},
+            "e2e": {"p50": 0.3, "p99": 0.4}, "waiting": 1, "running": 2, "kv_usage": 0.5,
+            "hit_rate": 0.31, "tokens_per_s": 150.0}
+    plots = _plots([tick, {**tick, "t": 2.0}],
+                   predicted={"tokens_per_s": 160.0, "in_system": 0.6, "hit_rate": 0.4},
+                   measured={"tokens_per_s": 150.0, "in_system": 0.66, "hit_rate": 0.31})
+    titles = [p["figure"]["layout"]["yaxis"]["title"]["text"] for p in plots[1:3]]
+    assert titles == ["requests", "%"]
+    compare = plots[-1]
+    bars = compare["figure"]["data"][0]
+    values = bars["x"] if bars.get("orientation") == "h" else bars["y"]
+    assert [round(v, 4) for v in values] == [0.9375, 1.1, 0.775]
+    rows = compare["table"]["rows"]
+    assert rows[0][2:4] == ["150 tokens/s", "160 tokens/s"]
+    assert rows[2][2:4] == ["31%", "40%"]

@@ -104,3 +104,27 @@ def test_the_speculative_note_says_why_prompt_lookup_was_refused() -> None:
     assert "prompt lookup had its guesses kept 0% of the time" in refused
     assert "kept only when the answer repeats text that is already there" in refused
     assert "repeats text" not in note(0.75)
+
+
+def test_the_speculative_note_explains_acceptance_that_does_not_fall_as_alpha_to_the_j() -> None:
+    """Issue 35: measured acceptance was flat near 37% at every position while α^j fell to 2%,
+    and the note said "38% of first guesses" and then "α 75%" without saying why. Here 38%,
+    36%, 35%, 34% kept at positions 1–4: given the earlier ones, 36/38 = 95%, 35/36 = 97%,
+    34/35 = 97% (mean 96%, far above α = 38%), where α^4 = 2%; and each α is named with the
+    run it came from."""
+    rates = [0.38, 0.36, 0.35, 0.34]
+    kept = speculative._kept_given_previous(rates)
+    assert [round(k, 3) for k in kept] == [0.38, 0.947, 0.972, 0.971]
+    speeds = [{"k": 4, "spec_step_ms_one": 2.0, "plain_step_ms_one": 1.0,
+               "predicted_one": 2.1, "alpha_one": 0.75, "alpha_large": 0.4,
+               "predicted_large": 2.0, "speedup_one": 0.9, "speedup_large": 0.5}]
+    text = speculative._note(alpha=0.38, c=0.0, speeds=speeds, large=8, drafter="model",
+                             compare=[], identical=True, rates=rates)
+    assert "34% of steps had all 4 guesses kept, where α^j with α = 38% expects 2%" in text
+    assert "each later one was kept 96% of the time on average, not α" in text
+    assert "α = 75% on the batch-1 run's one prompt, against 38% over all four" in text
+    assert "(α = 40%)" in text
+    # Guesses that do behave as independent tosses are said to.
+    even = speculative._note(alpha=0.5, c=0.0, speeds=speeds, large=8, drafter="model",
+                             compare=[], identical=True, rates=[0.5, 0.25, 0.125])
+    assert "about as independent tosses" in even

@@ -114,7 +114,12 @@ def test_tenants_overloaded_by_hand():
     assert r["heavy_capacity_rate"] == 34
     assert r["heavy_excess_rate"] == 2
     assert r["heavy_wait_seconds"] == pytest.approx(64 / 34)
-    assert r["heavy_refused_share"] == pytest.approx(2 / 36)
+    # An M/M/1/K queue at ρ_h = 36/34, K = 64: (1 − 1/ρ_h) ÷ (1 − ρ_h^−65) = 0.0556 ÷ 0.976 =
+    # 5.69%, a little over the fluid excess 2/36 = 5.56%.
+    rho_h = 36 / 34
+    assert r["heavy_refused_share"] == pytest.approx((1 - 1 / rho_h) / (1 - rho_h ** -65))
+    assert r["heavy_refused_share"] == pytest.approx(0.0569, abs=5e-5)
+    assert r["heavy_fluid_refused_share"] == pytest.approx(2 / 36)
     assert r["bucket_rate_tokens"] == 5_000
     assert r["bucket_depth_tokens"] == 10_000
     assert r["retry_after_seconds"] == pytest.approx(0.1)
@@ -148,7 +153,8 @@ def test_tenants_under_capacity_by_hand():
     assert r["fcfs_stable"] and r["fcfs_settled"]
     assert r["fcfs_wait_seconds"] == pytest.approx(0.65 / 14)
     assert r["fcfs_wait_after_overload_seconds"] == pytest.approx(0.65 / 14)
-    assert r["heavy_stable"] and r["heavy_refused_share"] == 0
+    # ρ_h = 20/34 with a bound of 64: (1 − ρ) ρ^64 ≈ 7×10⁻¹⁶, nothing to speak of.
+    assert r["heavy_stable"] and r["heavy_refused_share"] == pytest.approx(0, abs=1e-12)
     assert r["light_wait_seconds"] == pytest.approx(0.01625 / 0.85)
     assert r["heavy_wait_seconds"] == pytest.approx(0.01625 / (0.85 * 0.35))
     assert r["heavy_wait_seconds"] > r["fcfs_wait_seconds"] > r["light_wait_seconds"]
@@ -210,3 +216,20 @@ def test_seat_waits_by_hand():
     assert w["fair"] == [7.0, 5.0]
     # After the burst is done nobody waits.
     assert seat_waits_steps(heavy=2, seats=2, service_steps=5, arrivals=[9])["fair"] == [0.0]
+
+
+def test_a_short_queue_bound_refuses_what_random_bursts_fill_it_with():
+    """Found on the fresh review: at a queue bound of 1 the page said 5.56% of the heavy
+    tenant's requests are refused, the fluid excess 2/36, which holds only for a long bound. As
+    an M/M/1/K queue with K = 1 at ρ_h = 36/34 the blocked share is ρ ÷ (1 + ρ) = 36/70 =
+    51.4%; below capacity, at 33.9 against 34 with K = 8, it is (1 − ρ) ρ⁸ ÷ (1 − ρ⁹) ≈ 11%,
+    where the fluid model said none."""
+    r = tenant_fairness(queue_bound=1)
+    assert r["heavy_refused_share"] == pytest.approx(36 / 70)
+    near = tenant_fairness(heavy_rate=33.9, queue_bound=8)
+    rho = 33.9 / 34
+    assert near["heavy_refused_share"] == pytest.approx((1 - rho) * rho**8 / (1 - rho**9))
+    assert near["heavy_refused_share"] == pytest.approx(0.11, abs=0.005)
+    # At ρ = 1 exactly the formula's limit, 1 ÷ (K + 1).
+    assert tenant_fairness(heavy_rate=34, queue_bound=64)["heavy_refused_share"] == (
+        pytest.approx(1 / 65))

@@ -218,7 +218,8 @@ def test_mla_is_compared_like_for_like_and_per_gpu(client) -> None:
     assert "each GPU keeps 92,160 B per token against 40,960 B" in worked
     assert "(2.25× more): MLA wins per GPU only with data-parallel attention" in worked
     answer = section_text(client, "answer")
-    assert "would be 92,160 B per token, 3.56× less, but only with data-parallel" in answer
+    assert ("would be 92,160 B per token, 3.56× less, but it saves memory per GPU only with "
+            "data-parallel attention") in answer
 
 
 def test_deepseek_v3_names_its_fp8_checkpoint(client) -> None:
@@ -274,3 +275,96 @@ def test_the_reserve_is_named_as_measured_at_tp_one(client) -> None:
     worked = section_text(client, "worked")
     assert "vLLM's measured figure at tensor parallel 1" in worked
     assert "NCCL's buffers add more" in worked and "slightly optimistic" in worked
+
+
+def test_offload_and_recompute_are_timed_on_a_node_that_holds_the_model(client) -> None:
+    """Found on the fresh review: at Llama 3.1 405B the page timed recomputing a user on "an
+    8-GPU H100 node" that its own fit check says cannot hold one user (812 GB of BF16 weights
+    ÷ 8 = 101.5 GB > 0.9 × 85.5 GB). The first node that does is eight H200s (14 users), so:
+    by hand, 126 × 2 × 8 × 128 × 2 = 516,096 B per token × 32,768 ÷ 8 GPUs = 2.11 GB on each,
+    ÷ (64 GB/s × 0.8) = 41.3 ms back over PCIe, and 2.11 GB ÷ 4.8 TB/s = 440 µs from HBM."""
+    worked = section_text(client, "worked", "?p03-kv-model=llama-3.1-405b")
+    assert "H100 node at an assumed" not in worked
+    assert "recomputing it as a prefill on those 8 H200s" in worked
+    assert "440 µs from HBM across the replica against 41.3 ms over PCIe" in worked
+    # Nothing holds DeepSeek-V3 in BF16 on eight of any of them: the page says so.
+    v3 = section_text(client, "worked", "?p03-kv-model=deepseek-v3")
+    assert "No 8-GPU node of H100 SXMs, H200s or B200s holds the weights and one user" in v3
+    # Qwen2.5 7B's node is two tp-4 replicas: one user's prefill runs on 4 GPUs, not 8
+    # (about twice the 8-GPU figure), and its cache comes back over those 4 links.
+    qwen = api(client, model="qwen2.5-7b")
+    eight = api(client, model="llama-2-7b", tokens=4096, mean_tokens=2048)
+    assert qwen["offload_tp"] == 4 and eight["offload_tp"] == 8
+    assert "on those 4 H100 SXMs" in section_text(client, "worked", "?p03-kv-model=qwen2.5-7b")
+
+
+def test_the_mla_sentence_follows_which_side_wins_per_gpu(client) -> None:
+    """Found on the fresh review: at Llama 2 7B the answer said MLA's latent saves memory "only
+    with data-parallel attention", though under tp 8 its latent (32 × 576 × 2 = 36,864 B per
+    token, whole on each GPU) is still less than Llama 2 7B's 524,288 ÷ 8 = 65,536 B per GPU."""
+    query = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    answer = section_text(client, "answer", query)
+    assert "only with data-parallel attention" not in answer
+    assert ("14.2× less, and less per GPU even under tensor parallelism, where every GPU keeps "
+            "the whole latent: 36,864 B per token against 65,536 B") in answer
+
+
+def test_the_answer_does_not_derive_the_gpu_count_from_the_node(client) -> None:
+    """Found on the fresh review: "one 8-GPU node ... seats about 268 users at full context, so I
+    need 4 GPUs" (Llama 2 7B at 4,096 tokens): 4 GPUs come from 4 replicas of tp 1 (28 users
+    each: 0.9 × 85.5 − 13.5 − 3.3 = 60.2 GB ÷ 2.15 GB), not from the node's layout."""
+    query = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048"
+    answer = section_text(client, "answer", query)
+    assert "so I need" not in answer
+    assert "seating all 100 users takes 4 GPUs (4 replicas of tensor parallel 1)" in answer
+    one = section_text(client, "answer", "?p03-kv-users=1&p03-kv-tokens=131072")
+    assert "seating the one user takes 4 GPUs (1 replica of tensor parallel 4)" in one
+
+
+def test_an_mla_model_has_no_rows_comparing_its_latent_with_itself(client) -> None:
+    """Found on the fresh review: DeepSeek-V3's working showed "70,272 B split over 8 GPUs
+    (where its KV heads allow) ... 70,272 B against 70,272 B per token"."""
+    worked = section_text(client, "worked", "?p03-kv-model=deepseek-v3")
+    assert "this model against MLA" not in worked
+    assert "MLA at this model's layer count" not in worked
+
+
+def test_a_lever_that_saves_nothing_says_so(client) -> None:
+    """Found on the fresh review: Llama 2 7B at 4,096 tokens with a 4,096-token window and a
+    mean of 4,096 showed both levers at the baseline's 215 GB (524,288 B × 4,096 × 100) with
+    their usual costs, as if they helped."""
+    query = "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=4096"
+    worked = section_text(client, "worked", query)
+    assert "no saving: the mean is the maximum, 4,096 tokens" in worked
+    assert ("no saving at this context: the window is not shorter than the 4,096 tokens each "
+            "user holds") in worked
+    assert "no saving at this context: no layer has the window" in section_text(
+        client, "worked", "?p03-kv-window_share=0")
+    one = section_text(client, "worked", "?p03-kv-users=1&p03-kv-tokens=131072")
+    assert "For 1 user: 42.9 GB" in one and "All users" not in one
+
+
+def test_mla_is_not_offered_as_a_saving_where_it_would_cache_more(client) -> None:
+    """Found on the fresh review: course-lm caches 6 layers × 2 × 4 KV heads × 32 × 4 B =
+    6,144 B per token; DeepSeek-V3's latent at its 6 layers in FP32 is 6 × 576 × 4 = 13,824 B,
+    2.25× more, yet the answer said MLA "saves memory per GPU only with data-parallel
+    attention", as if it saved memory at all."""
+    query = "?p03-kv-model=course-lm&p03-kv-tokens=1024&p03-kv-mean_tokens=512"
+    answer = section_text(client, "answer", query)
+    assert "saves memory per GPU" not in answer
+    assert "would be 13,824 B per token, 2.25× more than its own cache" in answer
+    worked = section_text(client, "worked", query)
+    assert "no saving: with KV heads this small" in worked
+    assert "MLA wins per GPU" not in worked
+
+
+def test_the_pipeline_example_starts_where_heads_stop_splitting(client) -> None:
+    """Found on the fresh review: for Llama 2 7B (32 KV heads) the hint said that "past" the
+    KV-head count tp 8 × pp 2 over 16 GPUs keeps 32,768 B per token, which tp 16 alone also
+    keeps (524,288 ÷ 16). Past 32 heads the example is tp 32 × pp 2 over 64 GPUs:
+    524,288 ÷ 32 ÷ 2 = 8,192 B. At the defaults it stays tp 8 × pp 2: 327,680 ÷ 16 = 20,480 B."""
+    follow = section_text(client, "followups",
+                          "?p03-kv-model=llama-2-7b&p03-kv-tokens=4096&p03-kv-mean_tokens=2048")
+    assert "parallel 32 × pipeline parallel 2 over 64 GPUs keeps 8,192 B per token" in follow
+    assert "parallel 8 × pipeline parallel 2 over 16 GPUs keeps 20,480 B per token" in (
+        section_text(client, "followups"))

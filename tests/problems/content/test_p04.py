@@ -169,3 +169,50 @@ def test_the_page_says_how_vllm_shares_today_and_names_the_alternatives(client) 
     assert "today's vLLM (V1) fans n samples out" in answer
     followups = section_text(client, "followups")
     assert "(V1) only recomputes" in followups
+
+
+def test_a_cap_that_binds_for_every_policy_is_not_called_a_gain(client) -> None:
+    """Found on the fresh review: with max_num_seqs 1 (short chats, 100:200:100) every policy
+    runs 1 sequence, yet the page said paged blocks "seat 1× the sequences ... and throughput
+    rises about as much, 1×: ... more sequences share the same weight reads". By hand the
+    memory would hold 57.6 GB ÷ (258 tokens × 131,072 B) = 1,704 sequences; the cap holds both
+    policies to 1, so paging adds no sequence and no throughput."""
+    query = "?p04-paging-mix=100:200:100&p04-paging-max_num_seqs=1"
+    worked = section_text(client, "worked", query)
+    assert "more sequences share the same weight reads" not in worked
+    assert "seat 1×" not in worked
+    assert "run the same 1 sequence as reserving 8,192 tokens" in worked
+    assert "memory would hold 1,704 sequences" in worked
+    answer = section_text(client, "answer", query)
+    assert "1× the batch" not in answer and "binds before memory does" in answer
+
+
+def test_the_cache_format_takes_its_article(client) -> None:
+    """Found on the fresh review: "with a FP8 (E4M3) cache" and "with a FP32 (the course's CPU
+    demo model only) cache"."""
+    fp8 = section_text(client, "worked", "?p04-paging-kv_dtype=fp8")
+    assert "with an FP8 (E4M3) cache" in fp8 and "a FP8" not in fp8
+    course = section_text(client, "worked", "?p04-paging-model=course-lm&p04-paging-max_len=256"
+                          "&p04-paging-mix=100:40:40")
+    assert "with an FP32 cache" in course
+
+
+def test_a_mix_near_the_maximum_is_not_explained_by_the_weights(client) -> None:
+    """Found on the fresh review: with 8,000-token prompts and 100-token answers under an
+    8,192-token maximum, paging seats 54 sequences against 53 (1.02×), and the page said
+    throughput rises "about as much, 1×: the weights dominate each step", though the step is
+    21.5 ms of which the weights' read is 15 GB ÷ 3.35 TB/s ≈ 4.5 ms. The reason is that the
+    requests nearly reach the maximum: 8,050 held on average of 8,192 reserved."""
+    query = "?p04-paging-mix=100:8000:100"
+    worked = section_text(client, "worked", query)
+    assert "the weights dominate each step" not in worked
+    assert "seat about as many sequences as reserving 8,192 tokens (1.02×)" in worked
+    assert "nearly reach the maximum" in section_text(client, "answer", query)
+
+
+def test_a_throughput_that_does_not_rise_is_not_said_to_rise(client) -> None:
+    """Found on the fresh review: at 1% MFU every policy's step is compute-bound and each runs
+    617 tokens/s (53 sequences ÷ 85.9 ms; 222 ÷ 360 ms), yet the page said throughput "rises
+    only 1×"."""
+    worked = section_text(client, "worked", "?p04-paging-mfu=0.01")
+    assert "rises only 1×" not in worked and "throughput does not rise at all (1×)" in worked

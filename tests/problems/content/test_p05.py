@@ -121,7 +121,8 @@ def test_the_tile_hint_computes_its_sizes(client) -> None:
     160 KiB, and a smaller head_dim shrinks them (the words follow the inputs)."""
     follow = section_text(client, "followups")
     assert "64 rows take 80 KiB and tiles of 128 rows 160 KiB" in follow
-    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32")
+    small = section_text(client, "followups", "?p05-attn-model=course-lm&p05-attn-dtype=fp32"
+                         "&p05-attn-tokens=1024")
     assert "80 KiB" not in small
 
 
@@ -213,7 +214,7 @@ def test_decode_reads_each_kv_head_once_only_when_the_kernel_packs_gqa(client) -
     assert "PackGQA" in text and "loads every KV head 8 times per step" in text
     assert "at about 8 FLOP per byte" in text
     # Llama 2 7B has one KV head per query head: no packing to speak of.
-    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b")
+    mha = section_text(client, "tradeoffs", "?p05-attn-model=llama-2-7b&p05-attn-tokens=4096")
     assert "one KV head per query head, so each is loaded once per step by any kernel" in mha
 
 
@@ -237,3 +238,47 @@ def test_the_learners_own_length_is_always_on_the_plots() -> None:
         assert [m.x for m in plot.marks] == [128] and "your 128 tokens" in plot.marks[0].label
     plot = p05.time_plot(inputs={**inputs, "tokens": 1_000}, result=None)
     assert 1_000 in plot.series[0].x and plot.marks[0].x == 1_000
+
+
+def test_one_tile_and_a_tiny_sequence_read_right(client) -> None:
+    """Found on the fresh review: at 64 tokens of course-lm with tiles of 128 rows the page said
+    the fused intensity is "far higher when each tensor moves once", though one tile reads K and
+    V once either way (131,072 B both, 4.2×10⁶ FLOP ÷ 131,072 B = 32 FLOP/B both); at one token
+    it said the standard path moves "1.01× the bytes" (66,048 ÷ 65,536). At the defaults the
+    each-once intensity is now given: 3.5×10¹³ FLOP ÷ 2.15 GB = N ÷ 2 = 16,384 FLOP/B."""
+    small = section_text(client, "worked", "?p05-attn-model=course-lm&p05-attn-gpu=b200"
+                         "&p05-attn-tokens=64")
+    assert "far higher" not in small
+    assert "the whole sequence is one tile of queries" in small
+    one = section_text(client, "worked", "?p05-attn-tokens=1&p05-attn-tile_rows=1")
+    assert "moves about the same bytes as the tiled kernel here (1.01×)" in one
+    assert "16,384 when each tensor moves once" in section_text(client, "worked")
+
+
+def test_a_prefill_past_the_models_window_is_refused(client) -> None:
+    """Found on the fresh review: Llama 3.1 405B "prefilling 64 sequences of 1,000,000 tokens"
+    was worked through, though its window is 131,072 tokens; the form now refuses it beside
+    the field, as problem 3 does, and the plots stop at the model's window."""
+    body = client.get("/api/calc/attention-io", {"model": "llama-3.1-405b", "tokens": 1_000_000})
+    assert body.status_code == 400 and b"context window of 131,072 tokens" in body.content
+    worked = section_text(client, "worked",
+                          "?p05-attn-model=llama-3.1-405b&p05-attn-tokens=1000000")
+    assert "were refused" in worked and "1,000,000 tokens exceeds" in worked
+    # Llama 2 7B's plots end at its 4,096-token window.
+    text = section_text(client, "worked", "?p05-attn-model=llama-2-7b&p05-attn-tokens=512")
+    assert "| 4,096 |" in text or "4,096" in text
+    assert "131,072" not in text
+
+
+def test_a_one_token_prefill_is_not_called_faster_or_lighter(client) -> None:
+    """Found on the fresh review: at one token the standard path moves 66,048 B against the
+    fused kernel's 65,536 B (1.01×), and the page said the fused kernel is "1.01× faster" and
+    moves "1.01× less traffic", a difference no floor can show."""
+    query = "?p05-attn-tokens=1&p05-attn-tile_rows=1"
+    worked = section_text(client, "worked", query)
+    assert "1.01× faster" not in worked and "The fused kernel is no faster" in worked
+    answer = section_text(client, "answer", query)
+    assert "1.01× less" not in answer
+    assert "about the same traffic as the standard path at this length" in answer
+    assert "where the scores are too small to matter" in answer
+    assert "257× less traffic" in section_text(client, "answer")

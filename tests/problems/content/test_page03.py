@@ -128,7 +128,7 @@ def test_p21_worked_figures_equal_the_api(client) -> None:
     assert r["fcfs_wait_seconds"] is None and not r["fcfs_stable"]
     assert seconds_format(r["fcfs_wait_after_overload_seconds"]) in worked
     assert f"ρ_light), {seconds_format(r['light_wait_seconds'])}" in worked
-    assert f"stays below {seconds_format(r['light_wait_bound_seconds'])}" in worked
+    assert f"stays at or below {seconds_format(r['light_wait_bound_seconds'])}" in worked
     assert percent_format(r["heavy_refused_share"]) in worked
     assert "5,000 tokens/s, 10,000 tokens deep" in worked
 
@@ -429,3 +429,128 @@ def test_p21_equal_rates_move_no_waiting(client) -> None:
     page said fairness 'moves waiting from the light tenants to the heavy one'."""
     worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=2")
     assert "favours nobody" in worked and "moves waiting" not in worked
+
+
+def test_p07_the_rule_of_thumb_is_faulted_only_where_attention_is_large(client) -> None:
+    """Found on the fresh review: at a 1,000-token prompt on Llama 3.1 8B the page said two
+    FLOPs per parameter per token "would miss" attention, which is 1.84% of the prefill there
+    (by hand: 524,288 FLOP per pair × 1,000 × 1,001 ÷ 2 = 2.6×10¹¹ against 2 × 6.98×10⁹ ×
+    1,000 = 1.4×10¹³). At the default 100,000 tokens attention is 65.3% and the rule does."""
+    short = section_text(client, 7, "worked", "?p07-long-prompt_tokens=1000")
+    assert "would miss it" not in short
+    assert "at this length the rule of thumb of two FLOPs per parameter per token is close" in short
+    assert "would miss it" in section_text(client, 7, "worked")
+
+
+def test_p07_one_chunk_and_two_near_equal_chunks_read_right(client) -> None:
+    """Found on the fresh review: a 1,000-token prompt (one chunk of the 2,016 a 2,048 budget
+    leaves) read "the first chunk's step ... the largest chunk's step, late in the prompt"; Llama
+    2 7B's 4,000 tokens in two chunks of 2,047 read "the later chunks cost 1.03× the first
+    because they attend to more of the prompt" (57.4 ms ÷ 55.8 ms); with no streams decoding the
+    budget was left "after the decodes' one token each"."""
+    one = section_text(client, 7, "worked", "?p07-long-prompt_tokens=1000")
+    assert "late in the prompt" not in one and "The prompt's one step takes 29.8 ms" in one
+    two = section_text(client, 7, "worked", "?p07-long-model=llama-2-7b&p07-long-prompt_tokens=4000"
+                       "&p07-long-decode_batch=1")
+    assert "The later chunks cost" not in two
+    assert "The last chunk's step is barely longer than the first's (1.03×)" in two
+    idle = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
+    assert "after the decodes' one token each" not in idle
+    assert "2,048 tokens for the prompt, with no decodes to carry" in idle
+
+
+def test_p06_the_batch_set_beside_this_one_is_larger_or_smaller_as_it_is(client) -> None:
+    """Found on the fresh review: at a batch of 100,000 the page said "a larger batch draws a
+    longer longest: at 256 sequences ...". From 256 up it now sets a smaller batch beside it:
+    by hand, the longest of 8 uniform draws on [16, 1,024] is 16 + 1,008 × 8 ÷ 9 = 912 tokens,
+    912 ÷ 520 = 1.75×."""
+    big = section_text(client, 6, "worked", "?p06-batching-batch=256")
+    assert "A larger batch" not in big
+    assert "A smaller batch draws a shorter longest: at 8 sequences the ratio is 1.75×" in big
+    assert "A larger batch draws a longer longest: at 256 sequences the ratio is 1.96×" in (
+        section_text(client, 6, "worked"))
+
+
+def test_p06_equal_lengths_are_not_called_a_spread(client) -> None:
+    """Found on the fresh review: shortest = longest = 500 read "spread evenly between 500 tokens
+    and 500 tokens" and "an exponential tail of mean 256 tokens gives 1× (the mean is 500
+    tokens)"; with no spread both schedules run alike, 500 ÷ 500 = 1×."""
+    same = section_text(client, 6, "worked",
+                        "?p06-batching-output_min=500&p06-batching-output_max=500")
+    assert "spread evenly between 500 tokens and 500 tokens" not in same
+    assert "all 500 tokens long" in same
+    assert "exponential tail of mean" not in same and "run alike (1×)" in same
+
+
+def test_p21_a_short_bound_refuses_far_more_than_the_excess(client) -> None:
+    """Found on the fresh review: with a queue bound of 1 the worked answer said the excess is
+    refused with 429 "(5.56% of its requests)", 2 ÷ 36; an M/M/1/K queue of one place at
+    ρ_h = 36/34 refuses ρ ÷ (1 + ρ) = 51.4%."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-queue_bound=1")
+    assert "refused with 429: 51.4% of its requests" in worked
+    assert "would say 5.56%" in worked
+    near = section_text(client, 21, "worked",
+                        "?p21-tenants-heavy_rate=33.9&p21-tenants-queue_bound=8")
+    assert "this fluid model does not count those refusals" not in near
+    assert "even below capacity: 11% of its requests" in near
+
+
+def test_p21_one_request_per_second_is_singular(client) -> None:
+    """Found on the fresh review: one light tenant at 1 req/s read "1 light tenant sends 1
+    requests/s"."""
+    worked = section_text(client, 21, "worked",
+                          "?p21-tenants-light_tenants=1&p21-tenants-light_rate=1")
+    assert "1 light tenant sends 1 request/s;" in worked
+    assert "1 requests/s" not in worked
+
+
+def test_p07_a_chunking_cost_past_doubling_is_a_multiple(client) -> None:
+    """Found on the fresh review: course-lm's 900-token prompt in chunks of 32 (a budget of 64
+    less 32 decodes) read "Chunking costs it 1,238%"; its chunked TTFT, 289 µs, is 13.4 times
+    the one pass's 21.6 µs, each of 29 steps paying a full weight read."""
+    worked = section_text(client, 7, "worked", "?p07-long-model=course-lm"
+                          "&p07-long-prompt_tokens=900&p07-long-decode_context_tokens=100"
+                          "&p07-long-token_budget=64")
+    assert "1,238%" not in worked
+    assert "Chunking costs it 13.4× its one-pass TTFT" in worked
+    assert "Chunking costs it 0.627%" in section_text(client, 7, "worked")
+
+
+def test_p21_the_bound_on_the_heavy_wait_is_called_a_bound(client) -> None:
+    """Found on the fresh review: at the defaults the heavy tenant's 64 queued ÷ 34/s = 1.88 s
+    is Little's law at a full queue, the longest it waits, yet the worked answer said it waits
+    "about" that and the model answer "here 1.88 s"."""
+    worked = section_text(client, 21, "worked")
+    assert "wait at most bound ÷ service rate = 1.88 s" in worked
+    answer = section_text(client, 21, "answer")
+    assert "here up to 1.88 s for the heavy tenant" in answer
+    # Below capacity its wait is the priority formula's, not a bound: 16.25 ÷ (0.85 × 0.35).
+    assert "here 54.6 ms for the heavy tenant" in section_text(
+        client, 21, "answer", "?p21-tenants-heavy_rate=20")
+
+
+def test_p21_a_load_at_capacity_is_not_called_an_excess(client) -> None:
+    """Found on the fresh review: at a heavy rate of 34 the load is 34 + 3 × 2 = 40 requests/s
+    = μ, yet the page said "the load exceeds capacity ... every tenant's wait by 0 seconds per
+    second of overload". At ρ = 1 the backlog has no drift; the diffusion alone gives
+    √(2 × 80 × 60 ÷ π) ≈ 55 requests after 60 s, 55.3 ÷ 40 = 1.38 s."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=34")
+    assert "exceeds capacity" not in worked and "0 seconds per second" not in worked
+    assert "The load equals capacity" in worked and "55.3 requests" in worked
+
+
+def test_p21_a_heavy_tenant_exactly_at_its_capacity_has_no_excess(client) -> None:
+    """Found on the fresh review: at 34 requests/s, exactly the 40 − 3 × 2 the light tenants
+    leave, the page said "It sends 0 requests/s more than that". With ρ_h = 1 an M/M/1/K queue
+    of 64 refuses 1 ÷ 65 = 1.54%."""
+    worked = section_text(client, 21, "worked", "?p21-tenants-heavy_rate=34")
+    assert "0 requests/s more" not in worked
+    assert "It sends exactly that, so on average it has no excess" in worked
+    assert "refused with 429: 1.54% of its requests" in worked
+
+
+def test_p21_the_light_bound_is_reached_when_the_replica_is_always_busy(client) -> None:
+    """Found on the fresh review: past capacity a light tenant waits exactly (1 ÷ 40) ÷ (1 −
+    0.15) = 29.4 ms, the bound itself, yet the page said its wait "stays below 29.4 ms"."""
+    worked = section_text(client, 21, "worked")
+    assert "stays below" not in worked and "stays at or below 29.4 ms" in worked
