@@ -175,14 +175,15 @@ def test_a_cap_that_binds_for_every_policy_is_not_called_a_gain(client) -> None:
     """Found on the fresh review: with max_num_seqs 1 (short chats, 100:200:100) every policy
     runs 1 sequence, yet the page said paged blocks "seat 1× the sequences ... and throughput
     rises about as much, 1×: ... more sequences share the same weight reads". By hand the
-    memory would hold 57.6 GB ÷ (258 tokens × 131,072 B) = 1,704 sequences; the cap holds both
-    policies to 1, so paging adds no sequence and no throughput."""
+    memory would hold 57.2 GB (0.9 × CUDA's 79.22 GiB − 16.06 − 3.3) ÷ (258 tokens × 131,072 B)
+    = 1,691 sequences; the cap holds both policies to 1, so paging adds no sequence and no
+    throughput."""
     query = "?p04-paging-mix=100:200:100&p04-paging-max_num_seqs=1"
     worked = section_text(client, "worked", query)
     assert "more sequences share the same weight reads" not in worked
     assert "seat 1×" not in worked
     assert "run the same 1 sequence as reserving 8,192 tokens" in worked
-    assert "memory would hold 1,704 sequences" in worked
+    assert "memory would hold 1,691 sequences" in worked
     answer = section_text(client, "answer", query)
     assert "1× the batch" not in answer and "binds before memory does" in answer
 
