@@ -19,21 +19,22 @@ def rows_at(**inputs):
 
 
 def test_the_baseline_and_the_first_two_levers():
-    """Batching lifts the cap: ⌊203.59⌋ = 203 sequences fit; the step reads 34,751,516,672 +
-    203 × 180,224,000 = 71,336,988,672 B, 26.618 ms at 2.68 TB/s; 203 ÷ that = 7,626 tokens/s;
-    output $0.0027778 ÷ 7,626.4 ÷ 0.35 × 10⁶ = $1.0407; blended (1,119.11 + 416.27) ÷ 2,400 =
-    $0.63974, 22.3% off. FP8 weights and KV: 18,163,763,200 B of weights per GPU leave
-    53,804,965,785.6 B, ⌊÷ (40,960 × 2,200)⌋ = 597 sequences; input at the FP8 rate halves to
-    $0.27978."""
+    """Batching lifts the cap: each H100 may use 0.9 × CUDA's 79.22 GiB − 5 GB =
+    71,555,644,567.3 B, less 35,276,853,248 B of weights leaves 36,278,791,319.3 B, ⌊÷
+    180,224,000⌋ = ⌊201.3⌋ = 201 sequences fit; the step reads 34,751,516,672 + 201 × 180,224,000
+    = 70,976,540,672 B, 26.484 ms at 2.68 TB/s; 201 ÷ that = 7,589.5 tokens/s; output
+    $0.0027778 ÷ 7,589.5 ÷ 0.35 × 10⁶ = $1.0457; blended (1,119.11 + 418.29) ÷ 2,400 = $0.64058,
+    22.2% off. FP8 weights and KV: 18,163,763,200 B of weights per GPU leave 53,391,881,367.3 B,
+    ⌊÷ (40,960 × 2,200)⌋ = 592 sequences; input at the FP8 rate halves to $0.27978."""
     rows = rows_at()
     assert rows["baseline"]["blended"] == pytest.approx(0.82325, rel=1e-4)
     batching = rows["batching"]
-    assert batching["costs"]["big"]["batch"] == 203
-    assert batching["costs"]["big"]["step_seconds"] == pytest.approx(26.618e-3, rel=1e-4)
-    assert batching["blended"] == pytest.approx(0.63974, rel=1e-4)
-    assert batching["cut"] == pytest.approx(0.2229, abs=1e-4)
+    assert batching["costs"]["big"]["batch"] == 201
+    assert batching["costs"]["big"]["step_seconds"] == pytest.approx(26.484e-3, rel=1e-4)
+    assert batching["blended"] == pytest.approx(0.64058, rel=1e-4)
+    assert batching["cut"] == pytest.approx(0.2219, abs=1e-4)
     fp8 = rows["fp8"]
-    assert fp8["costs"]["big"]["batch"] == 597
+    assert fp8["costs"]["big"]["batch"] == 592
     assert fp8["in"] == pytest.approx(0.27978, rel=1e-4)
 
 

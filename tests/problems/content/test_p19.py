@@ -89,11 +89,12 @@ def test_sources_are_titled_links() -> None:
 
 
 def test_two_versions_on_one_gpu_names_the_driver_total(client) -> None:
-    """The H100 SXM's 81,559 MiB is 85.5 GB as the driver reports it, not the datasheet's
-    80 GB; 85.5 − 5 − 16.1 (Llama 3.1 8B in BF16) = 64.5 GB of KV room."""
+    """The H100 SXM's CUDA total, 79.22 GiB = 85,061,827,297 B, is 85.1 GB as a program sees it,
+    not the datasheet's 80 GB (nor nvidia-smi's 85.5); 85.06 − 5 − 16.06 (Llama 3.1 8B in BF16)
+    = 64.0 GB of KV room."""
     concepts = text_of(section_html(problem_html(page_get(client), 19), 19, "concepts"))
-    assert "85.5 GB as the driver reports it; the datasheet says 80 GB" in concepts
-    assert "leaves 64.5 GB for the KV cache" in concepts
+    assert "85.1 GB as a program sees it; the datasheet says 80 GB" in concepts
+    assert "leaves 64 GB for the KV cache" in concepts
 
 
 def test_the_canary_is_assigned_by_user_and_the_page_says_why(client) -> None:

@@ -148,16 +148,16 @@ def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) ->
 
 def test_the_one_node_hint_says_when_the_weights_fit_but_no_sequence_does(client) -> None:
     """INT4 experts, a 15 GB reserve and 131,072-token sequences: each H100 can give
-    85.5 GB × 0.9 − 15 GB = 61.97 GB, the weights take 54.1 GB of it, and the 7.87 GB left is
-    less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the hint must
-    not say they do not."""
+    CUDA's 85.06 GB × 0.9 − 15 GB = 61.56 GB, the weights take 54.1 GB of it, and the 7.46 GB
+    left is less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the
+    hint must not say they do not."""
     query = calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4", reserve_gb=15,
                              context_tokens=131_072)
     text = followups_text(client, query)
     assert ("the weights take 54.1 GB per GPU, but what is left cannot hold the KV of one "
             "sequence of 131,072 tokens") in text
     assert "does not fit before any KV cache" not in text
-    assert "(62 GB each at the same share and reserve)" in text
+    assert "(61.6 GB each at the same share and reserve)" in text
 
 
 def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:

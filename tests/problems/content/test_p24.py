@@ -43,7 +43,7 @@ def test_figures_equal_the_api(client) -> None:
 
     assert f"the blended cost is {money(body['baseline_blended'])} per million tokens" in worked
     assert f"The target is {money(body['target'])} per million tokens" in worked
-    assert "the replica holds 203 sequences; the latency target alone would allow 550" in worked
+    assert "the replica holds 201 sequences; the latency target alone would allow 550" in worked
     assert (f"Blended {money(rows['fp8']['blended'])} (−"
             f"{percent_format(-rows['fp8']['delta'])} of the baseline; "
             f"{percent_format(rows['fp8']['cut'])} so far)") in worked
