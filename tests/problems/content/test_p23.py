@@ -210,14 +210,14 @@ def test_the_cross_node_paragraph_uses_cluster_bs_own_nvlink(client) -> None:
 
 def test_nvfp4_is_not_worked_natively_on_the_hopper_cluster(client) -> None:
     """Review M7: Hopper has no FP4 tensor cores, so with NVFP4 chosen for the B200s the H100
-    cluster is worked in FP8 and says so; its DP16 + EP16 row then holds (79.2 GB × 0.9 − 5) −
-    59.8 GB of FP8 weights = 12.1 GB of KV a GPU, as at the FP8 defaults."""
+    cluster is worked in FP8 and says so; its DP16 + EP16 row then holds (0.9 × CUDA's 79.22 GiB
+    = 76.56 GB, − 5 GB) − 59.8 GB of FP8 weights = 11.7 GB of KV a GPU, as at the FP8 defaults."""
     worked = worked_text(client, calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="b200",
                                                   dtype="nvfp4"))
     assert ("This GPU has no tensor cores for NVFP4 (it would run weight-only there, "
             "dequantised to BF16, with other kernels and costs), so this cluster is worked with "
             "FP8 (E4M3) weights") in worked
-    assert "puts 59.8 GB on each GPU and leaves 12.1 GB for KV" in worked
+    assert "puts 59.8 GB on each GPU and leaves 11.7 GB for KV" in worked
 
 
 def test_batch_one_works_the_busiest_gpu_and_recommends_tp(client) -> None:

@@ -220,7 +220,7 @@ def test_deepseek_v3_is_costed_with_the_right_gpu_sized_from_the_model(client) -
     content = page_get(client, query)
     assert re.search(r'id="id_p24-cost-right_gpu_id_error"[^>]*></p>', content)
     worked = text_of(section_html(problem_html(content, 24), 24, "worked"))
-    assert "Move to 8 × NVIDIA B200 (HGX B200) per replica (the fewest of them that run at " \
+    assert "Move to 8 × NVIDIA B200 per replica (the fewest of them that run at " \
         "least the 602 sequences" in worked
     assert "DeepSeek-V3" in worked and "were refused" not in worked
 
