@@ -236,27 +236,22 @@ class Question:
         return gpu_get(self.inputs["gpu"])
 
 
+_FORMATS: dict[str, Callable[[float], str]] = {
+    "bytes": bytes_format,
+    "seconds": seconds_format,
+    "dollars": lambda v: money_format(v, significant=3),
+    "percent": percent_format,
+    "tokens_per_second": lambda v: f"{number_format(v)} tokens/s",
+    "requests_per_second": lambda v: f"{number_format(v)} requests/s",
+    "ratio": lambda v: f"{number_format(v)}×",
+    "flop_per_byte": lambda v: f"{number_format(v)} FLOP/byte",
+    "flops": lambda v: f"{number_format(v)} FLOP",
+}
+
+
 def answer_format(value: float, dimension: str) -> str:
-    """A value as the question's unit reads it."""
-    if dimension == "bytes":
-        return bytes_format(value)
-    if dimension == "seconds":
-        return seconds_format(value)
-    if dimension == "dollars":
-        return money_format(value, significant=3)
-    if dimension == "percent":
-        return percent_format(value)
-    if dimension == "tokens_per_second":
-        return f"{number_format(value)} tokens/s"
-    if dimension == "requests_per_second":
-        return f"{number_format(value)} requests/s"
-    if dimension == "ratio":
-        return f"{number_format(value)}×"
-    if dimension == "flop_per_byte":
-        return f"{number_format(value)} FLOP/byte"
-    if dimension == "flops":
-        return f"{number_format(value)} FLOP"
-    return number_format(value)
+    """A value as the question's unit reads it ("327,680 B = 320 KiB", "4.8 ms", "$1.39")."""
+    return _FORMATS.get(dimension, number_format)(value)
 
 
 # Catalog choices the drills draw from (dense models a learner meets in interviews, and MoEs

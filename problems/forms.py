@@ -305,8 +305,9 @@ def memory_inputs() -> tuple[Input, Input]:
         real_input("memory_fraction", "Share of GPU memory the engine may use",
                    unit="fraction", initial=MEMORY_FRACTION_DEFAULT, api=MEMORY_FRACTION_DEFAULT,
                    minimum=0.01, maximum=1.0,
-                   help="Of the memory the driver reports (an H100 80GB reports 81,559 MiB). "
-                        "vLLM's gpu_memory_utilization defaults to 0.9."),
+                   help="Of the total CUDA reports: 79.22 GiB on an H100 80GB, where nvidia-smi "
+                        "shows 81,559 MiB. vLLM's gpu_memory_utilization multiplies that total "
+                        "and defaults to 0.9."),
         real_input("reserve_gb", "Runtime reserve", unit="GB", initial=RESERVE_GB_DEFAULT,
                    api=RESERVE_GB_DEFAULT, minimum=0.0, maximum=RESERVE_GB_MAX,
                    help="Peak activations, the CUDA context and buffers, kept beside weights "

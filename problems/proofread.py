@@ -280,7 +280,9 @@ _LITERALS = [
     ("infinite", re.compile(r"\binf\b|∞|\binfinity\b(?!\s+Fabric)", re.I)),
     # "None" printed by Python, not the word that starts "None of them …".
     ("None printed", re.compile(r"(?<=[\w,:=(] )None\b|\(None\)|=None\b")),
-    ("empty brackets", re.compile(r"\(\s*\)|\[\s*\]")),
+    # A call's parentheses right after a name (".item()", "LLM.int8()", "prof.step()") are code,
+    # not a value a template failed to fill: those follow a space or open a sentence.
+    ("empty brackets", re.compile(r"(?<![\w.])\(\s*\)|\[\s*\]")),
     ("template syntax", re.compile(r"\{\{|\}\}|\{%|%\}")),
     ("doubled full stop", re.compile(r"(?<!\.)\.\.(?!\.)")),
     ("space before a comma or stop", re.compile(r"\w \,|\w \.(?=\s|$)")),

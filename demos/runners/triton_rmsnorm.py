@@ -57,6 +57,9 @@ PARAMS = ParamSchema(
 # the kernel cannot move a note onto the wrong line). tests/demos/runners checks each is found.
 KERNEL_NOTES = (
     ("@triton.jit", "compile this function as a Triton kernel (or run it in the interpreter)"),
+    ("def row_start(", "where a row begins, in elements (a helper the kernel inlines)"),
+    ("row.to(tl.int64) * row_stride", "in 64 bits: in int32, row × stride wraps past 2³¹ "
+     "elements, 131,072 tokens of a 16,384-wide model"),
     ("HAS_RESIDUAL: tl.constexpr", "known at compile time: one kernel with the add, one without"),
     ("BLOCK_SIZE: tl.constexpr", "the block width, a power of two fixed at compile time"),
     ("tl.program_id(0)", "which row this program handles: one program per token"),
@@ -79,12 +82,16 @@ KERNEL_NOTES = (
 )
 
 
+def _kernel_span(text: str) -> tuple[int, int]:
+    """From the first @triton.jit (the row-offset helper) to the end of the kernel itself."""
+    return text.index("@triton.jit"), text.index("\n\n\n", text.index("def rmsnorm_kernel"))
+
+
 def kernel_source_annotated(path: Path = KERNEL_FILE) -> list[dict]:
     """The kernel function's source lines from the engine's file (read as text, never
     imported), each with its note or "" (plain Python: the web process calls it)."""
     text = path.read_text()
-    start = text.index("@triton.jit")
-    end = text.index("\n\n\n", start)
+    start, end = _kernel_span(text)
     lines = []
     for line in text[start:end].splitlines():
         note = next((n for anchor, n in KERNEL_NOTES if anchor in line), "")
@@ -95,8 +102,8 @@ def kernel_source_annotated(path: Path = KERNEL_FILE) -> list[dict]:
 def kernel_notes_missing(path: Path = KERNEL_FILE) -> list[str]:
     """Anchors of KERNEL_NOTES that no line of the kernel contains (should be none)."""
     text = path.read_text()
-    start = text.index("@triton.jit")
-    source = text[start:text.index("\n\n\n", start)]
+    start, end = _kernel_span(text)
+    source = text[start:end]
     return [anchor for anchor, _ in KERNEL_NOTES if anchor not in source]
 
 

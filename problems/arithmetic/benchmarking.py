@@ -14,6 +14,7 @@ from problems.arithmetic.inputs import fraction_check, number_check
 from problems.arithmetic.serving_metrics import goodput, percentile
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import number_format, rate_format, seconds_format
+from problems.arithmetic.wording import count_phrase
 
 # The two-sided 95% point of the normal distribution.
 CONFIDENCE = 0.95
@@ -34,15 +35,39 @@ def percentile_rank_interval(*, requests: float, q: float) -> tuple[float, float
     return beyond, beyond - spread, beyond + spread
 
 
-def requests_for_bounded_percentile(q: float) -> float:
-    """The fewest requests for which the 95% interval of the count beyond the q-quantile keeps
-    its low end above zero (so a run is unlikely to hold no request at all beyond it):
-    n·(1 − q) ≥ z·√(n·q·(1 − q)), so n ≥ z²·q ÷ (1 − q)."""
-    return Z_95**2 * q / (1 - q)
+def requests_for_bounded_percentile(q: float) -> int:
+    """The fewest whole requests for which the 95% interval of the count beyond the q-quantile
+    keeps its low end above zero (so a run is unlikely to hold no request at all beyond it):
+    n·(1 − q) > z·√(n·q·(1 − q)), so n > z²·q ÷ (1 − q), the next whole number. A bare minimum
+    for the estimate to exist, not a precision (`requests_for_percentile_precision` is that).
+    p99: 1.96² × 0.99 ÷ 0.01 = 380.3, so 381."""
+    return math.floor(Z_95**2 * q / (1 - q)) + 1
+
+
+def percentile_order_interval(*, requests: int, q: float) -> tuple[int, int]:
+    """The distribution-free 95% interval for the q-quantile from n sorted samples: the ranks
+    (1-based, among n) of the two order statistics that bracket the true quantile,
+    ⌊nq − z√(nq(1 − q))⌋ and ⌈nq + z√(nq(1 − q))⌉, clamped to 1…n (the normal approximation
+    to the binomial rank; rank n is the sample's maximum, no upper bound beyond it).
+    p99 of 1,200: 1,188 ± 6.76 → ranks 1,181 and 1,195."""
+    n = requests
+    spread = Z_95 * math.sqrt(n * q * (1 - q))
+    low = max(1, math.floor(n * q - spread))
+    high = min(n, math.ceil(n * q + spread))
+    return low, high
+
+
+def requests_for_percentile_precision(*, q: float, half_width: float) -> int:
+    """The fewest whole requests whose 95% order-statistic interval for the q-quantile spans at
+    most ± `half_width` in quantile terms (±0.002 for p98.8 to p99.2): the sample quantile's
+    rank has standard deviation √(nq(1 − q)), so n ≥ z²·q(1 − q) ÷ half_width².
+    p99 to ±0.2 points: 1.96² × 0.0099 ÷ 0.002² = 9,507.6, so 9,508."""
+    return math.ceil(Z_95**2 * q * (1 - q) / half_width**2)
 
 
 def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: float,
-                   e2e_latency_s: float, client_concurrency: int, output_tokens: int) -> Result:
+                   e2e_latency_s: float, client_concurrency: int, output_tokens: int,
+                   precision: float = 0.002) -> Result:
     """One load point of a benchmark: requests sent, how well they pin down the percentile,
     the concurrency the client needs to hold the rate (Little's law: in flight = rate × E2E),
     the rate a capped client really offers, and the output throughput expected if the server
@@ -50,6 +75,7 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     rate = number_check(request_rate, field="request_rate", maximum=RATE_MAX)
     duration = number_check(duration_s, field="duration_s", maximum=DURATION_MAX)
     q = fraction_check(percentile_q, field="percentile_q", allow_one=False)
+    h = number_check(precision, field="precision", maximum=min(q, 1 - q))
     e2e = number_check(e2e_latency_s, field="e2e_latency_s", maximum=LATENCY_MAX)
     cap = int(number_check(client_concurrency, field="client_concurrency",
                            maximum=CONCURRENCY_MAX, minimum=1, allow_minimum=True,
@@ -59,6 +85,9 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     n = rate * duration
     beyond, low, high = percentile_rank_interval(requests=n, q=q)
     needed = requests_for_bounded_percentile(q)
+    whole = max(1, math.floor(n))
+    rank_low, rank_high = percentile_order_interval(requests=whole, q=q)
+    precise = requests_for_percentile_precision(q=q, half_width=h)
     in_flight = rate * e2e
     offered = min(rate, cap / e2e)
     capped = cap < in_flight
@@ -69,26 +98,44 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
              f"{seconds_format(duration)}", n, "requests", f"{number_format(n)} requests"),
         Step(f"Requests expected beyond the true {label}",
              f"{number_format(n)} × (1 − {number_format(q)})", beyond, "requests",
-             f"{number_format(beyond)} requests"),
+             f"about {number_format(beyond)} on average"),
         Step("95% range of that count", f"{number_format(beyond)} ± {Z_95:.2f} × √("
              f"{number_format(n)} × {number_format(q)} × {number_format(1 - q)})", high - low,
-             "requests", f"{number_format(max(low, 0))} to {number_format(high)} requests"),
-        Step("Fewest requests for which that range clears zero",
-             f"{Z_95:.2f}² × {number_format(q)} ÷ {number_format(1 - q)}", needed, "requests",
-             f"{number_format(needed)} requests"),
+             "requests", f"about {number_format(max(low, 0))} to about "
+             f"{number_format(high)}"),
+        Step("Fewest requests for which that range clears zero (a bare minimum)",
+             f"the next whole number above {Z_95:.2f}² × {number_format(q)} ÷ "
+             f"{number_format(1 - q)} = {number_format(Z_95**2 * q / (1 - q))}", needed,
+             "requests", count_phrase(needed, "request")),
+        Step(f"95% interval for the {label} (order statistics)",
+             f"sorted ranks ⌊{number_format(whole * q)} ∓ {Z_95:.2f} × √({whole:,} × "
+             f"{number_format(q)} × {number_format(1 - q)})⌉ of {whole:,}"
+             + (" (rank at the maximum: no upper bound beyond it)" if rank_high == whole
+                else ""),
+             rank_high - rank_low, "ranks",
+             f"ranks {rank_low:,} to {rank_high:,}: between the sample's "
+             f"p{number_format(100 * rank_low / whole, digits=4)} and "
+             f"p{number_format(100 * rank_high / whole, digits=4)}"),
+        Step(f"Requests to pin the {label} to ±{number_format(h * 100)} points",
+             f"{Z_95:.2f}² × {number_format(q)} × {number_format(1 - q)} ÷ "
+             f"{number_format(h)}², rounded up", precise, "requests", f"{precise:,} requests"),
         Step("Requests in flight the client must hold (Little's law)",
              f"{rate_format(rate, 'requests/s')} × {seconds_format(e2e)}", in_flight,
              "requests", f"{number_format(in_flight)} requests"),
-        Step("Rate the client really offers", f"min({rate_format(rate, 'requests/s')}, "
-             f"{cap:,} ÷ {seconds_format(e2e)})", offered, "requests/s",
+        Step("Rate the client offers, if E2E stayed at this rate's",
+             f"min({rate_format(rate, 'requests/s')}, {cap:,} ÷ {seconds_format(e2e)})"
+             + ("; a capped client's E2E falls with fewer in flight, so somewhat more"
+                if capped else ""), offered, "requests/s",
              rate_format(offered, "requests/s")),
         Step("Output throughput if the server keeps up",
-             f"{rate_format(offered, 'requests/s')} × {number_format(output)} tokens",
+             f"{rate_format(offered, 'requests/s')} × {count_phrase(output, 'token')}",
              tokens_per_s, "tokens/s", rate_format(tokens_per_s, "tokens/s")),
     )
     return Result(values={
         "requests": n, "beyond": beyond, "beyond_low": max(low, 0.0), "beyond_high": high,
         "bounded": low > 0, "requests_needed": needed, "in_flight": in_flight,
+        "rank_low": rank_low, "rank_high": rank_high, "precision": h,
+        "requests_precise": precise, "precise_enough": n >= precise,
         "offered_rate": offered, "capped": capped, "output_tokens_per_second": tokens_per_s,
         "percentile_label": label,
     }, steps=steps)

@@ -35,6 +35,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 DAYS_PER_MONTH = 365 / 12
 SECONDS_PER_DAY = 86_400
@@ -108,8 +109,10 @@ def _demand_steps(d: dict, *, daily_users: int, sessions: float, system_tokens: 
                   user_tokens: int, peak_to_average: float) -> tuple[Step, ...]:
     a, t = d["answer"], d["turns"]
     return (
-        Step("Requests per day", f"{daily_users:,} users × {number_format(sessions)} sessions × "
-             f"{t} turns", d["requests_per_day"], "requests", number_format(d["requests_per_day"])),
+        Step("Requests per day",
+             f"{count_phrase(daily_users, 'user')} × {amount_phrase(sessions, 'sessions')} a day × "
+             f"{count_phrase(t, 'turn')}", d["requests_per_day"], "requests",
+             number_format(d["requests_per_day"])),
         Step("Average and peak rate", f"{number_format(d['requests_per_day'])} ÷ 86,400 s = "
              f"{rate_format(d['average_rps'], 'requests/s')}, × {number_format(peak_to_average)} "
              "peak-to-average", d["peak_rps"], "requests/s",
@@ -189,9 +192,20 @@ def fleet_plan_model(k: dict) -> dict:
     util = k["utilisation"]
     t_req = k["ttft_target_seconds"] + (answer - 1) * dec["step_seconds"]
     concurrency = little_concurrency(arrival_rate=d["peak_rps"], time_in_system=t_req)
+    # Decode holds a sequence's KV only while it decodes: its time to first token is spent in
+    # the prefill pool and its queue, so decode occupancy is Little's law over decode time.
+    t_decode = (answer - 1) * dec["step_seconds"]
+    decode_concurrency = little_concurrency(arrival_rate=d["peak_rps"], time_in_system=t_decode)
     by_throughput = d["peak_output"] / (dec["tokens_per_second"] * util)
-    by_kv = concurrency / (dec["b_mem"] * util)
+    # The same count by memory: sequences decoding ÷ (sequences memory holds × utilisation).
+    # With the batch at the KV limit both are rate × step ÷ (batch × utilisation), differing
+    # only by the answer's first token (made by prefill): which resource binds is decided
+    # when the batch is chosen, not here.
+    by_kv = decode_concurrency / (dec["b_mem"] * util)
     decode_replicas = max(by_throughput, by_kv)
+    # Planned at `util` busy, a replica runs a batch of util × batch, whose step is shorter
+    # than the full batch's: sizing with the full batch's step is conservative by this much.
+    step_at_util = dec["step_of"](max(1.0, dec["batch"] * util))["seconds"]
     prefill = prefill_pass_replica(model=m, gpu=g, tp=tp, w=w, emb=dec["emb"], kv=k["kv"],
                                    prompt_tokens=d["prompt"], uncached_tokens=d["uncached"],
                                    bandwidth_efficiency=k["bandwidth_efficiency"],
@@ -220,6 +234,8 @@ def fleet_plan_model(k: dict) -> dict:
     return {
         "demand": d, "decode": dec, "context": context, "t_req": t_req,
         "concurrency": concurrency, "by_throughput": by_throughput, "by_kv": by_kv,
+        "t_decode": t_decode, "decode_concurrency": decode_concurrency,
+        "step_at_util": step_at_util,
         "kv_binds": by_kv >= by_throughput, "decode_replicas": decode_replicas,
         "prefill_flops": flops, "prefill_gpu_seconds": gpu_seconds, "prefill": prefill,
         "prefill_gpus": prefill_gpus, "prefill_time": prefill_time, "kv_token": kv_token,
@@ -279,13 +295,20 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"{seconds_format(at['seconds'])}", p["t_req"], "s", seconds_format(p["t_req"])),
         Step("Concurrency at the peak (Little's law)",
              f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_req'])}",
-             p["concurrency"], "sequences", count_format(p["concurrency"], "sequence")),
+             p["concurrency"], "sequences",
+             f"about {number_format(p['concurrency'])} sequences on average"),
         Step("Decode replicas by throughput",
              f"{number_format(d['peak_output'])} tokens/s ÷ "
              f"({number_format(dec['tokens_per_second'])} × {util})", p["by_throughput"],
              "replicas", number_format(p["by_throughput"])),
+        Step("Sequences decoding at the peak (Little's law over decode time)",
+             f"{number_format(d['peak_rps'])} requests/s × {seconds_format(p['t_decode'])}",
+             p["decode_concurrency"], "sequences",
+             "no sequences" if p["decode_concurrency"] == 0 else
+             f"about {number_format(p['decode_concurrency'])} sequences on average"),
         Step("Decode replicas by KV memory",
-             f"{number_format(p['concurrency'])} sequences ÷ ({dec['b_mem']:,} × {util})",
+             f"about {number_format(p['decode_concurrency'])} sequences on average ÷ "
+             f"({dec['b_mem']:,} × {util})",
              p["by_kv"], "replicas", number_format(p["by_kv"])),
         Step("Prefill FLOPs per computed token",
              f"2 × non-embedding parameters + attention over "
@@ -334,7 +357,8 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              "if all of it is charged to output tokens", p["per_million"], "USD",
              money_format(p["per_million"], significant=3)),
         Step("KV of open conversations at the peak",
-             f"{number_format(p['open_conversations'])} conversations (requests/s × (request "
+             f"about {number_format(p['open_conversations'])} conversations on average "
+             "(requests/s × (request "
              f"time + {seconds_format(k['think_seconds'])} thinking)) × "
              f"{number_format(p['context'])} tokens × {bytes_short(p['kv_token'])}, against "
              f"{bytes_short(p['kv_room'])} of KV room in the decode pool", p["kv_open"], "B",

@@ -29,13 +29,13 @@ from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     bandwidth_format,
     bytes_in,
-    count_format,
     money_format,
     number_format,
     percent_format,
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 GB = 1e9
 
@@ -200,7 +200,7 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
         Step("Weights (a floor at this bandwidth)",
              f"{bytes_in(k['weight_bytes'], 'GB')} ÷ {bandwidth_format(k['load_bandwidth'])} "
              f"for the replica ({bandwidth_format(a['per_gpu_bandwidth'])} into each of its "
-             f"{g} GPUs)", p["weights"], "s", seconds_format(p["weights"])),
+             f"{count_phrase(g, 'GPU')})", p["weights"], "s", seconds_format(p["weights"])),
         Step("Warm-up", "KV pool, graph capture or compilation, a first request (an assumed "
              "time)",
              p["warmup"], "s", seconds_format(p["warmup"])),
@@ -210,14 +210,15 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
         Step("Replicas for today's load", f"⌈{rate_format(k['load_rps'], 'requests/s')} ÷ "
              f"({number_format(k['replica_rps'])} per replica × "
              f"{percent_format(k['utilisation'])})⌉", a["base"], "replicas",
-             count_format(a["base"], "replica")),
+             count_phrase(a["base"], "replica")),
         Step("Headroom to ride out the ramp", f"{slope} of the load per minute × ({react} to "
              f"react + {seconds_format(p['total'])} cold start)", a["headroom_cold"],
              "fraction", percent_format(a["headroom_cold"])),
         Step("Extra replicas kept running for it", f"⌈load × (1 + "
              f"{percent_format(a['headroom_cold'])}) ÷ (rate × utilisation)⌉ − {a['base']}",
-             a["extra_cold"], "replicas", count_format(a["extra_cold"], "replica")),
-        Step("Their cost", f"{a['extra_cold']} × {g} GPUs × {money_format(k['price_per_hour'])}"
+             a["extra_cold"], "replicas", count_phrase(a["extra_cold"], "replica")),
+        Step("Their cost", f"{a['extra_cold']} × {count_phrase(g, 'GPU')} × "
+             f"{money_format(k['price_per_hour'])}"
              f"/h × {HOURS_PER_MONTH} h", a["cost_cold"], "USD/month",
              money_format(a["cost_cold"]) + " a month"),
         Step("With a warm pool: headroom on the running fleet",
@@ -225,11 +226,12 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
              f"join from the pool)", a["headroom_warm"], "fraction",
              percent_format(a["headroom_warm"])),
         Step("Warm pool size", "the replicas the ramp adds until cold ones arrive: "
-             f"{a['extra_cold']} − {a['extra_warm']} kept running", a["pool"], "replicas",
-             count_format(a["pool"], "replica")),
+             f"{a['extra_cold']} − {a['extra_warm']} kept running"
+             + ("; none: the running headroom already covers the ramp" if not a["pool"] else ""),
+             a["pool"], "replicas", count_phrase(a["pool"], "replica")),
         Step("Warm pool and its headroom, cost",
              f"({a['extra_warm']} + {a['pool']} × {number_format(k['standby_cost'])} standby "
-             f"cost) × {g} GPUs × {money_format(k['price_per_hour'])}/h × "
+             f"cost) × {count_phrase(g, 'GPU')} × {money_format(k['price_per_hour'])}/h × "
              f"{HOURS_PER_MONTH} h", a["cost_warm"], "USD/month",
              money_format(a["cost_warm"]) + " a month"),
         Step("Faster loading instead: cold start",
@@ -239,7 +241,7 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
              fast["total"], "s", seconds_format(fast["total"])),
         Step("Faster loading: headroom and its cost",
              f"{slope} per minute × ({react} + {seconds_format(fast['total'])}) = "
-             f"{percent_format(a['headroom_fast'])}: {count_format(a['extra_fast'], 'replica')}",
+             f"{percent_format(a['headroom_fast'])}: {count_phrase(a['extra_fast'], 'replica')}",
              a["cost_fast"], "USD/month", money_format(a["cost_fast"]) + " a month"),
         Step("Scale to zero: the first request waits", "a whole cold start, plus its own time",
              p["total"], "s", seconds_format(p["total"])),

@@ -103,6 +103,25 @@ def attention_flops_per_token_pair(model: Model) -> int:
     return model.layers * model.heads * 2 * (d_qk + d_v)
 
 
+def decode_attention_flops_per_token_pair(model: Model) -> int:
+    """FLOPs of decode attention for one (query, cached token) pair, summed over heads and
+    layers (FLOP), in the form decode kernels compute it.
+
+    For MHA, GQA and MQA that is the same count as prefill's (`attention_flops_per_token_pair`).
+    MLA decodes in the absorbed form (DeepSeek-V2 §2.1.2; FlashMLA, and vLLM's and SGLang's MLA
+    decode): the key up-projection is folded into the query and the value up-projection into
+    the output, so every head scores its query against the cached latent and RoPE key
+    (2 × (kv_lora_rank + qk_rope_head_dim)) and sums the latent itself (2 × kv_lora_rank).
+    DeepSeek-V3: 2 × 128 × (512 + 64) + 2 × 128 × 512 = 278,528 FLOP a pair per layer, against
+    81,920 decompressed: with one 576-value latent read for all 128 heads, the kernel does about
+    2 × 128 FLOP per byte in BF16 and is compute-bound on every GPU here. The per-token
+    projections that absorption moves are the same weights, counted in the linear layers."""
+    if model.attention != "MLA":
+        return attention_flops_per_token_pair(model)
+    per_head = 2 * (model.kv_lora_rank + model.qk_rope_head_dim) + 2 * model.kv_lora_rank
+    return model.layers * model.heads * per_head
+
+
 def prefill_flops_model(
     model: Model, tokens: int, *, logits_positions: int = 1
 ) -> dict[str, float]:

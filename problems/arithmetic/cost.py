@@ -263,31 +263,64 @@ LEVER_FIELDS = {
 }
 
 
-def state_costs(state: dict) -> dict:
-    """Dollars per million output and input tokens of one state (USD), routing included: the
-    big model's replica, and when `route_share` > 0 the small model's (one GPU of the same kind,
-    no speculation) mixed in at that share. Refusals name the state's own fields."""
+# The tensor-parallel sizes a lever may give a replica it sizes itself: powers of two up to
+# the eight GPUs of one NVLink node, then whole nodes.
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _replica(state: dict, *, model, tp: int, field: str, spec: bool = True) -> dict:
+    """One replica of `model` on `tp` GPUs of the state's kind, priced at the state's price,
+    utilisation, hit rate and gains (USD per million tokens and its decode figures)."""
     from problems.arithmetic.replica import replica_cost_model
 
-    common = dict(gpu=state["gpu"], w=state["w"], kv=state["kv"],
-                  input_tokens=state["input_tokens"], output_tokens=state["output_tokens"],
-                  memory_fraction=state["memory_fraction"],
-                  reserve_bytes=state["reserve_bytes"],
-                  bandwidth_efficiency=state["bandwidth_efficiency"],
-                  mfu_decode=state["mfu_decode"], mfu_prefill=state["mfu_prefill"],
-                  tpot_target_seconds=state["tpot_target_seconds"],
-                  batch_cap=state["batch_cap"], price_per_hour=state["price_per_hour"],
-                  discount=state["discount"], utilisation=state["utilisation"],
-                  prefix_hit=state["prefix_hit"], disagg_gain=state["disagg_gain"])
-    alpha, gamma, draft = state["spec"] or (None, 0, 0.0)
-    big = replica_cost_model(model=state["model"], tp=state["tp"], spec_alpha=alpha,
-                             spec_gamma=gamma, spec_draft_cost=draft, **common)
+    alpha, gamma, draft = (state["spec"] if spec and state["spec"] else (None, 0, 0.0))
+    return replica_cost_model(
+        model=model, gpu=state["gpu"], tp=tp, w=state["w"], kv=state["kv"],
+        input_tokens=state["input_tokens"], output_tokens=state["output_tokens"],
+        memory_fraction=state["memory_fraction"], reserve_bytes=state["reserve_bytes"],
+        bandwidth_efficiency=state["bandwidth_efficiency"], mfu_decode=state["mfu_decode"],
+        mfu_prefill=state["mfu_prefill"], tpot_target_seconds=state["tpot_target_seconds"],
+        batch_cap=state["batch_cap"], price_per_hour=state["price_per_hour"],
+        discount=state["discount"], utilisation=state["utilisation"],
+        prefix_hit=state["prefix_hit"], disagg_gain=state["disagg_gain"], spec_alpha=alpha,
+        spec_gamma=gamma, spec_draft_cost=draft, field=field)
+
+
+def tp_sized(state: dict, *, model, batch: int, spec: bool = True) -> int | None:
+    """The tensor-parallel size (of `TP_CHOICES`) a lever gives `model` on the state's GPU
+    (GPUs): the fewest GPUs whose replica runs at least `batch` sequences, so that a move to
+    another GPU does not trade batch for price; when none does, the size that costs least per
+    token at the baseline's mix. None when no size holds the weights and one sequence's KV
+    within the latency target. Fewest, because this cost model charges no all-reduce traffic:
+    more GPUs would always look cheaper on paper than they are."""
+    from problems.arithmetic.errors import ArithmeticInputError
+
+    best, best_cost = None, math.inf
+    for tp in TP_CHOICES:
+        try:
+            r = _replica(state, model=model, tp=tp, field="tp", spec=spec)
+        except ArithmeticInputError:
+            continue
+        if r["batch"] >= batch:
+            return tp
+        cost = state["input_tokens"] * r["in"] + state["output_tokens"] * r["out"]
+        if cost < best_cost * (1 - 1e-9):
+            best, best_cost = tp, cost
+    return best
+
+
+def state_costs(state: dict) -> dict:
+    """Dollars per million output and input tokens of one state (USD), routing included: the
+    big model's replica, and when `route_share` > 0 the small model's (GPUs of the same kind,
+    as many as `small_tp`, no speculation) mixed in at that share. Refusals name the state's own
+    fields."""
+    big = _replica(state, model=state["model"], tp=state["tp"], field="tp")
     out, dollars_in = big["out"], big["in"]
     small = None
     share = state["route_share"]
     if share > 0:
-        small = replica_cost_model(model=state["small_model"], tp=1, field="route_model",
-                                   **common)
+        small = _replica(state, model=state["small_model"], tp=state.get("small_tp") or 1,
+                         field="route_model", spec=False)
         out = (1 - share) * out + share * small["out"]
         dollars_in = (1 - share) * dollars_in + share * small["in"]
     return {"big": big, "small": small, "out": out, "in": dollars_in}
@@ -298,13 +331,81 @@ def _blend(costs: dict, *, input_tokens: float, output_tokens: float) -> float:
         input_tokens + output_tokens)
 
 
+def _lever_resolve(lever: str, state: dict, changes: dict, *, batch: int) -> tuple[dict, str]:
+    """The changes a lever really makes from `state`, and the reason it is skipped ("" when it
+    applies): a lever that cannot help at these inputs is skipped with a sentence, never
+    applied backwards (a cap above the mean answer, autoscaling to a lower utilisation, a
+    "smaller" model that is the same or larger, a GPU no replica of which fits the model)."""
+    from problems.arithmetic.memory import params_count_model
+    from problems.arithmetic.units import percent_format
+
+    if lever == "cap_output" and changes["output_tokens"] >= state["output_tokens"]:
+        return changes, (f"the answers already average {state['output_tokens']:,} "
+                         f"{'token' if state['output_tokens'] == 1 else 'tokens'}, no more "
+                         f"than the {changes['output_tokens']:,}-token mean the cap aims at, so "
+                         "a cap would trim nothing")
+    if lever == "autoscale" and changes["utilisation"] <= state["utilisation"]:
+        now, reached = state["utilisation"], changes["utilisation"]
+        return changes, (f"the fleet already does useful work {percent_format(now)} of its paid "
+                         f"hours, at or above the {percent_format(reached)} autoscaling would "
+                         "reach, so there is nothing to gain")
+    if lever == "commit" and changes["discount"] == 0:
+        return changes, "a 0% discount changes no price"
+    if lever == "prefix" and changes["prefix_hit"] == 0:
+        return changes, "with no input tokens hitting the cache it saves nothing"
+    if lever == "route":
+        small, big = changes["small_model"], state["model"]
+        if changes["route_share"] == 0:
+            return changes, "no requests are routed at a 0% share"
+        small_params = params_count_model(small)["total"]
+        big_params = params_count_model(big)["total"]
+        if small.id == big.id or small_params >= big_params:
+            what = ("the served model itself" if small.id == big.id
+                    else f"no smaller than {big.name}")
+            return changes, f"{small.name} is {what}, so routing to it saves nothing"
+        tp = tp_sized({**state, **changes}, model=small, batch=1, spec=False)
+        if tp is None:
+            return changes, (f"no replica of {small.name} on up to {TP_CHOICES[-1]} × "
+                             f"{state['gpu'].name} fits its weights and a sequence's KV")
+        return {**changes, "small_tp": tp}, ""
+    if lever == "gpu" and changes["tp"] is None:
+        trial = {**state, **changes}
+        tp = tp_sized(trial, model=state["model"], batch=batch)
+        if tp is None:
+            return changes, (f"no replica of {state['model'].name} on up to {TP_CHOICES[-1]} × "
+                             f"{changes['gpu'].name} fits its weights and a sequence's KV")
+        return {**changes, "tp": tp}, ""
+    return changes, ""
+
+
+# A lever that moves the blended cost by less than this share is skipped as saving nothing.
+SAVING_MIN = 1e-3
+
+
+def _no_saving(lever: str, trial: dict, costs: dict) -> str:
+    """Why a lever that would not lower the cost per token stays off, in its own terms."""
+    if lever == "gpu":
+        return (f"{trial['tp']} × {trial['gpu'].name} would cost no less per token than the "
+                "replica it replaces, so it stays off")
+    if lever == "route":
+        return (f"{trial['small_model'].name} would cost no less per token than "
+                f"{trial['model'].name} here, so routing to it stays off")
+    if lever == "prefix" and costs["big"]["prefill"]["bound"] == "memory":
+        return ("one prompt's prefill is memory-bound here (it is the weight read that takes "
+                "the time), so computing fewer of its tokens saves nothing in this model; "
+                "prefilling several prompts in one pass is what would")
+    return "it would not lower the cost per token here, so it stays off"
+
+
 def waterfall_rows(*, baseline: dict, levers: list[tuple[str, dict | None]]) -> list[dict]:
     """The baseline and each lever's state and costs in turn (USD per million tokens): one row
     each, with the blended cost at the baseline's mix, the change as a share of the baseline,
     the cut so far, the cost per 1,000 requests at the state's own lengths, and the state and
-    costs themselves. A lever given None is off; speculative decoding counts only where its
-    gain exceeds 1 (`applied`). A lever whose state cannot be served is refused, naming the
-    lever's main input."""
+    costs themselves. A lever given None is off. A lever that cannot help here is not
+    `applied`, and its row says why (`skip`): speculative decoding that would slow the batch
+    down, and the cases `_lever_resolve` names; so is any lever whose change would raise the
+    cost (per token; for the output cap, per request). A lever whose state cannot be served is
+    refused, naming the lever's main input."""
     from problems.arithmetic.errors import ArithmeticInputError
 
     mix = {"input_tokens": baseline["input_tokens"], "output_tokens": baseline["output_tokens"]}
@@ -315,7 +416,7 @@ def waterfall_rows(*, baseline: dict, levers: list[tuple[str, dict | None]]) -> 
     state = dict(baseline)
     costs = state_costs(state)
     base = _blend(costs, **mix)
-    rows = [{"lever": "baseline", "title": "Baseline", "on": True, "applied": True,
+    rows = [{"lever": "baseline", "title": "Baseline", "on": True, "applied": True, "skip": "",
              "blended": base, "delta": 0.0, "cut": 0.0, "out": costs["out"], "in": costs["in"],
              "per_1000": per_thousand(state, costs), "costs": costs, "state": dict(state),
              "trial": costs}]
@@ -324,24 +425,35 @@ def waterfall_rows(*, baseline: dict, levers: list[tuple[str, dict | None]]) -> 
         before = rows[-1]["blended"]
         if changes is None:
             rows.append({**rows[-1], "lever": lever, "title": title, "on": False,
-                         "applied": False, "delta": 0.0, "trial": None})
+                         "applied": False, "skip": "", "delta": 0.0, "trial": None})
             continue
-        trial = {**state, **changes}
-        try:
-            trial_costs = state_costs(trial)
-        except ArithmeticInputError as error:
-            field = LEVER_FIELDS.get(lever, error.field)
-            raise ArithmeticInputError(field=field, message=f"{title.lower()}: "
-                                       f"{error.message}") from error
-        applied = not (lever == "spec" and not trial_costs["big"]["spec_applied"])
+        changes, skip = _lever_resolve(lever, state, changes, batch=costs["big"]["batch"])
+        trial_costs = None
+        if not skip:
+            trial = {**state, **changes}
+            try:
+                trial_costs = state_costs(trial)
+            except ArithmeticInputError as error:
+                field = LEVER_FIELDS.get(lever, error.field)
+                raise ArithmeticInputError(field=field, message=f"{title.lower()}: "
+                                           f"{error.message}") from error
+            if lever == "spec" and not trial_costs["big"]["spec_applied"]:
+                skip = "it would slow this batch down, so it stays off"
+            elif lever == "cap_output":
+                if per_thousand(trial, trial_costs) >= per_thousand(state, costs):
+                    skip = "it would not lower the cost per request, so it stays off"
+            elif _blend(trial_costs, **mix) >= before * (1 - SAVING_MIN):
+                skip = _no_saving(lever, trial, trial_costs)
+        applied = not skip
         if applied:
             state, costs = trial, trial_costs
         after = _blend(costs, **mix)
         rows.append({"lever": lever, "title": title, "on": True, "applied": applied,
-                     "blended": after, "delta": (after - before) / base, "cut": 1 - after / base,
-                     "out": costs["out"], "in": costs["in"],
+                     "skip": skip, "blended": after, "delta": (after - before) / base,
+                     "cut": 1 - after / base, "out": costs["out"], "in": costs["in"],
                      "per_1000": per_thousand(state, costs), "costs": costs,
-                     "state": dict(state), "trial": trial_costs})
+                     "state": dict(state), "trial": trial_costs,
+                     "changes": changes})
     return rows
 
 
@@ -370,7 +482,7 @@ def cost_waterfall(*, baseline: dict, levers: list[tuple[str, dict | None]],
         if not row["on"]:
             what = "off"
         elif not row["applied"]:
-            what = "would slow this batch down, so it stays off"
+            what = row["skip"]
         else:
             change = "saves" if row["delta"] <= 0 else "adds"
             what = (f"{money_format(row['out'], significant=3)} output, "
@@ -378,7 +490,9 @@ def cost_waterfall(*, baseline: dict, levers: list[tuple[str, dict | None]],
                     f"{change} {percent_format(abs(row['delta']))} of the baseline; "
                     f"{percent_format(row['cut'])} cut so far; "
                     f"{money_format(row['per_1000'], significant=3)} per 1,000 requests")
-        title = row["title"][:1].lower() + row["title"][1:]
+        # "Prefix caching" → "prefix caching", but "FP8 or FP4 …" keeps its capitals.
+        title = (row["title"] if row["title"][1:2].isupper()
+                 else row["title"][:1].lower() + row["title"][1:])
         steps.append(Step(f"After {title}", what, row["blended"], "USD per million tokens",
                           money_format(row["blended"], significant=3)))
     return Result(
@@ -430,7 +544,7 @@ def cost_levers_plan(
     prefix_hit: float = 0.5,
     right_gpu: str = "on",
     right_gpu_id: str = "b200",
-    right_gpu_tp: int = 2,
+    right_gpu_tp: int | None = None,
     right_gpu_price: float | None = None,
     spec: str = "on",
     spec_alpha: float = 0.8,
@@ -488,8 +602,9 @@ def cost_levers_plan(
     if _on(right_gpu, field="right_gpu"):
         new_price, _ = _price(right_gpu_id, right_gpu_price)
         levers.append(("gpu", {"gpu": gpu_get(right_gpu_id, field="right_gpu_id"),
-                               "tp": count_check(right_gpu_tp, field="right_gpu_tp",
-                                                 maximum=1024),
+                               # None: the lever sizes the replica from the model.
+                               "tp": None if right_gpu_tp is None else count_check(
+                                   right_gpu_tp, field="right_gpu_tp", maximum=1024),
                                "price_per_hour": new_price}))
     else:
         levers.append(("gpu", None))

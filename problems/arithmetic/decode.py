@@ -5,8 +5,8 @@ came from prefill, so an answer of n tokens takes n − 1 decode steps."""
 
 from problems.arithmetic.catalog import Gpu, Model, dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
     crossover_find,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_describe,
     peak_flops_get,
@@ -57,11 +57,12 @@ def weights_read_params(*, model: Model, batch: int) -> float:
 
 def decode_flops_per_sequence(model: Model, context_tokens: float) -> float:
     """FLOPs one sequence's token costs in a decode step (FLOP): 2 per non-embedding active
-    weight, the output head, and attention over the `context_tokens` in its cache."""
+    weight, the output head, and attention over the `context_tokens` in its cache (MLA in the
+    absorbed form decode kernels use: `decode_attention_flops_per_token_pair`)."""
     parts = params_count_model(model)
     return (
         2 * (parts["non_embedding_active"] + parts["head"])
-        + attention_flops_per_token_pair(model) * context_tokens
+        + decode_attention_flops_per_token_pair(model) * context_tokens
     )
 
 

@@ -36,6 +36,7 @@ from problems.arithmetic.units import (
     number_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 RMSNORM_DTYPES = ("bf16", "fp16", "fp32")
 HIDDEN_MAX = 65_536
@@ -79,6 +80,9 @@ def rmsnorm_traffic_model(*, tokens: int, hidden: int, value_bytes: int) -> dict
         "add_fused_per_element": 4 * b,
         "add_fused_bytes": 4 * b * n + weight,
         "add_fused_kernels": 1,
+        # The middle case: a fused norm after an eager add (two kernels).
+        "add_split_bytes": add_eager_bytes + norm_fused,
+        "add_split_kernels": 2,
         "weight_bytes": weight,
         "norm_flops": NORM_FLOPS_PER_ELEMENT * n,
         "add_flops": (NORM_FLOPS_PER_ELEMENT + ADD_FLOPS_PER_ELEMENT) * n,
@@ -121,7 +125,7 @@ def rmsnorm_fusion(
     times = {
         key: _time(t[f"{key}_bytes"], t["add_flops" if key.startswith("add") else "norm_flops"],
                    bandwidth=bandwidth, rate=rate)
-        for key in ("norm_eager", "norm_fused", "add_eager", "add_fused")
+        for key in ("norm_eager", "norm_fused", "add_eager", "add_fused", "add_split")
     }
     norms = 2 * layers + 1
     adds = 2 * layers
@@ -143,7 +147,8 @@ def rmsnorm_fusion(
         return f"{kind} ({times[key][1]}-bound)"
 
     steps = (
-        Step("Elements", f"{tokens:,} tokens × {hidden_size:,} hidden", n, "elements",
+        Step("Elements", f"{count_phrase(tokens, 'token')} × {hidden_size:,} hidden", n,
+             "elements",
              number_format(n)),
         Step(f"Eager RMSNorm: {t['norm_eager_kernels']} kernels",
              f"{t['norm_eager_per_element']} B per element ({eager_breakdown}) × "
@@ -185,6 +190,11 @@ def rmsnorm_fusion(
         Step(f"Fused add + RMSNorm {when('add_fused')}",
              f"{bytes_short(t['add_fused_bytes'])} ÷ {bandwidth_format(bandwidth)}",
              times["add_fused"][0], "s", seconds_format(times["add_fused"][0])),
+        Step(f"Eager add, then fused RMSNorm {when('add_split')}",
+             f"({bytes_short(3 * b * t['elements'])} for the add + "
+             f"{bytes_short(t['norm_fused_bytes'])} for the norm) ÷ "
+             f"{bandwidth_format(bandwidth)}; {t['add_split_kernels']} kernels",
+             times["add_split"][0], "s", seconds_format(times["add_split"][0])),
         Step(f"A forward pass, eager: {count_format(norms, 'norm')}",
              f"one plain norm + {adds:,} add-and-norms = {bytes_short(pass_eager)}",
              pass_eager_s, "s", seconds_format(pass_eager_s)),
@@ -202,6 +212,12 @@ def rmsnorm_fusion(
         "norm_fused_seconds": times["norm_fused"][0],
         "add_eager_seconds": times["add_eager"][0],
         "add_fused_seconds": times["add_fused"][0],
+        "add_split_seconds": times["add_split"][0],
+        # What fusing the add adds on top of a fused norm: the saving grows by this share, and
+        # the add-and-norm pair gets this much faster.
+        "residual_extra_saving": (times["add_eager"][0] - times["add_fused"][0])
+        / (times["add_eager"][0] - times["add_split"][0]) - 1,
+        "residual_split_speedup": times["add_split"][0] / times["add_fused"][0],
         "norm_eager_bound": times["norm_eager"][1],
         "norm_fused_bound": times["norm_fused"][1],
         "add_eager_bound": times["add_eager"][1],

@@ -34,9 +34,12 @@ from problems.arithmetic.memory import (
 from problems.arithmetic.parallel import allreduce_bytes
 from problems.arithmetic.quant import (
     NO_PATH,
+    TP_DEPLOY,
     decode_point_model,
     format_rate_get,
+    kv_per_token_gpu_model,
     prefill_point_model,
+    tp_comm_seconds,
 )
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
@@ -51,9 +54,11 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 GPUS_COMPARED = ("h100-sxm", "h200", "b200", "l40s")
 CONCURRENCY_MAX = 4096
+TPOT_MS_MAX = 10_000.0
 HOUR = 3600
 MILLION = 1e6
 KILOWATT = 1000
@@ -95,15 +100,52 @@ def price_resolve(*, gpu: str, price: float | None, field: str) -> float:
     return number_check(price, field=field, minimum=0.0, maximum=PRICE_MAX)
 
 
+def replica_tp(*, model, gpu, weights: float, kv_dtype, context_tokens: int,
+               usable: float, reserve: float) -> int | None:
+    """The fewest GPUs in TP_DEPLOY (one node, NVLink or PCIe as the GPU has) over which
+    `model` runs with room for one sequence of `context_tokens` on each GPU; None if 8 do not
+    hold it."""
+    for tp in TP_DEPLOY:
+        kv_gpu = kv_per_token_gpu_model(model=model, kv_dtype=kv_dtype, tp=tp)
+        if kv_gpu is not None and usable - weights / tp - reserve >= context_tokens * kv_gpu:
+            return tp
+    return None
+
+
+def replica_decode(*, model, gpu, dtype, embedding, kv_dtype, kv_per_token: float, tp: int,
+                   batch: int, context_tokens: int, mfu: float,
+                   bandwidth_efficiency: float) -> dict:
+    """One decode step of `batch` sequences on a replica of `tp` GPUs (bytes, FLOP, seconds):
+    each GPU reads 1/tp of the weights and its share of the KV and does 1/tp of the FLOPs, then
+    the GPUs all-reduce twice a layer (quant.tp_comm_seconds). On one GPU, quant's
+    decode_point_model unchanged."""
+    whole = decode_point_model(
+        model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
+        batch=batch, context_tokens=context_tokens, mfu=mfu,
+        bandwidth_efficiency=bandwidth_efficiency)
+    if tp == 1:
+        return {**whole, "comm": 0.0, "kv_gpu": whole["kv"]}
+    share = kv_per_token_gpu_model(model=model, kv_dtype=kv_dtype, tp=tp) / kv_per_token
+    size = whole["weights"] / tp + whole["kv"] * share
+    memory = size / (gpu.bandwidth_bytes_per_second * bandwidth_efficiency)
+    compute = whole["compute"] / tp
+    comm = tp_comm_seconds(model=model, gpu=gpu, tp=tp, tokens=batch)
+    return {**whole, "bytes": size, "memory": memory, "compute": compute, "comm": comm,
+            "kv_gpu": whole["kv"] * share,
+            "flops": whole["flops"] / tp, "seconds": max(memory, compute) + comm,
+            "bound": "memory" if memory >= compute else "compute"}
+
+
 def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurrency: int,
                     mfu: float, bandwidth_efficiency: float, memory_fraction: float,
-                    reserve_gb: float, price: float) -> dict:
-    """One GPU serving `concurrency` conversations of `context_tokens` each: fit, largest
-    batch, running batch, decode step, prefill of one `context_tokens` prompt, and the rates
-    and costs that follow (bytes, seconds, tokens/s, dollars). `weights_fit`: the weights and
-    the reserve fit; `fits`: one sequence's KV fits beside them too. Times are None where the
-    model does not fit (a prefill needs its prompt's KV as well) or the GPU has no kernel path
-    for the format."""
+                    reserve_gb: float, price: float, tpot_seconds: float | None = None) -> dict:
+    """One replica of `gpu`s serving `concurrency` conversations of `context_tokens` each: the
+    GPUs it takes (`tp`, the fewest that hold the weights and one sequence), fit, largest batch,
+    running batch (no larger than `tpot_seconds`, a time-per-output-token target, allows), decode
+    step, prefill of one `context_tokens` prompt, and the rates and costs that follow per
+    replica (bytes, seconds, tokens/s, dollars). `weights_fit`: the weights and the reserve fit
+    one GPU; `fits`: a replica of at most 8 holds one sequence too. Times are None where the
+    model does not fit or the GPU has no kernel path for the format."""
     embedding = embedding_dtype_resolve(model=model, dtype=dtype)
     weights = weight_bytes_model(model=model, dtype=dtype, embedding=embedding)["total"]
     kv_per_token = kv_bytes_per_token_model(model, kv_dtype)
@@ -112,35 +154,68 @@ def gpu_point_model(*, model, gpu, dtype, kv_dtype, context_tokens: int, concurr
                                 reserve_gb=reserve_gb, memory_fraction=memory_fraction,
                                 per_gpu=f"on the {gpu.name}")
     usable = float(fit["memory_usable_bytes"])
-    free = usable - weights - float(fit["reserve_bytes"])
-    batch_max = max(0, math.floor(free / kv_per_seq)) if free > 0 else 0
+    reserve = float(fit["reserve_bytes"])
+    tp = replica_tp(model=model, gpu=gpu, weights=weights, kv_dtype=kv_dtype,
+                    context_tokens=context_tokens, usable=usable, reserve=reserve)
+    n = tp or 1
+    kv_seq_gpu = context_tokens * (kv_per_token_gpu_model(model=model, kv_dtype=kv_dtype,
+                                                          tp=n) or kv_per_token)
+    free = usable - weights / n - reserve
+    batch_max = max(0, math.floor(free / kv_seq_gpu)) if tp and free > 0 else 0
     batch = min(concurrency, batch_max)
     rate = format_rate_get(gpu=gpu, dtype=dtype)
     point = {
-        "gpu": gpu, "weights": weights, "usable": usable, "free": free,
-        "batch_max": batch_max, "batch": batch, "fits": batch_max > 0, "weights_fit": free >= 0,
+        "gpu": gpu, "tp": tp, "weights": weights, "usable": usable, "free": free,
+        "kv_per_seq_gpu": kv_seq_gpu,
+        "batch_max": batch_max, "batch": batch, "fits": batch_max > 0,
+        "weights_fit": usable - weights - reserve >= 0,
         "capped": batch_max < concurrency, "waiting": concurrency - batch,
+        "tpot_capped": False, "tpot_unmet": False,
         "rate": rate, "ridge": rate / gpu.bandwidth_bytes_per_second if rate else None,
-        "price": price, "fit_steps": fit_steps, "decode": None, "prefill": None,
-        "tokens_per_second": None, "tokens_per_dollar": None, "dollars_per_million": None,
+        "price": price, "replica_price": price * n, "fit_steps": fit_steps, "decode": None,
+        "prefill": None, "tokens_per_second": None, "tokens_per_second_per_user": None,
+        "tokens_per_dollar": None, "dollars_per_million": None,
         "tokens_per_second_per_kw": None, "intensity": None, "achieved_flops": None,
     }
     if rate is None or batch == 0:
         return point
-    prefill = prefill_point_model(
+
+    def step(b: int) -> dict:
+        return replica_decode(model=model, gpu=gpu, dtype=dtype, embedding=embedding,
+                              kv_dtype=kv_dtype, kv_per_token=kv_per_token, tp=n, batch=b,
+                              context_tokens=context_tokens, mfu=mfu,
+                              bandwidth_efficiency=bandwidth_efficiency)
+
+    pre = prefill_point_model(
         model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
         tokens=context_tokens, mfu=mfu, bandwidth_efficiency=bandwidth_efficiency)
-    point["prefill"] = prefill
-    decode = decode_point_model(
-        model=model, gpu=gpu, dtype=dtype, embedding=embedding, kv_bytes_per_token=kv_per_token,
-        batch=batch, context_tokens=context_tokens, mfu=mfu,
-        bandwidth_efficiency=bandwidth_efficiency)
+    if n > 1:
+        pre = {**pre, "compute": pre["compute"] / n, "memory": pre["memory"] / n,
+               "flops": pre["flops"] / n,
+               "seconds": max(pre["compute"], pre["memory"]) / n
+               + tp_comm_seconds(model=model, gpu=gpu, tp=n, tokens=context_tokens)}
+    point["prefill"] = pre
+    decode = step(batch)
+    if tpot_seconds is not None and decode["seconds"] > tpot_seconds:
+        # The step grows with the batch: the largest batch that meets the target, by bisection.
+        low, high = 0, batch
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if step(middle)["seconds"] <= tpot_seconds else (
+                low, middle)
+        point.update(tpot_capped=True, tpot_unmet=low == 0, batch=low,
+                     waiting=concurrency - low)
+        batch = low
+        if batch == 0:
+            return point
+        decode = step(batch)
     tokens_per_second = batch / decode["seconds"]
     return {
         **point, "decode": decode, "tokens_per_second": tokens_per_second,
-        "tokens_per_dollar": tokens_per_second * HOUR / price,
-        "dollars_per_million": price / (tokens_per_second * HOUR) * MILLION,
-        "tokens_per_second_per_kw": tokens_per_second / (gpu.power_watts / KILOWATT),
+        "tokens_per_second_per_user": 1 / decode["seconds"],
+        "tokens_per_dollar": tokens_per_second * HOUR / (price * n),
+        "dollars_per_million": price * n / (tokens_per_second * HOUR) * MILLION,
+        "tokens_per_second_per_kw": tokens_per_second / (n * gpu.power_watts / KILOWATT),
         "intensity": decode["flops"] / decode["bytes"],
         "achieved_flops": decode["flops"] / decode["seconds"],
     }
@@ -161,6 +236,7 @@ def gpu_compare(
     price_h200: float | None = None,
     price_b200: float | None = None,
     price_l40s: float | None = None,
+    tpot_ms: float | None = None,
     gpus: tuple[str, ...] = GPUS_COMPARED,
 ) -> Result:
     """For each of `gpus`: fit, largest batch at `context_tokens`, the batch that runs (the
@@ -168,7 +244,12 @@ def gpu_compare(
     output tokens/s, prefill of one `context_tokens` prompt (bound), output tokens per dollar and
     dollars per million output tokens at the hourly price (the catalog's example unless given),
     tokens/s per kW of board power, the decode step's intensity and the GPU's ridge
-    (values["gpus"]); plus the all-reduce traffic of one decode step split over two GPUs."""
+    (values["gpus"]); plus the all-reduce traffic of one decode step split over two GPUs.
+
+    Each GPU is costed per replica: the fewest GPUs (tensor parallelism within a node) that hold
+    the model and one sequence, priced at that many GPU-hours. With `tpot_ms`, a target time
+    per output token, the batch stops where the step would exceed it; each GPU also reports the
+    tokens per second one user sees (1 ÷ the step)."""
     m = model_get(model)
     d = dtype_get(dtype)
     kv_d = kv_dtype_get(kv_dtype, model=m)
@@ -177,6 +258,10 @@ def gpu_compare(
     concurrency = count_check(concurrency, field="concurrency", maximum=CONCURRENCY_MAX)
     mfu = fraction_check(mfu, field="mfu")
     bandwidth_efficiency = fraction_check(bandwidth_efficiency, field="bandwidth_efficiency")
+    tpot_seconds = None
+    if tpot_ms is not None:
+        tpot_seconds = number_check(tpot_ms, field="tpot_ms", minimum=0.1,
+                                    maximum=TPOT_MS_MAX) / 1e3
     given = {"h100-sxm": ("price_h100", price_h100), "h200": ("price_h200", price_h200),
              "b200": ("price_b200", price_b200), "l40s": ("price_l40s", price_l40s)}
     points = []
@@ -186,7 +271,8 @@ def gpu_compare(
             model=m, gpu=gpu_get(gid, field="gpus"), dtype=d, kv_dtype=kv_d,
             context_tokens=context_tokens, concurrency=concurrency, mfu=mfu,
             bandwidth_efficiency=bandwidth_efficiency, memory_fraction=memory_fraction,
-            reserve_gb=reserve_gb, price=price_resolve(gpu=gid, price=price, field=field)))
+            reserve_gb=reserve_gb, price=price_resolve(gpu=gid, price=price, field=field),
+            tpot_seconds=tpot_seconds))
     embedding = embedding_dtype_resolve(model=m, dtype=d)
     weights = weight_bytes_model(model=m, dtype=d, embedding=embedding)["total"]
     read = weights_read_model(model=m, tokens=1, dtype=d, embedding=embedding)["total"]
@@ -201,6 +287,9 @@ def gpu_compare(
         g, dec, pre = p["gpu"], p["decode"], p["prefill"]
         return {
             "gpu": g.id, "name": g.name, "short_name": g.short_name or g.name,
+            "tp": p["tp"], "replica_price_per_hour": p["replica_price"],
+            "tokens_per_second_per_user": p["tokens_per_second_per_user"],
+            "tpot_capped": p["tpot_capped"], "tpot_unmet": p["tpot_unmet"],
             "architecture": g.architecture, "weights_bytes": p["weights"],
             "usable_bytes": p["usable"], "free_bytes": p["free"], "fits": p["fits"],
             "weights_fit": p["weights_fit"],
@@ -208,6 +297,7 @@ def gpu_compare(
             "waiting": p["waiting"], "rate": p["rate"], "ridge": p["ridge"],
             "path": p["rate"] is not None,
             "decode_bytes": dec["bytes"] if dec else None,
+            "decode_kv_bytes": dec["kv_gpu"] if dec else None,
             "decode_memory_seconds": dec["memory"] if dec else None,
             "decode_compute_seconds": dec["compute"] if dec else None,
             "decode_seconds": dec["seconds"] if dec else None,
@@ -251,11 +341,21 @@ def gpu_compare(
         g, dec, pre = p["gpu"], p["decode"], p["prefill"]
         name = g.short_name or g.name
         steps.append(p["fit_steps"][1])
+        n = p["tp"] or 1
+        if n > 1:
+            steps.append(Step(
+                f"{name}: GPUs per replica", f"one {name} cannot hold the weights and one "
+                f"sequence; {n} can, the weights split over them (tensor parallelism)", n,
+                "GPUs", f"{n} GPUs (TP {n})"))
         steps.append(Step(
             f"{name}: largest batch at this context",
-            f"⌊({bytes_short(p['usable'])} − {bytes_short(p['weights'])} weights − "
-            f"{bytes_short(reserve_gb * 1e9)} reserve) ÷ {bytes_short(kv_per_seq)} per "
-            f"sequence⌋; {count_format(p['batch'], 'sequence')} run of {concurrency:,}",
+            f"⌊({bytes_short(p['usable'])} − {bytes_short(p['weights'])} weights"
+            + (f" ÷ {n}" if n > 1 else "") + f" − {bytes_short(reserve_gb * 1e9)} reserve) ÷ "
+            f"{bytes_short(p['kv_per_seq_gpu'])} per sequence"
+            + (" per GPU" if n > 1 else "") + f"⌋; {count_phrase(p['batch'], 'sequence')} run "
+            f"of {concurrency:,}"
+            + (" (the most whose step meets the time-per-token target)" if p["tpot_capped"]
+               else ""),
             p["batch_max"], "sequences", count_format(p["batch_max"], "sequence")
             if p["fits"] else ("no room for one sequence's KV" if p["weights_fit"]
                                else "weights do not fit")))
@@ -268,13 +368,20 @@ def gpu_compare(
                 f"{name}: decode step ({dec['bound']}-bound"
                 + (", floor)" if dec["bound"] == "memory" and bandwidth_efficiency >= 1
                    else ")"),
-                f"max({bytes_short(dec['bytes'])} ÷ "
+                f"max({bytes_short(dec['bytes'])}" + (" per GPU" if n > 1 else "") + " ÷ "
                 f"({bandwidth_format(g.bandwidth_bytes_per_second)} × "
                 f"{number_format(bandwidth_efficiency)}) = {seconds_format(dec['memory'])}; "
                 f"{flops_format(dec['linear_flops'])} at {rate_of_format(p['rate'], unit=unit)} "
-                f"+ {flops_format(dec['attention_flops'])} at BF16, × {number_format(mfu)} MFU "
-                f"= {seconds_format(dec['compute'])})",
+                f"+ {flops_format(dec['attention_flops'])} at BF16"
+                + (f", ÷ {n} GPUs" if n > 1 else "") + f", × {number_format(mfu)} MFU "
+                f"= {seconds_format(dec['compute'])})"
+                + (f" + {seconds_format(dec['comm'])} of all-reduces" if n > 1 else ""),
                 dec["seconds"], "s", seconds_format(dec["seconds"])))
+            steps.append(Step(
+                f"{name}: tokens/s one user sees",
+                f"1 ÷ {seconds_format(dec['seconds'])} (every sequence gets one token a step)",
+                p["tokens_per_second_per_user"], "tokens/s",
+                rate_format(p["tokens_per_second_per_user"], "tokens/s")))
             steps.append(Step(
                 f"{name}: output tokens/s",
                 f"{count_format(p['batch'], 'sequence')} ÷ {seconds_format(dec['seconds'])}",
@@ -282,7 +389,8 @@ def gpu_compare(
                 rate_format(p["tokens_per_second"], "tokens/s")))
             steps.append(Step(
                 f"{name}: dollars per million output tokens",
-                f"{money_format(p['price'])}/h ÷ ({number_format(p['tokens_per_second'])} "
+                f"{money_format(p['price'])}/h" + (f" × {n} GPUs" if n > 1 else "")
+                + f" ÷ ({number_format(p['tokens_per_second'])} "
                 "tokens/s × 3,600 s) × 10⁶ (output tokens only; prefill's GPU time is not "
                 "charged here)",
                 p["dollars_per_million"], "USD", money_format(p["dollars_per_million"],
@@ -290,7 +398,8 @@ def gpu_compare(
             steps.append(Step(
                 f"{name}: tokens/s per kW of board power",
                 f"{number_format(p['tokens_per_second'])} tokens/s ÷ "
-                f"{g.power_watts / KILOWATT:g} kW (the board's power limit, not measured draw)",
+                + (f"{n} × " if n > 1 else "")
+                + f"{g.power_watts / KILOWATT:g} kW (the board's power limit, not measured draw)",
                 p["tokens_per_second_per_kw"], "tokens/s/kW",
                 number_format(p["tokens_per_second_per_kw"])))
         if pre is None:

@@ -3,10 +3,11 @@ head kept in BF16 when the rest is quantized), the KV cache (MHA, GQA, MQA and M
 tensor parallelism), whether weights + KV + a runtime reserve fit a GPU, and the largest batch
 that does.
 
-GPU memory has one definition throughout: the total the driver reports (`Gpu.memory_total_bytes`,
-e.g. 81,559 MiB on an H100 80GB), of which an engine may use `memory_fraction` (vLLM's
-gpu_memory_utilization, 0.9 by default); within that share it must hold every weight, the KV
-cache and a runtime reserve (`reserve_gb`: peak activations, the CUDA context, buffers).
+GPU memory has one definition throughout: the total CUDA reports (`Gpu.memory_total_bytes`,
+e.g. 79.22 GiB on an H100 80GB, where nvidia-smi shows 81,559 MiB), of which an engine may use
+`memory_fraction` (vLLM's gpu_memory_utilization, 0.9 by default); within that share it must hold
+every weight, the KV cache and a runtime reserve (`reserve_gb`: peak activations, the CUDA
+context, buffers).
 """
 
 import functools
@@ -418,9 +419,8 @@ def memory_fit(
     where = f" {per_gpu}" if per_gpu else ""
     steps = (
         Step(
-            "GPU memory (driver's total)",
-            f"{gpu.memory_reported_mib:,} MiB as the driver reports it (the datasheet says "
-            f"{gpu.memory_label})",
+            "GPU memory (the total a program sees)",
+            gpu.memory_total_basis,
             total,
             "B",
             bytes_format(total),

@@ -92,7 +92,7 @@ def gpus_section() -> Section:
         ridge = g.bf16_flops / g.bandwidth_bytes_per_second
         rows.append(Row(
             cells=(g.name, f"{g.memory_label} {g.memory_kind} "
-                   f"({number_format(g.memory_reported_mib)} MiB reported = "
+                   f"({g.memory_total_text} = "
                    f"{number_format(g.memory_total_bytes / GB)} GB)",
                    bandwidth_format(g.bandwidth_bytes_per_second), _rate(g.bf16_flops),
                    _rate(g.fp8_flops), _rate(g.int8_ops, ops=True), _rate(g.fp4_flops),

@@ -60,6 +60,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 NODES_MAX = 64
 GPUS_PER_NODE_MAX = 8
@@ -255,12 +256,16 @@ def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, d
     seqs_per_group = math.floor(free / (kv_token * context)) if free > 0 else 0
 
     per_gpu_tokens = batch / g
-    per_group_seqs = batch / d
+    # The step waits for the busiest attention group, and a group holds whole sequences: with
+    # fewer sequences than groups (batch 1 over DP8) one group does all of a sequence's
+    # attention while the others run empty dispatches, not an eighth of it each.
+    per_group_seqs = math.ceil(batch / d - 1e-9) if batch > 0 else 0
+    attn_tokens = per_group_seqs / t  # tokens the busiest group's GPUs each project and send
     peak_w = peak_flops_get(gpu=gpu, dtype=w)
     peak_bf16 = gpu.bf16_flops
     attn_bytes = attn * layers * w.bytes / t + per_group_seqs * context * kv_token
-    attn_proj = 2 * per_gpu_tokens * attn * layers
-    attn_core = per_gpu_tokens * layers * _core_attention_flops_per_layer(model, context)
+    attn_proj = 2 * attn_tokens * attn * layers
+    attn_core = attn_tokens * layers * _core_attention_flops_per_layer(model, context)
     attn_compute = attn_proj / (peak_w * mfu) + attn_core / (peak_bf16 * mfu)
     attn_memory = attn_bytes / bandwidth
     touched = experts_touched(model=model, batch=batch) if batch > 0 else 0.0
@@ -294,8 +299,8 @@ def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, d
                                              k=model.experts_per_token)
             remote = (g - 1) * hit
         local_share = (min(g, layout.gpus_per_node) - 1) / (g - 1)
-        out = per_gpu_tokens * remote * h * dispatch.bytes
-        back = per_gpu_tokens * remote * h * act.bytes
+        out = attn_tokens * remote * h * dispatch.bytes
+        back = attn_tokens * remote * h * act.bytes
         a2a = {"d_nvl": out * local_share, "d_ib": out * (1 - local_share),
                "c_nvl": back * local_share, "c_ib": back * (1 - local_share)}
         per_layer = (2 * links.alpha
@@ -317,7 +322,8 @@ def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, d
         "layers": layers, "dense_layers": dense, "moe_layers": moe_layers,
         "nonrouted_bytes": nonrouted, "routed_bytes": routed, "weights": weights,
         "kv_token": kv_token, "free": free, "seqs_per_group": seqs_per_group,
-        "attn_bytes": attn_bytes, "attn_proj_flops": attn_proj, "attn_core_flops": attn_core,
+        "attn_tokens": attn_tokens, "attn_bytes": attn_bytes, "attn_proj_flops": attn_proj,
+        "attn_core_flops": attn_core,
         "attn_compute": attn_compute, "attn_memory": attn_memory, "t_attn": t_attn,
         "attn_bound": "compute" if attn_compute >= attn_memory else "memory",
         "touched": touched, "ffn_bytes": ffn_bytes, "ffn_flops": ffn_flops,
@@ -563,13 +569,13 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
              full["kv_token"], "B", bytes_format(full["kv_token"])),
         Step("Sequences the KV cache holds",
              f"{d} group{'s' if d > 1 else ''} × ⌊{bytes_short(r['free'])} free ÷ "
-             f"({bytes_short(full['kv_token'])} × {context:,} tokens)⌋"
+             f"({bytes_short(full['kv_token'])} × {count_phrase(context, 'token')})⌋"
              + ("" if r["fits"] else f": fewer than the {k['batch']:,} asked for, so the batch "
                 f"is cut to {r['max_seq']:,}"),
              r["max_seq"], "sequences", count_format(r["max_seq"], "sequence")),
         Step("Experts touched per MoE layer",
              f"{m.experts_routed} × (1 − (1 − {m.experts_per_token}/{m.experts_routed})^"
-             f"{number_format(r['batch'] / r['microbatches'])} tokens), uniform routing",
+             f"{amount_phrase(r['batch'] / r['microbatches'], 'tokens')}), uniform routing",
              top["touched"], "experts", number_format(top["touched"])),
         Step(f"Attention per GPU ({top['attn_bound']}-bound)",
              f"max({bytes_short(top['attn_bytes'])} of weights and KV ÷ "
@@ -597,7 +603,7 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
         steps.append(Step(
             "Dispatch and combine per stage-step",
             f"{top['moe_layers']} MoE layers × {number_format(top['remote'])} other GPUs per "
-            f"token × {number_format(r['batch'] / r['microbatches'] / gs)} tokens per GPU × "
+            f"token × {amount_phrase(top['attn_tokens'], 'tokens')} on the busiest GPU × "
             f"{m.hidden:,} × ({number_format(k['dispatch'].bytes)} B out + 2 B back) = "
             f"{bytes_short(top['dispatch_bytes'] + top['combine_bytes'])}, "
             f"{percent_format(share)} over InfiniBand; "
@@ -622,7 +628,7 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
              f"{rounds}({seconds_format(top['gpu_time'])} + {seconds_format(top['comm'])})",
              r["tpot_high"], "s", seconds_format(r["tpot_high"])),
         Step("Output tokens/s for the deployment (ceilings, from the two floors)",
-             f"{r['batch']:,} sequences ÷ {seconds_format(r['tpot_high'])} to "
+             f"{count_phrase(r['batch'], 'sequence')} ÷ {seconds_format(r['tpot_high'])} to "
              f"÷ {seconds_format(r['tpot_low'])}",
              r["tps_high"], "tokens/s",
              f"{number_format(r['tps_low'])} to {rate_format(r['tps_high'], 'tokens/s')}"),

@@ -18,7 +18,7 @@ from problems.arithmetic.catalog import (
     model_get,
 )
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_describe,
     peak_flops_get,
@@ -189,6 +189,75 @@ def quantization(
 FORMATS_COMPARED = ("bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
 FIT_GPUS = ("h100-sxm", "h200", "b200", "l40s")
 NO_PATH = "no kernel path on this GPU"
+# Tensor-parallel deployments tried, smallest first: within one 8-GPU node, where TP runs.
+TP_DEPLOY = (1, 2, 4, 8)
+# The fixed cost of one all-reduce (launch and synchronisation, seconds), as parallel.py's
+# collective_us default: at decode sizes it, not the bytes, dominates TP's communication.
+COLLECTIVE_SECONDS = 10e-6
+# The bytes of an activation value all-reduced between GPUs (BF16).
+ACTIVATION_BYTES = 2.0
+
+
+def kv_per_token_gpu_model(*, model: Model, kv_dtype: Dtype, tp: int) -> float | None:
+    """KV bytes one token adds on each of `tp` GPUs (bytes): GQA's KV heads split over the GPUs
+    (replicated once there are more GPUs than heads), MLA's latent kept whole on every GPU. None
+    when the heads do not split evenly over `tp`."""
+    per_token = kv_bytes_per_token_model(model, kv_dtype)
+    if model.attention == "MLA" or tp == 1:
+        return per_token
+    if tp <= model.kv_heads:
+        return per_token / tp if model.kv_heads % tp == 0 else None
+    return per_token / model.kv_heads if tp % model.kv_heads == 0 else None
+
+
+def tp_comm_seconds(*, model: Model, gpu: Gpu, tp: int, tokens: int) -> float:
+    """One forward pass's tensor-parallel communication over `tp` GPUs (seconds): two ring
+    all-reduces a layer (after attention and after the MLP) of `tokens` × hidden BF16
+    activations, each sending 2(tp − 1)/tp of the message at the GPU's one-way link bandwidth,
+    plus COLLECTIVE_SECONDS each. Zero on one GPU."""
+    if tp == 1:
+        return 0.0
+    message = tokens * model.hidden * ACTIVATION_BYTES
+    per_allreduce = 2 * (tp - 1) / tp * message / gpu.interconnect_one_way_bytes_per_second
+    return 2 * model.layers * (per_allreduce + COLLECTIVE_SECONDS)
+
+
+def deployment_model(*, row: dict, model: Model, gpu: Gpu, kv_dtype: Dtype, tokens: int,
+                     batch: int, bandwidth_efficiency: float) -> dict:
+    """The smallest tensor-parallel deployment of one format (a `format_row_model` row) on
+    `gpu`: the fewest GPUs in TP_DEPLOY on which each GPU holds its share of the weights, the
+    reserve and its share of the batch's KV, and can still hold one sequence of the model's
+    full context (vLLM refuses to start otherwise). Its decode step and prefill: each GPU reads
+    and computes its 1/tp share, then the GPUs all-reduce (`tp_comm_seconds`). `tp` None: no
+    deployment up to 8 GPUs, or no kernel path."""
+    usable = float(row["fit"]["memory_usable_bytes"])
+    reserve = float(row["fit"]["reserve_bytes"])
+    context = max(model.context or tokens, tokens)
+    dec, pre = row["decode"], row["prefill"]
+    none = {"tp": None, "decode_seconds": None, "prefill_seconds": None, "kv_room_tokens": 0,
+            "comm_decode_seconds": 0.0}
+    if dec["seconds"] is None:
+        return none
+    for tp in TP_DEPLOY:
+        kv_gpu = kv_per_token_gpu_model(model=model, kv_dtype=kv_dtype, tp=tp)
+        if kv_gpu is None:
+            continue
+        free = usable - row["weights"] / tp - reserve
+        if free < batch * tokens * kv_gpu or free < context * kv_gpu:
+            continue
+        kv_share = kv_gpu / row["kv_per_token"]
+        memory = (dec["weights"] / tp + dec["kv"] * kv_share) / (
+            gpu.bandwidth_bytes_per_second * bandwidth_efficiency)
+        comm_decode = tp_comm_seconds(model=model, gpu=gpu, tp=tp, tokens=batch)
+        comm_prefill = tp_comm_seconds(model=model, gpu=gpu, tp=tp, tokens=tokens)
+        return {
+            "tp": tp, "kv_room_tokens": math.floor(free / kv_gpu),
+            "decode_seconds": max(memory, dec["compute"] / tp) + comm_decode,
+            "decode_bound": "memory" if memory >= dec["compute"] / tp else "compute",
+            "comm_decode_seconds": comm_decode,
+            "prefill_seconds": max(pre["compute"], pre["memory"]) / tp + comm_prefill,
+        }
+    return none
 
 
 def linear_rows_model(model: Model) -> int:
@@ -239,7 +308,7 @@ def decode_point_model(*, model: Model, gpu: Gpu, dtype: Dtype, embedding: Dtype
         bandwidth_efficiency=bandwidth_efficiency, embedding_bytes_per_param=embedding.bytes)
     parts = params_count_model(model)
     linear_flops = batch * 2 * (parts["non_embedding_active"] + parts["head"])
-    attention_flops = batch * attention_flops_per_token_pair(model) * context_tokens
+    attention_flops = batch * decode_attention_flops_per_token_pair(model) * context_tokens
     rate = format_rate_get(gpu=gpu, dtype=dtype)
     point = {"weights": memory["weights"], "kv": memory["kv"], "bytes": memory["bytes"],
              "memory": memory["seconds"], "linear_flops": linear_flops,
@@ -300,12 +369,17 @@ def format_row_model(*, model: Model, gpu: Gpu, dtype: Dtype, kv_dtype: Dtype, t
                                 kv_bytes=batch * tokens * kv_per_token, reserve_gb=reserve_gb,
                                 memory_fraction=memory_fraction, per_gpu=f"in {dtype.name}")
     free = float(fit["memory_usable_bytes"]) - weights - float(fit["reserve_bytes"])
+    room = max(0, math.floor(free / kv_per_token)) if free > 0 else 0
+    context = max(model.context or tokens, tokens)
     return {
         "dtype": dtype, "embedding": embedding, "weights": weights,
         "kv_per_token": kv_per_token, "decode": decode_point, "prefill": prefill_point,
         "native": format_native(gpu=gpu, dtype=dtype), "path": decode_point["rate"] is not None,
-        "fits": bool(fit["fits"]), "free": free,
-        "kv_room_tokens": max(0, math.floor(free / kv_per_token)) if free > 0 else 0,
+        "fits": bool(fit["fits"]), "free": free, "kv_room_tokens": room,
+        # vLLM starts only if the KV pool holds one sequence of max_model_len (the model's
+        # context by default); with less room it needs --max-model-len cut to the room.
+        "full_context": bool(fit["fits"]) and room >= context,
+        "max_model_len": min(room, context),
         "fit": fit, "fit_steps": fit_steps,
     }
 
@@ -337,9 +411,13 @@ def quantization_formats(
 ) -> Result:
     """Every weight format in `formats` on one `gpu`: weights (bytes), the decode step of
     `batch` sequences at `prompt_tokens` of context and the prefill of `prompt_tokens`
-    (seconds, each a roofline bound with its bound named), speedups over the first format,
-    whether each fits with that KV cache and the reserve, and the KV room left (tokens);
-    plus the same fit check on each of `fit_gpus` (values["fit"])."""
+    (seconds, each a roofline bound with its bound named) on that one GPU, whether each fits
+    with that KV cache and the reserve, the KV room left (tokens) and whether it holds one
+    sequence of the model's context; each format's smallest tensor-parallel deployment
+    (`deployment_model`) with its decode step and prefill, and its latency and GPU count
+    against the baseline's: the checkpoint's published format (values["baseline_dtype"]). The
+    one-GPU speedups (`decode_speedup`) are floors on the same GPU, hypothetical for a row that
+    does not fit. Plus the same fit check on each of `fit_gpus` (values["fit"])."""
     m = model_get(model)
     g = gpu_get(gpu)
     kv_d = kv_dtype_get(kv_dtype, model=m)
@@ -355,7 +433,15 @@ def quantization_formats(
                   bandwidth_efficiency=bandwidth_efficiency, memory_fraction=memory_fraction,
                   reserve_gb=reserve_gb)
     rows = [format_row_model(gpu=g, dtype=d, **common) for d in dtypes]
-    base = rows[0]
+    # The baseline is the checkpoint as published: BF16 for most models, FP8 for DeepSeek-V3,
+    # whose FP8 weights are what anyone serves (its BF16 row is an up-cast, not a starting point).
+    published = m.checkpoint_dtype or m.dtype
+    base_index = next((i for i, d in enumerate(dtypes) if d.id == published), 0)
+    base = rows[base_index]
+    deployed = [deployment_model(row=r, model=m, gpu=g, kv_dtype=kv_d, tokens=prompt_tokens,
+                                 batch=batch, bandwidth_efficiency=bandwidth_efficiency)
+                for r in rows]
+    base_deployed = deployed[base_index]
 
     def ratio(a: float | None, b: float | None) -> float | None:
         return a / b if a is not None and b else None
@@ -368,12 +454,25 @@ def quantization_formats(
         for gid in fit_gpus:
             r = format_row_model(gpu=gpu_get(gid, field="fit_gpus"), dtype=d, **common)
             cells.append({"gpu": gid, "fits": r["fits"], "free_bytes": r["free"],
-                          "kv_room_tokens": r["kv_room_tokens"]})
+                          "kv_room_tokens": r["kv_room_tokens"],
+                          "full_context": r["full_context"],
+                          "max_model_len": r["max_model_len"]})
         fit.append({"dtype": d.id, "cells": cells})
     formats_out = []
-    for r in rows:
+    for r, dep in zip(rows, deployed, strict=True):
         d, dec, pre = r["dtype"], r["decode"], r["prefill"]
         formats_out.append({
+            "deploy_tp": dep["tp"], "deploy_decode_seconds": dep["decode_seconds"],
+            "deploy_prefill_seconds": dep["prefill_seconds"],
+            "deploy_kv_room_tokens": dep["kv_room_tokens"],
+            "deploy_comm_seconds": dep["comm_decode_seconds"],
+            # Against BF16's smallest deployment: latency and GPUs, each on its own.
+            "deploy_decode_speedup": ratio(base_deployed["decode_seconds"],
+                                           dep["decode_seconds"]),
+            "deploy_prefill_speedup": ratio(base_deployed["prefill_seconds"],
+                                            dep["prefill_seconds"]),
+            "deploy_gpu_ratio": ratio(base_deployed["tp"], dep["tp"]),
+            "full_context": r["full_context"], "max_model_len": r["max_model_len"],
             "dtype": d.id, "name": d.name, "bits": d.bits, "weights_bytes": r["weights"],
             "embedding_dtype": r["embedding"].id, "read_bytes": dec["weights"],
             "decode_bytes": dec["bytes"], "decode_memory_seconds": dec["memory"],
@@ -449,6 +548,26 @@ def quantization_formats(
             f"reserve) ÷ {bytes_short(kv_per_token)} per token⌋",
             r["kv_room_tokens"], "tokens", count_format(r["kv_room_tokens"], "token")
             if r["free"] > 0 else "none"))
+    context = max(m.context or prompt_tokens, prompt_tokens)
+    for r, dep in zip(rows, deployed, strict=True):
+        d = r["dtype"]
+        if dep["tp"] is None:
+            steps.append(Step(
+                f"Smallest deployment in {d.name}",
+                (NO_PATH if r["decode"]["seconds"] is None else
+                 f"no tensor-parallel group of up to {TP_DEPLOY[-1]} {g.name} GPUs holds the "
+                 f"weights, this KV cache and one {context:,}-token sequence"),
+                0.0, "GPUs", "none up to 8 GPUs"))
+            continue
+        steps.append(Step(
+            f"Smallest deployment in {d.name}: TP {dep['tp']}",
+            f"the fewest GPUs each holding 1/{dep['tp']} of the weights, the reserve, its share "
+            f"of this KV cache and of one {context:,}-token sequence; decode "
+            f"{seconds_format(dep['decode_seconds'] - dep['comm_decode_seconds'])} of reads or "
+            f"compute per GPU + {seconds_format(dep['comm_decode_seconds'])} of all-reduces "
+            f"(2 × {m.layers} a step, {seconds_format(COLLECTIVE_SECONDS)} each plus the bytes "
+            f"at {bandwidth_format(g.interconnect_one_way_bytes_per_second)} one way)",
+            dep["decode_seconds"], "s", seconds_format(dep["decode_seconds"])))
     steps[3:3] = list(base["fit_steps"][:2])
     return Result(
         values={
@@ -463,6 +582,8 @@ def quantization_formats(
             "memory_total_bytes": base["fit"]["memory_total_bytes"],
             "reserve_bytes": base["fit"]["reserve_bytes"],
             "channel_scales": linear_rows_model(m),
+            "context_window": context,
+            "baseline_dtype": dtypes[base_index].id,
         },
         steps=tuple(steps),
     )

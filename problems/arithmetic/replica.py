@@ -54,6 +54,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 BATCH_SEARCH_MAX = 10**7
 SPEC_GAMMA_MAX = 16
@@ -317,7 +318,7 @@ def replica_steps(*, r: dict, k: dict, what: str = "") -> tuple[Step, ...]:
         Step(f"{pre}free for KV per GPU", f"{bytes_short(g.memory_total_bytes)} × "
              f"{number_format(k['memory_fraction'])} − {bytes_short(k['reserve_bytes'])} reserve "
              f"− {bytes_short(r['weights'])}", r["free"], "B", bytes_format(r["free"])),
-        Step(f"{pre}KV per token per GPU ({kv.name})", f"{m.name} over {tp} GPUs",
+        Step(f"{pre}KV per token per GPU ({kv.name})", f"{m.name} over {count_phrase(tp, 'GPU')}",
              r["kv_token"], "B", bytes_format(r["kv_token"])),
         Step(f"{pre}sequences memory holds", f"⌊{bytes_short(r['free'])} ÷ "
              f"({bytes_short(r['kv_token'])} × {number_format(r['context'])} tokens, the prompt "
@@ -349,7 +350,7 @@ def replica_steps(*, r: dict, k: dict, what: str = "") -> tuple[Step, ...]:
              f"per GPU ÷ {bandwidth_format(bw)})", pf["seconds"], "s",
              seconds_format(pf["seconds"])),
         Step(f"{pre}dollars per million input tokens",
-             f"{tp} × {seconds_format(pf['seconds'])} ÷ {number_format(pf['computed'])} tokens "
+             f"{tp} × {seconds_format(pf['seconds'])} ÷ {amount_phrase(pf['computed'], 'tokens')} "
              f"= {seconds_format(r['prefill_gpu_seconds_per_token'])} GPU-time per computed "
              f"token × {money_format(r['price'])}/h ÷ 3,600 × "
              f"{percent_format(1 - k['prefix_hit'])} computed ÷ "

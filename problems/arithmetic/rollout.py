@@ -48,6 +48,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, times_phrase
 
 NORMAL = NormalDist()
 P99 = 0.99
@@ -127,9 +128,11 @@ def canary_model(*, request_rate: float, canary_share: float, error_rate: float,
     n = max(n_errors_cc, n_latency_cc)
     canary_rate = request_rate * f
     seconds = math.ceil(n) / canary_rate
-    # One whole replica is the smallest canary a replica-level router can make: its share of
-    # the fleet is the least traffic it gets unless the router weights it down.
-    canary_replicas = max(1, math.ceil(f * replicas))
+    # The canary's replicas are added beside the fleet, which keeps serving as the baseline:
+    # c of them take c ÷ (replicas + c) of an unweighted router's traffic. The count is the one
+    # whose natural share is nearest f, and never less than one whole replica; a router that
+    # weights by request, not by replica, sets the share to f exactly.
+    canary_replicas = max(1, round(f * replicas / (1 - f)))
     return {
         "k": k, "z_confidence": z_of(confidence), "z_power": z_of(power),
         "n_errors": n_errors, "n_latency": n_latency, "n_normal": n_normal,
@@ -141,7 +144,8 @@ def canary_model(*, request_rate: float, canary_share: float, error_rate: float,
         "canary_rate": canary_rate, "seconds": seconds,
         "extra_errors": math.ceil(n) * (error_rate_regressed - error_rate),
         "rule_of_three": 3.0 / error_rate if error_rate > 0 else math.inf,
-        "canary_replicas": canary_replicas, "replica_share": canary_replicas / replicas,
+        "canary_replicas": canary_replicas,
+        "replica_share": canary_replicas / (replicas + canary_replicas),
         "blue_green_gpus": replicas * gpus_per_replica,
         "canary_gpu_cost": canary_replicas * gpus_per_replica * price_per_hour * seconds / 3600,
         "blue_green_cost": replicas * gpus_per_replica * price_per_hour * seconds / 3600,
@@ -195,7 +199,8 @@ def canary(**inputs: object) -> Result:
     z99 = number_format(z_of(P99), digits=4)
     steps = (
         Step("Canary traffic", f"{requests_rate_text(k['request_rate'])} × "
-             f"{percent_format(f)}; the baseline arm is {k_text}× larger",
+             f"{percent_format(f)}; the baseline arm, k = {k_text}, carries "
+             f"{times_phrase(c['k'], 1.0)} the canary's traffic",
              c["canary_rate"], "requests/s", requests_rate_text(c["canary_rate"])),
         Step("z values", f"one-sided {conf} confidence: z = {za}; {power} power: z = {zb}",
              c["z_confidence"], "", za),
@@ -219,8 +224,9 @@ def canary(**inputs: object) -> Result:
              "ms", c["n_latency"], "requests",
              count_format(math.ceil(c["n_latency"]), "request")),
         Step("Few events: the normal approximation runs short",
-             f"if nothing changed the canary would see {number_format(c['expected_errors'])} "
-             f"errors and {number_format(c['expected_above'])} requests above the p99 in "
+             f"if nothing changed the canary would expect about "
+             f"{number_format(c['expected_errors'])} errors and about "
+             f"{number_format(c['expected_above'])} requests above the p99 in "
              "those samples; Fleiss's continuity correction n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ "
              f"(k n (p₁ − p₀)))]² gives {number_format(math.ceil(c['n_errors_cc']))} and "
              f"{number_format(math.ceil(c['n_latency_cc']))}",
@@ -237,12 +243,16 @@ def canary(**inputs: object) -> Result:
              f"{number_format(math.ceil(c['n']))} × ({percent_format(p1)} − "
              f"{percent_format(p0)})", c["extra_errors"], "requests",
              number_format(c["extra_errors"], digits=2)),
-        Step("Canary replicas", f"⌈{percent_format(f)} × {k['replicas']:,} replicas⌉ (at least "
-             f"one): a whole replica takes {percent_format(c['replica_share'])} of traffic "
-             "unless the router weights it", c["canary_replicas"], "replicas",
+        Step("Canary replicas, added beside the fleet",
+             f"the count nearest {percent_format(f)} × {k['replicas']:,} ÷ "
+             f"{percent_format(1 - f)} (at least one): "
+             f"{count_format(c['canary_replicas'], 'replica')} of "
+             f"{k['replicas'] + c['canary_replicas']:,} take "
+             f"{percent_format(c['replica_share'])} of the traffic unless the router weights "
+             "it", c["canary_replicas"], "replicas",
              count_format(c["canary_replicas"], "replica")),
         Step("Blue-green instead: a second fleet during the switch",
-             f"{k['replicas']:,} × {k['gpus_per_replica']} GPUs, "
+             f"{k['replicas']:,} × {count_phrase(k['gpus_per_replica'], 'GPU')}, "
              f"{money_format(c['blue_green_cost'])} over the same duration against "
              f"{money_format(c['canary_gpu_cost'])} for the canary", c["blue_green_gpus"],
              "GPUs", count_format(c["blue_green_gpus"], "GPU")),

@@ -24,6 +24,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 PRICE_MAX = 1e4
 THROUGHPUT_MAX = 1e9
@@ -200,14 +201,14 @@ def request_cost(
         Step("Replica price", f"{money_format(price)}/h × {gpus:,} GPU{'s' * (gpus != 1)}",
              replica_per_hour, "USD/h", f"{money_format(replica_per_hour)}/h"),
         Step("Prompt tokens to prefill",
-             f"{number_format(prompt)} tokens × (1 − {percent_format(hit)} cached)",
+             f"{count_phrase(prompt, 'token')} × (1 − {percent_format(hit)} cached)",
              b["uncached"], "tokens", f"{number_format(b['uncached'])} tokens"),
         Step("Prefill time per request",
              f"{number_format(b['uncached'])} tokens ÷ "
              f"{rate_format(prefill_rate, 'tokens/s')}",
              b["prefill_s"], "s", seconds_format(b["prefill_s"])),
         Step("Decode time per request",
-             f"{number_format(output)} tokens ÷ {rate_format(decode_rate, 'tokens/s')}",
+             f"{count_phrase(output, 'token')} ÷ {rate_format(decode_rate, 'tokens/s')}",
              b["decode_s"], "s", seconds_format(b["decode_s"])),
         Step("Replica time per request", f"{seconds_format(b['prefill_s'])} + "
              f"{seconds_format(b['decode_s'])}", b["busy_s"], "s", seconds_format(b["busy_s"])),
@@ -220,15 +221,15 @@ def request_cost(
              f"{number_format(b['requests_per_hour'])} requests/h", b["dollars"], "USD",
              money_format(b["dollars"], significant=3)),
         Step("Per million output tokens", f"{money_format(b['dollars'], significant=3)} ÷ "
-             f"{number_format(output)} tokens × 1,000,000", per_m_output, "USD",
+             f"{count_phrase(output, 'token')} × 1,000,000", per_m_output, "USD",
              money_format(per_m_output, significant=3)),
         Step("Per million tokens, prompt and output", f"{money_format(b['dollars'], significant=3)}"
-             f" ÷ {number_format(prompt + output)} tokens × 1,000,000", per_m_total, "USD",
+             f" ÷ {count_phrase(prompt + output, 'token')} × 1,000,000", per_m_total, "USD",
              money_format(per_m_total, significant=3)),
         Step("Hit rate after the drop", f"{percent_format(hit)} − {percent_format(drop)}",
              after, "fraction", percent_format(after)),
         Step("Prompt tokens to prefill after it",
-             f"{number_format(prompt)} tokens × (1 − {percent_format(after)})", a["uncached"],
+             f"{count_phrase(prompt, 'token')} × (1 − {percent_format(after)})", a["uncached"],
              "tokens", f"{number_format(a['uncached'])} tokens"),
         Step("Replica time per request after it",
              f"{seconds_format(a['prefill_s'])} + {seconds_format(a['decode_s'])}",

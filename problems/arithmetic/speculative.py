@@ -10,7 +10,7 @@ checking γ + 1 tokens per sequence costs up to γ + 1 steps and the gain shrink
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_flops_get,
 )
@@ -161,7 +161,7 @@ def _verification(*, model: str | None, gpu: str | None, batch: int, context_tok
     bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
     kv = batch * context_tokens * kv_bytes_per_token_model(m, kv_d)
     per_token = (2 * (parts["non_embedding_active"] + parts["head"])
-                 + attention_flops_per_token_pair(m) * context_tokens)
+                 + decode_attention_flops_per_token_pair(m) * context_tokens)
 
     def time(per_sequence: int) -> tuple[float, str]:
         reads = weights_read_model(model=m, tokens=batch * per_sequence, dtype=d, embedding=e)

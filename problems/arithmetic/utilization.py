@@ -15,7 +15,7 @@ two FLOPs per weight per sequence; attention's FLOPs over each sequence's contex
 
 from problems.arithmetic.catalog import Gpu, Model, dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.compute import (
-    attention_flops_per_token_pair,
+    decode_attention_flops_per_token_pair,
     kv_bytes_per_token_model,
     peak_describe,
     peak_flops_get,
@@ -44,14 +44,18 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 
 # Decode batches the calculators take: far past any real step, small enough to stay quick.
 BATCH_MAX = 65_536
 HOST_MS_MAX = 10_000.0
-# The fewest kernels an eager Llama-style layer launches with q/k/v and gate/up packed: two
-# norms, four matmuls (qkv, o, gate_up, down), RoPE, attention, the activation (SiLU and the
-# multiply fused, at best) and two residual adds.
-KERNELS_PER_LAYER = 11
+HOST_PER_SEQUENCE_US_MAX = 100_000.0
+# The kernels an eager Llama-style layer launches in vLLM's model code with q/k/v and gate/up
+# packed (vllm/model_executor/models/llama.py, --enforce-eager): two norms, each with the residual
+# add fused in (fused_add_rms_norm), four matmuls (qkv, o, gate_up, down), RoPE, the KV-cache
+# write (reshape_and_cache), attention and the activation (silu_and_mul). Hugging Face's eager
+# code runs the adds, the norm's steps and the activation's as separate ops: several times this.
+KERNELS_PER_LAYER = 10
 # Outside the layers: the embedding gather, the final norm and the output head.
 KERNELS_OUTSIDE_LAYERS = 3
 
@@ -76,6 +80,7 @@ def decode_groups_model(
     peak_flops: float,
     embedding_bytes_per_param: float | None = None,
     queries_per_sequence: int = 1,
+    attention_peak_flops: float | None = None,
 ) -> list[dict[str, float | str]]:
     """One decode step of `batch` sequences split into kernel groups, each with its parameters
     read, bytes, FLOPs, memory and compute seconds, floor (the larger) and bound.
@@ -85,6 +90,9 @@ def decode_groups_model(
     `embedding_bytes_per_param` (default: the weights' format). `queries_per_sequence`
     positions per sequence (γ + 1 for a speculative verification pass) each run through every
     matmul and attend over the context, while the weights and each sequence's KV are read once.
+    The KV group's FLOPs run at `attention_peak_flops` (default `peak_flops`): attention
+    kernels compute in BF16 even over an FP8 cache or beside FP8 weights, so the calculators
+    pass the BF16 rate. MLA is counted in its absorbed decode form.
     """
     parts = params_count_model(model)
     rows_in = batch * queries_per_sequence  # positions through the matmuls
@@ -110,12 +118,13 @@ def decode_groups_model(
         ("norms", parts["norms"], parts["norms"] * weight_bytes_per_param,
          2 * parts["norms"] * rows_in),
         ("kv", 0.0, batch * context_tokens * kv_bytes_per_token,
-         rows_in * context_tokens * attention_flops_per_token_pair(model)),
+         rows_in * context_tokens * decode_attention_flops_per_token_pair(model)),
     )
     groups = []
     for name, params, size, flops in rows:
         memory = size / bandwidth_bytes_per_second
-        compute = flops / peak_flops
+        rate = attention_peak_flops if name == "kv" and attention_peak_flops else peak_flops
+        compute = flops / rate
         groups.append({
             "name": name,
             "label": GROUP_LABELS[name],
@@ -186,11 +195,19 @@ def decode_step_breakdown(
     peak = peak_flops_get(gpu=g, dtype=d)
     bandwidth = g.bandwidth_bytes_per_second * bandwidth_efficiency
     achieved = peak * mfu
+    # Attention computes in BF16 whatever the weights' or the cache's format (an FP8 cache is
+    # widened in the kernel, as FlashMLA and FlashInfer do), so its rate and ridge are BF16's;
+    # a model run in FP32 computes it in FP32.
+    attention_peak = g.fp32_flops if d.compute == "fp32" else g.bf16_flops
+    attention_name = "FP32" if d.compute == "fp32" else "BF16"
+    attention_achieved = attention_peak * mfu
+    attention_ridge = attention_peak / g.bandwidth_bytes_per_second
     kv_per_token = kv_bytes_per_token_model(m, kv_d)
     groups = decode_groups_model(
         model=m, batch=batch, context_tokens=context_tokens, weight_bytes_per_param=d.bytes,
         kv_bytes_per_token=kv_per_token, bandwidth_bytes_per_second=bandwidth,
-        peak_flops=achieved, embedding_bytes_per_param=e.bytes)
+        peak_flops=achieved, embedding_bytes_per_param=e.bytes,
+        attention_peak_flops=attention_achieved)
     by = {gr["name"]: gr for gr in groups}
     step_bytes = sum(gr["bytes"] for gr in groups)
     step_flops = sum(gr["flops"] for gr in groups)
@@ -240,15 +257,18 @@ def decode_step_breakdown(
         f"{count_format(batch, 'sequence')} × {count_format(context_tokens, 'token')} × "
         f"{bytes_short(kv_per_token)} ({kv_d.kv_label}) = {bytes_short(kv['bytes'])} ÷ "
         f"{bandwidth_format(bandwidth)} = {seconds_format(kv['memory_seconds'])}; "
-        f"{flops_format(kv['flops'])} ÷ {rate_of_format(achieved, unit=rate_unit)} = "
+        f"{flops_format(kv['flops'])}"
+        + (" (MLA in the absorbed form decode kernels run)" if m.attention == "MLA" else "")
+        + f" ÷ {rate_of_format(attention_achieved)} ({attention_name}) = "
         f"{seconds_format(kv['compute_seconds'])}",
         kv["seconds"], "s", seconds_format(kv["seconds"])))
     steps.append(Step(
         "KV-cache intensity against the ridge",
         f"{flops_format(kv['flops'])} ÷ {bytes_short(kv['bytes'])}: each sequence reads its own "
-        f"cache, so batching never raises it ({'below' if kv_intensity < ridge else 'above'} "
-        f"the ridge of {number_format(ridge)})",
-        kv_intensity, "FLOP/B", f"{number_format(kv_intensity)} {rate_unit}/B"))
+        f"cache, so batching never moves it "
+        f"({'below' if kv_intensity < attention_ridge else 'above'} "
+        f"the {attention_name} ridge of {number_format(attention_ridge)})",
+        kv_intensity, "FLOP/B", f"{number_format(kv_intensity)} FLOP/B"))
     steps.append(Step(
         f"Step {kind} (sum of the groups: kernels run in sequence)",
         " + ".join(seconds_format(gr["seconds"]) for gr in groups)
@@ -261,7 +281,7 @@ def decode_step_breakdown(
         by["mlp"]["seconds"] / step_seconds, "fraction",
         f"MLP {percent_format(by['mlp']['seconds'] / step_seconds)}"))
     steps.append(Step(
-        "Fewest kernels an eager step launches",
+        "Kernels an eager step launches (residual adds fused into the norms)",
         f"{KERNELS_PER_LAYER} per layer × {m.layers} layers + {KERNELS_OUTSIDE_LAYERS} "
         "(embedding gather, final norm, head)", kernels_floor, "kernels",
         count_format(kernels_floor, "kernel")))
@@ -282,6 +302,7 @@ def decode_step_breakdown(
         "kv_bytes_per_token": kv_per_token,
         "kv_intensity": kv_intensity,
         "ridge_flops_per_byte": ridge,
+        "attention_ridge_flops_per_byte": attention_ridge,
         "kernels_floor": kernels_floor,
         "kernels_per_layer": KERNELS_PER_LAYER,
         "fits_in_memory": fit["fits"],
@@ -303,6 +324,7 @@ def utilization_point_model(
     host_seconds: float = 0.0,
     overlap: bool = False,
     embedding_bytes_per_param: float | None = None,
+    attention_peak_flops: float | None = None,
 ) -> dict[str, float | str]:
     """One decode step's GPU time (the kernel groups' floors summed), its wall time with
     `host_seconds` of host work per step, and what nvidia-smi, MFU and MBU report (bytes, FLOP,
@@ -318,7 +340,8 @@ def utilization_point_model(
         model=model, batch=batch, context_tokens=context_tokens,
         weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_token=kv_bytes_per_token,
         bandwidth_bytes_per_second=bandwidth_bytes_per_second * bandwidth_efficiency,
-        peak_flops=peak_flops, embedding_bytes_per_param=embedding_bytes_per_param)
+        peak_flops=peak_flops, embedding_bytes_per_param=embedding_bytes_per_param,
+        attention_peak_flops=attention_peak_flops)
     size = sum(g["bytes"] for g in groups)
     flops = sum(g["flops"] for g in groups)
     gpu = sum(g["seconds"] for g in groups)
@@ -358,13 +381,16 @@ def gpu_utilization(
     batch_large: int = 64,
     bandwidth_efficiency: float = 1.0,
     host_ms: float = 3.0,
+    host_per_sequence_us: float = 0.0,
     overlap: str = "off",
     target_utilization: float = 0.30,
     memory_fraction: float = MEMORY_FRACTION_DEFAULT,
     reserve_gb: float = RESERVE_GB_DEFAULT,
 ) -> Result:
     """A decode step at two batch sizes: GPU time (roofline floors of its kernel groups), wall
-    time with `host_ms` of host work per step (`overlap` "on" or "off"), and what nvidia-smi,
+    time with `host_ms` of host work per step plus `host_per_sequence_us` for each sequence in
+    it (scheduling, input preparation and output processing grow with the running batch:
+    vLLM v0.6's diagnosis) (`overlap` "on" or "off"), and what nvidia-smi,
     MFU and MBU read (seconds, fractions, tokens/s); the host time that would bring the
     reading down to `target_utilization`; whether each batch fits the GPU."""
     m, g, d, kv_d, e, context_tokens, bandwidth_efficiency = _inputs_resolve(
@@ -374,6 +400,9 @@ def gpu_utilization(
     batch_large = count_check(batch_large, field="batch_large", maximum=BATCH_MAX)
     host_ms = number_check(host_ms, field="host_ms", minimum=0.0, maximum=HOST_MS_MAX,
                            allow_minimum=True)
+    host_per_sequence_us = number_check(host_per_sequence_us, field="host_per_sequence_us",
+                                        minimum=0.0, maximum=HOST_PER_SEQUENCE_US_MAX,
+                                        allow_minimum=True)
     if overlap not in ("on", "off"):
         raise ArithmeticInputError(field="overlap", message="must be on or off")
     target = fraction_check(target_utilization, field="target_utilization")
@@ -394,12 +423,14 @@ def gpu_utilization(
              rate_of_format(peak, unit=rate_unit)),
     ]
     for key, batch in (("small", batch_small), ("large", batch_large)):
+        host = host_ms / 1e3 + batch * host_per_sequence_us / 1e6
         p = utilization_point_model(
             model=m, batch=batch, context_tokens=context_tokens,
             weight_bytes_per_param=d.bytes, kv_bytes_per_token=kv_per_token,
             bandwidth_bytes_per_second=g.bandwidth_bytes_per_second, peak_flops=peak,
-            bandwidth_efficiency=bandwidth_efficiency, host_seconds=host_ms / 1e3,
-            overlap=overlapped, embedding_bytes_per_param=e.bytes)
+            bandwidth_efficiency=bandwidth_efficiency, host_seconds=host,
+            overlap=overlapped, embedding_bytes_per_param=e.bytes,
+            attention_peak_flops=g.fp32_flops if d.compute == "fp32" else g.bf16_flops)
         fit, _ = _fit(model=m, gpu=g, dtype=d, embedding=e,
                       kv_bytes=batch * context_tokens * kv_per_token, reserve_gb=reserve_gb,
                       memory_fraction=memory_fraction)
@@ -410,12 +441,15 @@ def gpu_utilization(
         p["batch"] = batch
         points[key] = p
         at = f"batch {batch:,}"
+        host_said = seconds_format(host) + (
+            f" ({seconds_format(host_ms / 1e3)} + {batch:,} × "
+            f"{seconds_format(host_per_sequence_us / 1e6)})" if host_per_sequence_us else "")
         whose = f"{batch:,} sequence's" if batch == 1 else f"{batch:,} sequences'"
         # Compute always runs at the dense peak here, so full bandwidth makes it a floor.
         gpu_label = "GPU floor" if floor else "GPU time"
         steps += [
             Step(f"Bytes per step, {at}", f"weights and head read once + {batch:,} × "
-                 f"{context_tokens:,} tokens × {bytes_short(kv_per_token)} of KV",
+                 f"{count_phrase(context_tokens, 'token')} × {bytes_short(kv_per_token)} of KV",
                  p["bytes"], "B", bytes_short(p["bytes"])),
             Step(f"FLOPs per step, {at}", "2 per weight per sequence + attention over the "
                  "context", p["flops"], "FLOP", flops_format(p["flops"])),
@@ -431,9 +465,9 @@ def gpu_utilization(
                  f"{percent_format(p['mbu_busy'])}", p["mfu_busy"], "fraction",
                  f"MFU {percent_format(p['mfu_busy'])}"),
             Step(f"Wall time per step, {at}",
-                 (f"max({seconds_format(p['gpu_seconds'])} GPU, {seconds_format(host_ms / 1e3)}"
-                  " host): overlapped") if overlapped else
-                 (f"{seconds_format(p['gpu_seconds'])} GPU + {seconds_format(host_ms / 1e3)} "
+                 (f"max({seconds_format(p['gpu_seconds'])} GPU, {host_said} host): "
+                  "overlapped") if overlapped else
+                 (f"{seconds_format(p['gpu_seconds'])} GPU + {host_said} "
                   "host: not overlapped"), p["wall_seconds"], "s",
                  seconds_format(p["wall_seconds"])),
             Step(f"nvidia-smi utilisation, {at}", f"{seconds_format(p['gpu_seconds'])} ÷ "

@@ -236,6 +236,13 @@ def list_phrase(items: list[str] | tuple[str, ...], *, conjunction: str = "and",
     return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
+def ordinal(n: int) -> str:
+    """A whole rank as English writes it: "1st", "2nd", "3rd", "11th", "1,181st", "1,195th"."""
+    n = int(n)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"
+
+
 def bytes_phrase(count: float, *, digits: int = 2) -> str:
     """A byte count in the decimal unit it reads best in: terabytes from one, smaller units
     down to a tenth of themselves: 1.5e11 → "150 GB" (not "0.15 TB"), 1.7e8 → "0.17 GB",

@@ -528,7 +528,7 @@ def context(*, request: HttpRequest) -> dict:
         "weight_only": dtype.bits < 16 and peak == gpu.rate_get("bf16"),
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "gpu_memory_label": gpu.memory_label,
-        "gpu_memory_mib": f"{gpu.memory_reported_mib:,} MiB",
+        "gpu_memory_mib": gpu.memory_total_text,
         "window": f"{window:,}",
         "max_tokens_default": count_phrase(max(window - inputs["prompt_tokens"], 0), "token"),
         "r": result.values,

@@ -41,6 +41,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, list_phrase, ratio_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -64,6 +65,14 @@ BATCH_MAX = 4096
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 EMB_HEAD_SMALL_SHARE = 0.05
 MS = 1e3
+# Marlin's README: "close to ideal (4x) speedups up to batchsizes of 16-32 tokens" for its
+# FP16 × INT4 kernel on Ampere and Ada (https://github.com/IST-DASLab/marlin).
+MARLIN_IDEAL_BATCH = (16, 32)
+# gpt-oss model card: the MoE weights are post-trained in MXFP4, 4.25 bits a parameter, so the
+# 120B model fits one 80 GB GPU (https://arxiv.org/abs/2508.10925).
+GPT_OSS_MXFP4_BITS = 4.25
+GPT_OSS_GPU_GB = 80
+MARLIN_IDEAL_SPEEDUP = 4
 
 # The worked NVFP4 block: a 48-value tensor (three blocks of 16), of which the page shows the
 # third. Chosen so the tensor's largest value fixes a power-of-two tensor scale and the shown
@@ -93,6 +102,33 @@ def _seconds(value: float | None, bound: str | None = None) -> str:
     if value is None:
         return NO_PATH
     return f"{seconds_format(value)} ({bound})" if bound else seconds_format(value)
+
+
+def deployment_text(tp: int | None) -> str:
+    """A deployment's size in words: "1 GPU", "2 GPUs (TP 2)", or why there is none."""
+    if tp is None:
+        return "none within 8 GPUs"
+    return count_phrase(tp, "GPU") + (f" (TP {tp})" if tp > 1 else "")
+
+
+def _latency_text(value: float | None, reference: float | None, *, base: bool = False) -> str:
+    """A deployed format's step against the baseline's: "1.84× faster", "1.11× slower"."""
+    if base:
+        return "baseline"
+    if value is None or reference is None:
+        return "—"
+    return ratio_phrase(value, reference, more="faster", less="slower")
+
+
+def _gpus_text(tp: int | None, base_tp: int | None, *, base: bool = False) -> str:
+    """GPUs per replica against the baseline's: "the same", "2× fewer", "2× more"."""
+    if tp is None or base_tp is None:
+        return "—"
+    if base:
+        return "baseline"
+    if tp == base_tp:
+        return "the same"
+    return ratio_phrase(base_tp, tp, more="fewer", less="more")
 
 
 def _names_joined(names: list[str], *, total: int) -> str:
@@ -135,13 +171,17 @@ def scale_text(dtype_id: str) -> str:
 
 
 def speedup_plot(*, inputs: dict, result) -> Plot:
-    """Each narrow format's decode-step speedup over BF16 as the batch grows."""
+    """Each format's token latency against the baseline's, each on its smallest deployment, as
+    the batch grows (a gap where a format has no deployment within 8 GPUs)."""
     xs = sorted(set(BATCHES) | {inputs["batch"]})
-    rows = {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=())["formats"]
-            for x in xs}
+    rows = {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=()) for x in xs}
+    base = result["baseline_dtype"]
     series = []
-    for i, d in enumerate(FORMATS_COMPARED[1:], start=1):
-        values = tuple(rows[x][i]["decode_speedup"] if rows[x][i]["decode_speedup"] is not None
+    for i, d in enumerate(FORMATS_COMPARED):
+        if d == base:
+            continue
+        values = tuple(rows[x]["formats"][i]["deploy_decode_speedup"]
+                       if rows[x]["formats"][i]["deploy_decode_speedup"] is not None
                        else math.nan for x in xs)
         series.append(Series(DTYPES[d].name, tuple(xs), values, dash=d == "int8",
                              markers=True))
@@ -150,9 +190,11 @@ def speedup_plot(*, inputs: dict, result) -> Plot:
     kv_seq = inputs["prompt_tokens"] * float(result["kv_bytes_per_token"])
     largest = math.floor(fp8["free_bytes"] / kv_seq) if fp8["free_bytes"] > 0 else 0
     if largest >= 1:
-        marks.append(Mark(largest, "largest FP8 batch that fits"))
-    return Plot(title="Decode-step speedup over BF16 as the batch grows",
-                x_title="Sequences per decode step", y_title="Speedup over BF16 (×)",
+        marks.append(Mark(largest, "largest FP8 batch on one GPU"))
+    name = DTYPES[base].name
+    return Plot(title=f"Token-latency gain over {name}, each format on its smallest deployment",
+                x_title="Sequences per decode step",
+                y_title=f"{name}'s step ÷ the format's step (×)",
                 x_log=True, series=tuple(series), marks=tuple(marks))
 
 
@@ -168,12 +210,15 @@ def size_plot(*, inputs: dict, result) -> Plot:
                      label_positions=tuple(where.get(f["dtype"], "top center")
                                            for f in formats))]
     kv = float(result["kv_bytes"])
-    for gid in FIT_GPUS:
+    # The learner's own GPU is always drawn, and marked, even when it is not one of the four.
+    gids = FIT_GPUS if inputs["gpu"] in FIT_GPUS else (*FIT_GPUS, inputs["gpu"])
+    for gid in gids:
         g = gpu_get(gid)
         room = (g.memory_total_bytes * inputs["memory_fraction"] - inputs["reserve_gb"] * GB
                 - kv) / GB
-        series.append(Series(f"{g.short_name}: room for weights", (0.0, 17.0), (room, room),
-                             dash=True))
+        mine = " (your GPU)" if gid == inputs["gpu"] else ""
+        series.append(Series(f"{g.short_name or g.name}{mine}: room for weights", (0.0, 17.0),
+                             (room, room), dash=not mine))
     return Plot(title="Model size against bits per weight, and what each GPU can hold",
                 x_title="Bits per weight (scales included)", y_title="GB (10⁹ bytes)",
                 series=tuple(series))
@@ -270,6 +315,19 @@ def _gpu_rates(gid: str) -> dict:
             "fp4_text": rate(g.fp4_flops)}
 
 
+def recommendation(*, gpu, by_id: dict) -> dict:  # noqa: ANN001
+    """The format the model answer recommends, chosen by fit: the one this GPU multiplies
+    fastest (NVFP4 on FP4 tensor cores, else FP8, else INT8) at its smallest deployment; INT4
+    when that format has none within 8 GPUs; none when nothing deploys."""
+    native = "nvfp4" if gpu.fp4_flops else ("fp8" if gpu.fp8_flops else "int8")
+    for dtype_id in (native, "int4"):
+        f = by_id.get(dtype_id)
+        if f and f["deploy_tp"]:
+            return {"found": True, "format": f, "native": dtype_id == native,
+                    "one_gpu": f["deploy_tp"] == 1}
+    return {"found": False, "format": by_id.get(native), "native": True, "one_gpu": False}
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 11's prose quotes, from the same inputs as its calculator."""
     inputs, result, valid = _evaluated(request)
@@ -279,10 +337,13 @@ def context(*, request: HttpRequest) -> dict:
     parts = params_count_model(m)
     emb = parts["embedding"] + parts["lm_head"]
     fit_names = [gpu_get(gid).name for gid in FIT_GPUS]
+    base_deploy = next(f for f in result["formats"] if f["dtype"] == result["baseline_dtype"])
+    weights = {f["dtype"]: f["weights_bytes"] for f in result["formats"]}
     formats = []
     by_id = {}
     for row, fit in zip(result["formats"], result["fit"], strict=True):
         d = DTYPES[row["dtype"]]
+        is_base = row["dtype"] == result["baseline_dtype"]
         fits_on = [name for name, cell in zip(fit_names, fit["cells"], strict=True)
                    if cell["fits"]]
         overhead = d.scale_bits / d.block_size if d.block_size else 0.0
@@ -302,6 +363,25 @@ def context(*, request: HttpRequest) -> dict:
             "fits": row["fits"],
             "kv_room_text": count_format(row["kv_room_tokens"], "token")
             if row["free_bytes"] > 0 else "none",
+            "full_context": row["full_context"],
+            "max_model_len_text": count_format(row["max_model_len"], "token"),
+            "deploy_tp": row["deploy_tp"],
+            "deploy_text": deployment_text(row["deploy_tp"]),
+            "deploy_decode_text": _seconds(row["deploy_decode_seconds"])
+            if row["deploy_tp"] else "—",
+            "deploy_prefill_text": _seconds(row["deploy_prefill_seconds"])
+            if row["deploy_tp"] else "—",
+            "deploy_latency_text": _latency_text(base_deploy["deploy_decode_seconds"],
+                                                 row["deploy_decode_seconds"], base=is_base),
+            "deploy_prefill_ratio_text": _latency_text(base_deploy["deploy_prefill_seconds"],
+                                                       row["deploy_prefill_seconds"],
+                                                       base=is_base),
+            "deploy_gpus_text": _gpus_text(row["deploy_tp"], base_deploy["deploy_tp"],
+                                           base=is_base),
+            "deploy_faster": (row["deploy_decode_seconds"] is not None
+                              and base_deploy["deploy_decode_seconds"] is not None
+                              and row["deploy_decode_seconds"]
+                              < base_deploy["deploy_decode_seconds"]),
             "fits_on_text": _names_joined(fits_on, total=len(fit_names)),
             "decode_bound": row["decode_bound"], "prefill_bound": row["prefill_bound"],
         }
@@ -310,8 +390,9 @@ def context(*, request: HttpRequest) -> dict:
     fit_rows = []
     for row, fit in zip(result["formats"], result["fit"], strict=True):
         fit_rows.append({"name": DTYPES[row["dtype"]].name, "cells": [
-            {"gpu": cell["gpu"], "fits": cell["fits"],
-             "kv_room_text": count_format(cell["kv_room_tokens"], "token")}
+            {"gpu": cell["gpu"], "fits": cell["fits"], "full_context": cell["full_context"],
+             "kv_room_text": count_format(cell["kv_room_tokens"], "token"),
+             "max_model_len_text": count_format(cell["max_model_len"], "token")}
             for cell in fit["cells"]]})
     bf16 = result["formats"][0]
     kv_bytes = float(result["kv_bytes"])
@@ -324,6 +405,28 @@ def context(*, request: HttpRequest) -> dict:
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "inputs_valid": valid,
+        "baseline_name": DTYPES[result["baseline_dtype"]].name,
+        "baseline_is_bf16": result["baseline_dtype"] == "bf16",
+        "base": by_id[result["baseline_dtype"]],
+        "context_window_text": count_format(int(result["context_window"]), "token"),
+        "hypothetical_names": list_phrase([f["name"] for f in formats if not f["fits"]]),
+        "any_hypothetical": any(not f["fits"] for f in formats),
+        "any_deploy": any(f["deploy_tp"] for f in formats),
+        "pick": recommendation(gpu=g, by_id=by_id),
+        "marlin_ideal_text": f"{MARLIN_IDEAL_SPEEDUP}×",
+        "marlin_batch_low": MARLIN_IDEAL_BATCH[0], "marlin_batch_high": MARLIN_IDEAL_BATCH[1],
+        "gpt_oss_bits_text": f"{number_format(GPT_OSS_MXFP4_BITS)} bits",
+        "gpt_oss_gpu_text": f"{GPT_OSS_GPU_GB} GB",
+        "int4_ratio_text": f"{number_format(16 / DTYPES['int4'].bits)}×",
+        # "3.55× smaller than", or for a model whose embedding stays wider than BF16 (the FP32
+        # demo models) "1.29× larger than": never "0.776× smaller".
+        "int4_size_phrase": ratio_phrase(weights["int4"], weights["bf16"], more="larger than",
+                                         less="smaller than", same="about the same size as"),
+        "gpus_has_fp4": bool(g.fp4_flops),
+        # INT4 deploys on fewer GPUs than the recommended format: the answer says what it saves.
+        "int4_fewer_gpus": bool(by_id["int4"]["deploy_tp"]) and bool(
+            recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"])
+        and by_id["int4"]["deploy_tp"] < recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"],
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
         "memory_kind": g.memory_kind,
@@ -422,8 +525,24 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation, 'FP8 W8A8' (W8A8 on Ada, Hopper and Blackwell; weight-only W8A16 "
      "through FP8 Marlin on GPUs without FP8 tensor cores)",
      "https://docs.vllm.ai/en/stable/features/quantization/fp8/"),
-    ("IST-DASLab, Marlin (4-bit weight-only kernels that dequantize to FP16 inside the matmul)",
-     "https://github.com/IST-DASLab/marlin"),
+    ("IST-DASLab, Marlin (4-bit weight-only kernels that dequantize to FP16 inside the matmul; "
+     "close to the ideal 4× over FP16 up to batches of 16–32 tokens; Ampere and Ada, not tuned "
+     "for Hopper)", "https://github.com/IST-DASLab/marlin"),
+    ("Neural Magic, 'Introducing Machete, a Mixed-Input GEMM Kernel Optimized for NVIDIA Hopper "
+     "GPUs' (W4A16 on H100 with wgmma and TMA, vLLM's kernel where Marlin falls short on "
+     "Hopper)", "https://neuralmagic.com/blog/introducing-machete-a-mixed-input-gemm-kernel-optimized-for-nvidia-hopper-gpus/"),
+    ("vLLM documentation, 'Quantized KV Cache' (FP8 KV cache; without calibration every scale "
+     "is 1.0; calculate_kv_scales estimates them on the fly; llm-compressor calibrates them on "
+     "a dataset and stores them in the checkpoint)",
+     "https://docs.vllm.ai/en/latest/features/quantization/quantized_kvcache/"),
+    ("OpenAI, 'gpt-oss-120b & gpt-oss-20b Model Card' (MoE weights post-trained in MXFP4, 4.25 "
+     "bits a parameter; the 120B model fits one 80 GB GPU)", "https://arxiv.org/abs/2508.10925"),
+    ("vLLM issue 2418 (the engine refuses to start when the KV cache cannot hold one sequence of "
+     "max_model_len; the fix is --max-model-len or more memory)",
+     "https://github.com/vllm-project/vllm/issues/2418"),
+    ("vLLM pull request 12126 (startup log on an H100 80GB: total_gpu_memory 79.22 GiB × "
+     "gpu_memory_utilization 0.90 = 71.29 GiB, the total CUDA reports)",
+     "https://github.com/vllm-project/vllm/pull/12126"),
     ("Lucas Wilkinson, 'Machete: a mixed-input GEMM kernel targeting NVIDIA Hopper GPUs' (MIT "
      "Scale ML talk: W4A16 on Hopper dequantizes on the fly)",
      "https://csail.mit.edu/event/scale-ml-lucas-wilkinson-machete-cutting-edge-mixed-input-gemm-gpu-kernel-targeting-nvidia"),

@@ -15,6 +15,7 @@ from problems.arithmetic.cost import PRICE_MAX
 from problems.arithmetic.gpus import (
     CONCURRENCY_MAX,
     GPUS_COMPARED,
+    TPOT_MS_MAX,
     gpu_compare,
     gpu_rooflines,
     roofline_points,
@@ -34,6 +35,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, list_phrase
 from problems.calculators import (
     Calculator,
     calculator_inputs_result,
@@ -70,6 +72,9 @@ ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left"
 # driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product at two transfers
 # a clock is a peak a little under the datasheet's (pytorch/ao pull request 4002).
 B200_ANNOUNCED_MEMORY = 192 * GB
+# NVIDIA's HGX platform specifications, HGX B200 column: 7.7 TB/s of memory bandwidth a GPU,
+# against the DGX B200 datasheet's 64 TB/s ÷ 8 = 8 TB/s (https://www.nvidia.com/en-us/data-center/hgx/).
+B200_HGX_BANDWIDTH = 7.7e12
 B200_DRIVER_BUS_BITS = 7680
 B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
 DDR = 2  # HBM transfers data on both clock edges
@@ -104,6 +109,10 @@ INPUTS = (
                      "one prompt prefilled."),
     whole_input("concurrency", "Concurrent conversations", unit="conversations", initial=64,
                 api=64, maximum=CONCURRENCY_MAX),
+    real_input("tpot_ms", "Time-per-output-token target", unit="ms", initial=None, api=None,
+               minimum=0.1, maximum=TPOT_MS_MAX, required=False,
+               help="The longest decode step each user accepts (50 ms is 20 tokens/s a user). "
+                    "Blank: no target, every GPU runs the largest batch that fits."),
     mfu_input(initial=0.5, api=0.5),
     bandwidth_input(),
     *memory_inputs(),
@@ -176,6 +185,22 @@ def roofline_plot(*, inputs: dict, result) -> Plot:
                 series=(*roofs, ridges, *workload), legend=False)
 
 
+def compare_note(*, inputs: dict, result) -> str:
+    """What the plots leave out, and why: each GPU with no decode step, with its reason; a
+    sentence saying nothing can be drawn when no GPU runs the workload (never empty axes)."""
+    missing = [f"the {p['short_name']}: {why_not_running(p)}" for p in result["gpus"]
+               if not p["decode_seconds"]]
+    if not missing:
+        replicas = [f"the {p['short_name']} on {p['tp']} GPUs" for p in result["gpus"]
+                    if (p["tp"] or 1) > 1]
+        return ("Costs are per replica: " + list_phrase(replicas) + ", priced at that many "
+                "GPU-hours.") if replicas else ""
+    if len(missing) == len(result["gpus"]):
+        return ("Nothing to draw at these inputs, because no GPU runs this workload: "
+                + "; ".join(missing) + ". Try a smaller model or format, or a shorter context.")
+    return "Left out of the plots: " + "; ".join(missing) + "."
+
+
 CALCULATOR = calculator_register(Calculator(
     slug=SLUG,
     title="Four GPUs, one workload",
@@ -186,6 +211,7 @@ CALCULATOR = calculator_register(Calculator(
     inputs=INPUTS,
     compute=lambda **k: gpu_compare(**k),
     plot=dollars_plot,
+    note=compare_note,
     order=61,
     api_path="/gpu-compare",
     api_summary="One workload on H100, H200, B200 and L40S: fit, batch, step, prefill, cost",
@@ -201,6 +227,7 @@ ROOFLINE_CALCULATOR = calculator_register(Calculator(
     inputs=INPUTS,
     compute=lambda **k: gpu_rooflines(**k),
     plot=roofline_plot,
+    note=compare_note,
     listed=False,
     order=62,
     api_path="/gpu-rooflines",
@@ -214,6 +241,20 @@ def _evaluated(calculator: Calculator, prefix: str,
     return calculator_inputs_result(calculator, query=request.GET, prefix=prefix)
 
 
+def why_not_running(p: dict) -> str:
+    """Why a GPU has no decode step, or "": no kernel path for the format; no replica of up to
+    8 GPUs that holds the weights and one sequence's KV; or no batch meets the per-token
+    target."""
+    if not p["path"]:
+        return NO_PATH
+    if not p["fits"]:
+        return ("the weights and one sequence's KV do not fit 8 of them" if p["weights_fit"]
+                or p["tp"] is None else "no room for one sequence's KV")
+    if p["tpot_unmet"]:
+        return "even one sequence's step is longer than the time-per-token target"
+    return ""
+
+
 def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
     g = gpu_get(p["gpu"])
 
@@ -224,21 +265,13 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
     step = p["decode_seconds"]
     bound = p["decode_bound"]
     floor = ", floor" if at_floor and bound == "memory" else ""
-    # Why a GPU has no step: no kernel path for the format, weights (and the reserve) too
-    # large, or the weights in but no room for one sequence's KV at this context.
-    if not p["path"]:
-        why = NO_PATH
-    elif not p["weights_fit"]:
-        why = "weights do not fit"
-    elif not fits:
-        why = "no room for one sequence's KV"
-    else:
-        why = ""
+    why = why_not_running(p)
     short = p["short_name"]
+    tp = p["tp"] or 1
     return {
         "id": g.id, "name": g.name, "short_name": p["short_name"], "arch": g.architecture,
         "memory_label": g.memory_label, "memory_kind": g.memory_kind,
-        "memory_reported_text": f"{g.memory_reported_mib:,} MiB = "
+        "memory_reported_text": f"{g.memory_total_basis} = "
                                 f"{bytes_short(g.memory_total_bytes)}",
         "bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second),
         "bf16_text": rate(g.bf16_flops), "fp8_text": rate(g.fp8_flops),
@@ -252,11 +285,19 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         "ridge_text": f"{number_format(p['ridge'])} FLOP/B" if p["ridge"] else "none",
         "usable_text": bytes_short(p["usable_bytes"]),
         "fits": fits, "weights_fit": p["weights_fit"], "why_text": why,
-        "fit_text": "yes" if fits else ("weights only: " + why if p["weights_fit"] else "no"),
+        "fit_text": ("no" if not fits else "yes" if tp == 1
+                     else f"on {tp} GPUs (TP {tp}), not on one"),
+        "tp": tp, "tp_text": count_phrase(tp, "GPU") if fits else "none",
+        "replica_price_text": money_format(p["replica_price_per_hour"]) + "/h" if fits
+        else "none",
+        "per_user_text": rate_format(p["tokens_per_second_per_user"], "tokens/s")
+        if step else "none",
+        "tpot_capped": p["tpot_capped"], "tpot_unmet": p["tpot_unmet"],
         "batch_max_text": count_format(p["batch_max"], "sequence") if fits else "none",
-        "batch_text": count_format(p["batch"], "sequence") if fits else "none",
+        "batch_text": count_phrase(p["batch"], "sequence") if fits else "none",
         "capped": p["capped"],
         "waiting_text": count_format(p["waiting"], "conversation"),
+        "waiting_verb": "waits" if p["waiting"] == 1 else "wait",
         "step_time_text": seconds_format(step) if step else why,
         "step_text": f"{seconds_format(step)} ({bound}-bound{floor})" if step else why,
         # One GPU's decode, price and prefill as the model answer says them.
@@ -264,7 +305,9 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
                         f"({rate_format(round(p['tokens_per_second']), 'tokens/s')})"
                         if step else ""),
         "price_said": (f"{money_format(p['dollars_per_million'], significant=3)} on the {short}"
-                       if step else ""),
+                       + (f" ({tp} GPUs)" if tp > 1 else "") if step else ""),
+        "hourly_said": (f"{money_format(p['replica_price_per_hour'])} an hour for the {short}"
+                        + (f" ({tp} GPUs)" if tp > 1 else "") if step else ""),
         "prefill_said": (f"{seconds_format(p['prefill_seconds'])} on the {short}"
                          if p["prefill_seconds"] else ""),
         "cannot_said": f"the {short} cannot run it ({why})" if why else "",
@@ -306,11 +349,20 @@ def context(*, request: HttpRequest) -> dict:
     ph100 = points["h100-sxm"]
     running = [p for p in result["gpus"] if p["decode_seconds"]]
     cheapest = min(running, key=lambda p: p["dollars_per_million"]) if running else None
+    # Traffic that fills no GPU's batch is paid by the hour whatever it does: then the cheapest
+    # replica an hour that runs it (and meets the per-token target, when there is one) wins.
+    fills_none = bool(running) and all(not p["capped"] and not p["tpot_capped"]
+                                       for p in running)
+    cheapest_hour = (min(running, key=lambda p: p["replica_price_per_hour"]) if running
+                     else None)
+    pick = cheapest_hour if fills_none else cheapest
     dearest = max(running, key=lambda p: p["dollars_per_million"]) if running else None
     kw_order = sorted(running, key=lambda p: -p["tokens_per_second_per_kw"])
     # The H200 at the H100's running batch: the same step, read at the H200's bandwidth.
     same_batch = None
-    if ph100["decode_seconds"] and points["h200"]["prefill_seconds"]:
+    # Only where both run on one GPU: a two-GPU H100 replica against one H200 is not "the same".
+    if (ph100["decode_seconds"] and points["h200"]["prefill_seconds"]
+            and ph100["tp"] == 1 and points["h200"]["tp"] == 1):
         same = gpu_compare(**{**inputs, "concurrency": ph100["batch"]})["gpus"]
         h200_same = next(p for p in same if p["gpu"] == "h200")
         if h200_same["decode_seconds"]:
@@ -318,7 +370,7 @@ def context(*, request: HttpRequest) -> dict:
     kv_seq = float(result["kv_bytes_per_sequence"])
     # The GPU the bandwidth bullet reads its step from: the H100, or the first that runs.
     ref = ph100 if ph100["decode_seconds"] else (running[0] if running else None)
-    kv_share = ref["batch"] * kv_seq / ref["decode_bytes"] if ref else None
+    kv_share = ref["decode_kv_bytes"] / ref["decode_bytes"] if ref else None
     example = PRICE_EXAMPLES["h100-sxm"]
     # The four-L40S follow-up's model: two all-reduces per layer, each a message of its own.
     m70 = model_get(TP_FOLLOWUP_MODEL)
@@ -385,6 +437,20 @@ def context(*, request: HttpRequest) -> dict:
                                        / l40s.interconnect_one_way_bytes_per_second),
         "nvfp4_bits_text": f"{number_format(DTYPES['nvfp4'].bits)} bits",
         "cheapest_name": cheapest["name"] if cheapest else "none",
+        "fills_none": fills_none,
+        "pick_name": pick["name"] if pick else "none",
+        "pick_short": pick["short_name"] if pick else "none",
+        "pick_hour_text": money_format(pick["replica_price_per_hour"]) + "/h" if pick else "",
+        "pick_per_user_text": rate_format(pick["tokens_per_second_per_user"], "tokens/s")
+        if pick else "",
+        "pick_step_text": seconds_format(pick["decode_seconds"]) if pick else "",
+        "hourly_said_text": _said(gpus, "hourly_said"),
+        "tpot_text": seconds_format(inputs["tpot_ms"] / 1e3) if inputs.get("tpot_ms") else "",
+        "any_tp": any((p["tp"] or 1) > 1 for p in running),
+        "tp_said_text": list_phrase([f"the {p['short_name']} takes {p['tp']} GPUs (TP {p['tp']})"
+                                     for p in running if (p["tp"] or 1) > 1]),
+        "per_user_said_text": "; ".join(f"{t['per_user_text']} on the {t['short_name']}"
+                                         for t in gpus if t["per_user_text"] != "none"),
         "dearest_name": dearest["name"] if dearest else "none",
         "kw_ranking_text": ", ".join(p["short_name"] for p in kw_order),
         "price_source_text": f"{example.provider}'s published on-demand rates (per second × "
@@ -393,12 +459,21 @@ def context(*, request: HttpRequest) -> dict:
         "b200_bus_text": f"{B200_DRIVER_BUS_BITS:,}-bit",
         "b200_clock_text": f"{B200_DRIVER_MEMORY_CLOCK_HZ / 1e6:,.0f} MHz",
         "b200_driver_bandwidth_text": bandwidth_format(b200_driver_bandwidth()),
+        "b200_hgx_bandwidth_text": bandwidth_format(B200_HGX_BANDWIDTH),
+        "b200_bandwidth_overstate_text": percent_format(
+            gpu_get("b200").bandwidth_bytes_per_second / B200_HGX_BANDWIDTH - 1),
         "gpus": gpus,
         "g": by_key,
     }
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("SemiAnalysis, InferenceMAX (open benchmark that compares GPUs on throughput per GPU "
+     "against interactivity, tokens per second per user, across batch sizes and parallelism)",
+     "https://inferencemax.semianalysis.com/"),
+    ("vLLM pull request 12126 (an H100 80GB's startup log: total_gpu_memory 79.22 GiB, the "
+     "total CUDA reports, × gpu_memory_utilization 0.90)",
+     "https://github.com/vllm-project/vllm/pull/12126"),
     ("NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: memory, bandwidth, dense rates half "
      "the 'with sparsity' figures, NVLink, power)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),

@@ -111,7 +111,9 @@ CALCULATOR = calculator_register(Calculator(
 
 SOURCES: list[tuple[str, str]] = [
     ("NVIDIA Nsight Systems User Guide (nsys profile: --trace, --capture-range, "
-     "--capture-range-end, --cuda-graph-trace; nsys stats)",
+     "--capture-range-end, --cuda-graph-trace; nsys stats; GPU Metrics: --gpu-metrics-devices, "
+     "--gpu-metrics-set, --gpu-metrics-frequency, SM active, tensor active, DRAM bandwidth "
+     "sampled on the timeline, Turing and newer)",
      "https://docs.nvidia.com/nsight-systems/UserGuide/index.html"),
     ("NVIDIA Nsight Compute CLI (--kernel-name, --launch-skip, --launch-count, --section, "
      "--set, --target-processes)",
@@ -136,6 +138,16 @@ SOURCES: list[tuple[str, str]] = [
      "https://ui.perfetto.dev/"),
     ("Meta Llama 3 8B config.json (layers, hidden size, heads, KV heads, FFN width, "
      "vocabulary)", "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
+    ("vLLM, model_executor/models/llama.py (the decoder layer passes the residual to each "
+     "RMSNorm, which runs fused_add_rms_norm; attention writes the KV cache with "
+     "reshape_and_cache; SiluAndMul)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama.py"),
+    ("DeepSeek-AI, 'DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts "
+     "Language Model' (§2.1.2: MLA's up-projections absorbed into the query and output at "
+     "inference)", "https://arxiv.org/abs/2405.04434"),
+    ("DeepSeek-AI, FlashMLA (MLA decode kernels for Hopper; its deep-dive explains why the "
+     "kernel is compute-bound although it is a decoding kernel)",
+     "https://github.com/deepseek-ai/FlashMLA"),
     ("NVIDIA H100 Tensor Core GPU datasheet (HBM3 bandwidth, dense BF16 rate)",
      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"),
 ]
@@ -188,7 +200,10 @@ def context(*, request: HttpRequest) -> dict:
         "tied": model.tied_embeddings,
         "kv_per_token_text": bytes_short(r["kv_bytes_per_token"]),
         "kv_intensity_text": f"{number_format(r['kv_intensity'])} FLOP",
-        "kv_below_ridge": r["kv_intensity"] < r["ridge_flops_per_byte"],
+        "kv_below_ridge": r["kv_intensity"] < r["attention_ridge_flops_per_byte"],
+        "attention_ridge_text": f"{number_format(r['attention_ridge_flops_per_byte'])} FLOP/B",
+        "mla": model.attention == "MLA",
+        "attention_format": "FP32" if dtype.compute == "fp32" else "BF16",
         "step_bytes_text": bytes_short(r["step_bytes"]),
         "step_floor_text": seconds_format(r["step_seconds"]),
         "step_bound": r["step_bound"],

@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from problems.arithmetic.catalog import dtype_get, gpu_get, kv_dtype_get, model_get
 from problems.arithmetic.inputs import TOKENS_MAX
+from problems.arithmetic.parallel import pipeline_bubble
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
@@ -19,7 +20,13 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.utilization import BATCH_MAX, HOST_MS_MAX, gpu_utilization
+from problems.arithmetic.utilization import (
+    BATCH_MAX,
+    HOST_MS_MAX,
+    HOST_PER_SEQUENCE_US_MAX,
+    gpu_utilization,
+)
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -64,7 +71,8 @@ def utilization_plot(*, inputs: dict, result: Result) -> Plot:
     def values(key: str) -> tuple[float, ...]:
         return tuple(p[key] * PERCENT if p else float("nan") for p in points)
 
-    note = (f" (from {first_misfit:,} sequences the batch no longer fits: not drawn)"
+    note = (f" (from {count_phrase(first_misfit, 'sequence')} the batch no longer fits: not "
+            "drawn)"
             if first_misfit else "")
     return Plot(
         title="nvidia-smi utilisation, MFU and MBU as the batch grows" + note,
@@ -105,6 +113,11 @@ CALCULATOR = calculator_register(Calculator(
                    help="An assumption for the exercise: scheduling, input preparation, "
                         "sampling, detokenization and launch time that the GPU waits for. The "
                         "profile and utilization demos measure this engine's."),
+        real_input("host_per_sequence_us", "Host time per sequence in the step", unit="µs",
+                   initial=0.0, api=0.0, maximum=HOST_PER_SEQUENCE_US_MAX,
+                   help="Host work that grows with the batch: scheduling, building inputs and "
+                        "processing outputs for each running sequence. 0 keeps the host cost "
+                        "fixed; the utilization demo measures this engine's."),
         choice_input("overlap", "Host work overlapped with the GPU", choices=ON_OFF,
                      initial="off", api="off",
                      help="On: the engine prepares step n+1 while step n runs (SGLang's and "
@@ -122,6 +135,9 @@ CALCULATOR = calculator_register(Calculator(
 ))
 
 SOURCES: list[tuple[str, str]] = [
+    ("Huang et al., 'GPipe: Efficient Training of Giant Neural Networks using Pipeline "
+     "Parallelism' (the bubble: (p − 1) ÷ (m + p − 1) of each stage's time idle with p stages "
+     "and m micro-batches)", "https://arxiv.org/abs/1811.06965"),
     ("NVML API reference: nvmlUtilization_t (GPU utilisation: percent of time one or more "
      "kernels ran; memory: percent of time memory was read or written; sample period)",
      "https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html"),
@@ -180,6 +196,15 @@ def _point(p: dict) -> dict:
     }
 
 
+# When the learner leaves the per-sequence host cost at 0, the worked answer shows what one of
+# this size does: an illustrative figure, not a measurement (the utilization demo measures this
+# engine's own).
+PER_SEQUENCE_EXAMPLE_US = 50.0
+# Pipeline parallelism for the bubble example: 4 stages, one batch in flight, then four.
+PP_STAGES = 4
+PP_MICROBATCHES = (1, PP_STAGES)
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 14's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -193,6 +218,13 @@ def context(*, request: HttpRequest) -> dict:
     model, gpu, dtype = (model_get(inputs["model"]), gpu_get(inputs["gpu"]),
                          dtype_get(inputs["dtype"]))
     kv_dtype = kv_dtype_get(inputs["kv_dtype"], model=model)
+    per_seq_given = inputs["host_per_sequence_us"] > 0
+    per_seq_us = inputs["host_per_sequence_us"] if per_seq_given else PER_SEQUENCE_EXAMPLE_US
+    fixed = r if not per_seq_given else gpu_utilization(**{**inputs, "host_per_sequence_us": 0.0})
+    grows = r if per_seq_given else gpu_utilization(**{**inputs,
+                                                      "host_per_sequence_us": per_seq_us})
+    bubbles = [pipeline_bubble(stages=PP_STAGES, microbatches=m)["flush"]
+               for m in PP_MICROBATCHES]
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
@@ -202,6 +234,7 @@ def context(*, request: HttpRequest) -> dict:
         "dtype_name": dtype.name,
         "kv_dtype_name": kv_dtype.kv_label,
         "context_tokens": number_format(inputs["context_tokens"]),
+        "context_tokens_text": count_phrase(inputs["context_tokens"], "token"),
         "bandwidth_text": bandwidth_format(gpu.bandwidth_bytes_per_second),
         "peak_text": flops_rate_format(r["peak_flops"]),
         "bandwidth_efficiency_percent": percent_format(inputs["bandwidth_efficiency"]),
@@ -212,6 +245,8 @@ def context(*, request: HttpRequest) -> dict:
         "target_util_fraction": number_format(inputs["target_utilization"]),
         "throughput_gain_text": f"{number_format(r['throughput_gain'])}×",
         "step_time_ratio_text": f"{number_format(r['step_time_ratio'])}×",
+        # Within 5%, as wording.ratio_phrase counts "about the same".
+        "step_time_same": abs(r["step_time_ratio"] - 1) < 0.05,
         "reserve_text": bytes_short(r["reserve_bytes"]),
         "large_is_larger": inputs["batch_large"] > inputs["batch_small"],
         # The host lengthens both steps past their GPU time, so MFU and MBU over wall time fall.
@@ -219,6 +254,18 @@ def context(*, request: HttpRequest) -> dict:
         "target_full": inputs["target_utilization"] >= 1,
         "small": _point(r["small"]),
         "large": _point(r["large"]),
+        "per_seq_given": per_seq_given,
+        "per_seq_text": seconds_format(per_seq_us / 1e6),
+        "fixed": {"small": _point(fixed["small"]), "large": _point(fixed["large"]),
+                  "gain_text": f"{number_format(fixed['throughput_gain'])}×"},
+        "grows": {"small": _point(grows["small"]), "large": _point(grows["large"]),
+                  "gain_text": f"{number_format(grows['throughput_gain'])}×",
+                  "host_large_text": seconds_format(inputs["host_ms"] / 1e3 + inputs[
+                      "batch_large"] * per_seq_us / 1e6)},
+        "pp_stages": PP_STAGES, "pp_many": PP_MICROBATCHES[1],
+        "pp_idle_one_text": percent_format(bubbles[0]),
+        "pp_busy_one_text": percent_format(1 - bubbles[0]),
+        "pp_idle_many_text": percent_format(bubbles[1]),
         "sms": number_format(H100_SMS),
         "question_util_text": percent_format(QUESTION_UTILIZATION),
         "question_idle_text": percent_format(1 - QUESTION_UTILIZATION),

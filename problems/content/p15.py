@@ -22,6 +22,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -163,6 +164,7 @@ def context(*, request: HttpRequest) -> dict:
         "hidden": number_format(inputs["hidden_size"]),
         "hidden_source": hidden_source(inputs["hidden_size"]),
         "tokens": number_format(inputs["tokens"]),
+        "tokens_text": count_phrase(inputs["tokens"], "token"),
         "layers": number_format(inputs["layers"]),
         "dtype_name": dtype.name,
         "dtype_bytes": number_format(r["value_bytes"]),
@@ -182,6 +184,11 @@ def context(*, request: HttpRequest) -> dict:
         "add_unfused_kernels": number_format(r["add_eager_kernels"]),
         "add_unfused_bytes_text": bytes_short(r["add_eager_bytes"]),
         "add_fused_bytes_text": bytes_short(r["add_fused_bytes"]),
+        "add_split_kernels": number_format(r["add_split_kernels"]),
+        "add_split_bytes_text": bytes_short(r["add_split_bytes"]),
+        "add_split_time_text": seconds_format(r["add_split_seconds"]),
+        "residual_split_speedup_text": f"{number_format(r['residual_split_speedup'])}×",
+        "residual_extra_saving_text": percent_format(r["residual_extra_saving"]),
         "add_ratio_text": f"{number_format(r['add_ratio'])}×",
         "flops_per_element": number_format(r["norm_flops"] / r["elements"]),
         "intensity_text": f"{number_format(r['intensity_flops_per_byte'])} FLOP per byte",

@@ -111,7 +111,17 @@ CALCULATOR = calculator_register(Calculator(
                 "what a drop in prefix-cache hit rate costs",
 ))
 
+# Google SRE Workbook, "Alerting on SLOs", its recommended multi-window, multi-burn-rate
+# alerts: (share of a 30-day budget spent, burn rate, long window, short window).
+BURN_PAGE = (0.02, 14.4, "1 h", "5 min")
+BURN_SLOW_PAGE = (0.05, 6.0, "6 h", "30 min")
+BURN_TICKET = (0.10, 1.0, "3 days", "6 h")
+SLO_EXAMPLE = 0.999  # an illustration, not a recommendation
+
 SOURCES: list[tuple[str, str]] = [
+    ("Google SRE Workbook, chapter 5, 'Alerting on SLOs' (error budgets, burn rates, and the "
+     "multi-window, multi-burn-rate alerts: 2% of the budget in 1 hour, 5% in 6 hours, 10% in "
+     "3 days)", "https://sre.google/workbook/alerting-on-slos/"),
     ("vLLM documentation: Production metrics (the names and types of vLLM's Prometheus "
      "metrics)", "https://docs.vllm.ai/en/latest/usage/metrics.html"),
     ("vLLM documentation: Metrics design (the engine's TTFT counted from arrival_time, which "
@@ -175,6 +185,11 @@ def _histogram_example() -> dict:
     }
 
 
+# A fall in the hit rate that raises the cost per request by less than this is noise next to
+# the other levers; the prose does not call the hit rate a lever then.
+HIT_RATE_MATTERS = 0.01
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 16's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -202,6 +217,16 @@ def context(*, request: HttpRequest) -> dict:
         "drop_points": number_format(inputs["hit_rate_drop"] * 100),
         "drop_points_text": count_format(inputs["hit_rate_drop"] * 100, "point"),
         "drop_moves": r["cost_increase"] > 0,
+        # A drop that adds under this share per request is not worth calling a lever.
+        "drop_matters": r["cost_increase"] >= HIT_RATE_MATTERS,
+        "matters_text": percent_format(HIT_RATE_MATTERS),
+        "prefill_minor": r["prefill_seconds_after"] < r["decode_seconds"],
+        "fleet_change_text": (
+            f"grows from {number_format(r['replicas_before'])} to "
+            f"{number_format(r['replicas_after'])} replicas' worth of GPU time"
+            if number_format(r["replicas_before"]) != number_format(r["replicas_after"])
+            else f"stays at about {number_format(r['replicas_after'])} replicas' worth of "
+                 "GPU time"),
         "no_prompt": inputs["prompt_tokens"] == 0,
         "hit_after_text": percent_format(r["hit_rate_after"]),
         "uncached_text": number_format(r["uncached_tokens"]),
@@ -233,6 +258,13 @@ def context(*, request: HttpRequest) -> dict:
         "extra_month_text": money_format(r["extra_dollars_per_month"]),
         "replicas_before_text": number_format(r["replicas_before"]),
         "replicas_after_text": number_format(r["replicas_after"]),
+        "slo_example_text": percent_format(SLO_EXAMPLE),
+        "budget_example_text": percent_format(1 - SLO_EXAMPLE),
+        "burn_page_budget_text": percent_format(BURN_PAGE[0]),
+        "burn_page_rate_text": f"{number_format(BURN_PAGE[1])}×",
+        "burn_page_short_text": BURN_PAGE[3],
+        "burn_slow_budget_text": percent_format(BURN_SLOW_PAGE[0]),
+        "burn_ticket_budget_text": percent_format(BURN_TICKET[0]),
         **_tail_example(),
         **_histogram_example(),
     }

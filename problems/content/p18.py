@@ -4,6 +4,8 @@ capped client really offers). Every figure the prose shows is computed here at r
 problems/arithmetic.
 """
 
+import math
+
 from django.http import HttpRequest
 
 from problems.arithmetic.benchmarking import (
@@ -12,12 +14,15 @@ from problems.arithmetic.benchmarking import (
     DURATION_MAX,
     LATENCY_MAX,
     RATE_MAX,
+    Z_95,
     benchmark_plan,
     percentile_rank_interval,
     requests_for_bounded_percentile,
+    requests_for_percentile_precision,
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import number_format, percent_format, rate_format, seconds_format
+from problems.arithmetic.wording import count_phrase, ordinal
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_whole
@@ -28,6 +33,8 @@ PREFIX = "p18-plan"
 # chat completions run to the model's limit unless told: one of the quiet ways two
 # benchmarks end up generating different amounts of text.
 COMPLETIONS_MAX_TOKENS_DEFAULT = 16
+# The precision the model answer quotes for comparing two engines' p99: ±0.2 points.
+P99_PRECISION = 0.002
 
 
 def plan_plot(*, inputs: dict, result: Result) -> Plot:
@@ -77,6 +84,10 @@ CALCULATOR = calculator_register(Calculator(
                          "--max-concurrency)."),
         whole_input("output_tokens", "Output per request", unit="tokens", initial=256,
                     api=256, maximum=10**9),
+        real_input("precision", "Precision wanted for the percentile", unit="± quantile",
+                   initial=0.002, api=0.002, minimum=0.00001, maximum=0.5,
+                   help="Half-width of the 95% interval in quantile terms: 0.002 pins a p99 "
+                        "between p98.8 and p99.2."),
     ),
     compute=benchmark_plan,
     plot=plan_plot,
@@ -131,6 +142,11 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
+def _level(rank: int, requests: float) -> str:
+    """A rank among the point's sorted requests as the sample percentile it is ("p98.4")."""
+    return f"p{number_format(100 * rank / max(1, math.floor(requests)), digits=4)}"
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 18's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -153,14 +169,27 @@ def context(*, request: HttpRequest) -> dict:
         "tail_share_text": percent_format(1 - q),
         "e2e_text": seconds_format(inputs["e2e_latency_s"]),
         "cap": number_format(inputs["client_concurrency"]),
+        "cap_requests": count_phrase(inputs["client_concurrency"], "request"),
         "output_tokens": number_format(inputs["output_tokens"]),
         "requests_text": number_format(r["requests"]),
         "beyond_text": number_format(r["beyond"]),
         "beyond_low_text": number_format(r["beyond_low"]),
         "beyond_high_text": number_format(r["beyond_high"]),
         "bounded": r["bounded"],
-        "needed_text": number_format(r["requests_needed"]),
-        "needed_p99_text": number_format(requests_for_bounded_percentile(0.99)),
+        "needed_text": count_phrase(r["requests_needed"], "request"),
+        "needed_p99_text": f"{requests_for_bounded_percentile(0.99):,}",
+        "rank_low": ordinal(r["rank_low"]), "rank_high": ordinal(r["rank_high"]),
+        "rank_high_is_max": r["rank_high"] >= max(1, math.floor(r["requests"])),
+        "rank_low_level": _level(r["rank_low"], r["requests"]),
+        "rank_high_level": _level(r["rank_high"], r["requests"]),
+        "precision_points": number_format(r["precision"] * 100),
+        "precision_low": f"p{number_format(100 * (q - r['precision']), digits=4)}",
+        "precision_high": f"p{number_format(100 * (q + r['precision']), digits=4)}",
+        "precise_text": f"{r['requests_precise']:,}", "precise_enough": r["precise_enough"],
+        "precise_p99_text": "{:,}".format(requests_for_percentile_precision(
+            q=0.99, half_width=P99_PRECISION)),
+        "precision_p99_points": number_format(P99_PRECISION * 100),
+        "precision_q": number_format(r["precision"]), "z_text": f"{Z_95:.2f}",
         "in_flight_text": number_format(r["in_flight"]),
         "offered_text": rate_format(r["offered_rate"], "requests/s"),
         "capped": r["capped"],

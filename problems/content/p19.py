@@ -25,6 +25,7 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import SAME_WITHIN, count_phrase, ratio_phrase, times_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import Input, inputs_normalise, real_input, whole_input
 from problems.plots import Mark, Plot, Series, sweep_points
@@ -113,8 +114,9 @@ CALCULATOR = calculator_register(Calculator(
                  "fleet, sized by the normal approximation and then continuity-corrected, "
                  "since a canary sees only a handful of errors. A p99 slowdown is tested as a "
                  "rise in the share of requests slower than today's p99, with latencies taken "
-                 "as lognormal. Change the share and watch the duration fall while the "
-                 "requests needed barely move."),
+                 "as lognormal. Change the share and watch the duration fall; the requests "
+                 "needed stay close while the baseline is many times the canary, and grow as "
+                 "the canary nears half the traffic."),
     inputs=INPUTS, compute=canary, plots=canary_plots, listed=False, order=190,
     api_path="/canary",
     api_summary="Canary sample size and duration for error-rate and p99 gates"))
@@ -170,6 +172,12 @@ def _two_versions() -> dict:
             "two_kv_loss_text": percent_format(sizes[new] / (total - sizes[old]))}
 
 
+# A baseline this many times the canary's size adds little noise of its own (its variance is
+# 1/k of the canary's); "barely moves" means within this share.
+BASELINE_LARGE = 10
+BARELY = 0.1
+
+
 def figures(inputs: dict) -> dict:
     """Every figure of the prose at the calculator's normalised `inputs`."""
     r = canary(**inputs)
@@ -200,6 +208,10 @@ def figures(inputs: dict) -> dict:
         "z_power_text": number_format(c["z_power"], digits=4),
         "k_text": number_format(c["k"]),
         "n_errors_text": f"{r['requests_errors']:,}",
+        "n_errors_count": count_phrase(r["requests_errors"], "request"),
+        "n_latency_count": count_phrase(r["requests_latency"], "request"),
+        "n_errors_cc_count": count_phrase(r["requests_errors_corrected"], "request"),
+        "n_latency_cc_count": count_phrase(r["requests_latency_corrected"], "request"),
         "n_latency_text": f"{r['requests_latency']:,}",
         "n_text": f"{r['requests']:,}", "binding": r["binding"],
         "expected_errors_text": number_format(r["expected_errors"]),
@@ -212,12 +224,27 @@ def figures(inputs: dict) -> dict:
         "small_share_text": percent_format(0.01),
         "small_duration_text": seconds_format(small["seconds"]),
         "extra_errors_text": number_format(r["extra_errors"], digits=2),
-        "canary_replicas": r["canary_replicas"], "replicas": k["replicas"],
+        "canary_replicas_text": count_phrase(r["canary_replicas"], "added replica"),
+        "replicas_text": count_phrase(k["replicas"], "replica"),
+        "fleet_with_canary": f"{k['replicas'] + r['canary_replicas']:,}",
         "replica_share_text": percent_format(r["replica_share"]),
+        # Whole replicas give the canary its share only when the router does not weight it.
+        "replica_share_off": abs(r["replica_share"] - k["canary_share"])
+        > SAME_WITHIN * k["canary_share"],
+        "canary_vs_blue_green": times_phrase(r["canary_gpu_cost"], r["blue_green_cost"]),
+        # The baseline is k times the canary: only when k is large is its noise negligible.
+        "k_times_text": times_phrase(c["k"], 1.0),
+        "k_large": c["k"] >= BASELINE_LARGE,
+        "k_same": abs(c["k"] - 1) <= SAME_WITHIN,
+        # The requests needed at a 1% share against this share: equal only when k ≫ 1.
+        "small_n_text": f"{math.ceil(small['n']):,}",
+        "n_barely_moves": abs(math.ceil(c["n"]) / math.ceil(small["n"]) - 1) <= BARELY,
+        "n_change_text": ratio_phrase(math.ceil(c["n"]), math.ceil(small["n"])),
+        "small_extra_errors_text": number_format(small["extra_errors"], digits=2),
         "blue_green_gpus": f"{r['blue_green_gpus']:,}",
         "blue_green_cost_text": money_format(r["blue_green_cost"]),
         "canary_cost_text": money_format(r["canary_gpu_cost"]),
-        "zero_errors_n_text": f"{zero_errors_n:,}",
+        "zero_errors_n_text": f"{zero_errors_n:,}", "zero_errors_n": zero_errors_n,
         "zero_errors_bound_text": percent_format(errors_rule_of_three(requests=zero_errors_n))
         if zero_errors_n else "",
     }

@@ -14,6 +14,7 @@ from problems.arithmetic.coldstart import (
     autoscale,
     autoscale_checked,
     autoscale_model,
+    replicas_for,
     spike_backlog,
 )
 from problems.arithmetic.errors import ArithmeticInputError
@@ -28,6 +29,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -281,8 +283,9 @@ def day_policies(**given: object) -> Result:
     steps = (
         Step("Demand", f"{rate_format(k['average_rps'], 'requests/s')} on average, "
              f"{number_format(k['peak_to_average'])}× at the daily peak, × "
-             f"{number_format(k['spike_multiplier'])} for {number_format(k['spike_minutes'])} "
-             f"minutes from hour {number_format(k['spike_hour'])}",
+             f"{number_format(k['spike_multiplier'])} for "
+             f"{count_phrase(k['spike_minutes'], 'minute', rounding='nearest')} "
+             f"from hour {number_format(k['spike_hour'])}",
              float(demand["rate"].max()), "requests/s",
              rate_format(float(demand["rate"].max()), "requests/s") + " at the busiest step"),
         *(Step(f"{r['name']}", f"{number_format(r['gpu_hours'])} GPU-hours "
@@ -373,9 +376,14 @@ def day_note(*, inputs: dict, result: Result) -> str:
     else:
         loosest_text = (f"The loosest prediction here is the {loosest['name']} policy's "
                         f"({gap_text}). ")
-    worst = number_format(round(reactive["peak_backlog"]))
     predicted = number_format(round(reactive["predicted_backlog"]))
-    return (f"The reactive policy's worst queue was {worst} requests against {predicted} "
+    if round(reactive["peak_backlog"]) == 0 and round(pool["peak_backlog"]) == 0:
+        expected = count_phrase(round(reactive["predicted_backlog"]), "request")
+        return ("Neither the reactive policy nor the warm pool let a queue build here (the "
+                f"arithmetic predicted {expected} for the reactive one): the spike fits in the "
+                "capacity already running. " + loosest_text + static_text)
+    worst_text = count_phrase(round(reactive["peak_backlog"]), "request")
+    return (f"The reactive policy's worst queue was {worst_text} against {predicted} "
             "predicted; "
             f"with the warm pool, {number_format(round(pool['peak_backlog']))} against "
             f"{number_format(round(pool['predicted_backlog']))}. The prediction takes the load "
@@ -441,6 +449,12 @@ def engine_load_figures(measured: dict | None, *, load_bandwidth: float) -> dict
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("vLLM documentation: Sleep Mode (level 1 offloads the weights to CPU memory and discards "
+     "the KV cache; level 2 discards both; the process stays up, so waking skips a reload)",
+     "https://docs.vllm.ai/en/latest/features/sleep_mode.html"),
+    ("Fu et al., 'ServerlessLLM: Low-Latency Serverless Inference for Large Language Models', "
+     "OSDI 2024 (a loading-optimised checkpoint format and multi-tier local storage)",
+     "https://arxiv.org/abs/2401.14351"),
     ("Kubernetes documentation, 'Horizontal Pod Autoscaling' (metrics, stabilisation window "
      "for scaling in)",
      "https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/"),
@@ -470,7 +484,7 @@ def figures(inputs: dict) -> dict:
     shared = autoscale_model(autoscale_checked(**{**inputs, "standby_cost": 0.5}))
     return {
         "model_name": k["model"].name, "dtype_name": k["dtype"].name,
-        "gpus": k["gpus_per_replica"],
+        "gpus": k["gpus_per_replica"], "gpus_text": count_phrase(k["gpus_per_replica"], "GPU"),
         "weights_text": bytes_in(r["weight_bytes"], "GB"),
         "load_bw_text": bandwidth_format(k["load_bandwidth"]),
         "fast_bw_text": bandwidth_format(k["fast_load_bandwidth"]),
@@ -490,6 +504,22 @@ def figures(inputs: dict) -> dict:
         "replicas": r["replicas"],
         "headroom_text": percent_format(r["headroom"]),
         "extra": r["extra_replicas"],
+        "extra_text": count_phrase(r["extra_replicas"], "more replica"),
+        # The utilisation cap (burst slack, problem 17) and the ramp headroom stack: at today's
+        # load the fleet runs at cap ÷ (1 + headroom) of what it serves within the target.
+        "stacked_util_text": percent_format(k["utilisation"] / (1 + r["headroom"])),
+        # The alternative: a target derived from the ramp, 1 ÷ (1 + headroom), and no cap.
+        "ramp_target_text": percent_format(1 / (1 + r["headroom"])),
+        "ramp_target_replicas": count_phrase(
+            replicas_for(load_rps=k["load_rps"] * (1 + r["headroom"]),
+                         replica_rps=k["replica_rps"], utilisation=1.0), "replica"),
+        "fleet_with_headroom": count_phrase(r["replicas"] + r["extra_replicas"], "replica"),
+        "capped": k["utilisation"] < 1.0,
+        "ramp_target_leaner": replicas_for(load_rps=k["load_rps"] * (1 + r["headroom"]),
+                                           replica_rps=k["replica_rps"], utilisation=1.0)
+        < r["replicas"] + r["extra_replicas"],
+        "extra_gpus_text": count_phrase(r["extra_replicas"] * k["gpus_per_replica"], "GPU"),
+        "extra_fast_text": count_phrase(r["extra_replicas_fast"], "extra replica"),
         "extra_gpus": r["extra_replicas"] * k["gpus_per_replica"],
         "price_text": money_format(k["price_per_hour"]),
         "cost_headroom_text": money_format(r["cost_headroom"]),
@@ -498,6 +528,8 @@ def figures(inputs: dict) -> dict:
         "warm_start_text": seconds_format(k["warm_start_seconds"]),
         "headroom_warm_text": percent_format(r["headroom_warm"]),
         "extra_warm": r["extra_replicas_warm"], "pool": r["warm_pool"],
+        "pool_text": count_phrase(r["warm_pool"], "replica"),
+        "extra_warm_text": count_phrase(r["extra_replicas_warm"], "extra replica"),
         "standby_text": percent_format(k["standby_cost"]),
         "standby_full": k["standby_cost"] >= 1.0,
         "cost_warm_text": money_format(r["cost_warm_pool"]),

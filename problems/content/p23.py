@@ -13,7 +13,7 @@ from django.http import HttpRequest
 
 from demos.simulators import moe_routing as routing_sim
 from problems.arithmetic.catalog import DTYPES, dtype_get, gpu_get, kv_dtype_get, model_get
-from problems.arithmetic.compute import peak_flops_get
+from problems.arithmetic.compute import native_peak_get, peak_flops_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import (
     TOKENS_MAX,
@@ -44,11 +44,13 @@ from problems.arithmetic.parallel import (
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import (
     GB,
+    bandwidth_format,
     bytes_in,
     number_format,
     percent_format,
     seconds_format,
 )
+from problems.arithmetic.wording import SAME_WITHIN, count_phrase, ratio_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -156,13 +158,28 @@ def _learner_layout(inputs: dict) -> Layout:
                   inputs["moe"])
 
 
+def cluster_b_inputs(inputs: dict) -> dict:
+    """The inputs cluster B is worked at: the learner's, except a weight format its GPU has no
+    tensor cores for (NVFP4 on Hopper runs weight-only there, with other kernels and costs),
+    which falls back to FP8, the narrowest format Hopper multiplies natively."""
+    try:
+        native_peak_get(gpu=gpu_get(CLUSTER_B[0]), dtype=dtype_get(inputs["dtype"]))
+    except ArithmeticInputError:
+        return {**inputs, "dtype": "fp8"}
+    return inputs
+
+
 def layouts_rows(inputs: dict) -> list[dict]:
-    """The comparison rows: the learner's cluster's standard layouts, cluster B's, and the
-    learner's own layout when it is not among them."""
-    return moe_layouts_compare(
+    """The comparison rows: the learner's cluster's standard layouts, cluster B's (in a format
+    its GPU runs natively), and the learner's own layout when it is not among them."""
+    own = moe_layouts_compare(
         model=inputs["model"], clusters=[(inputs["gpu"], inputs["nodes"],
-                                          inputs["gpus_per_node"]), CLUSTER_B],
+                                          inputs["gpus_per_node"])],
         extra=(inputs["gpu"], _learner_layout(inputs)), **_shared(inputs))
+    b = cluster_b_inputs(inputs)
+    return own + [row for row in moe_layouts_compare(model=inputs["model"],
+                                                    clusters=[CLUSTER_B], **_shared(b))
+                  if row["name"] not in {r["name"] for r in own}]
 
 
 def _short(row: dict) -> str:
@@ -345,7 +362,8 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
         "over_infiniband": over_ib, "hottest_copies": int(run["copies"].max()),
     }
     steps_out = (
-        Step("Tokens and pairs per step", f"{tokens:,} tokens × top-{m.experts_per_token} of "
+        Step("Tokens and pairs per step",
+             f"{count_phrase(tokens, 'token')} × top-{m.experts_per_token} of "
              f"{m.experts_routed} experts over {ep} GPUs", run["mean_load"], "pairs per GPU",
              f"{number_format(run['mean_load'])} pairs per GPU on average"),
         Step("Predicted MoE layer on each GPU (uniform routing)",
@@ -356,16 +374,19 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
              seconds_format(predicted)),
         Step(f"Hottest expert at skew {number_format(skew)}",
              f"its (token, expert) pairs over the mean expert's "
-             f"{number_format(run['mean_expert_load'])}, averaged over {steps} steps",
+             f"{number_format(run['mean_expert_load'])}, averaged over "
+             f"{count_phrase(steps, 'step')}",
              values["ratio_expert_at_skew"], "× the mean",
              f"{number_format(values['ratio_expert_at_skew'])}× the mean expert"),
         Step(f"Busiest GPU at skew {number_format(skew)}, experts in order",
-             f"load {number_format(ratio_plain)}× the mean, averaged over {steps} steps",
+             f"load {number_format(ratio_plain)}× the mean, averaged over "
+             f"{count_phrase(steps, 'step')}",
              t_plain, "s", seconds_format(t_plain)),
         Step(f"Busiest GPU at skew {number_format(skew)}, {redundant} redundant slots",
              f"load {number_format(ratio_balanced)}× the mean; {per_gpu_slots} expert slots per "
              f"GPU instead of {m.experts_routed // ep}; the hottest expert has "
-             f"{values['hottest_copies']} copies", t_bal, "s", seconds_format(t_bal)),
+             f"{count_phrase(values['hottest_copies'], 'copy')}", t_bal, "s",
+             seconds_format(t_bal)),
         Step(f"Over {moe_layers} MoE layers, per step",
              f"{moe_layers} × ({seconds_format(t_plain)} − {seconds_format(predicted)}) "
              "without redundancy", values["step_delta_plain"], "s",
@@ -526,7 +547,9 @@ def _layout(inputs: dict, layout: Layout, *, gpu: str | None = None,
                          ib_bytes_per_second=k["ib_bytes_per_second"], copies=k["copies"],
                          cap_batch=cap_batch)
     if not r["weights_fit"] or r["max_seq"] == 0:
-        raise ArithmeticInputError(field="nodes", message=f"{layout.name} cannot serve")
+        raise ArithmeticInputError(
+            field="nodes", message=f"{layout.gpus} × {k['gpu'].name} as {layout.name} cannot "
+            "hold the model and one sequence")
     return r
 
 
@@ -534,7 +557,8 @@ def figures(inputs: dict) -> dict:
     """Every figure of the prose at `inputs` (the calculator's normalised inputs)."""
     m = model_get(inputs["model"])
     if m.attention != "MLA":
-        raise ArithmeticInputError(field="model", message="the prose is about an MLA model")
+        raise ArithmeticInputError(field="model", message=f"{m.name} caches keys and values "
+                                   "per head, not an MLA latent")
     parts = params_count_model(m)
     w = dtype_get(inputs["dtype"])
     kv = kv_dtype_get(inputs["kv_dtype"], model=m)
@@ -572,9 +596,15 @@ def figures(inputs: dict) -> dict:
     b_gpu_id, b_nodes, b_gpn = CLUSTER_B
     b_gpu = gpu_get(b_gpu_id)
     bn = b_nodes * b_gpn
-    b_dp = _layout(inputs, Layout(b_nodes, b_gpn, 1, 1, "ep"), gpu=b_gpu_id)
-    b_tp = _layout(inputs, Layout(b_nodes, b_gpn, 1, bn, "tp"), gpu=b_gpu_id)
-    b_pp = _layout(inputs, Layout(b_nodes, b_gpn, b_nodes, b_gpn, "tp"), gpu=b_gpu_id)
+    b_inputs = cluster_b_inputs(inputs)
+    b_w = dtype_get(b_inputs["dtype"])
+    b_dp = _layout(b_inputs, Layout(b_nodes, b_gpn, 1, 1, "ep"), gpu=b_gpu_id)
+    b_tp = _layout(b_inputs, Layout(b_nodes, b_gpn, 1, bn, "tp"), gpu=b_gpu_id)
+    b_pp = _layout(b_inputs, Layout(b_nodes, b_gpn, b_nodes, b_gpn, "tp"), gpu=b_gpu_id)
+    # Which layout has the lower step floor at this batch on the learner's cluster: at low load
+    # TP splits each token's work n ways and its copied cache costs nothing.
+    tp_floor, dp_floor = a_tp["tpot_low"], a_dp["tpot_low"]
+    busiest = math.ceil(batch / n)
     b_q = expert_gpu_hit_probability(experts=m.experts_routed, per_gpu=m.experts_routed // bn,
                                      k=m.experts_per_token)
     rows = layouts_rows(inputs)
@@ -582,7 +612,7 @@ def figures(inputs: dict) -> dict:
     # weights, the KV of the sequences and the reserve, as every layout does.
     h100_gpn = CLUSTER_B[2]
     h100_row = layout_row(model=inputs["model"], gpu=CLUSTER_B[0],
-                          layout=Layout(1, h100_gpn, 1, 1, "ep"), **_shared(inputs))
+                          layout=Layout(1, h100_gpn, 1, 1, "ep"), **_shared(b_inputs))
     h100_usable = (gpu_get(CLUSTER_B[0]).memory_total_bytes * inputs["memory_fraction"]
                    - inputs["reserve_gb"] * GB)
     return {
@@ -618,13 +648,29 @@ def figures(inputs: dict) -> dict:
         "kv_per_token_text": f"{number_format(kv_token)} B",
         "kv_mha_text": _mb(kv_mha), "kv_ratio_text": number_format(kv_mha / kv_token, digits=2),
         "experts_touched_text": f"{experts_touched(model=m, batch=batch):.1f}",
+        # "Nearly every expert is read" holds only at a large batch.
+        "experts_touched_most": experts_touched(model=m, batch=batch) >= 0.9 * m.experts_routed,
+        "experts_touched_share_text": share_phrase(experts_touched(model=m, batch=batch)
+                                                   / m.experts_routed),
         "tp_allreduces_per_step": 2 * m.layers,
-        "batch": f"{batch:,}", "context": f"{context:,}", "ep": n, "ep_minus_one": n - 1,
+        "batch": f"{batch:,}", "batch_phrase": count_phrase(batch, "sequence"),
+        "context_phrase": count_phrase(context, "token"),
+        "context": f"{context:,}", "ep": n, "ep_minus_one": n - 1,
         "remote_gpus_text": number_format(remote), "alpha_text":
             f"{number_format(inputs['collective_us'])} µs",
         "ib_text": f"{number_format(inputs['ib_gbps'])} GB/s",
+        # The cross-node paragraph is about cluster B: its own NVLink against the IB rate.
         "nvlink_ib_ratio_text": number_format(
-            a_gpu.interconnect_one_way_bytes_per_second / ib_speed, digits=2),
+            b_gpu.interconnect_one_way_bytes_per_second / ib_speed, digits=2),
+        "b_nvlink_text": bandwidth_format(b_gpu.interconnect_one_way_bytes_per_second),
+        "b_dtype_name": b_w.name, "b_dtype_fallback": b_w.id != w.id,
+        "tp_faster": tp_floor < dp_floor * (1 - SAME_WITHIN),
+        "tp_dp_floor_ratio": ratio_phrase(dp_floor, tp_floor, more="longer",
+                                          less="shorter"),
+        "a_tp_step_low_text": seconds_format(a_tp["tpot_low"]),
+        "a_tp_step_high_text": seconds_format(a_tp["tpot_high"]),
+        "a_idle_groups": count_phrase(max(n - batch, 0), "GPU"),
+        "a_few_sequences": batch < n,
         "a_gpus": n, "a_nodes": nodes, "a_gpu_name": a_gpu.name,
         "a_memory_text": _gb(a_gpu.memory_total_bytes),
         "memory_fraction_text": percent_format(inputs["memory_fraction"]),
@@ -644,7 +690,7 @@ def figures(inputs: dict) -> dict:
         "a_combine_bytes_token_layer_text": f"{number_format(round(combine_token))} B",
         "a_ep_bytes_token_layer_text": f"{number_format(round(dispatch_token + combine_token))} B",
         "a_ep_sends_more_per_token": dispatch_token + combine_token > tp_token,
-        "a_tokens_per_gpu": number_format(batch / n),
+        "a_tokens_per_gpu": count_phrase(busiest, "token"),
         "a_tp_comm_bytes_text": _mb(a_tp_full["comm_nvl"] + a_tp_full["comm_ib"]),
         "a_tp_comm_time_text": seconds_format(a_tp_full["comm_time"]),
         "a_dp_comm_bytes_text": _mb(a_dp["comm_nvl"] + a_dp["comm_ib"]),
@@ -704,17 +750,22 @@ def context(*, request: HttpRequest) -> dict:
     """The figures problem 23's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
     follows = False
+    # Inputs the calculator refuses are announced above the working by the shared template;
+    # this notice is only for inputs it accepts but the prose cannot follow (a model that is
+    # not MLA, a layout the comparison cannot hold), so the page says one thing, once.
+    prose_refusal = ""
     if state.result is not None:
         inputs = inputs_normalise(CALCULATOR.inputs, dict(state.form.cleaned_data))
         try:
             found = figures(inputs)
             follows = True
-        except ArithmeticInputError:
+        except ArithmeticInputError as error:
             found = None
+            prose_refusal = error.message
     if not follows:
-        # Bad input shows beside the calculator's field; the prose keeps the defaults.
         found = figures(CALCULATOR.defaults())
     return {
         **found, "calculator_slug": SLUG, "calculator_prefix": PREFIX,
         "demo_slug": DEMO_SLUG, "demo_prefix": DEMO_PREFIX, "inputs_followed": follows,
+        "prose_refusal": prose_refusal,
     }

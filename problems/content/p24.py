@@ -41,6 +41,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
+from problems.arithmetic.wording import count_phrase, finite_or, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -68,6 +69,11 @@ SHORT = {"batching": "Batching", "fp8": "FP8", "prefix": "Prefix cache", "gpu": 
 # An illustration of compounding in the prose: three cuts of this size each.
 THREE_CUT_EXAMPLE = 0.3
 QUESTION_CUT = 0.7  # the question as interviewers ask it
+# A cap that takes at most this share off the mean answer trims a long tail; more truncates
+# ordinary answers (a product decision, not a tail).
+CAP_TAIL_SHARE = 0.25
+# A change of the blended cost per token under this share reads "barely a change".
+CAP_BARELY = 0.02
 # Outside facts the prose quotes, each from a source in SOURCES.
 R1_PRICES = {"hit": 0.14, "miss": 0.55, "output": 2.19}  # Day 6 overview, USD per M tokens
 DEEPSEEK_HIT = 0.563  # Day 6 overview: share of input tokens hitting the on-disk KV cache
@@ -127,8 +133,10 @@ COST_INPUTS: tuple[Input, ...] = (
                api=0.5, maximum=1.0, help="DeepSeek reported 56.3% on its service."),
     _lever("right_gpu", "Lever: the right GPU"),
     gpu_input(name="right_gpu_id", label="… GPU", initial="b200", api="b200"),
-    whole_input("right_gpu_tp", "… GPUs per replica", unit="GPUs", initial=2, api=2,
-                maximum=64),
+    Input("right_gpu_tp", "whole", "… GPUs per replica", unit="GPUs", initial=None, api=None,
+          minimum=1, maximum=64, required=False,
+          help="Blank: the lever sizes the replica itself, the fewest of these GPUs (1, 2, 4, "
+               "8 … 64) that run at least the batch the replica runs before the move."),
     _price_input("right_gpu_price", "… its price"),
     _lever("spec", "Lever: speculative decoding"),
     real_input("spec_alpha", "… acceptance rate", unit="fraction", initial=0.8, api=0.8,
@@ -162,6 +170,15 @@ COST_INPUTS: tuple[Input, ...] = (
 def _assumption(lever: str, state: dict, row: dict) -> str:
     if not row["on"]:
         return "off"
+    # A skipped lever's row keeps the state before it; its own assumption is in its changes.
+    state = {**state, **(row.get("changes") or {})}
+    text = _lever_assumption(lever, state, row)
+    if not row["applied"] and lever != "spec":
+        text += ": skipped"
+    return text
+
+
+def _lever_assumption(lever: str, state: dict, row: dict) -> str:
     if lever == "batching":
         return "engine cap lifted"
     if lever == "fp8":
@@ -169,6 +186,8 @@ def _assumption(lever: str, state: dict, row: dict) -> str:
     if lever == "prefix":
         return f"{percent_format(state['prefix_hit'])} of input cached"
     if lever == "gpu":
+        if state["tp"] is None:
+            return state["gpu"].name.removeprefix("NVIDIA ")
         return (f"{state['tp']} × {state['gpu'].name.removeprefix('NVIDIA ')} at "
                 f"{money_format(state['price_per_hour'])}/h")
     if lever == "spec":
@@ -180,7 +199,9 @@ def _assumption(lever: str, state: dict, row: dict) -> str:
     if lever == "commit":
         return f"{percent_format(state['discount'])} off"
     if lever == "route":
-        return f"{percent_format(state['route_share'])} to {state['small_model'].name}"
+        tp = state.get("small_tp")
+        return (f"{percent_format(state['route_share'])} to {state['small_model'].name}"
+                + (f" on {tp} GPU{'s' if tp != 1 else ''}" if tp and row["applied"] else ""))
     if lever == "cap_output":
         return f"{state['output_tokens']:,} output tokens"
     if lever == "disagg":
@@ -302,7 +323,7 @@ REPLICA_INPUTS: tuple[Input, ...] = (
     _price_input("price_per_hour", "GPU price"),
     whole_input("seconds", "Simulated seconds per load", unit="s", initial=60, api=60,
                 minimum=10, maximum=300,
-                help="Measured after a warm-up (15 s, or a quarter of this if less); a load "
+                help="Counted after a warm-up (15 s, or a quarter of this if less); a load "
                      "also stops after 20,000 steps."),
     whole_input("chunk_tokens", "Per-step token budget", unit="tokens", initial=2_048,
                 api=2_048, minimum=64, maximum=65_536,
@@ -393,12 +414,13 @@ def replica_simulated(*, model: str, gpu: str, tp: int = 2, dtype: str = "fp8",
              f"{seconds_format(t_in)} + {out:,} × {seconds_format(t_out)}) of replica time per "
              "request", capacity, "requests/s", rate_format(capacity, "requests/s")),
         *(Step(f"At {percent_format(load)} of capacity",
-               f"measured {rate_format(round(x['output'] / x['seconds']), 'output tokens/s')} "
+               f"simulated {rate_format(round(x['output'] / x['seconds']), 'output tokens/s')} "
                f"(predicted {number_format(round(min(load, 1) * capacity * out))}), mean batch "
                f"{number_format(x['mean_batch'])}, TTFT p99 {seconds_format(x['ttft_p99'])}, "
-               f"TPOT p50 {seconds_format(x['tpot_p50'])}"
+               "TPOT p50 " + finite_or(x["tpot_p50"], seconds_format,
+                                       undefined="undefined (one-token answers have no gaps)")
                + (" (stopped at the step cap)" if x["cut_short"] else ""), meas, "USD",
-               f"{_money(meas)} per M measured, {_money(pred)} predicted")
+               f"{_money(meas)} per M simulated, {_money(pred)} predicted")
           for load, x, meas, pred in zip(LOADS, runs, measured, predicted, strict=True)),
     )
     return Result(values=values, steps=steps)
@@ -428,7 +450,7 @@ def replica_plots(*, inputs: dict, result: Result) -> tuple[Plot, ...]:
         title="Cost per million tokens: simulated replica against the calculator",
         x_title="Offered load (fraction of predicted capacity)",
         y_title="Dollars per million tokens (input and output)", y_log=True,
-        series=(Series("Measured (simulated replica)", loads, tuple(r["measured"]),
+        series=(Series("Simulated replica", loads, tuple(r["measured"]),
                        markers=True),
                 Series("Predicted (the calculator)", loads, tuple(r["predicted"]), dash=True,
                        markers=True)),
@@ -455,7 +477,7 @@ def replica_note(*, inputs: dict, result: Result) -> str:
 
 REPLICA = calculator_register(Calculator(
     slug=DEMO_SLUG,
-    title="A replica under random load: measured against predicted cost",
+    title="A replica under random load: simulated against predicted cost",
     explanation=("A numpy simulator on the web server (no worker). One replica serves Poisson "
                  "arrivals at five loads, from a quarter of its predicted capacity to 20% "
                  "beyond, step by step: decodes and prefill chunks share each step, whose time "
@@ -521,6 +543,24 @@ def _delta(fraction: float) -> str:
     return f"{sign}{percent_format(abs(fraction))} of the baseline"
 
 
+def _piggyback(big: dict, state: dict) -> dict:
+    """How much of the baseline's prefill could ride free in its decode steps (Sarathi-Serve's
+    chunked prefill): a memory-bound step leaves (step − its FLOPs' time) of compute idle on
+    every GPU; each computed prompt token needs the prefill's GPU-seconds ÷ tp of replica time.
+    The share of the prompts' computed tokens that fit in that slack bounds how far pricing
+    prefill and decode separately overstates the input side (a fraction, at most one)."""
+    at = big["step"]
+    slack = max(0.0, at["seconds"] - at["compute"])
+    per_token = big["prefill_gpu_seconds_per_token"] / state["tp"]
+    free_tokens = slack / per_token if per_token > 0 else 0.0
+    computed = state["input_tokens"] * (1 - state["prefix_hit"])
+    needed = big["batch"] * computed / state["output_tokens"]  # per step, one token each
+    share = min(1.0, free_tokens / needed) if needed > 0 else 0.0
+    return {"piggyback": at["bound"] == "memory" and share > 0,
+            "piggyback_slack_text": seconds_format(slack),
+            "piggyback_share_text": share_phrase(share)}
+
+
 def figures(inputs: dict) -> dict:
     """Every figure of the prose at the calculator's normalised `inputs`."""
     rows, target = cost_rows(inputs)
@@ -535,9 +575,10 @@ def figures(inputs: dict) -> dict:
     for row in rows[1:]:
         b = row["costs"]["big"]
         trial = (row.get("trial") or row["costs"])["big"]
-        s = row["state"]
+        # A skipped lever keeps the state before it; its own assumption is in its changes.
+        s = {**row["state"], **(row.get("changes") or {})}
         entry = {
-            "on": row["on"], "applied": row["applied"],
+            "on": row["on"], "applied": row["applied"], "skip": row["skip"],
             "blended_text": _money(row["blended"]), "delta_text": _delta(row["delta"]),
             "cut_text": percent_format(row["cut"]),
             "batch_before": f"{previous['costs']['big']['batch']:,}",
@@ -556,8 +597,11 @@ def figures(inputs: dict) -> dict:
         elif lever == "prefix":
             entry.update(hit_text=percent_format(s["prefix_hit"]))
         elif lever == "gpu":
-            entry.update(tp=s["tp"], gpu_name=s["gpu"].name,
-                         price_text=money_format(s["price_per_hour"]),
+            moved = {**s, **(row.get("changes") or {})}
+            entry.update(tp=moved["tp"], gpu_name=moved["gpu"].name,
+                         sized=inputs.get("right_gpu_tp") is None,
+                         batch_wanted=f"{previous['costs']['big']['batch']:,}",
+                         price_text=money_format(moved["price_per_hour"]),
                          out_text=_money(b["out"]), in_text=_money(b["in"]))
         elif lever == "spec":
             alpha, gamma, draft = row.get("trial_state_spec", (0.0, 0, 0.0))
@@ -565,20 +609,34 @@ def figures(inputs: dict) -> dict:
                          draft_cost_text=percent_format(draft), batch=f"{trial['batch']:,}",
                          gain_text=f"{number_format(trial['spec_gain'])}×")
         elif lever == "autoscale":
-            entry.update(util_text=percent_format(s["utilisation"]),
+            entry.update(util_text=percent_format({**s, **(row.get("changes") or {})}
+                                                  ["utilisation"]),
                          util_before_text=percent_format(previous["state"]["utilisation"]))
         elif lever == "commit":
             entry.update(discount_text=percent_format(s["discount"]),
                          price_text=money_format(s["price_per_hour"] * (1 - s["discount"])))
         elif lever == "route":
             small = row["costs"]["small"] or {}
-            entry.update(small_name=s["small_model"].name if s["small_model"] else "",
-                         share_text=percent_format(s["route_share"]),
+            chosen = {**s, **(row.get("changes") or {})}
+            tp = chosen.get("small_tp") or 1
+            entry.update(small_name=chosen["small_model"].name if chosen["small_model"] else "",
+                         small_gpus_text=("one GPU" if tp == 1 else f"{tp} GPUs"),
+                         share_text=percent_format(chosen["route_share"]),
                          small_out_text=_money(small.get("out", math.nan)),
                          small_in_text=_money(small.get("in", math.nan)))
         elif lever == "cap_output":
+            cap = (row.get("changes") or {}).get("output_tokens", s["output_tokens"])
+            trimmed = 1 - cap / previous["state"]["output_tokens"]
+            token_change = 1 - row["blended"] / previous["blended"]
             entry.update(output_before=f"{previous['state']['output_tokens']:,}",
-                         output_after=f"{s['output_tokens']:,}",
+                         output_after=f"{cap:,}",
+                         output_after_phrase=count_phrase(cap, "token"),
+                         # A cap that removes a small share of the mean trims a long tail; one
+                         # that removes most of it truncates ordinary answers.
+                         trims_tail=trimmed <= CAP_TAIL_SHARE,
+                         trimmed_text=percent_format(trimmed),
+                         token_barely=abs(token_change) < CAP_BARELY,
+                         token_change_text=percent_format(abs(token_change)),
                          request_before_text=_money(previous["per_1000"]),
                          request_text=_money(row["per_1000"]),
                          request_lever_cut_text=percent_format(1 - row["per_1000"]
@@ -595,7 +653,7 @@ def figures(inputs: dict) -> dict:
     spec_base = state_costs({**state, "spec": spec_row.get("trial_state_spec",
                                                              (0.8, 2, 0.05))})["big"]
     cut_at = {row["lever"]: row["cut"] for row in rows}
-    on_after = sum(1 for row in rows[reached + 1:] if row["on"]) if reached else 0
+    on_after = sum(1 for row in rows[reached + 1:] if row["applied"]) if reached else 0
     return {
         "question_cut_text": percent_format(QUESTION_CUT),
         "r1_hit_text": money_format(R1_PRICES["hit"]),
@@ -611,6 +669,7 @@ def figures(inputs: dict) -> dict:
         "util_text": percent_format(state["utilisation"]),
         "tpot_target_text": seconds_format(state["tpot_target_seconds"]),
         "batch_cap": f"{state['batch_cap']:,}",
+        "batch_cap_phrase": count_phrase(state["batch_cap"], "sequence"),
         "input_tokens": f"{state['input_tokens']:,}",
         "output_tokens": f"{state['output_tokens']:,}",
         "eff_bw_text": percent_format(state["bandwidth_efficiency"]),
@@ -628,6 +687,7 @@ def figures(inputs: dict) -> dict:
         "base_context": f"{number_format(big['context'])}",
         "base_b_mem": f"{big['b_mem']:,}", "base_b_slo": f"{big['b_slo']:,}",
         "base_batch": f"{big['batch']:,}", "base_limit": big["limit"],
+        "base_batch_phrase": count_phrase(big["batch"], "sequence"),
         "base_read_w_text": bytes_in(at["weights"], "GB"),
         "base_read_kv_text": bytes_in(at["kv"], "GB"),
         "base_bandwidth_text": bandwidth_format(g.bandwidth_bytes_per_second
@@ -642,6 +702,7 @@ def figures(inputs: dict) -> dict:
         "base_in_compute_text": seconds_format(big["prefill"]["compute"]),
         "base_in_memory_text": seconds_format(big["prefill"]["memory"]),
         "base_in_bound": big["prefill"]["bound"],
+        **_piggyback(big, state),
         "base_blended_text": _money(base["blended"]),
         "base_request_text": _money(base["per_1000"]),
         "target_cut_text": percent_format(target),
@@ -657,7 +718,7 @@ def figures(inputs: dict) -> dict:
         "after_prefix_reaches": cut_at["prefix"] >= target,
         "target_reached": bool(reached), "target_step": reached,
         "target_lever": rows[reached]["title"].lower() if reached else "",
-        "target_margin_levers": on_after,
+        "target_margin_levers": count_phrase(on_after, "more lever"),
         "final_blended_text": _money(rows[-1]["blended"]),
         "final_cut_text": percent_format(rows[-1]["cut"]),
         "final_request_text": _money(rows[-1]["per_1000"]),

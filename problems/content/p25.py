@@ -33,6 +33,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
+from problems.arithmetic.wording import amount_phrase, count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -170,7 +171,8 @@ def users_plot(inputs: dict) -> Plot:
                 **{**inputs, "daily_users": x}))["total_gpus"]))
         except (ArithmeticInputError, ArithmeticError):
             gpus.append(math.nan)
-    return Plot(title="GPUs against daily users", x_title="Daily active users", y_title="GPUs",
+    return Plot(title="Fleet size in GPUs against daily users", x_title="Daily active users",
+                y_title="GPUs",
                 x_log=True, y_log=True,
                 series=(Series("GPUs in all regions", tuple(float(x) for x in xs), tuple(gpus),
                                markers=True),),
@@ -338,7 +340,7 @@ def day_plots(*, inputs: dict, result: Result) -> tuple:
                 Series("Prefill pool, ready (at full load)", hours,
                        tuple(r["prefill_capacity"]), step=True)))
     gpus = Plot(
-        title="GPUs paid against GPUs the load needs", x_title="Hour of the day",
+        title="Fleet paid against the load's need, in GPUs", x_title="Hour of the day",
         y_title="GPUs",
         series=(Series("Paid (ready + booting)", hours, tuple(r["paid_gpus"]), step=True),
                 Series("Needed (before headroom)", hours, tuple(r["needed_gpus"]), dash=True,
@@ -352,7 +354,7 @@ def day_plots(*, inputs: dict, result: Result) -> tuple:
                           (r["monthly_cost_peak"], r["monthly_cost_follow"], nan),
                           labels=(money_format(r["monthly_cost_peak"]),
                                   money_format(r["monthly_cost_follow"]), ""), outline=True),
-                BarSeries("Measured (simulated day)", (nan, nan, r["monthly_cost_simulated"]),
+                BarSeries("Simulated day", (nan, nan, r["monthly_cost_simulated"]),
                           labels=("", "", money_format(r["monthly_cost_simulated"])))))
     return load, gpus, cost
 
@@ -363,7 +365,8 @@ def day_note(*, inputs: dict, result: Result) -> str:
             f"GPU-hours in the day, {money_format(r['monthly_cost_simulated'])} a month, "
             f"against {money_format(r['monthly_cost_follow'])} for a fleet that follows the load "
             f"exactly and {money_format(r['monthly_cost_peak'])} for one sized for the peak; it "
-            f"was short of its target capacity for {number_format(r['minutes_short'])} minutes. "
+            "was short of its target capacity for "
+            f"{amount_phrase(r['minutes_short'], 'minutes')}. "
             "It costs more than the ideal because it rounds up to whole replicas in every "
             "region, keeps a floor in each, holds the failover reserve all day, waits out cold "
             "starts and keeps capacity through its cool-down; with less headroom it gets cheaper "
@@ -427,6 +430,7 @@ def figures(inputs: dict) -> dict:
         "sglang_router_throughput": f"{SGLANG_ROUTER[0]}×",
         "sglang_router_hits": f"{SGLANG_ROUTER[1]}×",
         "dau_text": f"{dem['daily_users']:,}", "sessions_text": number_format(dem["sessions"]),
+        "sessions_phrase": amount_phrase(dem["sessions"], "sessions"),
         "turns": dem["turns"], "sys_tokens": f"{dem['system_tokens']:,}",
         "user_tokens": f"{dem['user_tokens']:,}", "answer_tokens": f"{dem['answer_tokens']:,}",
         "peak_to_avg_text": f"{number_format(dem['peak_to_average'])}×",
@@ -457,9 +461,18 @@ def figures(inputs: dict) -> dict:
         "step_bound": dec["bound"],
         "replica_tps_text": rate_format(round(dec["tokens_per_second"]), "tokens/s"),
         "t_req_text": seconds_format(p["t_req"]),
-        "concurrency_text": f"{number_format(round(p['concurrency']))}",
+        # Averages (Little's law), so not rounded to whole requests: "about 0.004 on average".
+        "concurrency_text": number_format(p["concurrency"]),
         "rep_thr_text": number_format(p["by_throughput"]),
-        "rep_kv_text": number_format(p["by_kv"]), "kv_binds": p["kv_binds"],
+        "rep_kv_text": number_format(p["by_kv"]), "rep_kv_none": p["by_kv"] == 0,
+        "kv_binds": p["kv_binds"],
+        "t_decode_text": seconds_format(p["t_decode"]),
+        "decode_concurrency_text": number_format(p["decode_concurrency"]),
+        "decode_concurrency_phrase": (
+            "no sequences" if p["decode_concurrency"] == 0 else
+            f"about {number_format(p['decode_concurrency'])} sequences on average"),
+        "answer_tokens_phrase": count_phrase(dem["answer_tokens"], "token"),
+        "step_at_util_text": seconds_format(p["step_at_util"]),
         "rep_need_text": number_format(p["decode_replicas"]),
         "prefill_flops_text": flops_format(p["prefill_flops"]),
         "prefill_gs_text": seconds_format(p["prefill_gpu_seconds"]),
@@ -483,7 +496,7 @@ def figures(inputs: dict) -> dict:
         "per_user_follow_text": money_format(p["per_user_follow"], significant=3),
         "per_million_text": money_format(p["per_million"], significant=3),
         "per_million_output_text": money_format(p["per_million_output"], significant=3),
-        "open_conversations_text": f"{number_format(round(p['open_conversations']))}",
+        "open_conversations_text": number_format(p["open_conversations"]),
         "kv_open_text": bytes_in(p["kv_open"], "TB"),
         "kv_hbm_text": bytes_in(p["kv_room"], "TB"),
         "kv_open_exceeds": p["kv_open"] > p["kv_room"],

@@ -41,10 +41,10 @@ def test_every_plot_on_page_10_is_drawn(page, live_server):
         assert page.locator(f"#{dom_id}-output .plot").count() == count
     # The final plots compare what was measured with what the arithmetic predicts.
     assert _traces(page, "calc-p23-routing", 2)[-1].startswith("Predicted")
-    assert _traces(page, "calc-p24-replica", 2) == ["Measured (simulated replica)",
+    assert _traces(page, "calc-p24-replica", 2) == ["Simulated replica",
                                                     "Predicted (the calculator)"]
     assert _traces(page, "calc-p25-day", 2) == ["Predicted (the calculator)",
-                                                "Measured (simulated day)"]
+                                                "Simulated day"]
     shots = os.environ.get("PAGE10_SCREENSHOTS")  # a folder: one picture per plot, to look at
     if shots:
         plots = page.locator(".calculator-output .plot-figure")

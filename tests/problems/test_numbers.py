@@ -92,11 +92,12 @@ def test_the_page_prints_every_section_with_sources(client):
 
 def test_memory_shows_the_datasheet_label_and_the_bytes_reported():
     rows = dict(zip(GPUS, gpus_section().rows, strict=True))
-    # A learner knows the H100 as "80 GB"; nvidia-smi prints 81,559 MiB, which is
-    # 81,559 x 1,048,576 = 85,522,186,240 B = 85.5 GB: the figure the driver prints is shown,
-    # so "85.5 GB reported" does not read as the driver printing more than the label.
-    assert rows["h100-sxm"].cells[1] == "80 GB HBM3 (81,559 MiB reported = 85.5 GB)"
-    assert rows["h200"].cells[1] == "141 GB HBM3e (143,771 MiB reported = 151 GB)"
+    # A learner knows the H100 as "80 GB"; CUDA reports 79.22 GiB (vLLM's log), which is
+    # round(79.22 x 2^30) = 85,061,827,297 B = 85.1 GB: the figure an engine budgets from is
+    # shown in the unit its source prints. The H200 has no CUDA figure on record, so the
+    # driver's 143,771 MiB x 1,048,576 = 150,755,000,000 B = 151 GB stands.
+    assert rows["h100-sxm"].cells[1] == "80 GB HBM3 (79.22 GiB as CUDA counts it = 85.1 GB)"
+    assert rows["h200"].cells[1] == "141 GB HBM3e (143,771 MiB as the driver counts it = 151 GB)"
 
 
 def test_a_pcie_card_link_is_the_same_figure_as_the_links_table():

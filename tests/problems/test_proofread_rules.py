@@ -52,6 +52,8 @@ def test_each_rule_catches_its_mistake(text, rule):
     "TTFT falls from 90 ms to 40 ms and the cost rises from 2.1 to 3.4.",
     "An ellipsis… or three dots... is fine.",
     "Each GPU holds 1 token of context per slot; 11 tokens; 0.1 tokens.",
+    # Code a page quotes: a call's empty parentheses follow its name (problems 11, 13, 14).
+    "Call torch.cuda.profiler.start() first; an .item() syncs; LLM.int8() keeps outliers.",
     # A formula for a count (γ + 1 of them) and AMD's interconnect, a name.
     "Verifying γ + 1 positions per sequence costs up to γ + 1 steps.",
     "The MI300X's Infinity Fabric (7 links × 128 GB/s) carries 448 GB/s each way.",

@@ -7,9 +7,14 @@ the datasheets' totals for both directions together; one direction gets half
 (`interconnect_one_way_bytes_per_second`).
 
 Memory: a datasheet's "80GB" is a round label, not what a program can allocate. The course's one
-definition of a GPU's memory is the total its driver reports (`memory_reported_mib`, as
-nvidia-smi or ROCm shows it, in MiB = 2²⁰ bytes); `memory_total_bytes` is that in bytes. The
-datasheet label is kept beside it (`memory_bytes`, read as decimal GB) for reference only.
+definition of a GPU's memory is the total CUDA reports to a program (`cudaMemGetInfo`, which
+PyTorch's `torch.cuda.mem_get_info` returns and vLLM multiplies by gpu_memory_utilization):
+`memory_cuda_gib` where a public log records it, with its source in `memory_cuda_source`. It is a
+little under nvidia-smi's total (`memory_reported_mib`, in MiB = 2²⁰ bytes): on an H100 80GB,
+79.22 GiB against 81,559 MiB = 79.65 GiB. Where no CUDA figure is on record the catalog falls back
+to nvidia-smi's total and says so (`memory_total_basis`), an overstatement of a few hundred MiB.
+`memory_total_bytes` is whichever applies, in bytes. The datasheet label is kept beside them
+(`memory_bytes`, read as decimal GB) for reference only.
 """
 
 from dataclasses import dataclass
@@ -18,8 +23,15 @@ TERA = 10**12
 GIGA = 10**9
 
 MIB = 2**20
+GIB = 2**30
 MEMORY_SOURCE = ("memory: the total nvidia-smi reports on an idle GPU (for the MI300X, the "
                  "total ROCm reports to PyTorch), as printed in public logs")
+
+H100_CUDA_SOURCE = (
+    "the total CUDA reports, from vLLM's startup log on an H100 80GB: 'total_gpu_memory "
+    "(79.22GiB) x gpu_memory_utilization (0.90) = 71.29GiB' "
+    "(https://github.com/vllm-project/vllm/pull/12126; the same 79.22 GiB in "
+    "https://github.com/vllm-project/vllm/pull/10511)")
 
 PRICE_NOTE = (
     "Assumed on-demand cloud price per GPU-hour, a round figure for the exercise, not a quote: "
@@ -54,11 +66,34 @@ class Gpu:
     # The chip's architecture and a short name for plots and tables, from the datasheet.
     architecture: str = ""
     short_name: str = ""
+    # The total CUDA reports (GiB, as vLLM's startup log prints it), and where it was read.
+    memory_cuda_gib: float | None = None
+    memory_cuda_source: str = ""
 
     @property
     def memory_total_bytes(self) -> int:
-        """The memory the driver reports (bytes): the course's one definition of GPU memory."""
+        """The total CUDA reports where it is on record, else nvidia-smi's (bytes): the course's
+        one definition of GPU memory, and what an engine's memory fraction multiplies."""
+        if self.memory_cuda_gib is not None:
+            return round(self.memory_cuda_gib * GIB)
         return self.memory_reported_mib * MIB
+
+    @property
+    def memory_total_text(self) -> str:
+        """`memory_total_bytes` as its source prints it: "79.22 GiB as CUDA counts it"."""
+        if self.memory_cuda_gib is not None:
+            return f"{self.memory_cuda_gib:,} GiB as CUDA counts it"
+        return f"{self.memory_reported_mib:,} MiB as the driver counts it"
+
+    @property
+    def memory_total_basis(self) -> str:
+        """Where `memory_total_bytes` comes from, in a phrase for a worked step."""
+        if self.memory_cuda_gib is not None:
+            return (f"{self.memory_cuda_gib:,} GiB as CUDA reports it (nvidia-smi shows "
+                    f"{self.memory_reported_mib:,} MiB; the datasheet says {self.memory_label})")
+        return (f"{self.memory_reported_mib:,} MiB as the driver reports it (the datasheet says "
+                f"{self.memory_label}; on an NVIDIA GPU CUDA's own total, where engines start, "
+                f"is a few hundred MiB lower and is not on record for this one)")
 
     @property
     def memory_label(self) -> str:
@@ -125,9 +160,12 @@ GPUS: dict[str, Gpu] = {
             price_note=PRICE_NOTE,
             source="NVIDIA H100 Tensor Core GPU datasheet "
             "(https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet); "
-            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
+            "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE + "; "
+            + H100_CUDA_SOURCE,
             architecture="Hopper",
             short_name="H100 SXM",
+            memory_cuda_gib=79.22,
+            memory_cuda_source=H100_CUDA_SOURCE,
         ),
         Gpu(
             id="h100-pcie",
@@ -178,7 +216,9 @@ GPUS: dict[str, Gpu] = {
         ),
         Gpu(
             id="b200",
-            name="NVIDIA B200 (HGX B200)",
+            # Not labelled "HGX B200": the memory and bandwidth are the DGX B200 datasheet's
+            # (8 TB/s a GPU); NVIDIA's HGX page gives 7.7 TB/s for the same GPU (review P0607-12).
+            name="NVIDIA B200",
             memory_bytes=180 * GIGA,
             memory_reported_mib=183_359,
             memory_kind="HBM3e",
@@ -196,7 +236,8 @@ GPUS: dict[str, Gpu] = {
             source="NVIDIA DGX B200 datasheet (eight B200s: 1,440 GB of HBM3e, 64 TB/s, so "
             "180 GB and 8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/dgx-b200/) and "
             "NVIDIA HGX platform specifications, HGX B200 column (tensor rates for eight GPUs, "
-            "NVLink 5 at 1.8 TB/s a GPU; https://www.nvidia.com/en-us/data-center/hgx/); "
+            "NVLink 5 at 1.8 TB/s a GPU, and 7.7 TB/s of memory bandwidth a GPU where the DGX "
+            "datasheet implies 8; https://www.nvidia.com/en-us/data-center/hgx/); "
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Blackwell",
             short_name="B200",

@@ -52,6 +52,9 @@ class Model:
     params_published: float | None = None
     active_params_published: float | None = None
     source: str = ""
+    # The weight format the checkpoint is published in when it is not `dtype` (DeepSeek-V3's
+    # FP8): the baseline a deployment starts from, not a quantization of it.
+    checkpoint_dtype: str = ""
 
     @property
     def is_moe(self) -> bool:

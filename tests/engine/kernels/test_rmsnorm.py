@@ -7,10 +7,12 @@ import os
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from worker.engine.kernels import triton_mode
 from worker.engine.kernels.parity import rmsnorm_hf, rmsnorm_parity, rmsnorm_tolerance
-from worker.engine.kernels.rmsnorm import rmsnorm
+from worker.engine.kernels.rmsnorm import rmsnorm, row_start
 from worker.engine.layers.norm import RMSNorm
 
 MODE = triton_mode()
@@ -125,6 +127,58 @@ def test_the_engine_gives_the_same_tokens_with_the_kernel(tiny_models, monkeypat
             [BatchEntry(prompts[0], 0, list(range(8)), len(prompts[0]))])
         norms = [m for m in engine.runner.model.modules() if isinstance(m, RMSNorm)]
         assert {m.use_triton for m in norms} == {setting == "force"}
+        if setting == "force":
+            # Every norm after the first layer's input norm got the residual: the kernel's
+            # HAS_RESIDUAL path did the adds (review P0607-19).
+            fused = []
+            for m in norms:
+                kernel = m._kernel
+
+                def recording(x, w, eps, residual=None,  # noqa: ANN001, ANN202
+                              kernel=kernel, fused=fused):
+                    fused.append(residual is not None)
+                    return kernel(x, w, eps) if residual is None else kernel(
+                        x, w, eps, residual=residual)
+
+                m._kernel = recording
+            engine.runner.execute([BatchEntry(prompts[1], 0, list(range(8)), 3)])
+            assert fused.count(False) == 1 and fused.count(True) == len(norms) - 1
     assert outputs["0"] == outputs["force"]
     torch.testing.assert_close(logits["force"], logits["0"], rtol=1e-4, atol=1e-5)
     assert os.environ["ENGINE_TRITON"] == "force"
+
+
+@triton.jit
+def _row_start_probe(out_ptr, row, row_stride):
+    """Stores the offset the kernel computes for `row`, and the same product in int32, the way
+    the kernel computed it before (review P0607-20)."""
+    tl.store(out_ptr, row_start(row, row_stride))
+    tl.store(out_ptr + 1, (row * row_stride).to(tl.int64))
+
+
+@pytest.mark.skipif(MODE != "interpreter", reason="probes the interpreter's integer types")
+def test_row_offsets_past_two_to_the_31_do_not_wrap() -> None:
+    """A 128K-token prefill of a 16,384-wide model (Llama 3.1 405B): row 131,072 starts at
+    131,072 × 16,384 = 2,147,483,648 = 2³¹ elements, one past int32's largest value. In int32
+    the product wraps to −2,147,483,648; the kernel's 64-bit `row_start` gives 2³¹. Row 131,071
+    starts at 2³¹ − 16,384 = 2,147,467,264 either way. (Allocating the 8 GiB tensor itself is
+    not needed: the offset is all that differs.)"""
+    out = torch.zeros(2, dtype=torch.int64)
+    _row_start_probe[(1,)](out, 131_072, 16_384)
+    assert out.tolist() == [2**31, -(2**31)]
+    _row_start_probe[(1,)](out, 131_071, 16_384)
+    assert out.tolist() == [2**31 - 16_384, 2**31 - 16_384]
+
+
+def test_a_weight_the_kernel_would_misread_is_refused() -> None:
+    """The kernel reads the weight as `weight_ptr + cols`: a strided view (every other element
+    of a 128-wide tensor, stride 2) would read the wrong values, so it is refused, as are an
+    integer input and a weight of another dtype the kernel does not take."""
+    x = torch.randn(2, 64, device=DEVICE)
+    strided = torch.randn(128, device=DEVICE)[::2]
+    with pytest.raises(ValueError, match="contiguous"):
+        rmsnorm(x, strided, 1e-5)
+    with pytest.raises(ValueError, match="x is torch.int64"):
+        rmsnorm(torch.ones(2, 64, dtype=torch.int64, device=DEVICE), torch.ones(64), 1e-5)
+    with pytest.raises(ValueError, match="weight is torch.float64"):
+        rmsnorm(x, torch.ones(64, dtype=torch.float64, device=DEVICE), 1e-5)

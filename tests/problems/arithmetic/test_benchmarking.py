@@ -5,14 +5,38 @@ import pytest
 from problems.arithmetic.benchmarking import (
     benchmark_plan,
     benchmark_summary,
+    percentile_order_interval,
     requests_for_bounded_percentile,
+    requests_for_percentile_precision,
 )
 
 
-def test_a_p99_needs_about_380_requests_before_it_is_bounded() -> None:
-    # n ≥ 1.96² × 0.99 ÷ 0.01 = 380.3; for the median only 1.96² × 0.5 ÷ 0.5 = 3.84.
-    assert requests_for_bounded_percentile(0.99) == pytest.approx(380.3, abs=0.1)
-    assert requests_for_bounded_percentile(0.5) == pytest.approx(3.84, abs=0.01)
+def test_a_p99_needs_381_whole_requests_before_it_is_bounded() -> None:
+    """Review E9: n > 1.96² × 0.99 ÷ 0.01 = 380.3, and a 'fewest N' is a ceiling: at n = 380
+    the low end is 3.80 − 1.96 × √(380 × 0.99 × 0.01) = 3.80 − 3.8015 = −0.0015, below zero;
+    at 381 it is 3.81 − 3.8065 = +0.0035. For the median, 1.96² × 0.5 ÷ 0.5 = 3.84 → 4."""
+    assert requests_for_bounded_percentile(0.99) == 381
+    assert requests_for_bounded_percentile(0.5) == 4
+    assert not benchmark_plan(request_rate=1, duration_s=380, percentile_q=0.99,
+                              e2e_latency_s=8, client_concurrency=64,
+                              output_tokens=256)["bounded"]
+    assert benchmark_plan(request_rate=1, duration_s=381, percentile_q=0.99, e2e_latency_s=8,
+                          client_concurrency=64, output_tokens=256)["bounded"]
+
+
+def test_the_percentiles_interval_is_a_pair_of_order_statistics() -> None:
+    """Review M1: the distribution-free 95% interval for p99 from n sorted requests is the
+    ranks ⌊nq − 1.96√(nq(1−q))⌋ to ⌈nq + 1.96√(nq(1−q))⌉. n = 1,200: 1,188 ± 1.96 × √11.88
+    = 1,188 ± 6.756, ranks 1,181 to 1,195 (the sample's p98.4 to p99.6). n = 380: 376.2 ±
+    1.96 × √3.762 = 376.2 ± 3.80, ranks 372 to 380, the maximum. Pinning p99 to ±0.002 takes
+    1.96² × 0.99 × 0.01 ÷ 0.002² = 9,507.6, so 9,508 requests."""
+    assert percentile_order_interval(requests=1200, q=0.99) == (1181, 1195)
+    assert percentile_order_interval(requests=380, q=0.99) == (372, 380)
+    assert requests_for_percentile_precision(q=0.99, half_width=0.002) == 9508
+    r = benchmark_plan(request_rate=4, duration_s=300, percentile_q=0.99, e2e_latency_s=8,
+                       client_concurrency=16, output_tokens=256)
+    assert (r["rank_low"], r["rank_high"]) == (1181, 1195)
+    assert r["requests_precise"] == 9508 and not r["precise_enough"]
 
 
 def test_benchmark_plan_worked_by_hand() -> None:

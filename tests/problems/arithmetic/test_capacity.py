@@ -45,32 +45,37 @@ def test_littles_law():
 
 
 def test_the_fleet_at_the_defaults():
-    """Weights 72,655,052,800 ÷ 4 = 18,163,763,200 B per GPU; free 71,968,728,985.6 − that =
-    53,804,965,785.6 B; context 1,750 + 200 = 1,950 tokens × 40,960 B = 79,872,000 B per sequence:
-    ⌊673.6⌋ = 673 sequences (the target alone allows 1,373), so KV memory sets the batch. Step
-    (17,638,426,624 + 673 × 79,872,000) ÷ 2.68e12 = 26.64 ms; 673 ÷ that = 25,264 tokens/s.
-    Request 0.5 + 399 × 26.64 ms = 11.13 s; concurrency 347.22 × 11.13 = 3,864; replicas by
-    throughput 138,889 ÷ (25,264 × 0.7) = 7.85, by KV 3,864 ÷ (673 × 0.7) = 8.20. Prefill:
-    140,248,367,104 FLOP per computed token ÷ (1,979e12 × 0.5) = 141.7 µs; 329,861 × that ÷ 0.7 =
-    66.8 GPUs. Per region ⌈8.20 ÷ 2⌉ = 5 decode and ⌈66.8 ÷ 2 ÷ 4⌉ = 9 prefill replicas: 56 GPUs,
-    168 in all; 168 × $2.50 × 730 h = $306,600 a month, ÷ 3 = $102,200 following the load."""
+    """Weights 72,655,052,800 ÷ 4 = 18,163,763,200 B per GPU; the H100's budget is 0.9 × CUDA's
+    79.22 GiB = 0.9 × 85,061,827,297 = 76,555,644,567.3 B, less the 5 GB reserve 71,555,644,567.3;
+    free 71,555,644,567.3 − 18,163,763,200 = 53,391,881,367.3 B; context 1,750 + 200 = 1,950 tokens
+    × 40,960 B = 79,872,000 B per sequence: ⌊668.5⌋ = 668 sequences (the target alone allows
+    1,373), so KV memory sets the batch. Step (17,638,426,624 + 668 × 79,872,000) ÷ 2.68e12 =
+    26.49 ms; 668 ÷ that = 25,217 tokens/s. Request 0.5 + 399 × 26.49 ms = 11.07 s; concurrency
+    347.22 × 11.07 = 3,844 in the system; replicas by throughput 138,889 ÷ (25,217 × 0.7) = 7.87.
+    Review M9: decode KV holds only the decoding sequences, 347.22 × 399 × 26.49 ms = 3,670 (the
+    0.5 s to first token is spent in the prefill pool), so by KV 3,670 ÷ (668 × 0.7) = 7.85, not
+    3,844 ÷ 467.6 = 8.22: the two counts are one formula apart from the first token, and memory
+    does not 'bind' on top of the batch it set. Prefill: 140,248,367,104 FLOP per computed token
+    ÷ (1,979e12 × 0.5) = 141.7 µs; 329,861 × that ÷ 0.7 = 66.8 GPUs. Per region ⌈7.87 ÷ 2⌉ = 4
+    decode and ⌈66.8 ÷ 2 ÷ 4⌉ = 9 prefill replicas: 52 GPUs, 156 in all; 156 × $2.50 × 730 h =
+    $284,700 a month, ÷ 3 = $94,900 following the load."""
     r = capstone(**DEFAULTS)
-    assert (r["batch_memory"], r["batch_target"], r["batch"]) == (673, 1373, 673)
+    assert (r["batch_memory"], r["batch_target"], r["batch"]) == (668, 1373, 668)
     assert r["batch_limit"] == "KV memory"
-    assert r["step_seconds"] == pytest.approx(26.64e-3, rel=1e-3)
-    assert r["concurrency"] == pytest.approx(3864, abs=1)
-    assert r["replicas_by_throughput"] == pytest.approx(7.85, abs=0.01)
-    assert r["replicas_by_kv"] == pytest.approx(8.20, abs=0.01) and r["kv_binds"]
+    assert r["step_seconds"] == pytest.approx(26.49e-3, rel=1e-3)
+    assert r["concurrency"] == pytest.approx(3844, abs=1)
+    assert r["replicas_by_throughput"] == pytest.approx(7.87, abs=0.01)
+    assert r["replicas_by_kv"] == pytest.approx(7.85, abs=0.01) and not r["kv_binds"]
     assert r["prefill_gpus"] == pytest.approx(66.8, abs=0.05)
-    assert (r["decode_replicas_per_region"], r["prefill_replicas_per_region"]) == (5, 9)
-    assert (r["gpus_per_region"], r["total_gpus"]) == (56, 168)
-    assert r["monthly_cost_peak"] == 306_600
-    assert r["monthly_cost_follow"] == pytest.approx(102_200)
+    assert (r["decode_replicas_per_region"], r["prefill_replicas_per_region"]) == (4, 9)
+    assert (r["gpus_per_region"], r["total_gpus"]) == (52, 156)
+    assert r["monthly_cost_peak"] == 284_700
+    assert r["monthly_cost_follow"] == pytest.approx(94_900)
 
 
 def test_without_the_spare_region_each_region_takes_a_third():
     r = capstone(**{**DEFAULTS, "survive_region": "off"})
-    assert r["decode_replicas_per_region"] == 3  # ⌈8.20 ÷ 3⌉
+    assert r["decode_replicas_per_region"] == 3  # ⌈7.87 ÷ 3⌉
     assert r["prefill_replicas_per_region"] == 6  # ⌈66.8 ÷ 3 ÷ 4⌉
 
 
@@ -110,15 +115,17 @@ def test_the_kv_room_for_idle_conversations_counts_an_mla_latent_once_per_replic
     """DeepSeek-V3 in FP8 with an FP8 KV cache on 8 × H200 per replica: each GPU keeps
     130,679,338,086.4 − 84,109,970,304 = 46,569,367,782.4 B free and, since tensor parallelism
     copies MLA's latent on every GPU, a replica holds 46,569,367,782.4 ÷ 35,136 B of tokens, not
-    eight times that. With 18 decode replicas the pool holds 18 × 46,569,367,782.4 B of KV; the
-    Llama default (GQA, each GPU a quarter of every token) keeps 4 × free per replica: weights
-    (68,452,360,192 + 2 × 1,050,673,152 × 2) ÷ 4 = 18,163,763,200 B per GPU, 15 replicas."""
+    eight times that. With 15 decode replicas (3 regions × ⌈9.92 ÷ 2⌉) the pool holds 15 ×
+    46,569,367,782.4 B of KV; the Llama default (GQA, each GPU a quarter of every token) keeps
+    4 × free per replica: weights (68,452,360,192 + 2 × 1,050,673,152 × 2) ÷ 4 =
+    18,163,763,200 B per GPU, each GPU's budget 0.9 × CUDA's 79.22 GiB − 5 GB =
+    71,555,644,567.3 B, 12 replicas (3 × ⌈7.87 ÷ 2⌉)."""
     mla = capstone(**{**DEFAULTS, "model": "deepseek-v3", "gpu": "h200", "tp": 8})
     replicas = 3 * mla["decode_replicas_per_region"]
-    assert replicas == 18
-    assert mla["kv_room_bytes"] == pytest.approx(18 * 46_569_367_782.4, rel=1e-9)
+    assert replicas == 15
+    assert mla["kv_room_bytes"] == pytest.approx(15 * 46_569_367_782.4, rel=1e-9)
     gqa = capstone(**DEFAULTS)
-    assert gqa["kv_room_bytes"] == pytest.approx(15 * 4 * (71_968_728_985.6 - 18_163_763_200),
+    assert gqa["kv_room_bytes"] == pytest.approx(12 * 4 * (71_555_644_567.3 - 18_163_763_200),
                                                  rel=1e-6)
 
 

@@ -59,10 +59,15 @@ def test_datasheet_dense_rates() -> None:
     assert GPUS["mi300x"].memory_bytes == 192e9
 
 
-def test_gpu_memory_is_what_the_driver_reports() -> None:
-    """nvidia-smi on an idle H100 80GB: 81,559 MiB (85.5 GB, more than the datasheet's 80);
-    H200: 143,771 MiB; A100 80GB: 81,920 MiB; MI300X (ROCm): 196,592 MiB."""
-    assert GPUS["h100-sxm"].memory_total_bytes == 81_559 * 2**20
+def test_gpu_memory_is_what_cuda_reports_where_on_record() -> None:
+    """nvidia-smi on an idle H100 80GB: 81,559 MiB (85.5 GB), but CUDA reports 79.22 GiB, the
+    total vLLM multiplies by gpu_memory_utilization: round(79.22 × 2³⁰) = 85,061,827,297 B.
+    H200: 143,771 MiB; A100 80GB: 81,920 MiB; MI300X (ROCm): 196,592 MiB, each the driver's total
+    where no CUDA figure is on record."""
+    h100 = GPUS["h100-sxm"]
+    assert h100.memory_total_bytes == 85_061_827_297
+    assert h100.memory_reported_mib == 81_559
+    assert "pull/12126" in h100.memory_cuda_source and "79.22" in h100.source
     assert GPUS["h200"].memory_reported_mib == 143_771
     assert GPUS["a100-80gb-sxm"].memory_total_bytes == 80 * 2**30
     assert GPUS["mi300x"].memory_reported_mib == 196_592

@@ -19,21 +19,22 @@ def rows_at(**inputs):
 
 
 def test_the_baseline_and_the_first_two_levers():
-    """Batching lifts the cap: ⌊203.59⌋ = 203 sequences fit; the step reads 34,751,516,672 +
-    203 × 180,224,000 = 71,336,988,672 B, 26.618 ms at 2.68 TB/s; 203 ÷ that = 7,626 tokens/s;
-    output $0.0027778 ÷ 7,626.4 ÷ 0.35 × 10⁶ = $1.0407; blended (1,119.11 + 416.27) ÷ 2,400 =
-    $0.63974, 22.3% off. FP8 weights and KV: 18,163,763,200 B of weights per GPU leave
-    53,804,965,785.6 B, ⌊÷ (40,960 × 2,200)⌋ = 597 sequences; input at the FP8 rate halves to
-    $0.27978."""
+    """Batching lifts the cap: each H100 may use 0.9 × CUDA's 79.22 GiB − 5 GB =
+    71,555,644,567.3 B, less 35,276,853,248 B of weights leaves 36,278,791,319.3 B, ⌊÷
+    180,224,000⌋ = ⌊201.3⌋ = 201 sequences fit; the step reads 34,751,516,672 + 201 × 180,224,000
+    = 70,976,540,672 B, 26.484 ms at 2.68 TB/s; 201 ÷ that = 7,589.5 tokens/s; output
+    $0.0027778 ÷ 7,589.5 ÷ 0.35 × 10⁶ = $1.0457; blended (1,119.11 + 418.29) ÷ 2,400 = $0.64058,
+    22.2% off. FP8 weights and KV: 18,163,763,200 B of weights per GPU leave 53,391,881,367.3 B,
+    ⌊÷ (40,960 × 2,200)⌋ = 592 sequences; input at the FP8 rate halves to $0.27978."""
     rows = rows_at()
     assert rows["baseline"]["blended"] == pytest.approx(0.82325, rel=1e-4)
     batching = rows["batching"]
-    assert batching["costs"]["big"]["batch"] == 203
-    assert batching["costs"]["big"]["step_seconds"] == pytest.approx(26.618e-3, rel=1e-4)
-    assert batching["blended"] == pytest.approx(0.63974, rel=1e-4)
-    assert batching["cut"] == pytest.approx(0.2229, abs=1e-4)
+    assert batching["costs"]["big"]["batch"] == 201
+    assert batching["costs"]["big"]["step_seconds"] == pytest.approx(26.484e-3, rel=1e-4)
+    assert batching["blended"] == pytest.approx(0.64058, rel=1e-4)
+    assert batching["cut"] == pytest.approx(0.2219, abs=1e-4)
     fp8 = rows["fp8"]
-    assert fp8["costs"]["big"]["batch"] == 597
+    assert fp8["costs"]["big"]["batch"] == 592
     assert fp8["in"] == pytest.approx(0.27978, rel=1e-4)
 
 
@@ -86,7 +87,6 @@ def test_the_end_state_does_not_depend_on_the_order_of_the_levers():
     ({"fp8_dtype": "nvfp4", "right_gpu": "off"}, "fp8_dtype"),  # no FP4 on an H100
     ({"fp8_dtype": "int4"}, "fp8_dtype"),  # weight-only, not a tensor-core format
     ({"right_gpu_id": "l4", "right_gpu_tp": 1}, "right_gpu_id"),  # 73 GB on a 24 GB card
-    ({"route_model": "llama-3.1-405b"}, "route_model"),  # on one GPU
     ({"batching": "maybe"}, "batching"),
     ({"target_cut": 1.0}, "target_cut"),
 ])
@@ -94,3 +94,62 @@ def test_a_lever_that_cannot_be_served_is_refused_beside_its_input(changes, fiel
     with pytest.raises(ArithmeticInputError) as error:
         cost_levers(**changes)
     assert error.value.field == field
+
+
+def test_a_cap_above_the_mean_answer_is_skipped_not_applied_backwards():
+    """Review E1, output_tokens=100: the cap aims at a 350-token mean, but answers already
+    average 100, so the 'cap' would lengthen every answer (per request (2,000 × in + 350 × out)
+    against (2,000 × in + 100 × out), 28% dearer on the page before). Skipped: the blended cost
+    and the cost per request stay where the route lever left them."""
+    rows = rows_at(output_tokens=100)
+    cap = rows["cap_output"]
+    assert cap["on"] and not cap["applied"]
+    assert "already average 100 tokens" in cap["skip"]
+    assert cap["blended"] == rows["route"]["blended"]
+    assert cap["per_1000"] == rows["route"]["per_1000"]
+    assert cap["state"]["output_tokens"] == 100
+
+
+def test_autoscaling_to_a_lower_utilisation_is_skipped():
+    """Review E2, utilisation=0.7: autoscaling reaches 60%, below the 70% the fleet already
+    does, so applying it would raise the cost by 0.7 ÷ 0.6 = 1.167×. Skipped, with the two
+    utilisations named; the cut so far does not go backwards."""
+    rows = rows_at(utilisation=0.7)
+    auto = rows["autoscale"]
+    assert not auto["applied"] and "70%" in auto["skip"] and "60%" in auto["skip"]
+    assert auto["cut"] == rows["spec"]["cut"]
+    assert auto["state"]["utilisation"] == 0.7
+
+
+def test_routing_a_model_to_itself_is_skipped():
+    """Review E3, model=llama-3.1-8b, tp=1: the 'smaller model' is Llama 3.1 8B, the served
+    model itself; routing 30% of requests to it saves nothing (it was 0.951% dearer before).
+    A larger route model (405B from 70B) is skipped the same way instead of refused."""
+    rows = rows_at(model="llama-3.1-8b", tp=1)
+    assert not rows["route"]["applied"]
+    assert "the served model itself" in rows["route"]["skip"]
+    assert rows["route"]["blended"] == rows["commit"]["blended"]
+    bigger = rows_at(route_model="llama-3.1-405b")["route"]
+    assert not bigger["applied"] and "no smaller than Llama 3.1 70B" in bigger["skip"]
+
+
+def test_the_right_gpu_lever_sizes_its_replica_from_the_model():
+    """Review E4, DeepSeek-V3 in FP8 on 8 × H200: the lever's replica was hard-wired to
+    2 × B200, where 673 GB of FP8 weights are 336 GB a GPU against 168 GB usable, so the whole
+    waterfall was refused. Sized from the model: 4 × B200 still needs 168.2 GB a GPU, more
+    than 168.0; 8 × B200 needs 84.1 GB and holds 1,085 sequences, at least the 602 the H200s
+    ran, so the lever moves to 8 × B200.
+    At the defaults (Llama 3.1 70B in FP8, 597 sequences on 4 × H100) it takes the fewest
+    B200s whose replica runs at least 597: one holds (168.0 − 72.7) GB ÷ (163,840 B × 2,200
+    tokens) = 264, two hold (168.0 − 36.3) GB ÷ (81,920 B × 2,200) = 730, so 2 × B200, as
+    before. An 8B model moves to one B200."""
+    rows = rows_at(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8")
+    gpu = rows["gpu"]
+    assert gpu["applied"] and gpu["state"]["tp"] == 8 and gpu["state"]["gpu"].id == "b200"
+    assert gpu["blended"] < rows["prefix"]["blended"]
+    assert rows_at()["gpu"]["state"]["tp"] == 2
+    assert rows_at(model="llama-3.1-8b", tp=1)["gpu"]["state"]["tp"] == 1
+    # A size the learner types is kept, and refused where it does not fit.
+    with pytest.raises(ArithmeticInputError) as error:
+        cost_levers(model="deepseek-v3", gpu="h200", tp=8, dtype="fp8", right_gpu_tp=2)
+    assert error.value.field == "right_gpu_id"

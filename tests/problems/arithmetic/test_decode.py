@@ -91,12 +91,14 @@ def test_an_answer_of_n_tokens_is_n_minus_one_decode_steps() -> None:
 
 
 def test_fits_in_memory_counts_all_weights_the_final_kv_and_the_reserve() -> None:
-    """Usable on an H100: 81,559 MiB × 2²⁰ × 0.9 = 76.97 GB. Llama 3 8B: 16.06 GB + 170 MB KV +
+    """Usable on an H100: CUDA's 79.22 GiB = 85,061,827,297 B × 0.9 = 76.56 GB (nvidia-smi's
+    81,559 MiB would give 76.97 GB, 0.41 GB too many). Llama 3 8B: 16.06 GB + 170 MB KV +
     3.3 GB reserve = 19.5 GB fits. Llama 3.1 405B in BF16 is ~812 GB: nothing holds it. Mixtral
     in BF16 holds 46.7×10⁹ × 2 B = 93.4 GB (every expert) and does not fit, even though a
     batch-1 step reads only ~25.5 GB."""
     fine = decode(model="llama-3-8b", gpu="h100-sxm", batch=1, context_tokens=1000)
-    assert fine["fits_in_memory"] and fine["memory_usable_bytes"] == 81_559 * 2**20 * 0.9
+    assert fine["fits_in_memory"] and fine["memory_usable_bytes"] == pytest.approx(
+        85_061_827_297 * 0.9)
     assert not decode(model="llama-3.1-405b", gpu="b200")["fits_in_memory"]
     mixtral = decode(model="mixtral-8x7b", gpu="h100-sxm")
     assert not mixtral["fits_in_memory"]
@@ -105,11 +107,11 @@ def test_fits_in_memory_counts_all_weights_the_final_kv_and_the_reserve() -> Non
 
 
 def test_the_largest_batch_that_fits_is_reported() -> None:
-    """(76.97 GB − 16.06 GB − 3.3 GB) ÷ (1,299 tokens × 131,072 B = 170.3 MB) = 338
-    sequences."""
+    """(76.56 GB − 16.06 GB − 3.3 GB) ÷ (1,299 tokens × 131,072 B = 170.3 MB) = ⌊335.9⌋ = 335
+    sequences (338 when the budget was taken from nvidia-smi's total)."""
     result = decode(model="llama-3-8b", gpu="h100-sxm", context_tokens=1000, output_tokens=300)
-    room = 81_559 * 2**20 * 0.9 - 16_060_522_496 - 3.3e9
-    assert result["largest_batch"] == int(room // (1299 * 131_072)) == 338
+    room = 85_061_827_297 * 0.9 - 16_060_522_496 - 3.3e9
+    assert result["largest_batch"] == int(room // (1299 * 131_072)) == 335
 
 
 def test_the_moe_rule_of_thumb_reads_the_active_parameters_once() -> None:

@@ -9,6 +9,7 @@ $4.5396/h, B200 $6.2496/h, L40S $1.9512/h. The hand figures use a 3 GB reserve.
 import pytest
 
 from problems.arithmetic.catalog.prices import PRICE_EXAMPLES
+from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.gpus import (
     gpu_compare,
     gpu_rooflines,
@@ -85,13 +86,27 @@ def test_intensity_ridge_and_the_roofline_points():
 
 
 def test_seventy_billion_in_fp8():
-    """Llama 3.1 70B in FP8, 3 GB reserve: the H100 has 1,313,676,185.6 B free, less than one
-    8,192-token sequence (2,684,354,560 B): batch 0. L40S: the weights alone do not fit. H200:
-    60,024,285,286.4 ÷ 2,684,354,560 → 22, step (70,553,706,496 + 22 × 2,684,354,560) ÷ 4.8e12 =
-    27.002 ms; B200: 36, (70,553,706,496 + 36 × 2,684,354,560) ÷ 8e12 = 20.899 ms."""
+    """Review P0607-10: Llama 3.1 70B in FP8, 3 GB reserve. One H100 leaves 76,555,644,567.3 −
+    72,655,052,800 − 3e9 = 900,591,767.3 B, less than one 8,192-token sequence (2,684,354,560 B),
+    so the replica is 2 H100s (TP 2): each holds 36,327,526,400 B of weights and 8,192 × 163,840
+    = 1,342,177,280 B a sequence, ⌊37,228,118,167.3 ÷ that⌋ = 27; step (70,553,706,496 ÷ 2 + 27 ×
+    1,342,177,280) ÷ 3.35e12 = 21.3479 ms + 160 all-reduces of 27 × 8,192 × 2 B (442,368 B ÷
+    450 GB/s + 10 µs each) = 1.75729 ms: 23.105 ms, and the replica costs 2 × $3.9492 an hour.
+    Two L40S: 43,475,219,251.2 − 36,327,526,400 − 3e9 = 4,147,692,851.2 B → 3 sequences;
+    (35,276,853,248 + 3 × 1,342,177,280) ÷ 864e9 = 45.490 ms + 160 × (49,152 B ÷ 32 GB/s + 10 µs)
+    = 1.84576 ms over PCIe: 47.336 ms. H200 (one GPU): 60,024,285,286.4 ÷ 2,684,354,560 → 22,
+    step (70,553,706,496 + 22 × 2,684,354,560) ÷ 4.8e12 = 27.002 ms; B200: 36,
+    (70,553,706,496 + 36 × 2,684,354,560) ÷ 8e12 = 20.899 ms."""
     gpus = _gpus(model="llama-3.1-70b")
-    assert gpus["h100-sxm"]["batch_max"] == 0 and gpus["h100-sxm"]["decode_seconds"] is None
-    assert not gpus["l40s"]["fits"]
+    h100 = gpus["h100-sxm"]
+    assert h100["tp"] == 2 and h100["batch"] == 27
+    assert h100["decode_seconds"] * 1e3 == pytest.approx(23.105, rel=1e-4)
+    assert h100["replica_price_per_hour"] == pytest.approx(2 * 3.9492)
+    assert h100["tokens_per_second_per_user"] == pytest.approx(1 / 23.105e-3, rel=1e-4)
+    l40s = gpus["l40s"]
+    assert not l40s["weights_fit"] and l40s["tp"] == 2 and l40s["batch"] == 3
+    assert l40s["decode_seconds"] * 1e3 == pytest.approx(47.336, rel=1e-4)
+    assert gpus["h200"]["tp"] == gpus["b200"]["tp"] == 1
     assert gpus["h200"]["batch"] == 22
     assert gpus["h200"]["decode_seconds"] * 1e3 == pytest.approx(27.002, rel=1e-4)
     assert gpus["b200"]["batch"] == 36
@@ -138,3 +153,18 @@ def test_tensor_parallel_all_reduce_bytes():
     → 33,554,432 B; (80, 8,192, 16, 4) → 2 × 80 × 1.5 × 262,144 = 62,914,560 B."""
     assert tp_allreduce_bytes(layers=32, hidden=4096, tokens=64, group=2) == 33_554_432
     assert tp_allreduce_bytes(layers=80, hidden=8192, tokens=16, group=4) == 62_914_560
+
+
+def test_a_time_per_token_target_caps_the_batch():
+    """Review P0607-11: with a 15 ms target the H100's batch (Llama 3.1 8B in FP8, 8,192 tokens)
+    stops at ⌊(0.015 × 3.35e12 − 8,030,261,248) ÷ 1,073,741,824⌋ = ⌊39.32⌋ = 39, a step of
+    (8,030,261,248 + 39 × 1,073,741,824) ÷ 3.35e12 = 14.897 ms, 67.1 tokens/s a user; the B200's
+    64 already step in 9.59 ms and are not capped."""
+    gpus = _gpus(tpot_ms=15)
+    assert gpus["h100-sxm"]["batch"] == 39 and gpus["h100-sxm"]["tpot_capped"]
+    assert gpus["h100-sxm"]["decode_seconds"] * 1e3 == pytest.approx(14.897, rel=1e-4)
+    assert gpus["h100-sxm"]["tokens_per_second_per_user"] == pytest.approx(67.126, rel=1e-4)
+    assert gpus["b200"]["batch"] == 64 and not gpus["b200"]["tpot_capped"]
+    with pytest.raises(ArithmeticInputError) as error:
+        gpu_compare(tpot_ms=0)
+    assert error.value.field == "tpot_ms"

@@ -97,23 +97,23 @@ def test_kv_steps_show_the_inputs_with_units() -> None:
 
 
 def test_largest_batch_on_one_h100() -> None:
-    """The H100 reports 81,559 MiB = 85.52 GB; × 0.9 = 76.97 GB usable; − 16.06 GB of weights
-    − 3.3 GB reserve = 57.61 GB free; each 4,096-token sequence needs 4,096 × 131,072 B =
-    536.9 MB → 107 sequences."""
+    """CUDA reports 79.22 GiB = 85.06 GB on an H100 (nvidia-smi's 81,559 MiB is 85.52 GB); × 0.9
+    = 76.56 GB usable; − 16.06 GB of weights − 3.3 GB reserve = 57.20 GB free; each 4,096-token
+    sequence needs 4,096 × 131,072 B = 536.9 MB → ⌊106.5⌋ = 106 sequences."""
     result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=4096)
-    free = 81_559 * 2**20 * 0.9 - 8_030_261_248 * 2 - 3.3e9
-    assert result["batch"] == int(free // (4096 * 131_072)) == 107
+    free = 85_061_827_297 * 0.9 - 8_030_261_248 * 2 - 3.3e9
+    assert result["batch"] == int(free // (4096 * 131_072)) == 106
 
 
 def test_int4_weights_keep_a_bf16_kv_cache() -> None:
     """INT4 (group 128) Llama 3 8B: 6,979,588,096 × 4.156 bits ÷ 8 = 3.63 GB of body + 2 ×
     525,336,576 × 2 B = 2.10 GB of embedding and head in BF16 = 5.73 GB. Free on an H100:
-    76.97 − 5.73 − 3.3 = 67.94 GB; KV stays BF16, 8,192 × 131,072 B = 1.074 GB per sequence →
-    63 sequences. Were the cache 4-bit too (the old default), it would claim 243."""
+    76.56 − 5.73 − 3.3 = 67.53 GB; KV stays BF16, 8,192 × 131,072 B = 1.074 GB per sequence →
+    ⌊62.9⌋ = 62 sequences. Were the cache 4-bit too (the old default), it would claim 243."""
     result = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=8192, dtype="int4")
     assert result["weights_bytes_per_gpu"] == pytest.approx(5.73e9, rel=0.001)
     assert result["kv_bytes_per_sequence"] == 8192 * 131_072
-    assert result["batch"] == 63
+    assert result["batch"] == 62
 
 
 def test_quantized_weights_keep_the_embedding_and_head_in_bf16() -> None:
@@ -127,7 +127,7 @@ def test_quantized_weights_keep_the_embedding_and_head_in_bf16() -> None:
 
 
 def test_moe_fit_counts_every_expert() -> None:
-    """Mixtral 8x7B in BF16: 46.7×10⁹ × 2 B = 93.4 GB > 76.97 GB usable on an H100: no batch
+    """Mixtral 8x7B in BF16: 46.7×10⁹ × 2 B = 93.4 GB > 76.56 GB usable on an H100: no batch
     fits. DeepSeek-V3 in FP8: 669.2×10⁹ body × 1 B + 1.85×10⁹ embedding and head × 2 B =
     672.9 GB > 183,359 MiB × 0.9 = 173 GB on a B200."""
     mixtral = batch_max(model="mixtral-8x7b", gpu="h100-sxm", context_tokens=1000)
@@ -151,12 +151,14 @@ def test_contexts_past_the_window_are_refused_and_llama_3_1_accepts_them() -> No
     assert error.value.field == "context_tokens"
 
 
-def test_gpu_memory_is_the_drivers_total_in_both_units() -> None:
-    """81,559 MiB = 85,521,596,416 B: shown as 85.5 GB = 79.6 GiB, never the datasheet's 80."""
+def test_gpu_memory_is_cudas_total_in_both_units() -> None:
+    """CUDA's 79.22 GiB = round(79.22 × 2³⁰) = 85,061,827,297 B: shown as 85.1 GB = 79.2 GiB,
+    with nvidia-smi's 81,559 MiB and the datasheet's 80 GB named beside it."""
     step = batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=1000).steps[0]
-    assert step.value == 81_559 * 2**20
-    assert step.display == "85.5 GB = 79.6 GiB"
-    assert "81,559 MiB" in step.expression and "80 GB" in step.expression
+    assert step.value == 85_061_827_297
+    assert step.display == "85.1 GB = 79.2 GiB"
+    assert "79.22 GiB" in step.expression and "81,559 MiB" in step.expression
+    assert "80 GB" in step.expression
 
 
 def test_a_model_that_does_not_fit_gets_batch_zero() -> None:

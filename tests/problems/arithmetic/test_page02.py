@@ -151,13 +151,14 @@ def test_users_per_node_divide_by_what_each_gpu_really_keeps() -> None:
     """The strict review's E4. Qwen2.5 7B has 4 KV heads: a 32,768-token user takes
     28 × 2 × 128 × 2 B × 32,768 = 470 MB on each GPU at tp 4, and tp 8 only copies the heads,
     so the node is two tp-4 replicas, not one tp-8 replica (the page said 152 users). By hand:
-    0.9 × 85.5 GB − 15.2 GB ÷ 4 − 3.3 GB = 69.9 GB per GPU ÷ 0.47 GB = 148 users each,
-    2 × 148 = 296 (eight tp-1 replicas: 8 × 31 = 248). DeepSeek-V3's latent is kept whole on
+    0.9 × 85.06 GB (CUDA's 79.22 GiB) − 15.23 GB ÷ 4 − 3.3 GB = 69.45 GB per GPU ÷ 0.4698 GB =
+    ⌊147.8⌋ = 147 users each, 2 × 147 = 294 (eight tp-1 replicas: 8 × ⌊(76.56 − 15.23 − 3.3) ÷
+    1.879⌋ = 8 × 30 = 240). DeepSeek-V3's latent is kept whole on
     every GPU."""
     r = kv_sizing(model="qwen2.5-7b")
     h100 = r["gpus"][0]
-    assert (h100["node_tp"], h100["node_replicas"], h100["node_batch"]) == (4, 2, 148)
-    assert h100["node_users"] == 296
+    assert (h100["node_tp"], h100["node_replicas"], h100["node_batch"]) == (4, 2, 147)
+    assert h100["node_users"] == 294
     steps = {s.label: s for s in r.steps}
     node = steps["Users of 32,768 tokens on one 8-GPU H100 SXM node"]
     assert "2 × tp 4" in node.expression and "470 MB per user on each GPU" in node.expression

@@ -107,8 +107,10 @@ def test_dp8_attention_with_ep8_on_eight_h200s():
 
 def test_the_comparison_rows_on_the_two_clusters():
     """TP8: 672,879,762,432 ÷ 8 = 84,109,970,304 B per GPU, free 46,569,367,782 B, but the
-    latent is on every GPU: ⌊132.5⌋ = 132 sequences, so the batch is cut. TP16 on H100s:
-    ⌊85.14⌋ = 85. DP16 + EP16: ⌊34.52⌋ × 16 = 544; its all-to-all per MoE layer, 16 tokens ×
+    latent is on every GPU: ⌊132.5⌋ = 132 sequences, so the batch is cut. TP16 on H100s, each
+    with 0.9 × CUDA's 79.22 GiB − 5 GB = 71,555,644,567.3 B: (that − 42,054,985,152) ÷
+    (5,000 × 70,272 B) = ⌊83.96⌋ = 83. DP16 + EP16: (that − 59,840,289,792) ÷ 351,360,000 =
+    ⌊33.34⌋ × 16 = 528; its all-to-all per MoE layer, 16 tokens ×
     6.11557 GPUs × 7,168 B, 8/15 of it over InfiniBand at 40 GB/s: dispatch 374,086 B → 9.352 µs,
     combine 748,172 B → 18.704 µs, + 20 µs = 48.056 µs; × 58 = 2.787 ms."""
     rows = moe_layouts_compare(model="deepseek-v3",
@@ -117,9 +119,9 @@ def test_the_comparison_rows_on_the_two_clusters():
     tp8 = by_name["8 × H200 SXM TP8 (experts by TP)"]
     assert tp8["weights"] == pytest.approx(84_109_970_304)
     assert tp8["max_seq"] == 132 and not tp8["fits"] and tp8["batch"] == 132
-    assert by_name["16 × H100 SXM TP16 (experts by TP)"]["max_seq"] == 85
+    assert by_name["16 × H100 SXM TP16 (experts by TP)"]["max_seq"] == 83
     dp16 = by_name["16 × H100 SXM DP16 attention + EP16"]
-    assert dp16["max_seq"] == 544
+    assert dp16["max_seq"] == 528
     assert dp16["comm_time"] == pytest.approx(2.787e-3, rel=1e-3)
     assert dp16["comm_ib"] == pytest.approx(65_093_000, rel=1e-3)
     assert round(dp16["tps_low"]) == 9654 and round(dp16["tps_high"]) == 10788
@@ -167,3 +169,22 @@ def test_a_stage_count_that_does_not_divide_the_gpus_says_so():
                    **SHARED)
     assert error.value.field == "pp"
     assert error.value.message == "61 stages do not divide the 512 GPUs evenly"
+
+
+def test_fewer_sequences_than_attention_groups_work_the_busiest_group():
+    """Review E10, batch 1 on DP8 attention + EP8: the one sequence sits whole on one GPU, so
+    that GPU's attention reads its 351,360,000 B of KV (70,272 B × 5,000), not an eighth of it
+    (43,920,000 B) as the average did, and it dispatches 1 token, not 0.125. The step is the
+    busiest GPU's, so batch 1 and batch 8 (one sequence per group) have the same attention
+    time and the same bytes sent per GPU; batch 9 puts 2 sequences on some GPU and takes
+    longer."""
+    one = moe_layout(model="deepseek-v3", gpu="h200", batch=1)
+    eight = moe_layout(model="deepseek-v3", gpu="h200", batch=8)
+    nine = moe_layout(model="deepseek-v3", gpu="h200", batch=9)
+    assert one["attention_seconds"] == pytest.approx(eight["attention_seconds"], rel=1e-12)
+    assert one["comm_nvlink_bytes"] == pytest.approx(eight["comm_nvlink_bytes"], rel=1e-12)
+    assert nine["attention_seconds"] > eight["attention_seconds"]
+    # Attention is memory-bound here: the KV read at 1 sequence is the whole sequence's.
+    no_kv = moe_layout(model="deepseek-v3", gpu="h200", batch=1, context_tokens=1)
+    extra = (one["attention_seconds"] - no_kv["attention_seconds"])
+    assert extra == pytest.approx((351_360_000 - 70_272) / (4.8e12 * 0.8), rel=0.02)

@@ -82,13 +82,14 @@ def test_nvfp4_is_native_on_the_b200_only():
 
 
 def test_fit_and_kv_room_on_the_h100():
-    """BF16 needs 141,107,412,992 + 327,680,000 + 3e9 > 76,968,728,985.6: no. FP8 leaves
-    76,968,728,985.6 − 72,655,052,800 − 3e9 = 1,313,676,185.6 B → 4,009 tokens; INT4 104,378;
-    NVFP4 95,402; MXFP4 101,930."""
+    """The budget is 0.9 × CUDA's 79.22 GiB = 0.9 × 85,061,827,297 = 76,555,644,567.3 B. BF16
+    needs 141,107,412,992 + 327,680,000 + 3e9 > that: no. FP8 leaves 76,555,644,567.3 −
+    72,655,052,800 − 3e9 = 900,591,767.3 B ÷ 327,680 = ⌊2,748.4⌋ = 2,748 tokens; INT4 (−
+    39,765,832,864) 103,118; NVFP4 (− 42,707,145,216) 94,142; MXFP4 (− 40,568,008,960) 100,670."""
     rows = _rows()
     assert not rows["bf16"]["fits"] and rows["bf16"]["kv_room_tokens"] == 0
-    for d, tokens in (("fp8", 4_009), ("int4", 104_378), ("nvfp4", 95_402),
-                      ("mxfp4", 101_930)):
+    for d, tokens in (("fp8", 2_748), ("int4", 103_118), ("nvfp4", 94_142),
+                      ("mxfp4", 100_670)):
         assert rows[d]["fits"] and rows[d]["kv_room_tokens"] == tokens
 
 
@@ -108,10 +109,12 @@ def test_fit_matrix_over_four_gpus():
 
 
 def test_the_default_reserve_moves_the_kv_room():
-    """With the page's 3.3 GB reserve, FP8 on the H100 leaves 1,013,676,185.6 B: 3,093 tokens."""
+    """With the page's 3.3 GB reserve, FP8 on the H100 leaves 76,555,644,567.3 − 72,655,052,800 −
+    3.3e9 = 600,591,767.3 B ÷ 327,680 = ⌊1,832.9⌋ = 1,832 tokens (review P0607-01 quoted 3,093,
+    taken from nvidia-smi's 81,559 MiB instead of CUDA's 79.22 GiB)."""
     result = quantization_formats(model="llama-3-70b", gpu="h100-sxm")
     fp8 = next(f for f in result["formats"] if f["dtype"] == "fp8")
-    assert fp8["kv_room_tokens"] == 3_093
+    assert fp8["kv_room_tokens"] == 1_832
 
 
 def test_large_batches_turn_weight_only_int4_compute_bound():
@@ -162,3 +165,53 @@ def test_a_prompt_past_the_context_is_refused_on_its_field():
     with pytest.raises(ArithmeticInputError) as error:
         quantization_formats(model="llama-3-70b", prompt_tokens=8193)
     assert error.value.field == "prompt_tokens"
+
+
+def test_fp8_on_one_h100_starts_only_with_a_shorter_max_model_len():
+    """Review P0607-02: FP8 leaves 1,832 tokens of KV room on one H100 (test above), under
+    Llama 3 70B's 8,192-token context, so vLLM refuses to start at the default max_model_len;
+    it fits only with --max-model-len ≤ 1,832. INT4's 102,202 tokens hold the whole context."""
+    rows = {f["dtype"]: f for f in quantization_formats(model="llama-3-70b",
+                                                        gpu="h100-sxm")["formats"]}
+    assert rows["fp8"]["fits"] and not rows["fp8"]["full_context"]
+    assert rows["fp8"]["max_model_len"] == 1_832
+    assert rows["int4"]["full_context"] and rows["int4"]["max_model_len"] == 8_192
+
+
+def test_speedups_are_taken_against_the_smallest_bf16_deployment():
+    """Review P0607-03, defaults (batch 1, 1,000 tokens, 3.3 GB reserve). BF16 cannot start on
+    one H100, so its smallest deployment is TP 2: each GPU holds 70,553,706,496 B of weights and
+    has 76,555,644,567.3 − 70,553,706,496 − 3.3e9 = 2,701,938,071.3 B left, enough for one
+    8,192-token sequence at 163,840 B a token per GPU (1,342,177,280 B). Its step reads
+    (139,006,066,688 + 327,680,000) ÷ 2 = 69,666,873,344 B a GPU: 20.7961 ms at 3.35 TB/s, plus
+    2 × 80 all-reduces of 8,192 × 2 B, each 16,384 B ÷ 450 GB/s + 10 µs: 1.60583 ms; 22.4019 ms.
+    FP8 also needs TP 2 (one GPU cannot hold a full-context sequence): (70,553,706,496 +
+    327,680,000) ÷ 2 ÷ 3.35e12 + 1.60583 ms = 12.1851 ms, 1.838× faster on the same GPUs. INT4
+    on one GPU: (35,563,140,256 + 2,101,346,304 + 327,680,000) ÷ 3.35e12 = 11.3409 ms, 1.975×
+    faster on half the GPUs. (Against the one H100 that cannot hold BF16 the page said 1.97×
+    and 3.67×.)"""
+    rows = {f["dtype"]: f for f in quantization_formats(model="llama-3-70b",
+                                                        gpu="h100-sxm")["formats"]}
+    assert [rows[d]["deploy_tp"] for d in ("bf16", "fp8", "int4")] == [2, 2, 1]
+    assert rows["bf16"]["deploy_decode_seconds"] == pytest.approx(22.4019e-3, rel=1e-5)
+    assert rows["fp8"]["deploy_decode_seconds"] == pytest.approx(12.1851e-3, rel=1e-5)
+    assert rows["int4"]["deploy_decode_seconds"] == pytest.approx(11.3409e-3, rel=1e-5)
+    assert rows["fp8"]["deploy_decode_speedup"] == pytest.approx(1.8385, rel=1e-4)
+    assert rows["fp8"]["deploy_gpu_ratio"] == 1
+    assert rows["int4"]["deploy_decode_speedup"] == pytest.approx(1.9753, rel=1e-4)
+    assert rows["int4"]["deploy_gpu_ratio"] == 2
+
+
+def test_deepseek_v3_is_compared_against_its_published_fp8():
+    """Review P0607-08: DeepSeek-V3 ships FP8 weights (128 × 128 block scales), so FP8, not an
+    up-cast BF16, is the baseline. On 8 B200s each GPU's 173,039,262,105.6 B budget less
+    1,342,052,808,704 ÷ 8 of BF16 weights and 3.3 GB leaves 1,982,661,017.6 B, under one
+    131,072-token sequence's latent cache (131,072 × 70,272 = 9,210,691,584 B, whole on every
+    GPU): no BF16 deployment within the node. FP8 (672,879,762,432 B) on 4 GPUs leaves
+    1.52 GB, too little, and on 8 leaves 85.6 GB: TP 8. INT4 fits TP 4, half FP8's GPUs."""
+    result = quantization_formats(model="deepseek-v3", gpu="b200")
+    rows = {f["dtype"]: f for f in result["formats"]}
+    assert result["baseline_dtype"] == "fp8"
+    assert rows["bf16"]["deploy_tp"] is None and rows["fp8"]["deploy_tp"] == 8
+    assert rows["fp8"]["deploy_decode_speedup"] == 1
+    assert rows["int4"]["deploy_gpu_ratio"] == 2

@@ -58,12 +58,14 @@ def test_the_batch_for_a_target_is_the_largest_that_meets_it():
 
 
 def test_the_baseline_replica():
-    """Batch min(64 cap, 203 memory, 550 target) = 64. Step: (34,751,516,672 + 64 × 180,224,000)
+    """Memory: 0.9 × CUDA's 79.22 GiB − 5 GB = 71,555,644,567.3 B per H100, less 35,276,853,248 B
+    of weights, ÷ 180,224,000 B a sequence = ⌊201.3⌋ = 201. Batch min(64 cap, 201 memory, 550
+    target) = 64. Step: (34,751,516,672 + 64 × 180,224,000)
     ÷ 2.68e12 = 17.27 ms, memory-bound (FLOPs 64 × 36,193,308,672 ÷ 494.75e12 = 4.68 ms).
     64 ÷ 17.2708 ms = 3,705.7 tokens/s; output 4 × $2.50 ÷ 3,600 ÷ 3,705.7 ÷ 0.35 × 10⁶ = $2.1417;
     input 139,527,471,104 ÷ 494.75e12 = 282.0 µs × $2.50 ÷ 3,600 ÷ 0.35 × 10⁶ = $0.55956."""
     r = replica_cost(**BASE)
-    assert (r["batch_memory"], r["batch_target"], r["batch"]) == (203, 550, 64)
+    assert (r["batch_memory"], r["batch_target"], r["batch"]) == (201, 550, 64)
     assert r["batch_limit"] == "engine cap"
     assert r["step_seconds"] == pytest.approx(17.2708e-3, rel=1e-4)
     assert r["bound"] == "memory"

@@ -128,3 +128,18 @@ def test_the_continuity_correction_closes_most_of_the_gap_to_the_exact_test():
     assert exact_power(904) == pytest.approx(0.79976, abs=1e-5)
     assert all(exact_power(size) < 0.8 for size in range(793, 905))
     assert n < corrected < 905
+
+
+def test_the_canary_replica_is_added_beside_the_fleet():
+    """Review E7: a canary was counted as one of the fleet's replicas, so a 5% canary on a
+    1-replica fleet was '100% of the traffic' with no baseline left. It is added beside it:
+    round(0.05 × 1 ÷ 0.95) = 0, at least 1 replica, taking 1 ÷ (1 + 1) = 50% of an unweighted
+    router's traffic. At the defaults, round(0.05 × 20 ÷ 0.95 = 1.05) = 1 replica of 21,
+    4.76%; a 50% canary of 20 is round(20) = 20 added replicas, 50%."""
+    tiny = canary(**{**DEFAULTS, "replicas": 1, "request_rate": 0.05, "gpus_per_replica": 8})
+    assert tiny["canary_replicas"] == 1
+    assert tiny["replica_share"] == pytest.approx(0.5)
+    r = canary(**DEFAULTS)
+    assert r["canary_replicas"] == 1 and r["replica_share"] == pytest.approx(1 / 21)
+    half = canary(**{**DEFAULTS, "canary_share": 0.5})
+    assert half["canary_replicas"] == 20 and half["replica_share"] == pytest.approx(0.5)

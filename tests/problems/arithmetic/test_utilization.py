@@ -31,8 +31,9 @@ def test_the_default_step_by_kernel_group() -> None:
     """Batch 64 × 1,000 tokens: KV 64 × 1,000 × 131,072 = 8,388,608,000 B; the step reads
     2,684,354,560 + 11,274,289,152 + 1,050,673,152 + 532,480 + 8,388,608,000 = 23,398,457,344 B
     in 6.984614 ms (every group memory-bound: the MLP's 7.2×10¹¹ FLOP take 0.729 ms, its bytes
-    3.365 ms). KV intensity 33,554,432,000 ÷ 8,388,608,000 = 4 FLOP/B. 11 × 32 + 3 = 355
-    kernels."""
+    3.365 ms). KV intensity 33,554,432,000 ÷ 8,388,608,000 = 4 FLOP/B. 10 × 32 + 3 = 323
+    kernels (review P0607-14: two add-and-norms, four matmuls, RoPE, the KV write, attention
+    and silu_and_mul a layer, not 11 with separate adds)."""
     r = decode_step_breakdown(model="llama-3-8b", gpu="h100-sxm", batch=64, context_tokens=1000)
     assert r["attn_proj_bytes"] == 2_684_354_560
     assert r["mlp_bytes"] == 11_274_289_152
@@ -42,7 +43,7 @@ def test_the_default_step_by_kernel_group() -> None:
     assert r["step_bytes"] == 23_398_457_344
     assert r["step_seconds"] == pytest.approx(6.984614e-3, rel=1e-6)
     assert r["kv_intensity"] == 4
-    assert r["kernels_floor"] == 355
+    assert r["kernels_floor"] == 323
     assert {r[f"{g}_bound"] for g in ("attn_proj", "mlp", "lm_head", "norms", "kv")} == {
         "memory"}
     # Shares: 0.801300 / 3.365459 / 0.313634 / 2.504062 ms of 6.984614 ms.
@@ -199,3 +200,31 @@ def test_a_compute_bound_step_at_full_bandwidth_is_still_called_a_floor() -> Non
                               batch_large=4096, host_ms=0.0, bandwidth_efficiency=0.8)
     assert any(t.startswith("GPU time per step, batch 4,096") for t in
                [s.label for s in derated.steps])
+
+
+def test_mla_decode_attention_is_counted_in_the_absorbed_form() -> None:
+    """Review P0607-13, DeepSeek-V3 in FP8 with an FP8 KV cache on an H100, 64 × 1,000 tokens.
+    Bytes: 64 × 1,000 × 61 layers × 576 latent values × 1 B = 2,248,704,000. Absorbed FLOPs per
+    pair per layer: 2 × 128 heads × (512 + 64) + 2 × 128 × 512 = 278,528 (the decompressed
+    count, 128 × 2 × (192 + 128) = 81,920, is 3.4× fewer); × 61 layers = 16,990,208 a pair;
+    × 64,000 pairs = 1,087,373,312,000 FLOP. Intensity 483.5 FLOP/B, above the BF16 ridge
+    989.5e12 ÷ 3.35e12 = 295.4 (attention computes in BF16 over an FP8 cache): compute-bound,
+    1,087,373,312,000 ÷ 989.5e12 = 1.0989 ms, not memory-bound at 2.2487e9 ÷ 3.35e12 = 671 µs."""
+    from problems.arithmetic.compute import (
+        attention_flops_per_token_pair,
+        decode_attention_flops_per_token_pair,
+    )
+
+    v3 = MODELS["deepseek-v3"]
+    assert decode_attention_flops_per_token_pair(v3) == 61 * 278_528 == 16_990_208
+    assert attention_flops_per_token_pair(v3) == 61 * 81_920  # prefill keeps the full form
+    llama = MODELS["llama-3-8b"]
+    assert decode_attention_flops_per_token_pair(llama) == attention_flops_per_token_pair(llama)
+    r = decode_step_breakdown(model="deepseek-v3", gpu="h100-sxm", dtype="fp8", kv_dtype="fp8",
+                              batch=64, context_tokens=1000)
+    assert r["kv_bytes"] == 2_248_704_000
+    assert r["kv_flops"] == 1_087_373_312_000
+    assert r["kv_intensity"] == pytest.approx(483.55, abs=0.01)
+    assert r["attention_ridge_flops_per_byte"] == pytest.approx(295.37, abs=0.01)
+    assert r["kv_bound"] == "compute"
+    assert r["kv_seconds"] == pytest.approx(1.0989e-3, rel=1e-4)

@@ -170,12 +170,14 @@ def test_f10_a_step_that_turns_compute_bound_says_so(client) -> None:
 
 
 def test_f11_throughput_of_a_batch_that_does_not_fit_is_conditional(client) -> None:
-    """1,000 sequences need 210 GB of 77 GB; 303 fit: (15.01 + 303 × 1,150 × 131,072 B =
-    45.7 GB) ÷ 3.35 TB/s = 18.1 ms a step, 303 ÷ 18.1 ms ≈ 17,000 tokens per second."""
+    """1,000 sequences need 210 GB of 76.56 GB (0.9 × CUDA's 79.22 GiB on an H100); (76.56 −
+    16.06 weights − 3.3 reserve) GB ÷ (1,449 × 131,072 B) = ⌊301.1⌋ = 301 fit: (15.01 + 301 ×
+    1,150 × 131,072 B = 45.4 GB) ÷ 3.35 TB/s = 18.0 ms a step, 301 ÷ 18.0 ms ≈ 17,000 tokens
+    per second."""
     worked = section(client, "?p1-users-batch=1000", "worked")
     assert "Throughput would win if the batch fitted" in worked
     assert "Throughput still wins" not in worked
-    assert "memory caps the batch at 303 sequences" in worked
+    assert "memory caps the batch at 301 sequences" in worked
     assert "which make about 17,000 tokens per second" in worked
 
 

@@ -262,8 +262,10 @@ def test_an_mla_model_is_not_compared_with_itself_and_its_fp8_checkpoint_is_size
     assert "against 70,272 B" not in answer and "already caches a latent" in answer
     assert "ships in FP8 (E4M3): in its released format one 8-GPU H200 node seats" in answer
     # Qwen2.5 7B's node is two tp-4 replicas, and the answer says so, not 'split eight ways'.
+    # Each H100 keeps 0.9 × CUDA's 79.22 GiB − 15,231,233,024 ÷ 4 − 3.3e9 = 69,447,836,311.3 B
+    # for a quarter of each user's 32,768 × 57,344 B: ⌊147.8⌋ = 147 users a replica, 294 a node.
     qwen = section_text(client, "answer", "?p03-kv-model=qwen2.5-7b")
-    assert "laid out as 2 replicas of tensor parallel 4 seats about 296 users" in qwen
+    assert "laid out as 2 replicas of tensor parallel 4 seats about 294 users" in qwen
 
 
 def test_the_reserve_is_named_as_measured_at_tp_one(client) -> None:

@@ -99,8 +99,9 @@ def test_the_papers_sharing_savings_name_their_trace(client) -> None:
 
 def test_short_chats_cap_the_batch_and_say_why_throughput_stops(client) -> None:
     """The strict review's M4, at 100% of requests 200 + 100 tokens on Llama 3 8B and an H100.
-    By hand: 250 tokens in use, 258 held with blocks of 16 (33.8 MB); 57.6 GB ÷ 33.8 MB =
-    1,704 sequences, but vLLM runs at most 1,024 on an H100 (max_num_seqs). At 1,024 the step's
+    By hand: 250 tokens in use, 258 held with blocks of 16 (33.8 MB); (0.9 × CUDA's 79.22 GiB −
+    16.06 GB − 3.3 GB) = 57.2 GB ÷ 33.8 MB = ⌊1,691.3⌋ = 1,691 sequences, but vLLM runs at
+    most 1,024 on an H100 (max_num_seqs). At 1,024 the step's
     FLOPs (1,024 × about 2 × 8 B params) take 15.7 ms at the peak, longer than its reads: the
     step is compute-bound, so throughput rises 6.17×, not the 19.3× of the batch, and not
     because of cache reads."""
@@ -110,10 +111,10 @@ def test_short_chats_cap_the_batch_and_say_why_throughput_stops(client) -> None:
     assert vllm_max_num_seqs("a100-80gb-sxm") == 256
     r = paging(mix="100:200:100")
     paged = next(p for p in r["policies"] if p["id"] == "paged-16")
-    assert paged["fits_batch"] == 1_704 and paged["batch"] == 1_024 and paged["capped"]
+    assert paged["fits_batch"] == 1_691 and paged["batch"] == 1_024 and paged["capped"]
     assert paged["bound"] == "compute"
     worked = section_text(client, "worked", "?p04-paging-mix=100:200:100")
-    assert "the memory would hold 1,704 sequences, but the scheduler runs at most 1,024" in worked
+    assert "the memory would hold 1,691 sequences, but the scheduler runs at most 1,024" in worked
     assert "the step is compute-bound" in worked
     assert "bring their cache reads with them" not in worked.split("Throughput.")[1][:600]
     # At the defaults the batch is under the cap and memory-bound: the cache-reads reason stays.
@@ -174,14 +175,15 @@ def test_a_cap_that_binds_for_every_policy_is_not_called_a_gain(client) -> None:
     """Found on the fresh review: with max_num_seqs 1 (short chats, 100:200:100) every policy
     runs 1 sequence, yet the page said paged blocks "seat 1× the sequences ... and throughput
     rises about as much, 1×: ... more sequences share the same weight reads". By hand the
-    memory would hold 57.6 GB ÷ (258 tokens × 131,072 B) = 1,704 sequences; the cap holds both
-    policies to 1, so paging adds no sequence and no throughput."""
+    memory would hold 57.2 GB (0.9 × CUDA's 79.22 GiB − 16.06 − 3.3) ÷ (258 tokens × 131,072 B)
+    = 1,691 sequences; the cap holds both policies to 1, so paging adds no sequence and no
+    throughput."""
     query = "?p04-paging-mix=100:200:100&p04-paging-max_num_seqs=1"
     worked = section_text(client, "worked", query)
     assert "more sequences share the same weight reads" not in worked
     assert "seat 1×" not in worked
     assert "run the same 1 sequence as reserving 8,192 tokens" in worked
-    assert "memory would hold 1,704 sequences" in worked
+    assert "memory would hold 1,691 sequences" in worked
     answer = section_text(client, "answer", query)
     assert "1× the batch" not in answer and "binds before memory does" in answer
 

@@ -58,8 +58,11 @@ def test_worked_figures_equal_the_api(client) -> None:
     assert f"FP8 gains {number_format(rows['fp8']['prefill_speedup'])}×" in worked
     assert "INT4, being weight-only, stays at 1×" in worked
     fp8_room = count_format(rows["fp8"]["kv_room_tokens"], "token")
-    assert f"fits; {fp8_room} of KV room" in worked
-    assert "In BF16 the model fits the NVIDIA B200 (HGX B200) only." in worked
+    # Review P0607-02: 1,832 tokens of room is under Llama 3 70B's 8,192-token context, so vLLM
+    # starts only with --max-model-len cut to it.
+    assert f"starts only with --max-model-len ≤ {fp8_room}" in worked
+    assert f"fits; {fp8_room} of KV room" not in worked
+    assert "In BF16 the model fits the NVIDIA B200 only." in worked
 
 
 def test_the_concepts_show_the_formats_and_the_worked_nvfp4_block(client) -> None:
@@ -81,8 +84,8 @@ def test_changing_the_gpu_changes_the_figures(client) -> None:
     body = api_get(client, "quantization-formats", model="llama-3-70b", gpu="b200")
     nvfp4 = next(f for f in body["formats"] if f["dtype"] == "nvfp4")
     assert nvfp4["native"]
-    assert (f"NVFP4 gains {number_format(nvfp4['prefill_speedup'])}× on the NVIDIA B200 "
-            "(HGX B200)'s FP4 tensor cores") in worked
+    assert (f"NVFP4 gains {number_format(nvfp4['prefill_speedup'])}× on the NVIDIA B200's FP4 "
+            "tensor cores") in worked
     assert "3.89×" in worked
 
 
@@ -145,20 +148,33 @@ def test_sources_are_titled_links() -> None:
 
 
 def test_the_speedup_plot_marks_the_batch_and_draws_int8_dashed() -> None:
-    """Hand points (H100, 1,000 tokens, BF16 KV, floors, 3 GB reserve): batch 64 → FP8
-    1.74791×, INT4 2.72832×."""
+    """Review P0607-03/04: the plot sets each format on its smallest deployment against BF16 on
+    its own, not against one H100 that cannot hold BF16. Hand points (H100, 1,000 tokens, BF16
+    KV, floors, 3 GB reserve, budget 0.9 × 85,061,827,297 − 3e9 = 73,555,644,567.3 B a GPU) at
+    batch 64, whose KV is 64,000 × 327,680 = 20,971,520,000 B:
+    BF16 needs TP 4 (at TP 2 each GPU's 70,553,706,496 B of weights leave 2.0 GB, under its
+    10.5 GB of KV): reads 139,006,066,688 ÷ 4 + 20,971,520,000 ÷ 4 = 39,994,396,672 B in
+    11.93863 ms, plus 160 all-reduces of 64 × 8,192 × 2 B, each 2 × 3/4 × 1,048,576 B ÷ 450 GB/s
+    + 10 µs = 13.4953 µs: 2.15924 ms; 14.09787 ms in all.
+    FP8 needs TP 2 (one GPU leaves 0.9 GB for 21 GB of KV): (70,553,706,496 + 20,971,520,000)
+    ÷ 2 ÷ 3.35e12 = 13.66053 ms + 160 × (1,048,576 ÷ 450e9 + 10 µs) = 1.97283 ms: 15.63336 ms,
+    so 14.09787 ÷ 15.63336 = 0.90178: at this batch FP8's token is slower, on half the GPUs.
+    INT4 runs on 1 GPU: (35,563,140,256 + 2,101,346,304 + 20,971,520,000) ÷ 3.35e12 =
+    17.50329 ms, 0.80544×."""
     inputs = {**p11.CALCULATOR.defaults(), "reserve_gb": 3.0}
     result = p11.CALCULATOR.compute(**inputs)
     plot = p11.speedup_plot(inputs=inputs, result=result)
     series = {s.name: s for s in plot.series}
     at64 = series["FP8 (E4M3)"].x.index(64)
-    assert series["FP8 (E4M3)"].y[at64] == pytest.approx(1.74791, rel=1e-4)
-    assert series["INT4 (group 128)"].y[at64] == pytest.approx(2.72832, rel=1e-4)
+    assert series["FP8 (E4M3)"].y[at64] == pytest.approx(0.90178, rel=1e-4)
+    assert series["INT4 (group 128)"].y[at64] == pytest.approx(0.80544, rel=1e-4)
+    assert "BF16" not in series  # the baseline is 1 by definition
     assert series["INT8 (W8A8)"].dash
-    assert [m.label for m in plot.marks] == ["your batch", "largest FP8 batch that fits"]
+    assert [m.label for m in plot.marks] == ["your batch", "largest FP8 batch on one GPU"]
     size = p11.size_plot(inputs=inputs, result=result)
-    room = {s.name: s.y[0] for s in size.series if s.dash}
-    assert room["H100 SXM: room for weights"] == pytest.approx(73.641, rel=1e-4)
+    room = {s.name: s.y[0] for s in size.series if s.name.endswith("room for weights")}
+    # 0.9 × CUDA's 79.22 GiB (85,061,827,297 B) − 3 GB − 327,680,000 B of KV = 73.228 GB.
+    assert room["H100 SXM (your GPU): room for weights"] == pytest.approx(73.228, rel=1e-4)
 
 
 def test_the_e2m1_diagram_draws_the_fifteen_e2m1_values(client) -> None:
@@ -218,12 +234,12 @@ def test_the_three_passes_follow_the_bounds_the_calculator_finds(client) -> None
     assert any(f["decode_bound"] == "compute" for f in body["formats"])
     assert any(f["prefill_bound"] == "memory" for f in body["formats"])
     worked = section_text(client, "worked", query)
-    assert "every format is faster, by its bytes" not in worked
+    assert "every step is memory-bound at this batch" not in worked
     assert "weight-only, stays at" not in worked
-    assert "some steps are compute-bound" in worked
+    assert "are compute-bound here and gain only what their tensor cores gain" in worked
     assert "is still memory-bound in some formats" in worked
     default = section_text(client, "worked")
-    assert "every format is faster, by its bytes" in default
+    assert "every step is memory-bound at this batch" in default
     assert "only formats whose multiplications run natively get faster" in default
 
 
@@ -283,11 +299,63 @@ def test_a_mixture_of_experts_model_is_not_said_to_multiply_every_layer_weight(c
 
 
 def test_nvfp4_is_called_behind_int4_only_where_the_speedups_shown_differ(client) -> None:
-    """Llama 3 8B on an L40S at 4,096 sequences: the KV cache is nearly all the bytes, and INT4
-    and NVFP4 both show 1.02×, so the page does not say NVFP4 is behind."""
+    """Llama 3 8B on an L40S at 4,096 sequences of 1,000 tokens: the KV cache is 4,096,000 ×
+    131,072 B = 537 GB, more than 8 L40S hold (8 × 41.5 GB usable), so no format deploys and
+    the page says that instead of ranking INT4 against NVFP4."""
     query = ("?p11-formats-model=llama-3-8b&p11-formats-gpu=l40s&p11-formats-batch=4096"
              "&p11-formats-mfu=0.5&p11-formats-bandwidth_efficiency=0.7")
     worked = section_text(client, "worked", query)
-    assert "INT4 by 1.02×, NVFP4 by 1.02×." in worked
+    body = api_get(client, "quantization-formats", model="llama-3-8b", gpu="l40s", batch=4096,
+                   mfu=0.5, bandwidth_efficiency=0.7)
+    rows = {f["dtype"]: f for f in body["formats"]}
+    assert all(f["deploy_tp"] is None for f in rows.values())
+    assert "no format has a deployment within 8 NVIDIA L40S GPUs" in worked
+    assert "this batch's KV cache alone is 537 GB" in worked
     assert "NVFP4 is a little behind INT4" not in worked
-    assert "NVFP4 is a little behind INT4" in section_text(client, "worked")
+
+
+def test_the_answer_recommends_only_a_deployment_that_fits(client) -> None:
+    """Review P0607-04 at ?p11-formats-batch=64: FP8 cannot hold 64 × 1,000 tokens of BF16 KV on
+    one H100 (21 GB against 0.6 GB of room), so the answer recommends FP8 on its smallest
+    deployment, TP 2, and marks the one-GPU rows that do not fit as hypothetical."""
+    worked = section_text(client, "worked", "?p11-formats-batch=64")
+    answer = section_text(client, "answer", "?p11-formats-batch=64")
+    assert "My default on the NVIDIA H100 SXM would be FP8 (E4M3) weights on 2 GPUs (TP 2)" \
+        in answer
+    assert "21.2 ms (memory), would not fit" not in worked  # batch 1's figure
+    assert "(memory), would not fit" in worked
+    assert 'rows marked "would not fit" are floors' in worked
+    assert "its row shows what the step would take if it did" not in worked
+
+
+def test_the_size_plot_always_draws_the_learners_gpu_marked() -> None:
+    """Calculator review: with an A100 picked, the plot drew only the four comparison GPUs. The
+    A100 80GB has no CUDA total on record, so its room is the driver's 81,920 MiB = 85,899,345,920
+    B × 0.9 − 3.3 GB reserve − 327,680,000 B of KV = 73,681,731,328 B = 73.68 GB, drawn solid
+    and named as the learner's; an H100 pick is marked among the four."""
+    inputs = {**p11.CALCULATOR.defaults(), "gpu": "a100-80gb-sxm"}
+    result = p11.CALCULATOR.compute(**inputs)
+    series = {s.name: s for s in p11.size_plot(inputs=inputs, result=result).series}
+    mine = series["A100 (your GPU): room for weights"]
+    assert mine.y[0] == pytest.approx(73.6817, rel=1e-5) and not mine.dash
+    inputs = p11.CALCULATOR.defaults()
+    result = p11.CALCULATOR.compute(**inputs)
+    names = [s.name for s in p11.size_plot(inputs=inputs, result=result).series]
+    assert "H100 SXM (your GPU): room for weights" in names and len(names) == 5
+
+
+def test_the_concepts_name_what_kernels_scales_and_checkpoints_change(client) -> None:
+    """Review P0607-05 to 08: prefill is faster only from native formats when it is
+    compute-bound; Marlin's gain holds to batches of 16–32; FP8 KV scales default to 1.0 without
+    calibration; DeepSeek-V3 and gpt-oss ship narrow checkpoints."""
+    concepts = section_text(client, "concepts")
+    tradeoffs = section_text(client, "tradeoffs")
+    assert "only way quantization speeds up a compute-bound prefill" in concepts
+    assert "This is the only way quantization makes prefill faster" not in concepts
+    assert "a scale of 1.0 for every key and value" in concepts
+    assert "calculate_kv_scales" in concepts and "llm-compressor" in concepts
+    assert "up to batches of 16 to 32 tokens" in tradeoffs and "Machete" in tradeoffs
+    assert "gpt-oss ships its MoE weights in MXFP4" in tradeoffs
+    assert "4.25 bits a parameter" in tradeoffs
+    followups = section_text(client, "followups")
+    assert "without calibration vLLM uses 1.0 for every scale" in followups

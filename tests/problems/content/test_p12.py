@@ -46,19 +46,23 @@ def test_all_nine_sections_are_written(client) -> None:
 
 
 def test_worked_figures_equal_the_api(client) -> None:
-    """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100 holds 60 and steps in
-    21.6 ms; the B200 runs all 64 in 9.59 ms (8 TB/s); the H200 prefills in the H100's 151 ms."""
+    """Llama 3.1 8B in FP8, 64 conversations of 8,192 tokens: the H100's budget is 0.9 × CUDA's
+    79.22 GiB = 76,555,644,567.3 B; less 9,080,934,400 B of weights and 3.3 GB of reserve it
+    holds ⌊64,174,710,167.3 ÷ (8,192 × 131,072 = 1,073,741,824)⌋ = ⌊59.8⌋ = 59 (60 with
+    nvidia-smi's total, review P0607-01) and steps in (8,030,261,248 read + 59 × 1,073,741,824)
+    ÷ 3.35 TB/s = 71,381,028,864 ÷ 3.35e12 = 21.3 ms; the B200 runs all 64 in 9.59 ms
+    (8 TB/s); the H200 prefills in the H100's 151 ms."""
     worked = section_text(client, "worked")
     gpus = api_gpus(client)
     for p in gpus.values():
         assert count_format(p["batch_max"], "sequence") in worked
         assert seconds_format(p["decode_seconds"]) in worked
         assert money_format(p["dollars_per_million"], significant=3) in worked
-    assert gpus["h100-sxm"]["batch"] == 60 and "21.6 ms (memory-bound, floor)" in worked
+    assert gpus["h100-sxm"]["batch"] == 59 and "21.3 ms (memory-bound, floor)" in worked
     assert "9.59 ms (memory-bound, floor)" in worked
     assert gpus["h200"]["prefill_seconds"] == gpus["h100-sxm"]["prefill_seconds"]
     assert "The H200 prefills in exactly the H100's time (151 ms)" in worked
-    assert "the NVIDIA B200 (HGX B200) gives the most output tokens per dollar" in worked
+    assert "the NVIDIA B200 gives the most output tokens per dollar" in worked
 
 
 def test_prices_move_the_ranking(client) -> None:
@@ -69,27 +73,28 @@ def test_prices_move_the_ranking(client) -> None:
         20 / (api_gpus(client)["b200"]["tokens_per_second"] * 3600) * 1e6)
 
 
-def test_a_model_that_does_not_fit_says_why_in_every_section(client) -> None:
-    """Llama 3.1 70B in FP8 at 8,192 tokens: the H100 holds the weights but not one sequence's
-    KV (1.31 GB free < 2.68 GB), the L40S not even the weights; neither gets a decode step or a
-    prefill, and the prose names the reason instead of quoting a figure."""
+def test_a_model_one_gpu_cannot_hold_runs_on_a_replica_of_several(client) -> None:
+    """Review P0607-10 at ?p12-gpus-model=llama-3.1-70b: the page wrote off the H100 ("cannot run
+    it (no room for one sequence's KV)") and the L40S. A replica of 2 H100s (TP 2) holds 27
+    sequences and steps in 23.1 ms (test_gpus.py works it at a 3 GB reserve; at the page's 3.3
+    GB the batch is ⌊36,928,118,167.3 ÷ 1,342,177,280⌋ = 27 too) for 2 × $3.95 = $7.90 an hour;
+    2 L40S over PCIe hold 2. The KV share is each GPU's own: 27 × 1,342,177,280 ÷ 71,515,639,808
+    = 50.7%, not more than the whole step."""
     query = "?p12-gpus-model=llama-3.1-70b"
     worked = section_text(client, "worked", query)
     answer = section_text(client, "answer", query)
     gpus = api_gpus(client, model="llama-3.1-70b")
-    assert gpus["h100-sxm"]["decode_seconds"] is None and gpus["h200"]["batch"] >= 1
-    assert gpus["h100-sxm"]["weights_fit"] and not gpus["h100-sxm"]["fits"]
-    assert gpus["l40s"]["prefill_seconds"] is None and not gpus["l40s"]["weights_fit"]
-    assert "weights only: no room for one sequence's KV" in worked
-    assert "The NVIDIA L40S cannot serve it at all: weights do not fit." in worked
-    assert "of the bytes of the H200's step" in worked
-    for text in (worked, answer):
-        assert "holds only none" not in text and "takes of the" not in text
-        assert "the H100 SXM cannot run it (no room for one sequence's KV)" in text
-    assert "1.31 s on the H200" in answer and "$1.55 on the H200" in answer
-    bigger = "?p12-gpus-model=llama-3.1-405b"
-    assert "None of the four serves it alone." in section_text(client, "worked", bigger)
-    assert "lean to none of them alone" in section_text(client, "answer", bigger)
+    assert gpus["h100-sxm"]["tp"] == 2 and gpus["h100-sxm"]["batch"] == 27
+    assert gpus["l40s"]["tp"] == 2 and gpus["l40s"]["batch"] == 2
+    assert "the H100 SXM takes 2 GPUs (TP 2) and the L40S takes 2 GPUs (TP 2)" in worked
+    assert "23.1 ms on the H100 SXM" in answer and "$7.90" in worked
+    assert "the KV reads are 50.7% of the bytes of the H100 SXM's step" in worked
+    assert "cannot run it" not in answer and "cannot serve it at all" not in worked
+    assert "At the same batch the H200's step" not in worked  # one H200 against two H100s
+    impossible = "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=fp32"
+    assert "None of the four serves it, even eight to a replica." in section_text(
+        client, "worked", impossible)
+    assert "lean to none of them" in section_text(client, "answer", impossible)
 
 
 def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> None:
@@ -97,14 +102,14 @@ def test_bad_input_is_a_field_error_and_the_prose_keeps_the_defaults(client) -> 
     worked = section_html(problem_html(content, 12), 12, "worked")
     error = re.search(r'id="id_p12-gpus-context_tokens_error"[^>]*>(.*?)<', worked, re.S)
     assert error and "context window" in error.group(1)
-    assert "21.6 ms (memory-bound, floor)" in text_of(worked)
+    assert "21.3 ms (memory-bound, floor)" in text_of(worked)
 
 
 def test_the_concepts_table_and_the_interconnect_figures(client) -> None:
     """NVLink 900 GB/s ÷ PCIe 64 GB/s = 14.1×; at TP 2, 64 sequences send 33.6 MB per GPU per
     step: 74.6 µs at 450 GB/s and 1.05 ms at 32 GB/s."""
     concepts = section_text(client, "concepts")
-    for text in ("Hopper", "Blackwell", "Ada Lovelace", "81,559 MiB = 85.5 GB", "14.1×",
+    for text in ("Hopper", "Blackwell", "Ada Lovelace", "79.22 GiB as CUDA reports it", "14.1×",
                  "33.6 MB per GPU", "74.6 µs", "1.05 ms", "as listed in May 2026"):
         assert text in concepts, text
 
@@ -163,6 +168,12 @@ def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
     assert ("7,680-bit memory bus at 3,996 MHz, and at two transfers a clock that is a peak of "
             "7.67 TB/s") in concepts
     assert "the DGX B200 datasheet's figures" in concepts
+    # Review P0607-12: NVIDIA's HGX page gives 7.7 TB/s, so 8 TB/s overstates by 8 ÷ 7.7 − 1 =
+    # 3.9%, and the entry is no longer labelled "HGX B200".
+    assert "the HGX specification page gives 7.7 TB/s a GPU, which agrees with the driver" \
+        in concepts
+    assert "flatters every B200 decode time here by about 3.9%" in concepts
+    assert "(HGX B200)" not in concepts
 
 
 def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
@@ -253,17 +264,18 @@ def test_one_conversation_is_not_all_1_conversations(client) -> None:
     html = client.get("/pages/06/?p12-gpus-context_tokens=32&p12-gpus-concurrency=1")
     text = " ".join(re.sub(r"<[^>]+>", " ", html.content.decode()).split())
     assert "all 1 conversations" not in text
-    assert "Every GPU holds the one conversation." in text
+    assert "Every GPU holds the one conversation in memory." in text
 
 
 def test_a_model_no_gpu_holds_still_has_its_prefill_flops_counted(client) -> None:
-    """Llama 3.1 405B in BF16 fits none of the four, but one 8,192-token prompt still costs
-    what the model's arithmetic says (about 6.9×10¹⁵ FLOP), not 0."""
-    result = gpu_compare(model="llama-3.1-405b", dtype="bf16")
+    """Llama 3.1 405B in FP32 (1.62 TB) fits no replica of up to 8 of any of the four, but one
+    8,192-token prompt still costs what the model's arithmetic says (about 6.9×10¹⁵ FLOP),
+    not 0."""
+    result = gpu_compare(model="llama-3.1-405b", dtype="fp32")
     assert not any(p["fits"] for p in result["gpus"])
     flops = prefill_flops_model(model_get("llama-3.1-405b"), 8192)["total"]
     assert result["prefill_flops"] == flops > 0
-    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=bf16")
+    worked = section_text(client, "worked", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=fp32")
     assert f"One 8,192-token prompt costs {flops_format(flops)};" in worked
     assert "costs 0 FLOP" not in worked
 
@@ -283,9 +295,54 @@ def test_one_conversation_of_one_token_reads_in_the_singular(client) -> None:
 
 
 def test_the_answer_does_not_say_capacity_splits_gpus_that_all_hold_none(client) -> None:
-    """Llama 3.1 405B in BF16: every GPU holds no sequence, so capacity rules them all out
-    rather than splitting them."""
-    answer = section_text(client, "answer", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=bf16")
-    assert "the L40S none at that context. So capacity rules out every one of them alone." in answer
+    """Llama 3.1 405B in FP32: no replica of up to 8 GPUs holds a sequence, so capacity rules
+    them all out rather than splitting them."""
+    answer = section_text(client, "answer", "?p12-gpus-model=llama-3.1-405b&p12-gpus-dtype=fp32")
+    assert ("the L40S none at that context. So capacity rules out every one of them, even eight "
+            "to a replica.") in answer
     assert "capacity already splits them" not in answer
     assert "So capacity already splits them." in section_text(client, "answer")
+
+
+def test_light_traffic_is_priced_by_the_hour_not_at_full_batch(client) -> None:
+    """Review P0607-09 at ?p12-gpus-dtype=nvfp4&p12-gpus-context_tokens=1000&
+    p12-gpus-concurrency=1: one conversation is a batch of 1 against 512 to 1,249 possible, so
+    "at full batch all hour" was false and the B200 (best tokens per dollar) was the wrong pick.
+    Every replica is one GPU here; the cheapest an hour is the L40S at Modal's $0.000542 a second
+    × 3,600 = $1.95, against the B200's $6.25."""
+    query = "?p12-gpus-dtype=nvfp4&p12-gpus-context_tokens=1000&p12-gpus-concurrency=1"
+    answer = section_text(client, "answer", query)
+    worked = section_text(client, "worked", query)
+    assert "at full batch" not in answer
+    assert "lean to the NVIDIA L40S: with traffic that fills no GPU" in answer
+    assert "$1.95/h" in answer and "$6.25 an hour for the B200" in answer
+    assert "the bill is the hourly price of the smallest replica" in worked
+    assert "capacity is not what decides this" in answer
+    default = section_text(client, "answer")
+    assert "lean to the NVIDIA B200, the most tokens per dollar at the batch it runs" in default
+
+
+def test_each_gpu_reports_the_speed_one_user_sees(client) -> None:
+    """Review P0607-11: at the defaults the H100 steps in 21.3 ms, so each user sees 1 ÷ 21.31 ms
+    = 46.9 tokens/s; the L40S's 44.1 ms gives 22.7 tokens/s. With a 15 ms target the H100's batch
+    falls to 39 (test_gpus.py)."""
+    worked = section_text(client, "worked")
+    assert "46.9 tokens/s on the H100 SXM" in worked and "22.7 tokens/s on the L40S" in worked
+    capped = api_gpus(client, tpot_ms=15)
+    assert capped["h100-sxm"]["batch"] == 39
+    assert "within your 15 ms target" in section_text(client, "worked", "?p12-gpus-tpot_ms=15")
+
+
+def test_the_plots_say_why_a_gpu_or_all_of_them_are_missing() -> None:
+    """Calculator review: DeepSeek-V3 in NVFP4 drew empty axes with no message. Now the H100,
+    H200 and B200 run it as replicas of 8, 4 and 4, and the L40S's absence is explained; where
+    nothing runs (Llama 3.1 405B in FP32, 1.62 TB) the note says so instead of empty axes."""
+    inputs = {**p12.CALCULATOR.defaults(), "model": "deepseek-v3", "dtype": "nvfp4"}
+    note = p12.compare_note(inputs=inputs, result=p12.CALCULATOR.compute(**inputs))
+    assert note == ("Left out of the plots: the L40S: the weights and one sequence's KV do not "
+                    "fit 8 of them.")
+    inputs = {**p12.CALCULATOR.defaults(), "model": "llama-3.1-405b", "dtype": "fp32"}
+    note = p12.compare_note(inputs=inputs, result=p12.CALCULATOR.compute(**inputs))
+    assert note.startswith("Nothing to draw at these inputs, because no GPU runs this workload")
+    inputs = p12.CALCULATOR.defaults()
+    assert p12.compare_note(inputs=inputs, result=p12.CALCULATOR.compute(**inputs)) == ""

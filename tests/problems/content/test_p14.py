@@ -161,3 +161,28 @@ def test_a_first_batch_past_the_ridge_is_not_called_weight_reading(client) -> No
            f"({r['small']['bound']}-bound)" in answer
     assert "of reading the weights" not in answer and "That is normal" not in answer
     assert "That is normal: decode is memory-bound" in section_text(client, 14, "answer")
+
+
+def test_host_time_that_grows_with_the_batch_is_shown(client) -> None:
+    """Review P0607-16: the worked answer held host time at 3 ms at batch 1 and 64. At an
+    illustrative 50 µs a sequence, batch 64's host is 3 + 64 × 0.05 = 6.2 ms; its GPU floor is
+    6.98 ms (problem 13's), so nvidia-smi reads 6.98 ÷ (6.98 + 6.2) = 53% instead of 6.98 ÷ 9.98
+    = 70%, and batch 1 (host 3.05 ms) gains less from the batch. A learner's own per-sequence
+    cost replaces the example."""
+    worked = section_text(client, 14, "worked")
+    assert "batch 64's host time is 6.2 ms, not 3 ms: nvidia-smi reads 53% instead of 70%" \
+        in worked
+    concepts = section_text(client, 14, "concepts")
+    assert "which barely depends on the batch" not in concepts
+    assert "part grows with the running batch" in concepts
+    given = section_text(client, 14, "worked", "?p14-util-host_per_sequence_us=50")
+    assert "You set 50 µs of host work per sequence" in given
+    assert "would read 70% (not 53%)" in given
+
+
+def test_pipeline_bubbles_are_a_cause_of_low_utilisation(client) -> None:
+    """Review P0607-17: 4 stages, one batch in flight: (4 − 1) ÷ (1 + 4 − 1) = 75% idle, 25%
+    busy; 4 micro-batches through 4 stages: 3 ÷ 7 = 42.9% idle while filling and draining."""
+    concepts = section_text(client, 14, "concepts")
+    assert "idle 75% of the time" in concepts and "busy 25%" in concepts
+    assert "still idles 42.9%" in concepts

@@ -137,3 +137,28 @@ def test_counts_of_one_read_in_the_singular(client) -> None:
     default = section_text(client, 16, "worked")
     assert "2,000 prompt tokens and 300 output tokens." in default
     assert "Prefill 1,000 tokens at" in default and "decode 300 tokens at" in default
+
+
+def test_a_short_prompt_does_not_make_the_hit_rate_a_direct_lever(client) -> None:
+    """Review M10, 100 prompt and 2,000 output tokens: a 20-point drop adds 20 tokens of
+    prefill to a request whose time is mostly 2,000 decode steps, 0.149% more per request, so
+    the answer must not call the hit rate 'a direct lever', and the fleet, 12.9 replicas'
+    worth either way at one decimal, must not 'grow from 12.9 to 12.9'."""
+    query = calculator_query(p16.CALCULATOR, p16.PREFIX, prompt_tokens=100, output_tokens=2000)
+    worked = section_text(client, 16, "worked", query)
+    assert "grows from 12.9 to 12.9" not in worked
+    assert "stays at about 12.9 replicas' worth" in worked
+    answer = section_text(client, 16, "answer", query)
+    assert "The hit rate is a direct lever" not in answer
+    assert "the hit rate is not a lever worth watching for cost" in answer
+
+
+def test_alerting_uses_burn_rates_and_conditions_ttft_on_the_prompt(client) -> None:
+    """Review K1: the SRE Workbook's multi-window alerts. 2% of a 30-day budget in one hour is
+    a burn of 0.02 × 720 h ÷ 1 h = 14.4×; 5% in six hours is 0.05 × 720 ÷ 6 = 6×; 10% in three
+    days is 1×. And TTFT alerts split into queue time and prefill time per prompt token."""
+    concepts = section_text(client, 16, "concepts")
+    assert "2% of a month's budget goes in an hour (a burn of 14.4×" in concepts
+    assert "5% in six hours" in concepts and "10% in three days" in concepts
+    assert "vllm:request_queue_time_seconds" in concepts
+    assert any("alerting-on-slos" in url for _, url in p16.SOURCES)

@@ -37,7 +37,7 @@ def test_figures_equal_the_api(client) -> None:
     assert body["requests_errors"] == 1663 and body["requests_latency"] == 551
     assert f"{body['requests_errors']:,} requests" in worked
     assert f"{body['requests_latency']:,} requests" in worked
-    assert "1,868 and 632 requests" in worked and "8.31 errors" in worked
+    assert "1,868 requests and 632 requests" in worked and "about 8.31 errors" in worked
     assert "31.1 min at 1 request/s" in worked
     assert "the error rate binds" in worked
 
@@ -89,11 +89,12 @@ def test_sources_are_titled_links() -> None:
 
 
 def test_two_versions_on_one_gpu_names_the_driver_total(client) -> None:
-    """The H100 SXM's 81,559 MiB is 85.5 GB as the driver reports it, not the datasheet's
-    80 GB; 85.5 − 5 − 16.1 (Llama 3.1 8B in BF16) = 64.5 GB of KV room."""
+    """The H100 SXM's CUDA total, 79.22 GiB = 85,061,827,297 B, is 85.1 GB as a program sees it,
+    not the datasheet's 80 GB (nor nvidia-smi's 85.5); 85.06 − 5 − 16.06 (Llama 3.1 8B in BF16)
+    = 64.0 GB of KV room."""
     concepts = text_of(section_html(problem_html(page_get(client), 19), 19, "concepts"))
-    assert "85.5 GB as the driver reports it; the datasheet says 80 GB" in concepts
-    assert "leaves 64.5 GB for the KV cache" in concepts
+    assert "85.1 GB as a program sees it; the datasheet says 80 GB" in concepts
+    assert "leaves 64 GB for the KV cache" in concepts
 
 
 def test_the_canary_is_assigned_by_user_and_the_page_says_why(client) -> None:
@@ -102,3 +103,27 @@ def test_the_canary_is_assigned_by_user_and_the_page_says_why(client) -> None:
     problem = problem_html(page_get(client), 19)
     for slug in ("concepts", "answer", "listens", "mistakes"):
         assert "by user" in text_of(section_html(problem, 19, slug)), slug
+
+
+def test_a_one_replica_fleet_gets_an_added_canary_at_half_the_traffic(client) -> None:
+    """Review E7, 1 replica at 0.05 requests/s and 8 GPUs a replica: the canary is 1 added
+    replica, 1 of 2, so 50% of the traffic, not 5%, unless the router weights by request; it
+    costs the same as a blue-green second fleet of one replica, and the page says so."""
+    worked = worked_text(client, calculator_query(p19.CALCULATOR, p19.PREFIX, replicas=1,
+                                                  request_rate=0.05, gpus_per_replica=8))
+    assert ("A canary of 5% beside a fleet of 1 replica is 1 added replica, while the fleet "
+            "keeps serving as the baseline: 50% of the traffic (1 added replica of 2), not 5%")\
+        in worked
+    assert "100% of the traffic" not in worked and "1 replicas" not in worked
+    assert "the canary's one replica is as large as a second fleet" in worked
+
+
+def test_a_half_share_canary_says_the_baseline_is_as_noisy_and_the_count_moves(client) -> None:
+    """Review M4, canary_share 0.5: k = 0.5 ÷ 0.5 = 1, so the baseline is as noisy as the
+    canary; the plan needs 3,234 requests against 1,806 at a 1% share, 3,234 ÷ 1,806 = 1.79×
+    more, and about 16 extra failures against 9; 'barely move' would be false."""
+    worked = worked_text(client, calculator_query(p19.CALCULATOR, p19.PREFIX, canary_share=0.5))
+    assert "its own noise counts as much as the canary's" in worked
+    assert "3,234 requests" in worked and "at this share the canary needs 1.79× more" in worked
+    assert "barely" not in worked
+    assert "1 times larger" not in worked

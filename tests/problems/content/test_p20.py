@@ -211,3 +211,37 @@ def test_the_note_names_the_loosest_prediction_as_it_was() -> None:
     assert gap(rows["warm_pool"]) > max(gap(rows[p]) for p in ("reactive", "predictive", "queue"))
     assert "loosest" in note and "its prediction is the loosest" not in note
     assert "the warm pool + reactive policy's (2,046 against 1,221)" in note
+
+
+def test_the_utilisation_cap_and_the_ramp_headroom_are_said_to_stack(client) -> None:
+    """Review M5 at the defaults: 29 replicas at a 70% cap plus 5 for a 17.4% ramp run the
+    fleet at 0.7 ÷ 1.174 = 59.6% of its capacity within the target; a target from the ramp
+    alone, 1 ÷ 1.174 = 85.2%, needs ⌈40 × 1.174 ÷ 2⌉ = 24 replicas instead of 34."""
+    worked = worked_text(client)
+    assert "The two margins add on purpose" in worked
+    assert "= 59.6% of what it serves within the latency target" in worked
+    assert "= 85.2%: 24 replicas instead of 34 replicas" in worked
+
+
+def test_a_warm_pool_of_zero_is_not_priced_as_a_pool(client) -> None:
+    """Review M13: an 8B model on one GPU, no node wait, 10 requests/s a replica, no cap: the
+    warm start leaves 1 extra replica and 0 in the pool, so the page says a pool adds nothing
+    and the $1,825 is the running headroom's cost (1 GPU × $2.50 × 730 h)."""
+    query = calculator_query(p20.CALCULATOR, p20.PREFIX, model="llama-3.1-8b",
+                             gpus_per_replica=1, node_minutes=0, replica_rps=10, utilisation=1)
+    worked = worked_text(client, query)
+    assert "with 0 in the pool" not in worked
+    assert "a pool adds nothing here and the $1,825 a month is the running headroom" in worked
+    assert "1 GPUs" not in worked and "1 extra replicas" not in worked
+    assert "With no utilisation cap, this headroom is the only margin" in worked
+
+
+def test_warm_pools_name_sleep_mode_and_fast_loaders_with_sources(client) -> None:
+    """Review K5: a warm pool's standby cost need not be a whole running replica's: vLLM's
+    sleep mode (weights to host memory, process kept) and fast loaders (Run:ai Model Streamer,
+    ServerlessLLM's checkpoint format) are named, each with its source on the page."""
+    concepts = text_of(section_html(problem_html(page_get(client), 20), 20, "concepts"))
+    assert "sleep mode" in concepts and "runai_streamer" in concepts
+    assert "ServerlessLLM" in concepts
+    urls = [url for _, url in p20.SOURCES]
+    assert any("sleep_mode" in u for u in urls) and any("2401.14351" in u for u in urls)

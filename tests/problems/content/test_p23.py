@@ -64,13 +64,16 @@ def test_changing_inputs_changes_the_figures(client) -> None:
                 context_tokens=8000)
     assert "decoding 128 sequences that each hold about 8,000 tokens" in worked
     assert f"a step takes at least {seconds_format(r['tpot_low_seconds'])}" in worked
-    assert "The working below stays at the calculator's defaults" not in worked
+    assert "stays at its defaults" not in worked and "were refused" not in worked
 
 
 def test_a_non_mla_model_leaves_the_prose_at_its_defaults(client) -> None:
     query = calculator_query(p23.CALCULATOR, p23.PREFIX, model="mixtral-8x7b")
     worked = worked_text(client, query)
-    assert "The working below stays at the calculator's defaults" in worked
+    assert ("The calculator works your inputs, but the working below stays at its defaults, "
+            "because it follows an MLA model on two clusters and Mixtral 8x7B caches keys and "
+            "values per head, not an MLA latent.") in worked
+    assert worked.count("stays at") == 1  # one announcement, not the shared one as well
     assert "DeepSeek-V3 with FP8 (E4M3) weights" in worked
 
 
@@ -145,16 +148,16 @@ def test_the_one_node_of_h100s_hint_counts_weights_kv_and_the_reserve(client) ->
 
 def test_the_one_node_hint_says_when_the_weights_fit_but_no_sequence_does(client) -> None:
     """INT4 experts, a 15 GB reserve and 131,072-token sequences: each H100 can give
-    85.5 GB × 0.9 − 15 GB = 61.97 GB, the weights take 54.1 GB of it, and the 7.87 GB left is
-    less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the hint must
-    not say they do not."""
+    CUDA's 85.06 GB × 0.9 − 15 GB = 61.56 GB, the weights take 54.1 GB of it, and the 7.46 GB
+    left is less than one sequence's 131,072 × 70,272 B = 9.21 GB of KV. The weights fit; the
+    hint must not say they do not."""
     query = calculator_query(p23.CALCULATOR, p23.PREFIX, dtype="int4", reserve_gb=15,
                              context_tokens=131_072)
     text = followups_text(client, query)
     assert ("the weights take 54.1 GB per GPU, but what is left cannot hold the KV of one "
             "sequence of 131,072 tokens") in text
     assert "does not fit before any KV cache" not in text
-    assert "(62 GB each at the same share and reserve)" in text
+    assert "(61.6 GB each at the same share and reserve)" in text
 
 
 def test_node_limited_routing_and_the_h800_links_are_named(client) -> None:
@@ -193,3 +196,41 @@ def test_the_model_answer_names_the_weight_format_it_sizes(client) -> None:
     answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
     assert "in INT4 (group 128) with the embeddings in BF16" in answer
     assert "in FP8 with" not in answer
+
+
+def test_the_cross_node_paragraph_uses_cluster_bs_own_nvlink(client) -> None:
+    """Review E5, B200 and NVFP4: the H100 cluster's paragraph divided the B200's NVLink5
+    (900 GB/s one way) by 50 GB/s of InfiniBand, "about 18 times slower". The H100's NVLink is
+    450 GB/s one way: 450 ÷ 50 = 9."""
+    worked = worked_text(client, calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="b200",
+                                                  dtype="nvfp4"))
+    assert "about 9 times slower than its NVLink (450 GB/s one way)" in worked
+    assert "18 times" not in worked
+
+
+def test_nvfp4_is_not_worked_natively_on_the_hopper_cluster(client) -> None:
+    """Review M7: Hopper has no FP4 tensor cores, so with NVFP4 chosen for the B200s the H100
+    cluster is worked in FP8 and says so; its DP16 + EP16 row then holds (0.9 × CUDA's 79.22 GiB
+    = 76.56 GB, − 5 GB) − 59.8 GB of FP8 weights = 11.7 GB of KV a GPU, as at the FP8 defaults."""
+    worked = worked_text(client, calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="b200",
+                                                  dtype="nvfp4"))
+    assert ("This GPU has no tensor cores for NVFP4 (it would run weight-only there, "
+            "dequantised to BF16, with other kernels and costs), so this cluster is worked with "
+            "FP8 (E4M3) weights") in worked
+    assert "puts 59.8 GB on each GPU and leaves 11.7 GB for KV" in worked
+
+
+def test_batch_one_works_the_busiest_gpu_and_recommends_tp(client) -> None:
+    """Review E10 and M6, batch 1: one GPU holds the one sequence (not 0.125 of it each), the
+    other 7 send empty dispatches; at this load TP8's floor (1.31 ms) is below DP attention's
+    (5.21 ms, the busiest GPU reading the attention weights and the whole sequence's KV), 3.97×,
+    so the prose and the model answer recommend TP."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1)
+    worked = worked_text(client, query)
+    assert "0.125" not in worked
+    assert "at most 1 token: with 1 sequence over 8 GPUs, 7 GPUs hold no sequence" in worked
+    assert "plain TP8 has the lower floor, 1.31 ms to 2.54 ms" in worked
+    assert "1 sequences" not in worked
+    answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
+    assert "so at this load I'd run TP8" in answer
+    assert "throughput below" in answer

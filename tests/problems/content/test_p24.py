@@ -43,7 +43,7 @@ def test_figures_equal_the_api(client) -> None:
 
     assert f"the blended cost is {money(body['baseline_blended'])} per million tokens" in worked
     assert f"The target is {money(body['target'])} per million tokens" in worked
-    assert "the replica holds 203 sequences; the latency target alone would allow 550" in worked
+    assert "the replica holds 201 sequences; the latency target alone would allow 550" in worked
     assert (f"Blended {money(rows['fp8']['blended'])} (−"
             f"{percent_format(-rows['fp8']['delta'])} of the baseline; "
             f"{percent_format(rows['fp8']['cut'])} so far)") in worked
@@ -191,4 +191,67 @@ def test_levers_after_a_capped_batch_do_not_claim_more_sequences(client) -> None
     assert "fit a few more sequences" not in worked
     default = text_of(section_html(problem_html(page_get(client), 24), 24, "worked"))
     assert "the memory left for KV after the weights holds" in default
-    assert "the shorter contexts fit a few more sequences" in default
+    assert "the shorter contexts fit more sequences (" in default
+
+
+def test_levers_that_cannot_help_say_so_in_the_prose(client) -> None:
+    """Review E1–E3: a cap of 350 tokens on answers of 100, autoscaling to 60% from 70%, and
+    routing Llama 3.1 8B to itself each read as a skipped lever with its reason, never as a
+    saving ("falls from $0.0828 to $0.106" before)."""
+    worked = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, output_tokens=100))
+    assert ("does nothing here: the answers already average 100 tokens, no more than the "
+            "350-token mean") in worked
+    assert "cost per thousand requests falls" not in worked
+    worked = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, utilisation=0.7))
+    assert "Following the daily load does nothing here: the fleet already does useful work 70%"\
+        in worked
+    worked = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX,
+                                                  model="llama-3.1-8b", tp=1))
+    assert "Llama 3.1 8B is the served model itself, so routing to it saves nothing" in worked
+    assert "This one needs a quality evaluation" not in worked
+
+
+def test_deepseek_v3_is_costed_with_the_right_gpu_sized_from_the_model(client) -> None:
+    """Review E4: DeepSeek-V3 in FP8 on 8 × H200 was refused by the right-GPU lever (336 GB
+    of weights a GPU on its fixed 2 × B200). Now the lever takes 8 × B200 (84.1 GB a GPU, the
+    fewest that hold the 602 sequences the H200s ran) and the prose follows the inputs."""
+    query = calculator_query(p24.CALCULATOR, p24.PREFIX, model="deepseek-v3", gpu="h200", tp=8,
+                             dtype="fp8")
+    content = page_get(client, query)
+    assert re.search(r'id="id_p24-cost-right_gpu_id_error"[^>]*></p>', content)
+    worked = text_of(section_html(problem_html(content, 24), 24, "worked"))
+    assert "Move to 8 × NVIDIA B200 per replica (the fewest of them that run at " \
+        "least the 602 sequences" in worked
+    assert "DeepSeek-V3" in worked and "were refused" not in worked
+
+
+def test_a_cap_that_truncates_most_answers_is_not_called_a_tail_trim(client) -> None:
+    """Review M8, 200 input and 4,000 output tokens: 4,000 → 350 cuts 91.2% off the mean
+    answer (1 − 350 ÷ 4,000), truncation rather than a tail; the per-token change after the
+    cap is then large, not 'barely', and the per-request figure is labelled as such."""
+    worked = worked_text(client, calculator_query(p24.CALCULATOR, p24.PREFIX, input_tokens=200,
+                                                  output_tokens=4000))
+    assert "is not trimming a tail: it cuts 91.2% off the average answer" in worked
+    assert "barely a change per token" not in worked
+    assert "less per token than the lever before" in worked
+    assert "(per request, all the levers so far:" in worked
+
+
+def test_the_simulators_outputs_are_called_simulated_not_measured(client) -> None:
+    """Review, demo judgement: the replica simulator uses the calculator's own roofline, so its
+    outputs are simulated; the page said 'measured 6,980 output tokens/s … per M measured'."""
+    demo = text_of(section_html(problem_html(page_get(client), 24), 24, "demo"))
+    assert "per M measured" not in demo and "measured " not in demo.lower().replace(
+        "measured against", "")
+    assert "simulated against predicted cost" in demo
+
+
+def test_the_worked_answer_bounds_what_chunked_prefill_saves(client) -> None:
+    """Review K7 at the defaults: the decode step is memory-bound, 17.3 ms of which its FLOPs
+    take 4.68 ms, so 12.6 ms of compute is idle each step; a computed prompt token costs
+    282 µs of GPU time ÷ 4 GPUs = 70.5 µs of the replica, so about 179 fit; the traffic
+    needs 64 sequences × 2,000 ÷ 400 = 320 computed prompt tokens per step, so 179 ÷ 320 =
+    55.8% of the input could ride free: the additive pricing is an upper bound."""
+    worked = worked_text(client)
+    assert "here its FLOPs take 4.68 ms of its 17.3 ms, 12.6 ms spare, room for 55.8%" in worked
+    assert "Sarathi-Serve" in worked

@@ -31,7 +31,7 @@ def test_all_nine_sections_are_written(client) -> None:
 
 
 def test_figures_equal_the_api(client) -> None:
-    """168 GPUs, $306,600 a month sized for the peak and $102,200 following the load
+    """156 GPUs, $284,700 a month sized for the peak and $94,900 following the load
     (test_capacity.py works them by hand)."""
     worked = worked_text(client)
     body = api_get(client, "capstone")
@@ -39,8 +39,12 @@ def test_figures_equal_the_api(client) -> None:
     assert f"{money_format(body['monthly_cost_peak'])} a month" in worked
     assert f"would cost about {money_format(body['monthly_cost_follow'])}" in worked
     assert f"so {body['batch_memory']:,} sequences fit" in worked
-    assert "KV memory needs more, so memory, not bandwidth, sizes the decode pool" in worked
-    assert "5 decode replicas (20 GPUs) and 9 prefill replicas (36 GPUs" in worked
+    # Review M9: the two decode sizings are one formula; the batch choice settled what binds.
+    assert "These are one formula, rate × step ÷ (batch × utilisation)" in worked
+    assert "668 set by the KV memory (668 by memory against 1,373 by the latency target)" \
+        in worked
+    assert "memory, not bandwidth, sizes the decode pool" not in worked
+    assert "4 decode replicas (16 GPUs) and 9 prefill replicas (36 GPUs" in worked
     assert "turns per session moves it most" in worked
 
 
@@ -117,8 +121,8 @@ def test_a_prompts_prefill_is_a_roofline_with_its_bound_named(client) -> None:
 
 
 def test_the_kv_per_token_is_split_per_gpu_where_it_can_be(client) -> None:
-    """163,840 B per token in FP8, a quarter of it (40,960 B) on each of 4 GPUs: 53.8 GB ÷
-    (40,960 B × 1,950) = 673 sequences. DeepSeek-V3's latent stays whole on every GPU."""
+    """163,840 B per token in FP8, a quarter of it (40,960 B) on each of 4 GPUs: 53.4 GB ÷
+    (40,960 B × 1,950) = 668 sequences. DeepSeek-V3's latent stays whole on every GPU."""
     text = worked_text(client)
     assert "A token's KV is 164 kB, of which each GPU keeps 41 kB. A running" in text
     query = calculator_query(p25.CALCULATOR, p25.PREFIX, model="deepseek-v3", gpu="h200", tp=8)
@@ -146,7 +150,7 @@ def test_a_throughput_bound_pool_names_the_bound_of_its_step(client) -> None:
     query = calculator_query(p25.CALCULATOR, p25.PREFIX, tpot_target_ms=25, turns=1)
     worked = worked_text(client, query)
     assert "limited by the latency target. A step then takes 25 ms (compute-bound)" in worked
-    assert "so the compute-bound step at the latency target sizes the decode pool" in worked
+    assert "set by the latency target" in worked
     assert "bandwidth at the latency target" not in worked
 
 

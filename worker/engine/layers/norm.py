@@ -6,6 +6,11 @@ element, rounded at the same points, so outputs keep matching the reference. ENG
 turns it off; ENGINE_TRITON=force uses it wherever Triton runs, its CPU interpreter included
 (how the tests check this path on a machine without a GPU). The choice is made once per module,
 on its first call, from the device of what it is given.
+
+`forward(x, residual)` is the fused add-and-norm every decoder layer but the first uses: it
+returns the normalised sum and the sum itself (the new residual stream), so on CUDA the add
+runs inside the kernel (one launch, one read of each input, one write of each output) instead of
+as a separate elementwise op before it, as vLLM's fused_add_rms_norm does.
 """
 
 import os
@@ -36,7 +41,8 @@ class RMSNorm(nn.Module):
         self.use_triton: bool | None = None  # decided on the first call
         self._kernel = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None):
+        """RMSNorm(x), or with `residual` the pair (RMSNorm(x + residual), x + residual)."""
         if self.use_triton is None:
             self.use_triton = triton_rmsnorm_wanted(x.device)
             if self.use_triton:
@@ -44,8 +50,13 @@ class RMSNorm(nn.Module):
 
                 self._kernel = rmsnorm
         if self.use_triton:
-            return self._kernel(x, self.weight, self.eps)
-        return self.forward_eager(x)
+            if residual is None:
+                return self._kernel(x, self.weight, self.eps)
+            return self._kernel(x, self.weight, self.eps, residual=residual)
+        if residual is None:
+            return self.forward_eager(x)
+        summed = x + residual  # rounded to x's dtype, as the kernel rounds it
+        return self.forward_eager(summed), summed
 
     def forward_eager(self, x: torch.Tensor) -> torch.Tensor:
         """PyTorch's ops: what runs on the CPU, and the reference for the Triton kernel."""

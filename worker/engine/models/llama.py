@@ -76,10 +76,19 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = LlamaMLP(config)
 
-    def forward(self, rope, x, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
-        x = x + self.self_attn.forward(rope, self.input_layernorm.forward(x), k_cache, v_cache,
-                                       meta)
-        return x + self.mlp.forward(self.post_attention_layernorm.forward(x))
+    def forward(self, rope, delta, residual, k_cache, v_cache, meta):  # noqa: ANN001 (hot path)
+        """One layer on the residual stream kept apart from the last block's output: returns this
+        layer's MLP output (`delta`) and the stream before it is added. Each norm adds the
+        pending delta itself (RMSNorm.forward with a residual: one fused kernel on CUDA), so no
+        separate add runs; the first layer has no stream yet and takes the embedding as it."""
+        if residual is None:
+            residual = delta
+            h = self.input_layernorm.forward(delta)
+        else:
+            h, residual = self.input_layernorm.forward(delta, residual)
+        delta = self.self_attn.forward(rope, h, k_cache, v_cache, meta)
+        h, residual = self.post_attention_layernorm.forward(delta, residual)
+        return self.mlp.forward(h), residual
 
 
 class LlamaForCausalLM(nn.Module):
@@ -148,13 +157,18 @@ class LlamaForCausalLM(nn.Module):
                                       logits_indices)
         if self.originals_freed:
             self.weights_unpack()
-        x = self.embed_tokens(input_ids)
-        rope = self.rotary.tables(positions, x.dtype)
+        delta = self.embed_tokens(input_ids)
+        rope = self.rotary.tables(positions, delta.dtype)
+        residual = None
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches, strict=True):
-            x = layer.forward(rope, x, k_cache, v_cache, meta)
-        # Only the rows that sample a token need the norm and the (wide) LM head.
+            delta, residual = layer.forward(rope, delta, residual, k_cache, v_cache, meta)
+        # Only the rows that sample a token need the last add, the norm and the (wide) LM head.
         head = self.lm_head_weight if self.lm_head_weight is not None else self.lm_head.weight
-        return F.linear(self.norm.forward(x[logits_indices]), head).float()
+        if residual is None:  # a model with no layers
+            h = self.norm.forward(delta[logits_indices])
+        else:
+            h, _ = self.norm.forward(delta[logits_indices], residual[logits_indices])
+        return F.linear(h, head).float()
 
     def _cpu_kernels_setup(self) -> CpuKernels | None:
         """The fused kernels for this model, with its linear weights packed for them and the
