@@ -205,6 +205,23 @@ def gain_shape(inputs: dict, result) -> dict:
     return {"stops": stops, "dip": dip}
 
 
+def memory_basis(g) -> dict:
+    """Whose total the Fit step multiplies, in words true of this GPU: CUDA's own where the
+    catalog has it on record (the H100 SXM), the total ROCm hands PyTorch on AMD (what vLLM
+    multiplies there), else the driver's (nvidia-smi's), which is a little above CUDA's."""
+    if g.memory_cuda_gib is not None:
+        return {"who": "CUDA reports", "short": "what CUDA reports",
+                "note": "vLLM's <code>gpu_memory_utilization</code> multiplies CUDA's total, not "
+                        "nvidia-smi's larger one"}
+    if g.name.startswith("AMD"):
+        return {"who": "ROCm reports to PyTorch", "short": "what ROCm reports",
+                "note": "vLLM's <code>gpu_memory_utilization</code> multiplies that total"}
+    return {"who": "the driver reports", "short": "what the driver reports",
+            "note": "vLLM's <code>gpu_memory_utilization</code> multiplies CUDA's own total, "
+                    "a few hundred MiB lower and not on record for this GPU, so the room "
+                    "below is slightly high"}
+
+
 def no_deployment_reason(inputs: dict, result) -> dict:
     """Why no format has a deployment within the largest group: the weights themselves (even the
     smallest format's outgrow what the largest group holds beside its reserves), or the KV the
@@ -513,6 +530,7 @@ def context(*, request: HttpRequest) -> dict:
         "prefill_attention_flops_text": flops_format(float(result["prefill_attention_flops"])),
         "attention_pair_text": f"{attention_flops_per_token_pair(m):,}",
         "gpu_memory_text": bytes_format(g.memory_total_bytes),
+        "memory_basis": memory_basis(g),
         "gpu_memory_label": g.memory_label,
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "memory_fraction_default_percent": percent_format(MEMORY_FRACTION_DEFAULT),

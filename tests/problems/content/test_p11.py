@@ -62,7 +62,7 @@ def test_worked_figures_equal_the_api(client) -> None:
     # starts only with --max-model-len cut to it.
     assert f"starts only with --max-model-len ≤ {fp8_room}" in worked
     assert f"fits; {fp8_room} of KV room" not in worked
-    assert "In BF16 the model fits the NVIDIA B200 only." in worked
+    assert "In BF16 the model fits the NVIDIA B200 only; in FP8 or INT8," in worked
 
 
 def test_the_concepts_show_the_formats_and_the_worked_nvfp4_block(client) -> None:

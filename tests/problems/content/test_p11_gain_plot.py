@@ -81,3 +81,29 @@ def test_no_deployment_blames_the_kv_when_the_weights_fit(client) -> None:
     assert ("The smallest format's weights (INT4 (group 128), 217 GB) fit on 8 GPUs, but not "
             "beside the KV each GPU must be able to hold: its share of this batch's cache "
             "(206 GB in all)") in text
+
+
+def test_fit_names_whose_memory_total_it_multiplies(client) -> None:
+    """The catalog has CUDA's own total for the H100 SXM only (79.22 GiB = 85.1 GB; ×0.9 =
+    76.6 GB). For the A100 80GB it holds nvidia-smi's 81,920 MiB = 80 GiB = 85.9 GB (×0.9 =
+    77.3 GB), which the page called "the 85.9 GB = 80 GiB CUDA reports", and for the MI300X the
+    196,592 MiB = 206 GB ROCm hands PyTorch."""
+    h100 = worked_text(client)
+    assert "the 85.1 GB = 79.2 GiB CUDA reports" in h100
+    a100 = worked_text(client, "?p11-formats-gpu=a100-80gb-sxm")
+    assert "85.9 GB = 80 GiB CUDA reports" not in a100
+    assert "the 85.9 GB = 80 GiB the driver reports" in a100
+    assert "not on record for this GPU, so the room below is slightly high" in a100
+    mi300x = worked_text(client, "?p11-formats-gpu=mi300x")
+    assert "the 206 GB = 192 GiB ROCm reports to PyTorch" in mi300x
+
+
+def test_a_native_fp8_baseline_is_not_compared_with_itself(client) -> None:
+    """DeepSeek-V3 ships FP8, so FP8 is the baseline: the decode pass names it once ("FP8
+    (E4M3) needs 4 GPUs (TP 4) and steps in 3 ms" on MI300Xs with an FP8 cache: 673 GB of
+    weights need 4 × (186 − 3.3) GB) and does not go on to "FP8 needs 4 GPUs (TP 4): tokens
+    baseline, baseline GPUs"."""
+    text = worked_text(client, "?p11-formats-model=deepseek-v3&p11-formats-gpu=mi300x"
+                               "&p11-formats-kv_dtype=fp8")
+    assert "FP8 (E4M3) needs 4 GPUs (TP 4) and steps in" in text
+    assert "tokens baseline" not in text and "baseline GPUs" not in text
