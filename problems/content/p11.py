@@ -185,6 +185,10 @@ def gain_shape(inputs: dict, result) -> dict:
     base = result["baseline_dtype"]
     base_index = FORMATS_COMPARED.index(base)
     stops, dip = False, None
+    # A line jumps where the format's or the baseline's group changes size along the sweep.
+    groups = {(i, rows[x]["formats"][i]["deploy_tp"]) for x in xs
+              for i in range(len(FORMATS_COMPARED))}
+    jumps = len(groups) > len(FORMATS_COMPARED)
     for x in xs:
         base_row = rows[x]["formats"][base_index]
         for i, d in enumerate(FORMATS_COMPARED):
@@ -202,7 +206,7 @@ def gain_shape(inputs: dict, result) -> dict:
                                                    more="slower", less="faster"),
                        "tp_text": deployment_text(row["deploy_tp"]),
                        "base_tp_text": deployment_text(base_row["deploy_tp"])}
-    return {"stops": stops, "dip": dip}
+    return {"stops": stops, "dip": dip, "jumps": jumps}
 
 
 def memory_basis(g) -> dict:
@@ -499,6 +503,7 @@ def context(*, request: HttpRequest) -> dict:
         and by_id["int4"]["deploy_tp"] < recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"],
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
+        "kv_is_narrow": kv_d.bytes <= 1,
         "memory_kind": g.memory_kind,
         "layers": f"{m.layers:,}", "hidden": f"{m.hidden:,}", "heads": f"{m.heads:,}",
         "kv_heads": f"{m.kv_heads:,}", "head_dim": f"{m.head_dim:,}",
