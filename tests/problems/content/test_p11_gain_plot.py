@@ -119,3 +119,16 @@ def test_an_fp8_cache_is_not_told_to_switch_to_fp8(client) -> None:
     assert "Switch the KV cache to FP8" not in text
     assert "The cache is already in 8 bits here" in text
     assert "Switch the KV cache to FP8 and much of the gain comes back" in worked_text(client)
+
+
+def test_a_short_prefill_names_each_formats_bound(client) -> None:
+    """Llama 3.1 8B on an H100 SXM, a 128-token prompt: BF16 reads 15 GB (4.49 ms) against
+    2 × 128 × 7.07×10⁹ FLOP ≈ 1.81 ms of BF16 compute, memory-bound; FP8 halves the bytes
+    (2.40 ms, memory-bound, 1.87×); INT4 reads about 4.7 GB (1.40 ms) but multiplies at the BF16
+    rate (1.81 ms), compute-bound, 4.49 ÷ 1.81 = 2.48×. The page said all three "gain by their
+    bytes"; INT4's and NVFP4's gain is capped by compute, not set by their bytes."""
+    text = worked_text(client, "?p11-formats-model=llama-3.1-8b&p11-formats-batch=512"
+                               "&p11-formats-prompt_tokens=128")
+    assert "those gain by their bytes" not in text
+    assert ("FP8 1.87× (memory-bound), INT4 2.48× (compute-bound), NVFP4 2.48× "
+            "(compute-bound)") in text
