@@ -25,6 +25,7 @@ from problems.arithmetic.quant import (
     FIT_GPUS,
     FORMATS_COMPARED,
     NO_PATH,
+    TP_DEPLOY,
     linear_rows_model,
     quantization_formats,
 )
@@ -170,11 +171,82 @@ def scale_text(dtype_id: str) -> str:
     return "none"
 
 
+def gain_sweep(inputs: dict) -> tuple[list[int], dict]:
+    """The plot's batches and the working at each (no fit table: only the deployments)."""
+    xs = sorted(set(BATCHES) | {inputs["batch"]})
+    return xs, {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=()) for x in xs}
+
+
+def gain_shape(inputs: dict, result) -> dict:
+    """What the gain plot does as the batch grows, for the sentence under it: whether some
+    format's line stops (no deployment within 8 GPUs), and the first point where a format's
+    token is slower than the baseline's because the baseline has moved onto more GPUs."""
+    xs, rows = gain_sweep(inputs)
+    base = result["baseline_dtype"]
+    base_index = FORMATS_COMPARED.index(base)
+    stops, dip = False, None
+    # A line jumps where the format's or the baseline's group changes size along the sweep.
+    groups = {(i, rows[x]["formats"][i]["deploy_tp"]) for x in xs
+              for i in range(len(FORMATS_COMPARED))}
+    jumps = len(groups) > len(FORMATS_COMPARED)
+    for x in xs:
+        base_row = rows[x]["formats"][base_index]
+        for i, d in enumerate(FORMATS_COMPARED):
+            if d == base:
+                continue
+            row = rows[x]["formats"][i]
+            gain = row["deploy_decode_speedup"]
+            if gain is None:
+                stops = True
+            elif (dip is None and gain < 1 and base_row["deploy_tp"]
+                  and base_row["deploy_tp"] > row["deploy_tp"]):
+                dip = {"batch_text": count_phrase(x, "sequence"), "name": DTYPES[d].name,
+                       "slower_text": ratio_phrase(row["deploy_decode_seconds"],
+                                                   base_row["deploy_decode_seconds"],
+                                                   more="slower", less="faster"),
+                       "tp_text": deployment_text(row["deploy_tp"]),
+                       "base_tp_text": deployment_text(base_row["deploy_tp"])}
+    return {"stops": stops, "dip": dip, "jumps": jumps}
+
+
+def memory_basis(g) -> dict:
+    """Whose total the Fit step multiplies, in words true of this GPU: CUDA's own where the
+    catalog has it on record (the H100 SXM), the total ROCm hands PyTorch on AMD (what vLLM
+    multiplies there), else the driver's (nvidia-smi's), which is a little above CUDA's."""
+    if g.memory_cuda_gib is not None:
+        return {"who": "CUDA reports", "short": "what CUDA reports",
+                "note": "vLLM's <code>gpu_memory_utilization</code> multiplies CUDA's total, not "
+                        "nvidia-smi's larger one"}
+    if g.name.startswith("AMD"):
+        return {"who": "ROCm reports to PyTorch", "short": "what ROCm reports",
+                "note": "vLLM's <code>gpu_memory_utilization</code> multiplies that total"}
+    return {"who": "the driver reports", "short": "what the driver reports",
+            "note": "vLLM's <code>gpu_memory_utilization</code> multiplies CUDA's own total, "
+                    "a few hundred MiB lower and not on record for this GPU, so the room "
+                    "below is slightly high"}
+
+
+def no_deployment_reason(inputs: dict, result) -> dict:
+    """Why no format has a deployment within the largest group: the weights themselves (even the
+    smallest format's outgrow what the largest group holds beside its reserves), or the KV the
+    group must hold beside them (this batch's, or one sequence of the model's full context,
+    whichever is larger: `deployment_model`'s rule)."""
+    group = TP_DEPLOY[-1]
+    room = group * (float(result["memory_usable_bytes"]) - inputs["reserve_gb"] * GB)
+    rows = [r for r in result["formats"] if r["decode_seconds"] is not None]
+    smallest = min(rows, key=lambda r: r["weights_bytes"]) if rows else None
+    full = float(result["context_window"]) * float(result["kv_bytes_per_token"])
+    return {"group_text": count_phrase(group, "GPU"), "room_text": bytes_short(max(room, 0.0)),
+            "weights_too_big": smallest is None or smallest["weights_bytes"] > room,
+            "smallest_name": DTYPES[smallest["dtype"]].name if smallest else "",
+            "smallest_text": bytes_short(smallest["weights_bytes"]) if smallest else "",
+            "full_context_kv_text": bytes_short(full)}
+
+
 def speedup_plot(*, inputs: dict, result) -> Plot:
     """Each format's token latency against the baseline's, each on its smallest deployment, as
     the batch grows (a gap where a format has no deployment within 8 GPUs)."""
-    xs = sorted(set(BATCHES) | {inputs["batch"]})
-    rows = {x: quantization_formats(**{**inputs, "batch": x}, fit_gpus=()) for x in xs}
+    xs, rows = gain_sweep(inputs)
     base = result["baseline_dtype"]
     series = []
     for i, d in enumerate(FORMATS_COMPARED):
@@ -412,6 +484,8 @@ def context(*, request: HttpRequest) -> dict:
         "hypothetical_names": list_phrase([f["name"] for f in formats if not f["fits"]]),
         "any_hypothetical": any(not f["fits"] for f in formats),
         "any_deploy": any(f["deploy_tp"] for f in formats),
+        "gain": gain_shape(inputs, result),
+        "no_deploy": no_deployment_reason(inputs, result),
         "pick": recommendation(gpu=g, by_id=by_id),
         "marlin_ideal_text": f"{MARLIN_IDEAL_SPEEDUP}×",
         "marlin_batch_low": MARLIN_IDEAL_BATCH[0], "marlin_batch_high": MARLIN_IDEAL_BATCH[1],
@@ -429,6 +503,7 @@ def context(*, request: HttpRequest) -> dict:
         and by_id["int4"]["deploy_tp"] < recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"],
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
+        "kv_is_narrow": kv_d.bytes <= 1,
         "memory_kind": g.memory_kind,
         "layers": f"{m.layers:,}", "hidden": f"{m.hidden:,}", "heads": f"{m.heads:,}",
         "kv_heads": f"{m.kv_heads:,}", "head_dim": f"{m.head_dim:,}",
@@ -460,6 +535,7 @@ def context(*, request: HttpRequest) -> dict:
         "prefill_attention_flops_text": flops_format(float(result["prefill_attention_flops"])),
         "attention_pair_text": f"{attention_flops_per_token_pair(m):,}",
         "gpu_memory_text": bytes_format(g.memory_total_bytes),
+        "memory_basis": memory_basis(g),
         "gpu_memory_label": g.memory_label,
         "memory_fraction_percent": percent_format(inputs["memory_fraction"]),
         "memory_fraction_default_percent": percent_format(MEMORY_FRACTION_DEFAULT),

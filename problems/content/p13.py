@@ -203,6 +203,11 @@ def context(*, request: HttpRequest) -> dict:
         "kv_below_ridge": r["kv_intensity"] < r["attention_ridge_flops_per_byte"],
         "attention_ridge_text": f"{number_format(r['attention_ridge_flops_per_byte'])} FLOP/B",
         "mla": model.attention == "MLA",
+        # MLA's absorbed decode attention: FLOPs per head for each byte of cache it reads, and
+        # whether an 8-bit cache (half the bytes, the same FLOPs) would lift it over the ridge.
+        "kv_per_head_byte_text": number_format(r["kv_intensity"] / model.heads, digits=2),
+        "kv_fp8_lifts": (kv_dtype.bytes > 1 and r["kv_intensity"] * kv_dtype.bytes
+                         >= r["attention_ridge_flops_per_byte"]),
         "attention_format": "FP32" if dtype.compute == "fp32" else "BF16",
         "step_bytes_text": bytes_short(r["step_bytes"]),
         "step_floor_text": seconds_format(r["step_seconds"]),

@@ -241,6 +241,7 @@ def context(*, request: HttpRequest) -> dict:
         "at_floor": inputs["bandwidth_efficiency"] >= 1,
         "host_text": seconds_format(inputs["host_ms"] / 1e3),
         "overlap": inputs["overlap"] == "on",
+        "host_fixed_zero": inputs["host_ms"] == 0,
         "target_util_text": percent_format(inputs["target_utilization"]),
         "target_util_fraction": number_format(inputs["target_utilization"]),
         "throughput_gain_text": f"{number_format(r['throughput_gain'])}×",
@@ -252,6 +253,11 @@ def context(*, request: HttpRequest) -> dict:
         # The host lengthens both steps past their GPU time, so MFU and MBU over wall time fall.
         "host_lowers": all(r[k]["wall_seconds"] > r[k]["gpu_seconds"] for k in ("small", "large")),
         "target_full": inputs["target_utilization"] >= 1,
+        # Overlapped, a step lasts the longer of GPU and host time, so nvidia-smi reads GPU ÷
+        # host once the host is the longer: the target needs host time = GPU time ÷ target.
+        "overlap_host_for_target": {
+            k: seconds_format(r[k]["gpu_seconds"] / inputs["target_utilization"])
+            for k in ("small", "large")},
         "small": _point(r["small"]),
         "large": _point(r["large"]),
         "per_seq_given": per_seq_given,
