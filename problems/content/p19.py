@@ -231,6 +231,7 @@ def figures(inputs: dict) -> dict:
         # Whole replicas give the canary its share only when the router does not weight it.
         "replica_share_off": abs(r["replica_share"] - k["canary_share"])
         > SAME_WITHIN * k["canary_share"],
+        "canary_is_one_replica": r["canary_replicas"] == 1,
         "canary_vs_blue_green": times_phrase(r["canary_gpu_cost"], r["blue_green_cost"]),
         # The baseline is k times the canary: only when k is large is its noise negligible.
         "k_times_text": times_phrase(c["k"], 1.0),

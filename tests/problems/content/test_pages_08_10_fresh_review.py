@@ -1,0 +1,51 @@
+"""Regressions from a fresh strict read of pages 08, 09 and 10 (problems 16, 18, 19, 20, 23, 24,
+25), each at the input that showed the sentence wrong or misleading."""
+
+import pytest
+
+from tests.problems.content import page08, page09, page10
+from tests.problems.content.helpers import problem_html, section_html, text_of
+
+pytestmark = pytest.mark.django_db
+
+PAGES = {16: page08, 18: page08, 19: page09, 20: page09, 23: page10, 24: page10, 25: page10}
+
+
+def text(client, number: int, slug: str, query: str = "") -> str:
+    page = PAGES[number].page_get(client, query)
+    return " ".join(text_of(section_html(problem_html(page, number), number, slug)).split())
+
+
+def test_p18_a_median_is_not_set_by_a_few_slowest_requests(client) -> None:
+    """At a p50 of 1,200 requests, 600 lie beyond the true median (1,200 × 0.5), with a 95% range
+    of 566 to 634: the measured p50 is where those 600 begin, not 'those few slowest requests'."""
+    worked = text(client, 18, "worked", "?p18-plan-percentile_q=0.5")
+    assert "about 600 of these 1,200" in worked
+    assert "few slowest" not in worked
+    assert "sits where those requests begin" in worked
+
+
+def test_p18_a_capped_client_reads_a_higher_throughput_as_a_faster_loop(client) -> None:
+    """At the defaults the client holds 16 in flight against Little's 4 × 8 s = 32, so the
+    512 tokens/s (16 ÷ 8 s × 256) is the closed loop's estimate: a higher measurement means
+    latency fell below 8 s at 16 in flight, not that Poisson sent more requests (it sends
+    none: the loop is closed). With a cap of 64 the open-loop reading stays."""
+    capped = text(client, 18, "worked")
+    assert "512 tokens/s" in capped
+    assert "Poisson counts vary" not in capped
+    assert "finished sooner than 8 s with only 16 in flight" in capped
+    open_loop = text(client, 18, "worked", "?p18-plan-client_concurrency=64")
+    assert "1,024 tokens/s" in open_loop and "Poisson counts vary" in open_loop
+
+
+def test_p19_a_half_share_canary_of_many_replicas_is_not_one_replica(client) -> None:
+    """A 50% canary beside 20 replicas is c ÷ (20 + c) = 0.5, so c = 20 added replicas: as many
+    GPUs as blue-green, because the share is large, not because the fleet is small or the canary
+    is 'one replica'. With 1 replica and a 5% share the one-replica sentence stays."""
+    worked = text(client, 19, "worked", "?p19-canary-canary_share=0.5")
+    assert "20 added replicas of 40" in worked
+    assert "canary's one replica" not in worked
+    assert "as large as the fleet itself" in worked
+    small = text(client, 19, "worked", "?p19-canary-replicas=1&p19-canary-request_rate=0.05"
+                                       "&p19-canary-gpus_per_replica=8")
+    assert "canary's one replica is as large as a second fleet" in small
