@@ -49,3 +49,26 @@ def test_p19_a_half_share_canary_of_many_replicas_is_not_one_replica(client) -> 
     small = text(client, 19, "worked", "?p19-canary-replicas=1&p19-canary-request_rate=0.05"
                                        "&p19-canary-gpus_per_replica=8")
     assert "canary's one replica is as large as a second fleet" in small
+
+
+def test_p20_a_free_standby_is_not_undercut_by_sharing_at_half_cost(client) -> None:
+    """At a standby cost of 0 and a 99% cap: 21 replicas today (⌈40 ÷ (2 × 0.99)⌉), 24 with the
+    17.4% ramp headroom, so 3 more at 4 GPUs × $2.50 × 730 h = $21,900 a month. A pool of 3 at a
+    standby cost of 0 costs $0.00; the old sentence then said 'the pool pays when its standby is
+    cheaper: shared … it comes to $10,950' (3 × 0.5 × $7,300), dearer than the $0 it followed."""
+    worked = text(client, 20, "worked", "?p20-cold-utilisation=0.99&p20-cold-standby_cost=0")
+    assert "that is $0.00 a month" in worked
+    assert "$10,950" not in worked
+    assert "the $21,900 a month of the running headroom" in worked
+    assert "$21,900" in text(client, 20, "worked")
+
+
+def test_p20_a_flat_load_has_no_ramp_to_cover(client) -> None:
+    """At a ramp of 0 the headroom is 0% × 8.69 min = 0%: the page said 'the load starts
+    climbing by 0%', offered a 'leaner' target of 1 ÷ (1 + 0%) = 100% (20 replicas, no burst
+    slack at all) and priced a pool of nothing. It now says the load is flat and that only a
+    failed replica's replacement (7.69 min, 5.63 min at 8 GB/s) still depends on the cold start."""
+    worked = text(client, 20, "worked", "?p20-cold-ramp_per_minute=0")
+    assert "climbing by 0%" not in worked and "The load is flat" in worked
+    assert "leaner choice" not in worked and "= 100%" not in worked
+    assert "from 7.69 min to 5.63 min" in worked
