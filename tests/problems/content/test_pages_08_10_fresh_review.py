@@ -72,3 +72,25 @@ def test_p20_a_flat_load_has_no_ramp_to_cover(client) -> None:
     assert "climbing by 0%" not in worked and "The load is flat" in worked
     assert "leaner choice" not in worked and "= 100%" not in worked
     assert "from 7.69 min to 5.63 min" in worked
+
+
+def test_p23_calibrates_its_floors_against_published_per_node_throughput(client) -> None:
+    """K6. DeepSeek's Day 6: about 14,800 output tokens/s per H800 node (EP144, 18 nodes);
+    LMSYS: 22,300 per H100 node (EP72, 9 nodes, 2,000-token inputs). The page's own node filled
+    to its KV limit (680 sequences of 5,000 tokens on 8 × H200) has a ceiling of 17,291 per node,
+    so DeepSeek's is 17,291 ÷ 14,800 = 1.17× lower and SGLang's 22,300 ÷ 17,291 = 1.29× higher.
+    On 64 H100s at EP64 each GPU holds 256 ÷ 64 = 4 routed experts instead of 256 ÷ 8 = 32, and
+    at 2,000 tokens of context the same floors give 22,358 to 37,517 per node: SGLang's 22,300
+    sits at the serial end, below the ceiling. The section names both sources."""
+    worked = text(client, 23, "worked")
+    assert "is 17,291 per node" in worked
+    assert "DeepSeek's figure is 1.17× lower, SGLang's 1.29× higher" in worked
+    assert "4 routed experts instead of 32" in worked
+    assert "22,358 to 37,517 at 2,000" in worked
+    assert "Both published figures sit below those ceilings" in worked
+    page = page10.page_get(client)
+    assert "lmsys.org/blog/2025-05-05-large-scale-ep" in page
+    assert "14.8k output tokens/s per H800 node" in page
+    # The published figures are DeepSeek-V3's: another model gets no such paragraph.
+    from problems.content import p23
+    assert p23.wide_ep_calibration({"model": "mixtral-8x7b"}) == {"calibrate": False}
