@@ -94,3 +94,20 @@ def test_p23_calibrates_its_floors_against_published_per_node_throughput(client)
     # The published figures are DeepSeek-V3's: another model gets no such paragraph.
     from problems.content import p23
     assert p23.wide_ep_calibration({"model": "mixtral-8x7b"}) == {"calibrate": False}
+
+
+def test_p18_checks_answers_and_stream_chunks_before_speed(client) -> None:
+    """K2 and K3: accuracy and sampling parity before speed (lm-evaluation-harness through the
+    endpoint; vLLM's generation_config.json defaults, --generation-config vllm) and the stream
+    interval (SGLang's --stream-interval, default 1): four tokens a chunk make chunk gaps about
+    4 × a token's, so ITL is compared per token. Each fact names its source."""
+    concepts = text(client, 18, "concepts")
+    assert "local-chat-completions" in concepts and "--generation-config vllm" in concepts
+    assert "--stream-interval" in concepts and "about four times as long" in concepts
+    model = text(client, 18, "answer")
+    assert "same accuracy evaluation through each endpoint" in model
+    page = page08.page_get(client)
+    for url in ("github.com/EleutherAI/lm-evaluation-harness",
+                "docs.vllm.ai/en/latest/configuration/engine_args.html",
+                "docs.sglang.ai/advanced_features/server_arguments.html"):
+        assert url in page
