@@ -111,3 +111,16 @@ def test_p18_checks_answers_and_stream_chunks_before_speed(client) -> None:
                 "docs.vllm.ai/en/latest/configuration/engine_args.html",
                 "docs.sglang.ai/advanced_features/server_arguments.html"):
         assert url in page
+
+
+def test_p19_orders_quantisations_by_risk_and_gates_on_flips_and_kl(client) -> None:
+    """K4: Kurtic et al. (over 500,000 evaluations): FP8 W8A8 lossless, tuned INT8 W8A8 within
+    1–3%, INT4 weight-only close to 8-bit; Dutta et al.: flips at equal accuracy, flips and KL
+    as the gate. Both named on the page's sources."""
+    concepts = text(client, 19, "concepts")
+    assert "over 500,000 evaluations" in concepts and "within 1–3%" in concepts
+    assert "(\"flips\")" in concepts
+    assert "KL divergence from the current model as the gate" in concepts
+    assert "the flips" in text(client, 19, "answer")
+    page = page09.page_get(client)
+    assert "arxiv.org/abs/2411.02355" in page and "arxiv.org/abs/2407.09141" in page
