@@ -124,3 +124,16 @@ def test_p19_orders_quantisations_by_risk_and_gates_on_flips_and_kl(client) -> N
     assert "the flips" in text(client, 19, "answer")
     page = page09.page_get(client)
     assert "arxiv.org/abs/2411.02355" in page and "arxiv.org/abs/2407.09141" in page
+
+
+def test_p25_says_the_tail_of_conversation_lengths_not_the_mean_meets_the_kv_cache(client) -> None:
+    """K8: with S = 500, u = 150, a = 400 and 5 turns, turn j sends 650 + (j − 1) × 550 tokens:
+    the last of 5 turns 2,850, the last of 10 turns 5,600, which is 5,600 ÷ 1,750 = 3.2 times
+    the mean prompt (500 + 150 + 4 × 550 ÷ 2 = 1,750) the sizing uses. With one-turn
+    conversations nothing grows and that sentence is left out."""
+    concepts = text(client, 25, "concepts")
+    assert "of 5 turns sends 2,850 tokens" in concepts
+    assert "of 10 turns, 5,600, 3.2 times the mean prompt" in concepts
+    one_turn = text(client, 25, "concepts", "?p25-fleet-turns=1")
+    assert "Means hide the long conversations" in one_turn
+    assert "resends the whole conversation" not in one_turn
