@@ -137,3 +137,13 @@ def test_p25_says_the_tail_of_conversation_lengths_not_the_mean_meets_the_kv_cac
     one_turn = text(client, 25, "concepts", "?p25-fleet-turns=1")
     assert "Means hide the long conversations" in one_turn
     assert "resends the whole conversation" not in one_turn
+
+
+def test_p16_model_answer_alerts_on_the_budget_its_concepts_teach(client) -> None:
+    """The concepts teach multi-window burn-rate alerts (a 14.4× burn: 2% of a 30-day budget
+    in an hour, 0.02 × 720 h ÷ 1 h) and TTFT split into queue and prefill; the model answer said
+    only 'p99 TTFT or ITL above SLO for some minutes', the naive version they improve on."""
+    answer = text(client, 16, "answer")
+    assert "for some minutes" not in answer
+    assert "spend the error budget" in answer and "queue time and prefill time" in answer
+    assert "14.4×" in text(client, 16, "concepts")
