@@ -147,3 +147,30 @@ def test_p16_model_answer_alerts_on_the_budget_its_concepts_teach(client) -> Non
     assert "for some minutes" not in answer
     assert "spend the error budget" in answer and "queue time and prefill time" in answer
     assert "14.4×" in text(client, 16, "concepts")
+
+
+P24_SMALL = "?p24-cost-model=llama-3.1-8b&p24-cost-tp=1"
+
+
+def test_p24_one_gpu_and_a_slack_larger_than_the_prompts(client) -> None:
+    """Llama 3.1 8B on one H100: the output line read '1 GPUs × $2.50'. Its memory-bound step of
+    12.5 ms spends 2.09 ms on FLOPs, 10.4 ms spare; a computed prompt token takes 29.3 µs, so
+    about 355 fit against the 64 × 2,000 ÷ 400 = 320 a step needs: 1.11 times over, so the
+    page says all of the input could ride along, not 'room for 100% … counted twice'. At the
+    defaults (55.8%) the share sentence stays."""
+    worked = text(client, 24, "worked", P24_SMALL)
+    assert "1 GPU × $2.50" in worked and "1 GPUs" not in worked
+    assert "room for all of the prompt tokens this traffic must compute (1.11 times over)" in worked
+    assert "room for 100%" not in worked
+    assert "room for 55.8% of the prompt tokens" in text(client, 24, "worked")
+
+
+def test_p24_speculation_that_still_pays_at_the_final_batch_is_not_said_twice(client) -> None:
+    """With the 8B model speculative decoding gives (1 − 0.8³) ÷ 0.2 ÷ (1 + 2 × 0.05) = 2.22×
+    at the baseline's batch of 64 and still 2.22× at the final batch (the verification step stays
+    memory-bound): the page said 'would have given 2.22×; at the batch reached by then it gives
+    2.22×'. At the defaults it falls to 0.871× and stays off."""
+    worked = text(client, 24, "worked", P24_SMALL)
+    assert "it gives 2.22×" not in worked
+    assert "would have given 2.22×, and it still does" in worked
+    assert "it gives 0.871×, so it stays off" in text(client, 24, "worked")
