@@ -237,6 +237,9 @@ def figures(inputs: dict) -> dict:
         "above_text": percent_format(c["above_p99"]),
         "duration_text": seconds_format(r["seconds"]),
         "small_share_text": percent_format(0.01),
+        # Already at the 1% the comparison uses: nothing to compare with.
+        "share_is_small": abs(k["canary_share"] - 0.01) < 1e-9,
+        "p0_zero": p0 == 0,
         "small_duration_text": seconds_format(small["seconds"]),
         "extra_errors_text": number_format(r["extra_errors"], digits=2),
         "canary_replicas_text": count_phrase(r["canary_replicas"], "added replica"),

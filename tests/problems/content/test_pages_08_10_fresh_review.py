@@ -174,3 +174,20 @@ def test_p24_speculation_that_still_pays_at_the_final_batch_is_not_said_twice(cl
     assert "it gives 2.22×" not in worked
     assert "would have given 2.22×, and it still does" in worked
     assert "it gives 0.871×, so it stays off" in text(client, 24, "worked")
+
+
+def test_p19_a_one_percent_canary_is_not_compared_with_a_one_percent_canary(client) -> None:
+    """At a 1% share (0.2 requests/s of 20) the canary needs 1,806 requests, 1,806 ÷ 0.2 =
+    9,030 s = 2.51 h; the page went on 'At a 1% share it would take 2.51 h … (1,806 at 1%)',
+    comparing the input with itself."""
+    worked = text(client, 19, "worked", "?p19-canary-canary_share=0.01&p19-canary-replicas=100")
+    assert "or 2.51 h at 0.2 requests/s" in worked
+    assert "At a 1% share it would take" not in worked
+
+
+def test_p19_a_baseline_that_never_fails_expects_no_errors_not_about_0(client) -> None:
+    """p₀ = 0: 708 requests × 0 = 0 expected errors; the page said 'about 0 errors'."""
+    worked = text(client, 19, "worked",
+                  "?p19-canary-error_rate=0&p19-canary-error_rate_regressed=0.001")
+    assert "about 0 errors" not in worked
+    assert "708 requests to the canary would hold no errors at all" in worked
