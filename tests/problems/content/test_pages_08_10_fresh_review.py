@@ -191,3 +191,14 @@ def test_p19_a_baseline_that_never_fails_expects_no_errors_not_about_0(client) -
                   "?p19-canary-error_rate=0&p19-canary-error_rate_regressed=0.001")
     assert "about 0 errors" not in worked
     assert "708 requests to the canary would hold no errors at all" in worked
+
+
+def test_p20_model_answer_prices_the_pool_at_its_own_standby_cost(client) -> None:
+    """At a standby cost of 0.2 the pool is 1 running extra replica ($7,300 = 4 GPUs × $2.50 ×
+    730 h) plus 4 pooled at 20% ($5,840): $13,140 against $36,500 of running headroom. The model
+    answer said 'loaded idle GPUs cost the same wherever they sit … $21,900 at half the standby
+    cost', dearer than the learner's own standby."""
+    answer = text(client, 20, "answer", "?p20-cold-standby_cost=0.2")
+    assert "cost the same wherever they sit" not in answer
+    assert "it comes to $13,140 a month against $36,500" in answer
+    assert "$21,900 at half the standby cost" in text(client, 20, "answer")
