@@ -1,6 +1,8 @@
 """Regressions from a fresh strict read of pages 08, 09 and 10 (problems 16, 18, 19, 20, 23, 24,
 25), each at the input that showed the sentence wrong or misleading."""
 
+import re
+
 import pytest
 
 from tests.problems.content import page08, page09, page10
@@ -202,3 +204,18 @@ def test_p20_model_answer_prices_the_pool_at_its_own_standby_cost(client) -> Non
     assert "cost the same wherever they sit" not in answer
     assert "it comes to $13,140 a month against $36,500" in answer
     assert "$21,900 at half the standby cost" in text(client, 20, "answer")
+
+
+def test_p25_one_daily_user_reads_in_the_singular_and_keeps_its_small_rates(client) -> None:
+    """One daily user: 1 × 2 × 5 = 10 requests a day, 10 ÷ 86,400 × 3 = 0.000347 requests/s at
+    the peak, so 0.000347 × 1,750 = 0.608 tokens/s of input, × 950 = 0.33 computed and × 400 =
+    0.139 of output. The page rounded them to '1 tokens/s', '0 tokens/s' and '0 tokens/s', and
+    said '1 daily active users' and '1 decode replicas (4 GPUs) and 1 prefill replicas'."""
+    worked = text(client, 25, "worked", "?p25-fleet-daily_users=1")
+    assert "1 daily active user," in worked
+    assert ("0.608 tokens/s of input, of which 0.33 tokens/s must be computed, and "
+            "0.139 tokens/s of output") in worked
+    assert not re.search(r"(?<![\d.,])[01] tokens/s", worked)
+    assert "1 decode replica (4 GPUs) and 1 prefill replica (4 GPUs" in worked
+    defaults = text(client, 25, "worked")
+    assert "4 decode replicas (16 GPUs) and 9 prefill replicas (36 GPUs" in defaults
