@@ -219,3 +219,10 @@ def test_p25_one_daily_user_reads_in_the_singular_and_keeps_its_small_rates(clie
     assert "1 decode replica (4 GPUs) and 1 prefill replica (4 GPUs" in worked
     defaults = text(client, 25, "worked")
     assert "4 decode replicas (16 GPUs) and 9 prefill replicas (36 GPUs" in defaults
+
+
+def test_p16_one_gpu_is_not_priced_each(client) -> None:
+    """One replica of 1 GPU at $3.95/h: 'each' belongs only to a replica of several GPUs
+    (4 GPUs at $3.95/h each is $15.80/h a replica)."""
+    assert "1 GPU at $3.95/h serves" in text(client, 16, "worked")
+    assert "4 GPUs at $3.95/h each" in text(client, 16, "worked", "?p16-cost-gpus=4")
