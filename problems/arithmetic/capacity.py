@@ -316,7 +316,7 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              p["prefill_flops"], "FLOP", flops_format(p["prefill_flops"])),
         Step(f"A typical prompt's prefill ({pf['bound']}-bound)",
              f"max({number_format(pf['computed'])} tokens × {flops_format(p['prefill_flops'])} "
-             f"÷ {tp} GPUs ÷ ({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
+             f"÷ {count_phrase(tp, 'GPU')} ÷ ({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
              f"{number_format(k['mfu_prefill'])} MFU), {bytes_short(pf['bytes'])} of weights "
              f"and KV per GPU ÷ ({bandwidth_format(g.bandwidth_bytes_per_second)} × "
              f"{number_format(k['bandwidth_efficiency'])}))",
@@ -327,7 +327,7 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
              f"{seconds_format(pf['seconds'])} ÷ {number_format(pf['computed'])}) ÷ {util}",
              p["prefill_gpus"], "GPUs", number_format(p["prefill_gpus"])),
         Step("A typical prompt: prefill and KV transfer",
-             f"{number_format(d['uncached'])} tokens on {tp} GPUs "
+             f"{number_format(d['uncached'])} tokens on {count_phrase(tp, 'GPU')} "
              f"({seconds_format(p['prefill_time'])}) + {number_format(d['prompt'])} tokens × "
              f"{bytes_short(dec['kv_token'])} of KV per GPU over each GPU's "
              f"{number_format(k['link_bytes_per_second'] / 1e9)} GB/s at "
@@ -337,7 +337,7 @@ def fleet_steps(p: dict, k: dict) -> tuple[Step, ...]:
         Step("GPUs per region", f"{regions_text}: ⌈{number_format(p['decode_replicas'])} ÷ "
              f"{p['share']}⌉ = {p['dec_region']} decode replicas + ⌈"
              f"{number_format(p['prefill_gpus'])} ÷ {p['share']} ÷ {tp}⌉ = {p['pre_region']} "
-             f"prefill replicas, × {tp} GPUs", p["per_region"], "GPUs",
+             f"prefill replicas, × {count_phrase(tp, 'GPU')}", p["per_region"], "GPUs",
              count_format(p["per_region"], "GPU")),
         Step("GPUs in all", f"{k['regions']} × {p['per_region']}", p["total_gpus"], "GPUs",
              count_format(p["total_gpus"], "GPU")),

@@ -344,7 +344,8 @@ def replica_steps(*, r: dict, k: dict, what: str = "") -> tuple[Step, ...]:
              money_format(r["out"])),
         Step(f"{pre}prefill of one prompt ({pf['bound']}-bound)",
              f"max({number_format(pf['computed'])} computed tokens × "
-             f"{scientific_format(r['prefill_flops_per_token'], digits=4)} FLOP ÷ {tp} GPUs ÷ "
+             f"{scientific_format(r['prefill_flops_per_token'], digits=4)} FLOP ÷ "
+             f"{count_phrase(tp, 'GPU')} ÷ "
              f"({rate_of_format(peak_flops_get(gpu=g, dtype=w))} × "
              f"{number_format(k['mfu_prefill'])}), {bytes_short(pf['bytes'])} of weights and KV "
              f"per GPU ÷ {bandwidth_format(bw)})", pf["seconds"], "s",

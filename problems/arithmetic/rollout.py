@@ -224,8 +224,10 @@ def canary(**inputs: object) -> Result:
              "ms", c["n_latency"], "requests",
              count_format(math.ceil(c["n_latency"]), "request")),
         Step("Few events: the normal approximation runs short",
-             f"if nothing changed the canary would expect about "
-             f"{number_format(c['expected_errors'])} errors and about "
+             "if nothing changed the canary would expect "
+             + (f"about {number_format(c['expected_errors'])} errors" if c["expected_errors"] > 0
+                else "no errors (the current version never fails)")
+             + " and about "
              f"{number_format(c['expected_above'])} requests above the p99 in "
              "those samples; Fleiss's continuity correction n ÷ 4 × [1 + √(1 + 2(k + 1) ÷ "
              f"(k n (p₁ − p₀)))]² gives {number_format(math.ceil(c['n_errors_cc']))} and "

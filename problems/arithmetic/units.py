@@ -167,7 +167,11 @@ def money_format(dollars: float, *, significant: int | None = None) -> str:
     """US dollars: "$2.50", "$1,234", "$0.0042" (small sums keep significant figures). With
     `significant`, sums under $100 keep that many significant figures: "$0.0469", "$0.823"."""
     if significant is not None and 0 < abs(dollars) < 100:
-        return f"${number_format(dollars, digits=significant)}"
+        text = number_format(dollars, digits=significant)
+        # Cents are written in pairs: "$6.40", not "$6.4" (sub-cent sums keep their figures).
+        if abs(dollars) >= 0.01 and "." in text and len(text.split(".")[1]) == 1:
+            text += "0"
+        return f"${text}"
     if abs(dollars) >= 100:
         return f"${dollars:,.0f}"
     if abs(dollars) >= 0.01 or dollars == 0:

@@ -206,6 +206,7 @@ def context(*, request: HttpRequest) -> dict:
         "inputs_followed": followed,
         "price_text": money_format(inputs["price_per_hour"]) + "/h",
         "gpus_text": count_format(inputs["gpus"], "GPU"),
+        "gpus_many": inputs["gpus"] > 1,
         "replica_price_text": money_format(r["replica_price_per_hour"]) + "/h",
         "prompt_tokens": number_format(inputs["prompt_tokens"]),
         "output_tokens": number_format(inputs["output_tokens"]),

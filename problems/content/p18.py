@@ -137,6 +137,15 @@ SOURCES: list[tuple[str, str]] = [
      "generators)", "https://www.infoq.com/presentations/latency-response-time/"),
     ("Little, 'A Proof for the Queuing Formula: L = λW', Operations Research 1961",
      "https://doi.org/10.1287/opre.9.3.383"),
+    ("EleutherAI lm-evaluation-harness (local-completions and local-chat-completions: "
+     "evaluating any OpenAI-compatible endpoint)",
+     "https://github.com/EleutherAI/lm-evaluation-harness"),
+    ("vLLM documentation: engine arguments (--generation-config: 'auto' takes default "
+     "sampling parameters from the model's generation_config.json, 'vllm' keeps vLLM's own)",
+     "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("SGLang documentation: server arguments (--stream-interval, default 1: a smaller value "
+     "streams more smoothly, a larger one raises throughput)",
+     "https://docs.sglang.ai/advanced_features/server_arguments.html"),
     ("vLLM documentation: automatic prefix caching",
      "https://docs.vllm.ai/en/latest/features/automatic_prefix_caching.html"),
 ]

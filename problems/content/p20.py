@@ -532,6 +532,10 @@ def figures(inputs: dict) -> dict:
         "extra_warm_text": count_phrase(r["extra_replicas_warm"], "extra replica"),
         "standby_text": percent_format(k["standby_cost"]),
         "standby_full": k["standby_cost"] >= 1.0,
+        # Sharing a pool between two deployments halves a full standby cost; it only helps
+        # when the standby costs more than that half already.
+        "sharing_cheaper": k["standby_cost"] > 0.5,
+        "flat": k["ramp_per_minute"] == 0,
         "cost_warm_text": money_format(r["cost_warm_pool"]),
         "cost_warm_shared_text": money_format(shared["cost_warm"]),
         "fast_weights_text": seconds_format(r["fast_weights_seconds"]),

@@ -50,7 +50,12 @@ from problems.arithmetic.units import (
     percent_format,
     seconds_format,
 )
-from problems.arithmetic.wording import SAME_WITHIN, count_phrase, ratio_phrase, share_phrase
+from problems.arithmetic.wording import (
+    SAME_WITHIN,
+    count_phrase,
+    ratio_phrase,
+    share_phrase,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -75,6 +80,15 @@ FLASHMLA_TFLOPS = 660  # FlashMLA README: dense MLA decoding on H800, compute-bo
 DEEPSEEK_KV_LENGTH = 4_989  # Day 6 overview: average KV length per output token
 MTP_ACCEPTANCE = "85–90%"  # DeepSeek-V3 report §5.4.3, the second token's acceptance rate
 MTP_SPEEDUP = 1.8  # the same section: tokens per second with MTP, ×
+# Published decode throughput per node, to calibrate the page's floors against (K6). DeepSeek's
+# Day 6 overview: about 14.8k output tokens/s per H800 node, decode at EP144 over 18 nodes, an
+# average KV length of 4,989 tokens. LMSYS (2025-05-05): 22.3k output tokens/s per H100 node,
+# decode at EP72 over 9 nodes, 2,000-token inputs.
+DEEPSEEK_NODE_TPS, DEEPSEEK_DECODE_NODES, DEEPSEEK_DECODE_EP = 14_800, 18, 144
+SGLANG_NODE_TPS, SGLANG_DECODE_NODES, SGLANG_DECODE_EP, SGLANG_INPUT = 22_300, 9, 72, 2_000
+# The page's own wide layout for that comparison: 8 nodes of H100 (H800s read HBM as fast),
+# EP64, as many sequences as its KV holds. 256 experts split evenly over 64 GPUs, not 72.
+WIDE_NODES, WIDE_GPU = 8, "h100-sxm"
 # DeepSeek-V3's node-limited routing: the router keeps the best `topk_group` of `n_group` expert
 # groups (config.json: 4 of 8; report §2.1.2 the mechanism, §3.2.2 and §4.2 at most 4 nodes per
 # token in training), and the link bandwidths the report gives for its H800 cluster (§3.2.2; it
@@ -482,8 +496,8 @@ SOURCES: list[tuple[str, str]] = [
      "prefill and decode deployments; §5.4.3 multi-token prediction)",
      "https://arxiv.org/abs/2412.19437"),
     ("DeepSeek, 'Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview' (EP32 prefill, "
-     "EP144 decode, 32 redundant experts, FP8 dispatch and BF16 combine, average KV length "
-     "4,989 tokens)",
+     "EP144 decode over 18 nodes, 32 redundant experts, FP8 dispatch and BF16 combine, average "
+     "KV length 4,989 tokens, about 14.8k output tokens/s per H800 node in decode)",
      "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
      "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md"),
     ("DeepSeek-V3 config.json (61 layers, 256 routed experts, top-8, 4 of 8 expert groups per "
@@ -515,6 +529,9 @@ SOURCES: list[tuple[str, str]] = [
     ("SGLang documentation: DeepSeek V3/V3.1/R1 usage (DP attention; hardware configurations, "
      "W4A8 and AWQ on a node of H100s)",
      "https://github.com/sgl-project/sglang/blob/main/docs/basic_usage/deepseek_v3.md"),
+    ("LMSYS, 'Deploying DeepSeek with PD Disaggregation and Large-Scale Expert Parallelism on "
+     "96 H100 GPUs' (2025-05-05: decode at EP72 on 9 nodes, 22.3k output tokens/s per node for "
+     "2,000-token inputs)", "https://lmsys.org/blog/2025-05-05-large-scale-ep/"),
     ("LMSYS, 'SGLang v0.4' (data-parallel attention for DeepSeek models)",
      "https://lmsys.org/blog/2024-12-04-sglang-v0-4/"),
     ("TensorRT-LLM documentation: parallelism strategies (attention data parallelism, wide "
@@ -551,6 +568,65 @@ def _layout(inputs: dict, layout: Layout, *, gpu: str | None = None,
             field="nodes", message=f"{layout.gpus} × {k['gpu'].name} as {layout.name} cannot "
             "hold the model and one sequence")
     return r
+
+
+def wide_ep_calibration(inputs: dict) -> dict:
+    """The page's floors for a wide-EP decode cluster, set beside published per-node throughput:
+    8 nodes of H100 at EP64 in FP8, holding as many sequences as their KV allows, at
+    DeepSeek's average context and at SGLang's input length. Empty for a model other than
+    DeepSeek-V3 (the published figures are for it), or where the layout cannot be worked."""
+    if inputs["model"] != "deepseek-v3":
+        return {"calibrate": False}
+    m = model_get(inputs["model"])
+    layout = Layout(WIDE_NODES, 8, 1, 1, "ep")
+    rows = {}
+    try:
+        for name, context in (("ds", DEEPSEEK_KV_LENGTH), ("sg", SGLANG_INPUT)):
+            wide = {**inputs, "gpu": WIDE_GPU, "nodes": WIDE_NODES, "gpus_per_node": 8,
+                    "dtype": "fp8", "batch": 10**6, "context_tokens": context}
+            rows[name] = _layout(wide, layout, gpu=WIDE_GPU)
+    except ArithmeticInputError:
+        return {"calibrate": False}
+    # The learner's cluster filled to its KV limit: a saturated node against saturated nodes.
+    full = _layout({**inputs, "batch": 10**6},
+                   Layout(inputs["nodes"], inputs["gpus_per_node"], 1, 1, "ep"))
+    one_node_high = full["tps_high"] / inputs["nodes"]
+
+    def per_node(row: dict, key: str) -> str:
+        return number_format(round(row[key] / WIDE_NODES))
+
+    return {
+        "calibrate": True,
+        "wide_gpus": WIDE_NODES * 8, "wide_nodes": WIDE_NODES,
+        "wide_gpu_name": gpu_get(WIDE_GPU).name,
+        "ds_tps_text": number_format(DEEPSEEK_NODE_TPS),
+        "ds_nodes": DEEPSEEK_DECODE_NODES, "ds_ep": DEEPSEEK_DECODE_EP,
+        "sg_tps_text": number_format(SGLANG_NODE_TPS),
+        "sg_nodes": SGLANG_DECODE_NODES, "sg_ep": SGLANG_DECODE_EP,
+        "sg_input_text": f"{SGLANG_INPUT:,}",
+        "ds_context_text": f"{DEEPSEEK_KV_LENGTH:,}",
+        "page_full_tps_text": number_format(round(one_node_high)),
+        "page_full_seq": count_phrase(full["max_seq"], "sequence"),
+        "published_vs_page": ratio_phrase(DEEPSEEK_NODE_TPS, one_node_high, more="higher",
+                                          less="lower"),
+        "sg_vs_page": ratio_phrase(SGLANG_NODE_TPS, one_node_high, more="higher", less="lower"),
+        "published_above_page": min(DEEPSEEK_NODE_TPS, SGLANG_NODE_TPS) > one_node_high,
+        "wide_experts": math.ceil(m.experts_routed / (WIDE_NODES * 8)),
+        "narrow_experts": math.ceil(m.experts_routed / (inputs["nodes"]
+                                                        * inputs["gpus_per_node"])),
+        # SGLang's measurement against the page's serial (no-overlap) end at its input length.
+        "sg_near_serial": abs(SGLANG_NODE_TPS / (rows["sg"]["tps_low"] / WIDE_NODES) - 1) <= 0.1,
+        "wide_ds_seq": f"{rows['ds']['max_seq']:,}",
+        "wide_ds_low": per_node(rows["ds"], "tps_low"),
+        "wide_ds_high": per_node(rows["ds"], "tps_high"),
+        "wide_sg_seq": f"{rows['sg']['max_seq']:,}",
+        "wide_sg_low": per_node(rows["sg"], "tps_low"),
+        "wide_sg_high": per_node(rows["sg"], "tps_high"),
+        "wide_sg_step_high": seconds_format(rows["sg"]["tpot_high"]),
+        # The published figures should land at or below the page's ceilings; say which.
+        "ds_below_ceiling": DEEPSEEK_NODE_TPS <= rows["ds"]["tps_high"] / WIDE_NODES,
+        "sg_below_ceiling": SGLANG_NODE_TPS <= rows["sg"]["tps_high"] / WIDE_NODES,
+    }
 
 
 def figures(inputs: dict) -> dict:
@@ -727,6 +803,7 @@ def figures(inputs: dict) -> dict:
         "b_pp_tpot_text": f"{seconds_format(b_pp['tpot_low'])} to "
                           f"{seconds_format(b_pp['tpot_high'])}",
         "layouts": [_row_text(r) for r in rows],
+        **wide_ep_calibration(inputs),
     }
 
 

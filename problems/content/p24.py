@@ -41,7 +41,7 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, finite_or, share_phrase
+from problems.arithmetic.wording import count_phrase, finite_or, share_phrase, times_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -555,10 +555,14 @@ def _piggyback(big: dict, state: dict) -> dict:
     free_tokens = slack / per_token if per_token > 0 else 0.0
     computed = state["input_tokens"] * (1 - state["prefix_hit"])
     needed = big["batch"] * computed / state["output_tokens"]  # per step, one token each
-    share = min(1.0, free_tokens / needed) if needed > 0 else 0.0
+    room = free_tokens / needed if needed > 0 else 0.0
+    share = min(1.0, room)
     return {"piggyback": at["bound"] == "memory" and share > 0,
             "piggyback_slack_text": seconds_format(slack),
-            "piggyback_share_text": share_phrase(share)}
+            "piggyback_share_text": share_phrase(share),
+            # More slack than the prompts need: all of the input side could ride along.
+            "piggyback_all": room >= 1.0,
+            "piggyback_room_text": times_phrase(room, 1.0)}
 
 
 def figures(inputs: dict) -> dict:
@@ -664,7 +668,8 @@ def figures(inputs: dict) -> dict:
         "splitwise_throughput_text": f"{SPLITWISE[0]}×",
         "splitwise_cost_text": percent_format(SPLITWISE[1]),
         "distserve_text": f"{DISTSERVE}×",
-        "model_name": m.name, "gpu_name": g.name, "tp": state["tp"], "dtype_name": w.name,
+        "model_name": m.name, "gpu_name": g.name, "tp": state["tp"],
+        "tp_gpus_text": count_phrase(state["tp"], "GPU"), "dtype_name": w.name,
         "price_text": money_format(state["price_per_hour"]),
         "util_text": percent_format(state["utilisation"]),
         "tpot_target_text": seconds_format(state["tpot_target_seconds"]),
@@ -726,6 +731,8 @@ def figures(inputs: dict) -> dict:
         "spec_gain_baseline_text": f"{number_format(spec_base['spec_gain'])}×",
         "spec_gain_lever_text": lv["spec"].get("gain_text", ""),
         "spec_on": spec_row["applied"],
+        "spec_gain_same": spec_row["applied"] and lv["spec"].get("gain_text", "")
+        == f"{number_format(spec_base['spec_gain'])}×",
         "levers_count": len(LEVERS),
     }
 

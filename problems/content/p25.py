@@ -33,7 +33,7 @@ from problems.arithmetic.units import (
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import amount_phrase, count_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase, times_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -398,20 +398,40 @@ SOURCES: list[tuple[str, str]] = [
     ("Little, 'A Proof for the Queuing Formula: L = λW', Operations Research 9(3), 1961",
      "https://doi.org/10.1287/opre.9.3.383"),
     ("Qin et al., 'Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving' "
-     "(KV cache tiers in CPU memory and SSD)", "https://arxiv.org/abs/2407.00079"),
+     "(KV cache tiers in CPU memory and SSD; its published trace's wide distribution of "
+     "input lengths)", "https://arxiv.org/abs/2407.00079"),
     ("LMSYS, 'SGLang v0.4' (a cache-aware load balancer)",
      "https://lmsys.org/blog/2024-12-04-sglang-v0-4/"),
     ("Inan et al., 'Llama Guard: LLM-based Input-Output Safeguard for Human-AI Conversations'",
      "https://arxiv.org/abs/2312.06674"),
     ("Zhong et al., 'DistServe' (disaggregated prefill and decode)",
      "https://arxiv.org/abs/2401.09670"),
-    ("Patel et al., 'Splitwise' (prefill and decode on separate machines)",
+    ("Patel et al., 'Splitwise' (prefill and decode on separate machines; its production "
+     "traces of Azure's coding and conversation services, with their spread of prompt and "
+     "output lengths)",
      "https://arxiv.org/abs/2311.18677"),
     ("Kwon et al., 'PagedAttention' (KV memory and preemption)",
      "https://arxiv.org/abs/2309.06180"),
     ("Meta Llama 3.1 70B config.json", "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/"
      "main/config.json"),
 ]
+
+
+def _tail_turns(dem: dict, mean_prompt: float) -> dict:
+    """Prompt lengths a mean hides: turn j sends S + u + (j − 1)(u + a) tokens, so the last turn
+    of a T-turn conversation, and of a 2T-turn one, against the mean prompt over T turns."""
+    step = dem["user_tokens"] + dem["answer_tokens"]
+    base = dem["system_tokens"] + dem["user_tokens"]
+    turns = max(1, round(dem["turns"]))
+    last = base + (turns - 1) * step
+    long_last = base + (2 * turns - 1) * step
+    return {
+        "tail_turns": count_phrase(turns, "turn"),
+        "tail_long_turns": count_phrase(2 * turns, "turn"),
+        "tail_last_text": f"{last:,}", "tail_long_text": f"{long_last:,}",
+        "tail_long_vs_mean": times_phrase(long_last, mean_prompt),
+        "tail_grows": step > 0 and turns > 1,
+    }
 
 
 def figures(inputs: dict) -> dict:
@@ -429,6 +449,9 @@ def figures(inputs: dict) -> dict:
         "deepseek_peak_ratio": f"{number_format(DEEPSEEK_NODES[0] / DEEPSEEK_NODES[1])}×",
         "sglang_router_throughput": f"{SGLANG_ROUTER[0]}×",
         "sglang_router_hits": f"{SGLANG_ROUTER[1]}×",
+        # Conversation lengths are heavy-tailed: the last turn of a conversation of the mean
+        # length, and of one twice as long, against the mean prompt the sizing uses.
+        **_tail_turns(dem, d["prompt"]),
         "dau_text": f"{dem['daily_users']:,}", "sessions_text": number_format(dem["sessions"]),
         "sessions_phrase": amount_phrase(dem["sessions"], "sessions"),
         "turns": dem["turns"], "sys_tokens": f"{dem['system_tokens']:,}",
@@ -446,9 +469,9 @@ def figures(inputs: dict) -> dict:
         "avg_rps_text": rate_format(d["average_rps"], "requests/s"),
         "peak_rps_text": rate_format(d["peak_rps"], "requests/s"),
         "mean_input": f"{number_format(d['prompt'])}", "uncached": number_format(d["uncached"]),
-        "peak_in_text": rate_format(round(d["peak_input"]), "tokens/s"),
-        "peak_prefill_text": rate_format(round(d["peak_prefill"]), "tokens/s"),
-        "peak_out_text": rate_format(round(d["peak_output"]), "tokens/s"),
+        "peak_in_text": rate_format(d["peak_input"], "tokens/s"),
+        "peak_prefill_text": rate_format(d["peak_prefill"], "tokens/s"),
+        "peak_out_text": rate_format(d["peak_output"], "tokens/s"),
         "w_gpu_text": bytes_in(dec["weights"], "GB"),
         "usable_text": bytes_in(dec["usable"], "GB"), "free_text": bytes_in(dec["free"], "GB"),
         "memory_total_text": bytes_in(k["gpu"].memory_total_bytes, "GB"),
@@ -459,7 +482,7 @@ def figures(inputs: dict) -> dict:
         "b_slo": f"{dec['b_slo']:,}", "batch": f"{dec['batch']:,}",
         "batch_limit": dec["limit"], "step_text": seconds_format(dec["step_seconds"]),
         "step_bound": dec["bound"],
-        "replica_tps_text": rate_format(round(dec["tokens_per_second"]), "tokens/s"),
+        "replica_tps_text": rate_format(dec["tokens_per_second"], "tokens/s"),
         "t_req_text": seconds_format(p["t_req"]),
         # Averages (Little's law), so not rounded to whole requests: "about 0.004 on average".
         "concurrency_text": number_format(p["concurrency"]),
@@ -486,8 +509,12 @@ def figures(inputs: dict) -> dict:
         "prefill_fits_ttft": p["prefill_fits_ttft"],
         "regions": k["regions"], "regions_minus_one": p["share"],
         "survives": p["share"] != k["regions"],
-        "dec_rep_region": p["dec_region"], "dec_gpus_region": p["dec_region"] * k["tp"],
-        "pre_rep_region": p["pre_region"], "pre_gpus_region": p["pre_region"] * k["tp"],
+        "dec_rep_region": count_phrase(p["dec_region"], "decode replica"),
+        "dec_gpus_region": count_phrase(p["dec_region"] * k["tp"], "GPU"),
+        "pre_rep_region": count_phrase(p["pre_region"], "prefill replica"),
+        "pre_gpus_region": count_phrase(p["pre_region"] * k["tp"], "GPU"),
+        "dau_phrase": count_phrase(dem["daily_users"], "daily active user"),
+        "dau_short_phrase": count_phrase(dem["daily_users"], "daily user"),
         "per_region": p["per_region"], "total_gpus": f"{p['total_gpus']:,}",
         "hours_per_month": HOURS_PER_MONTH,
         "monthly_peak_text": money_format(p["monthly_peak"]),

@@ -46,6 +46,17 @@ def test_numbers_rates_and_money() -> None:
     assert money_format(0.0042) == "$0.0042"
 
 
+def test_money_with_significant_figures_writes_cents_in_pairs() -> None:
+    """Problem 16 at 100,000-token prompts and one output token: $0.0064 a request is $6.40 per
+    thousand requests (3 significant figures of 6.4), printed as '$6.4'. Sub-cent sums and
+    three-figure cents are unchanged."""
+    assert money_format(6.4, significant=3) == "$6.40"
+    assert money_format(0.5, significant=3) == "$0.50"
+    assert money_format(0.823, significant=3) == "$0.823"
+    assert money_format(0.0469, significant=3) == "$0.0469"
+    assert money_format(12.34, significant=3) == "$12.30"
+
+
 def test_tiny_and_huge_numbers_switch_to_scientific_notation() -> None:
     assert number_format(0.00001234) == "1.23×10⁻⁵"
     assert number_format(2.5e17) == "2.5×10¹⁷"
