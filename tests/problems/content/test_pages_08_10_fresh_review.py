@@ -82,13 +82,14 @@ def test_p23_calibrates_its_floors_against_published_per_node_throughput(client)
     to its KV limit (680 sequences of 5,000 tokens on 8 × H200) has a ceiling of 17,291 per node,
     so DeepSeek's is 17,291 ÷ 14,800 = 1.17× lower and SGLang's 22,300 ÷ 17,291 = 1.29× higher.
     On 64 H100s at EP64 each GPU holds 256 ÷ 64 = 4 routed experts instead of 256 ÷ 8 = 32, and
-    at 2,000 tokens of context the same floors give 22,358 to 37,517 per node: SGLang's 22,300
-    sits at the serial end, below the ceiling. The section names both sources."""
+    at 2,000 tokens of context the same floors give 22,355 to 37,511 per node (with each H100's
+    budget from CUDA's 79.22 GiB): SGLang's 22,300 sits at the serial end, below the ceiling.
+    The section names both sources."""
     worked = text(client, 23, "worked")
     assert "is 17,291 per node" in worked
     assert "DeepSeek's figure is 1.17× lower, SGLang's 1.29× higher" in worked
     assert "4 routed experts instead of 32" in worked
-    assert "22,358 to 37,517 at 2,000" in worked
+    assert "22,355 to 37,511 at 2,000" in worked
     assert "Both published figures sit below those ceilings" in worked
     page = page10.page_get(client)
     assert "lmsys.org/blog/2025-05-05-large-scale-ep" in page
