@@ -134,9 +134,14 @@ def _context_of(model_path: str) -> int:
 
 
 def engine_build(model_path: str, *, device: str = "cpu", **overrides):  # noqa: ANN003, ANN201
-    """A fresh engine with the demos' pool (experiments pass their own settings)."""
+    """A fresh engine with the demos' pool (experiments pass their own settings). A `dtype` may
+    be named ("bfloat16"), so the demos' runners need not import torch themselves."""
+    import torch
+
     from worker.engine import Engine
 
+    if isinstance(overrides.get("dtype"), str):
+        overrides["dtype"] = getattr(torch, overrides["dtype"])
     settings = {**dict(device=device, block_size=BLOCK_SIZE, num_kv_blocks=KV_BLOCKS,
                        max_num_seqs=MAX_NUM_SEQS), **overrides}
     return Engine.from_pretrained(model_path, **settings)

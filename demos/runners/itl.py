@@ -133,9 +133,7 @@ def _itl_run(*, engine, machine: dict, params: dict, ctx: RunContext) -> RunOutc
     ctx.publish("started", {"lever": lever, "batches": list(BATCHES), "device": device,
                             "prompt_tokens": prompt_len, "output_tokens": tokens})
     if lever == "bf16":
-        import torch
-
-        levered = engine_build(machine["model_path"], device=device, dtype=torch.bfloat16)
+        levered = engine_build(machine["model_path"], device=device, dtype="bfloat16")
         lever_machine = {**machine, "dtype": "bfloat16"}
     else:
         spec_kw = ({"speculative_model": str(draft)} if lever == "speculation"
