@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test check lint bench loadtest proofread train clean
+.PHONY: setup run test check lint bench bench-service loadtest proofread train clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,11 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m worker.engine.bench
+
+# Batch-1 TPOT through /v1 (the site as `make run` serves it, one stream at a time) against the
+# engine alone, and where the difference goes (a table).
+bench-service: setup
+	DJANGO_SETTINGS_MODULE=course.settings.dev $(BIN)/python manage.py streambench
 
 # The site under production settings on 127.0.0.1, measured alone and under 20 clients (a table).
 loadtest: setup

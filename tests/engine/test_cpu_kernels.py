@@ -68,6 +68,16 @@ def test_add_rmsnorm_adds_the_residual_then_normalises(kern) -> None:
     assert torch.equal(x, expected_x)  # no delta: nothing added
 
 
+@pytest.mark.parametrize(("vocab", "hidden"), [(5, 7), (32, 64), (33, 48), (100, 40)])
+def test_embed_packed_reads_the_rows_the_packed_matrix_holds(kern, vocab, hidden) -> None:
+    """A tied embedding freed after packing is read from the LM head's packed copy: the same
+    rows F.embedding reads, bit for bit, including ids in the last, partly padded panel."""
+    torch.manual_seed(vocab)
+    table = torch.randn(vocab, hidden)
+    ids = torch.tensor([0, vocab - 1, vocab // 2, 0, min(vocab - 1, 31)])
+    assert torch.equal(kern.embed_packed(kern.pack(table), ids), F.embedding(ids, table))
+
+
 @pytest.mark.parametrize("head_dim", [8, 24, 32])
 def test_rope_store_rotates_q_and_k_and_writes_the_pool(kern, head_dim) -> None:
     torch.manual_seed(3)
@@ -696,6 +706,12 @@ def test_indices_out_of_range_raise_and_change_nothing(kern) -> None:
     with pytest.raises(IndexError, match="add_rmsnorm"):
         kern.add_rmsnorm(x, None, torch.ones(dim), 1e-5, select=torch.tensor([0, 3]))
 
+    # A token id past the vocabulary (or negative) reads no row at all.
+    packed = kern.pack(torch.randn(20, dim))
+    for ids in ([0, 20], [-1, 3]):
+        with pytest.raises(IndexError, match="embed_packed"):
+            kern.embed_packed(packed, torch.tensor(ids))
+
     # Paged attention: a block id past the pool, a context past the block table, queries past
     # the rows given.
     one = torch.tensor([1])
@@ -846,6 +862,11 @@ def _misuses(kern) -> list:  # noqa: ANN001
         ("decode_attention", decode(rows=torch.tensor([0]))),
         ("paged_attention", paged(pool_v=torch.zeros(1, 4, kv_heads, dim))),
         ("paged_attention", paged(num_heads=3)),
+        # embed_packed: ids of another dtype or shape, a weight packed for another panel.
+        ("embed_packed", lambda: kern.embed_packed(packed, two.to(torch.int32))),
+        ("embed_packed", lambda: kern.embed_packed(packed, torch.tensor([[0, 1]]))),
+        ("embed_packed", lambda: kern.embed_packed(
+            cpu_mod.PackedLinear(packed.weight[:, :, :8].contiguous(), None, 20, 30), two)),
     ]
 
 

@@ -19,8 +19,8 @@ from worker.engine.kernels import cpu as cpu_mod
 ROOT = Path(__file__).resolve().parents[2]
 # The direct kernel tests, and the engines' agreement tests: the engine's forward pass calls
 # the compiled functions directly, past the wrappers' checks (arguments prepared per step).
-KERNEL_TESTS = ("matmul or add_rmsnorm or rope_store or attention or silu or indices or refuse "
-                "or misread or engines_agree or layer_loop")
+KERNEL_TESTS = ("matmul or add_rmsnorm or embed_packed or rope_store or attention or silu or "
+                "indices or refuse or misread or engines_agree or layer_loop")
 
 
 def _asan_build(tmp_path: Path) -> tuple[Path, str]:

@@ -29,6 +29,7 @@ machine is warned about, since two OpenMP threads stall whenever another process
 """
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -212,6 +213,23 @@ def read_bandwidth(nbytes: int, *, repeats: int = 20) -> float:
     return buffer.numel() * 4 / best
 
 
+_CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def last_level_cache_bytes() -> int | None:
+    """The size of the CPU's largest cache (its L3 on most machines), from sysfs; None where
+    it cannot be read."""
+    sizes = []
+    for entry in _CACHE_DIR.glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        try:
+            scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except (ValueError, OSError):
+            continue
+    return max(sizes) if sizes else None
+
+
 def decode_weight_bytes(engine: Engine) -> int:
     """The bytes one decode step must read: every weight, except an untied embedding table, of
     which a step reads one row."""
@@ -236,21 +254,52 @@ def batch1_tpot(engine: Engine, *, vocab_size: int, output_len: int = 128,
     return out
 
 
-def floor_lines(engine: Engine, tpots: list[float]) -> list[str]:
+@dataclass
+class DecodeFloor:
+    """What one batch-1 decode step must read and how fast this machine reads it."""
+
+    weight_bytes: int
+    cache_bytes: int | None  # the largest CPU cache, None where unknown
+    at_size: float  # bytes/s reading a buffer of the weights' size
+    dram: float  # bytes/s reading a buffer far larger than any cache
+
+    @property
+    def fits_cache(self) -> bool:
+        return self.cache_bytes is not None and self.weight_bytes <= self.cache_bytes
+
+    @property
+    def seconds(self) -> float:
+        """The floor: the weights' bytes at the fastest rate measured for them."""
+        return self.weight_bytes / max(self.at_size, self.dram)
+
+
+def decode_floor(engine: Engine) -> DecodeFloor:
     weights = decode_weight_bytes(engine)
-    cached = read_bandwidth(weights)
-    dram = read_bandwidth(max(weights * 16, 256 * 2**20), repeats=5)  # 8x a 32 MiB L3
+    return DecodeFloor(weights, last_level_cache_bytes(), read_bandwidth(weights),
+                       read_bandwidth(max(weights * 16, 256 * 2**20), repeats=5))
+
+
+def floor_lines(floor: DecodeFloor, tpots: list[float]) -> list[str]:
     ordered = sorted(tpots)
     median = statistics.median(ordered)
-    floor = weights / cached
+    mb = floor.weight_bytes / 1e6
+    if floor.cache_bytes is None:
+        where = "the CPU's cache size is unknown"
+    elif floor.fits_cache:
+        where = (f"they fit the {floor.cache_bytes / 2**20:.0f} MiB last-level cache, so a "
+                 "step can read them from there")
+    else:
+        where = (f"they do not fit the {floor.cache_bytes / 2**20:.0f} MiB last-level cache, "
+                 "so every step reads them from DRAM")
     return [
         f"batch-1 decode (one 16-token prompt, 128 tokens, {len(tpots)} times): TPOT "
         f"{1000 * median:.3f} ms median (min {1000 * ordered[0]:.3f}, max "
         f"{1000 * ordered[-1]:.3f})",
-        f"decode floor: {weights / 1e6:.1f} MB of weights per token; read at "
-        f"{cached / 1e9:.1f} GB/s from cache: {1000 * floor:.3f} ms; at {dram / 1e9:.1f} GB/s "
-        f"from DRAM: {1000 * weights / dram:.3f} ms. Batch-1 TPOT is {median / floor:.1f}x the "
-        "cache floor.",
+        f"decode floor: {mb:.1f} MB of weights per token; {where}. Read at "
+        f"{floor.at_size / 1e9:.1f} GB/s as a buffer of their size and "
+        f"{floor.dram / 1e9:.1f} GB/s as one far larger than the cache: the floor is "
+        f"{1000 * floor.seconds:.3f} ms (the faster rate). Batch-1 TPOT is "
+        f"{median / floor.seconds:.1f}x the floor.",
     ]
 
 
@@ -284,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: the worker's rule, ENGINE_THREADS)")
     parser.add_argument("--batch1-repeats", type=int, default=5)
+    parser.add_argument("--batch1-only", action="store_true",
+                        help="only batch-1 decode beside its floor, then a JSON line of it")
     args = parser.parse_args(argv)
 
     from worker.cpu_threads import engine_threads
@@ -302,6 +353,13 @@ def main(argv: list[str] | None = None) -> None:
     if model_dir is None:
         model_dir = DEFAULT_MODEL if (DEFAULT_MODEL / "config.json").is_file() else \
             tiny_model_make(Path(tempfile.mkdtemp()) / "random-llama")
+    if args.batch1_only:
+        engine = Engine.from_pretrained(model_dir, device=args.device, max_num_seqs=1)
+        vocab = engine.runner.model.embed_tokens.weight.shape[0]
+        batch1_tpot(engine, vocab_size=vocab, repeats=1)  # the kernels' build and first calls
+        print(f"model {model_dir} on {args.device}, fp32, torch threads {threads}", flush=True)
+        batch1_report(engine, vocab_size=vocab, repeats=args.batch1_repeats, as_json=True)
+        return
     from transformers import AutoModelForCausalLM
 
     hf = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
@@ -370,9 +428,22 @@ def main(argv: list[str] | None = None) -> None:
         if name != HF_STATIC:
             print(parity_line(name, rs[0], rounds[HF_STATIC][0]) + " (round 1)")
     engine = engines["engine continuous"]
-    for line in floor_lines(engine, batch1_tpot(engine, vocab_size=vocab,
-                                                repeats=args.batch1_repeats)):
-        print(line)
+    batch1_report(engine, vocab_size=vocab, repeats=args.batch1_repeats)
+
+
+def batch1_report(engine: Engine, *, vocab_size: int, repeats: int,
+                  as_json: bool = False) -> None:
+    """Prints batch-1 decode beside its floor; with `as_json`, then one JSON line of the same
+    (what `manage.py streambench` reads)."""
+    tpots = batch1_tpot(engine, vocab_size=vocab_size, repeats=repeats)
+    floor = decode_floor(engine)
+    for line in floor_lines(floor, tpots):
+        print(line, flush=True)
+    if as_json:
+        print(json.dumps({"batch1_tpot_s": tpots, "floor_s": floor.seconds,
+                          "weight_bytes": floor.weight_bytes, "cache_bytes": floor.cache_bytes,
+                          "threads": torch.get_num_threads(),
+                          "cpu_kernels": engine.stats().get("cpu_kernels")}), flush=True)
 
 
 def _median_round(results: list[RunResult]) -> RunResult:

@@ -15,25 +15,18 @@ nothing here speaks TLS). Then three phases with a bounded number of requests:
 It prints a table and the goals beside it; it asserts nothing (numbers, not a test).
 """
 
-import http.client
 import os
 import random
-import secrets
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
-from pathlib import Path
 from urllib.parse import urlencode
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from course.management.commands.serve import web_command
-from course.redis_server import free_port, redis_server_start
+from course.management.commands._site import http_get as _get
+from course.management.commands._site import site_serve
 
 GOAL_ALONE_MS = 15.0
 GOAL_P99_MS = 500.0
@@ -72,30 +65,6 @@ def _rerenders(rng: random.Random, count: int) -> list[str]:
     return urls
 
 
-def _get(conn_box: list, port: int, path: str, *, htmx: bool = False) -> tuple[int, float]:
-    """(status, ms) of one GET on a kept-alive connection (reopened when it broke)."""
-    headers = {"HX-Request": "true"} if htmx else {}
-    for attempt in (0, 1):
-        if conn_box[0] is None:
-            conn_box[0] = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        start = time.perf_counter()
-        try:
-            conn_box[0].request("GET", path, headers=headers)
-            response = conn_box[0].getresponse()
-            response.read()
-            elapsed = (time.perf_counter() - start) * 1000
-            if response.getheader("Connection", "").lower() == "close":
-                conn_box[0].close()
-                conn_box[0] = None
-            return response.status, elapsed
-        except (OSError, http.client.HTTPException):
-            conn_box[0].close()
-            conn_box[0] = None
-            if attempt:
-                return 0, (time.perf_counter() - start) * 1000
-    return 0, 0.0
-
-
 def _percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -118,57 +87,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, processes: int, clients: int, requests: int, alone: int,
                seed: int, **options):
-        directory = Path(tempfile.mkdtemp(prefix="course-loadtest-"))
-        redis_handle = redis_server_start(directory=directory / "redis")
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "course.settings.production",
-               "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
-               "SECURE_SSL_REDIRECT": "0", "COURSE_VAR_DIR": str(directory),
-               "REDIS_URL": redis_handle.url, "PYTHONUNBUFFERED": "1"}
-        env.pop("DATABASE_URL", None)
-        env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        python = sys.executable
-        root = settings.BASE_DIR
-        started: list[subprocess.Popen] = []
-        log = (directory / "servers.log").open("w")
-        try:
-            for step in (["migrate", "--noinput"], ["collectstatic", "--noinput"]):
-                done = subprocess.run([python, "manage.py", *step, "-v", "0"], cwd=root, env=env,
-                                      capture_output=True, text=True)
-                if done.returncode:
-                    raise CommandError(done.stderr[-2000:])
-            port = free_port()
-            started.append(subprocess.Popen(
-                [python, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel",
-                 "WARNING", "--concurrency", "1"], cwd=root, env=env, stdout=log,
-                stderr=subprocess.STDOUT))
-            started.append(subprocess.Popen(
-                # The command `manage.py serve` runs (its concurrency limit and head timeout).
-                [*web_command(host="127.0.0.1", port=port, processes=processes),
-                 "--no-access-log", "--log-level", "warning"],
-                cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT))
-            self._wait_up(port, directory)
+        with site_serve(processes=processes) as (port, _directory, _env):
             self._measure(port=port, processes=processes, clients=clients, requests=requests,
                           alone=alone, rng=random.Random(seed))
-        finally:
-            for process in started:
-                process.terminate()
-            for process in started:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            redis_handle.stop()
-            log.close()
-
-    def _wait_up(self, port: int, directory: Path) -> None:
-        box = [None]
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            status, _ = _get(box, port, "/healthz")
-            if status == 200:
-                return
-            time.sleep(0.5)
-        raise CommandError(f"the site did not become healthy; see {directory / 'servers.log'}")
 
     def _measure(self, *, port: int, processes: int, clients: int, requests: int, alone: int,
                  rng: random.Random) -> None:

@@ -54,6 +54,22 @@ def restart_delay(failures: int) -> int:
     return RESTART_BACKOFF_S[min(failures, len(RESTART_BACKOFF_S) - 1)]
 
 
+def worker_commands(*, loglevel: str) -> dict[str, list[str]]:
+    """The two Celery workers' command lines: "engine" (threads pool, the shared engine's queue)
+    and "experiments" (prefork, the demos' own engines and Celery's default queue)."""
+    celery = [sys.executable, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel",
+              loglevel, "--without-gossip", "--without-mingle"]
+    return {
+        "engine": [*celery, "--pool", "threads", "--concurrency",
+                   str(settings.ENGINE_WORKER_CONCURRENCY), "--queues",
+                   settings.ENGINE_QUEUE, "--hostname", "engine@%h"],
+        "experiments": [*celery, "--pool", "prefork", "--concurrency",
+                        str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
+                        f"{settings.EXPERIMENT_QUEUE},{settings.CELERY_TASK_DEFAULT_QUEUE}",
+                        "--hostname", "experiments@%h"],
+    }
+
+
 def web_command(*, host: str, port: int, processes: int) -> list[str]:
     """The uvicorn command line serving the site: the same in `make run` and production."""
     command = [sys.executable, "-m", "uvicorn", "course.asgi:application", "--host", host,
@@ -113,18 +129,8 @@ class Command(BaseCommand):
             env["COURSE_STATIC_COLLECTED"] = "1"
             subprocess.run([python, "manage.py", "collectstatic", "--noinput", "-v0"],
                            env=env, check=True, cwd=settings.BASE_DIR)
-        celery = [python, "-m", "celery", "-A", "worker.celery", "worker", "--loglevel", "INFO",
-                  "--without-gossip", "--without-mingle"]
-        commands = {
-            "engine": [*celery, "--pool", "threads", "--concurrency",
-                       str(settings.ENGINE_WORKER_CONCURRENCY), "--queues",
-                       settings.ENGINE_QUEUE, "--hostname", "engine@%h"],
-            "experiments": [*celery, "--pool", "prefork", "--concurrency",
-                            str(settings.CELERY_WORKER_CONCURRENCY), "--queues",
-                            f"{settings.EXPERIMENT_QUEUE},{settings.CELERY_TASK_DEFAULT_QUEUE}",
-                            "--hostname", "experiments@%h"],
-            "web": web_command(host=host, port=port, processes=processes),
-        }
+        commands = {**worker_commands(loglevel="INFO"),
+                    "web": web_command(host=host, port=port, processes=processes)}
         processes: dict[str, subprocess.Popen] = {}
         stopping = threading.Event()
 

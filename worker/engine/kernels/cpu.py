@@ -267,8 +267,8 @@ _P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 # What a kernel's non-zero status means (KERNEL_* in cpu_fused.c). A bad index is found
 # before anything is written; a failed allocation inside a thread is not, so decode attention
 # may have written some tokens' K/V into their slots (the values the call was to write).
-_FAILURES = {1: (IndexError, "an index (a position, pool slot or block, slot row or row) is out "
-                             "of range"),
+_FAILURES = {1: (IndexError, "an index (a token id, position, pool slot or block, slot row or "
+                             "row) is out of range"),
              2: (MemoryError, "no memory for attention's scratch buffers"),
              3: (ValueError, "the heads do not fit: num_heads must be a multiple of "
                              "num_kv_heads, and head_dim even and above 0")}
@@ -351,12 +351,13 @@ class CpuKernels:
                                         _P, _I, _F, _P, _I]
         lib.decode_layers.argtypes = [_I, _P, _P, _P, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I,
                                       _F, _P, _P, _I, _P, _P, _I, _I, _I, _P, _P, _F, _I]
+        lib.embed_packed.argtypes = [_P, _I, _I, _I, _P, _I, _P]
         lib.layer_args.restype = _I
         self.layer_args = lib.layer_args()  # the addresses decode_layers takes per layer
         for fn in (lib.silu_mul, lib.gemm_packed):
             fn.restype = None
         for fn in (lib.add_rmsnorm, lib.rope_store, lib.decode_attention, lib.paged_attention,
-                   lib.decode_layers):
+                   lib.decode_layers, lib.embed_packed):
             fn.restype = _I  # 0, or one of _FAILURES
         lib.gemm_panel_width.restype = _I
         self.panel = lib.gemm_panel_width()
@@ -403,6 +404,18 @@ class CpuKernels:
         self._run("gemm_packed", x.data_ptr(), x.shape[0], w.in_features, x.stride(0),
                   w.weight.data_ptr(), w.out_features, _ptr(w.bias), out.data_ptr(),
                   w.out_features, threads)
+        return out
+
+    def embed_packed(self, w: PackedLinear, ids: torch.Tensor) -> torch.Tensor:
+        """The rows `ids` [n] of the matrix `w` packs ([out_features, in_features]): what
+        F.embedding reads from a tied embedding table, once only the LM head's packed copy
+        of it is kept. Raises IndexError for an id outside [0, out_features)."""
+        panels = -(-w.out_features // self.panel)
+        _need("embed_packed", "weight", w.weight, _F32, (panels, w.in_features, self.panel))
+        _need("embed_packed", "ids", ids, _I64, (None,))
+        out = torch.empty(ids.shape[0], w.in_features)
+        self._run("embed_packed", w.weight.data_ptr(), w.in_features, self.panel,
+                  w.out_features, ids.data_ptr(), ids.shape[0], out.data_ptr())
         return out
 
     def add_rmsnorm(self, x: torch.Tensor, delta: torch.Tensor | None, weight: torch.Tensor,

@@ -116,6 +116,22 @@ void gemm_packed(const float *x, int64_t m, int64_t k_len, int64_t ldx, const fl
 }
 
 
+/* Embedding rows read from a packed matrix (the layout gemm_packed reads, [panels, k_len,
+ * panel]) that holds the embedding table as its rows: a tied LM head whose unpacked copy was
+ * freed. out[i] = row ids[i], each of k_len floats: column ids[i] % panel of panel
+ * ids[i] / panel. Every id is checked against `vocab` before anything is written. */
+int64_t embed_packed(const float *packed, int64_t k_len, int64_t panel, int64_t vocab,
+                     const int64_t *ids, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab) return KERNEL_BAD_INDEX;
+    for (int64_t i = 0; i < n; i++) {
+        const float *column = packed + (ids[i] / panel) * k_len * panel + ids[i] % panel;
+        float *o = out + i * k_len;
+        for (int64_t j = 0; j < k_len; j++) o[j] = column[j * panel];
+    }
+    return KERNEL_OK;
+}
+
 /* Residual add, then RMSNorm.
  * If delta is not NULL: x[r] += delta[r] for every one of `rows` rows (the residual stream).
  * Then out[i] = w * x[r] / sqrt(mean(x[r]^2) + eps) for the rows named by `select` (n_select

@@ -117,11 +117,15 @@ class DecodeSlots:
                 return None
             self._grow(new_rows, new_capacity)
         dev = self.device
-        slots_t = torch.tensor(slots, dtype=torch.long, device=dev)
-        starts_t = torch.tensor(starts, dtype=torch.long, device=dev)
         # Each slot's query position; unused slots (holes) look at position 0 only.
-        query_pos = torch.zeros(rows, dtype=torch.long, device=dev)
-        query_pos[slots_t] = starts_t
+        query_pos = [0] * rows
+        for slot, start in zip(slots, starts, strict=True):
+            query_pos[slot] = start
+        # One tensor, three views: at batch 1 a step's small tensor operations cost more than
+        # its attention, each one a few microseconds.
+        n = len(slots)
+        packed = torch.tensor(slots + starts + query_pos, dtype=torch.long, device=dev)
+        slots_t, starts_t, query_pos = packed[:n], packed[n : 2 * n], packed[2 * n :]
         join_slots = join_ids = None
         if joiners:
             first = slots[joiners[0]]

@@ -111,6 +111,7 @@ class LlamaForCausalLM(nn.Module):
         self.head_packed: PackedLinear | None = None
         self.fused_layers: list[FusedLayer] = []  # the packed weights' raw arguments, per layer
         self._layer_table: tuple | None = None  # decode_layers' addresses (_decode_layer_table)
+        self._fused_step: FusedStep | None = None  # the last step's buffers (forward_fused)
         # A step whose tokens all decode runs its layer loop in C (decode_layers); False keeps
         # it in Python, call by call (the tests hold the two to the same bits).
         self.decode_layers_in_c = True
@@ -190,6 +191,7 @@ class LlamaForCausalLM(nn.Module):
         self.fused_layers = [FusedLayer.bind(kern, layer, packed)
                              for layer, packed in zip(self.layers, self.packed, strict=True)]
         self._layer_table = None
+        self._fused_step = None
         self.originals_free()
         return kern
 
@@ -236,6 +238,7 @@ class LlamaForCausalLM(nn.Module):
             self.embed_tokens.weight = self.lm_head.weight
         self.cpu_kernels, self.packed, self.head_packed, self.fused_layers = False, [], None, []
         self._layer_table = None
+        self._fused_step = None
         self.originals_freed = False
         self.column_major_weights()
 
@@ -245,8 +248,7 @@ class LlamaForCausalLM(nn.Module):
         n // panel)."""
         if not self.embed_tokens.weight.is_meta:
             return F.embedding(input_ids, self.embed_tokens.weight)
-        panel = self.head_packed.weight.shape[2]
-        return self.head_packed.weight[input_ids // panel, :, input_ids % panel].contiguous()
+        return self.cpu_kernels.embed_packed(self.head_packed, input_ids)
 
     def __getstate__(self) -> dict:
         """A copy (copy.deepcopy, pickle) packs its own weights again on its first forward
@@ -255,9 +257,10 @@ class LlamaForCausalLM(nn.Module):
         (__setstate__)."""
         state = super().__getstate__()
         if self.originals_freed:
-            return {**state, "cpu_kernels": False, "fused_layers": [], "_layer_table": None}
+            return {**state, "cpu_kernels": False, "fused_layers": [], "_layer_table": None,
+                    "_fused_step": None}
         return {**state, "cpu_kernels": False, "packed": [], "head_packed": None,
-                "fused_layers": [], "_layer_table": None}
+                "fused_layers": [], "_layer_table": None, "_fused_step": None}
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
@@ -283,11 +286,23 @@ class LlamaForCausalLM(nn.Module):
         c = self.config
         eps, threads = c.rms_norm_eps, torch.get_num_threads()
         nh, nkv, dim = c.num_heads, c.num_kv_heads, c.head_dim
-        x = self._embed(input_ids)
-        tokens, hidden = x.shape
-        step = FusedStep(kern, self.fused_layers[0], tokens, hidden, positions,
-                         meta.slot_mapping, self.rotary)
-        lib, state = kern._lib, step
+        _need("embed_packed", "input_ids", input_ids, torch.int64, (None,))
+        tokens, hidden = input_ids.shape[0], c.hidden_size
+        state = self._fused_step
+        if state is None or state.tokens != tokens:
+            # The step's buffers, kept for the next step of as many tokens (every step of a
+            # steady decode): nothing this returns is one of them.
+            state = self._fused_step = FusedStep(self.fused_layers[0], tokens, hidden)
+        state.bind(positions, meta.slot_mapping, self.rotary)
+        lib = kern._lib
+        x = state.x
+        if self.embed_tokens.weight.is_meta:  # the tied table's rows, from the packed head
+            head = self.head_packed
+            _check(lib.embed_packed(head.weight.data_ptr(), hidden, kern.panel,
+                                    head.out_features, input_ids.data_ptr(), tokens,
+                                    state.x_p), "embed_packed")
+        else:
+            torch.index_select(self.embed_tokens.weight, 0, input_ids, out=x)
         decode = meta.decode
         if decode is not None:
             d_rows, d_pos = _need_index(decode.slots), _need_index(decode.positions)
@@ -309,8 +324,7 @@ class LlamaForCausalLM(nn.Module):
                 nkv, dim, eps, state.cos_p, state.sin_p, state.table_len, state.positions_p,
                 state.slots_p, pool_len, n_rows, capacity, d_rows.data_ptr(), d_pos.data_ptr(),
                 self.layers[0].self_attn.attn.scale, threads), "decode_layers")
-            h = kern.add_rmsnorm(x, state.delta, self.norm.weight, eps, select=logits_indices)
-            return kern.linear(h, self.head_packed, threads)
+            return self._fused_head(lib, state, logits_indices, eps, threads)
         for layer, bound, (k_cache, v_cache) in zip(self.layers, self.fused_layers, kv_caches,
                                                     strict=True):
             pool_len = _need_pool(k_cache, v_cache, nkv, dim)
@@ -348,8 +362,26 @@ class LlamaForCausalLM(nn.Module):
                             threads)
             lib.silu_mul(state.gate_up_p, tokens, state.inter, state.act_p)
             lib.gemm_packed(state.act_p, tokens, *bound.down, delta_p, bound.down[3], threads)
-        h = kern.add_rmsnorm(x, state.delta, self.norm.weight, eps, select=logits_indices)
-        return kern.linear(h, self.head_packed, threads)
+        return self._fused_head(lib, state, logits_indices, eps, threads)
+
+    def _fused_head(self, lib, state: "FusedStep", logits_indices: torch.Tensor,  # noqa: ANN001
+                    eps: float, threads: int) -> torch.Tensor:
+        """The last residual add, the final norm of the rows that sample, and the LM head:
+        logits [len(logits_indices), vocab], a new tensor."""
+        _need("add_rmsnorm", "select", logits_indices, torch.int64, (None,))
+        n, head = logits_indices.shape[0], self.head_packed
+        if n > state.tokens:
+            raise ValueError("add_rmsnorm: more logits rows than tokens")
+        norm = self.norm.weight
+        _need("add_rmsnorm", "weight", norm, torch.float32, (state.hidden,))
+        _check(lib.add_rmsnorm(state.x_p, state.delta_p, norm.data_ptr(), state.h_p,
+                               state.tokens, state.hidden, eps, logits_indices.data_ptr(), n),
+               "add_rmsnorm")
+        logits = torch.empty(n, head.out_features)
+        lib.gemm_packed(state.h_p, n, state.hidden, state.hidden, head.weight.data_ptr(),
+                        head.out_features, None if head.bias is None else head.bias.data_ptr(),
+                        logits.data_ptr(), head.out_features, threads)
+        return logits
 
     def _decode_layer_table(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
                             slots, nkv: int, dim: int) -> tuple:  # noqa: ANN001
@@ -500,31 +532,40 @@ class FusedLayer:
 
 
 class FusedStep:
-    """One forward pass's buffers (allocated once, reused by every layer) and its checked
-    per-step tensors, as raw pointers."""
+    """A forward pass's buffers for `tokens` tokens (allocated once, reused by every layer and
+    by the next step of as many tokens), and the step's checked tensors as raw pointers
+    (`bind`, every step)."""
 
-    def __init__(self, kern: CpuKernels, first: FusedLayer, tokens: int, hidden: int,
-                 positions: torch.Tensor, slots: torch.Tensor, rotary) -> None:  # noqa: ANN001
+    def __init__(self, first: FusedLayer, tokens: int, hidden: int) -> None:
+        self.tokens, self.hidden = tokens, hidden
         self.qkv_width = first.qkv[3]
         self.inter = first.gate_up[3] // 2
         width_attn = first.o[0]
+        self.x = torch.empty(tokens, hidden)  # the residual stream
         self.h = torch.empty(tokens, hidden)
         self.qkv = torch.empty(tokens, self.qkv_width)
         self.attn = torch.empty(tokens, width_attn)
         self.delta = torch.empty(tokens, hidden)
         self.gate_up = torch.empty(tokens, 2 * self.inter)
         self.act = torch.empty(tokens, self.inter)
-        self.h_p, self.qkv_p, self.attn_p = (self.h.data_ptr(), self.qkv.data_ptr(),
-                                             self.attn.data_ptr())
+        self.x_p, self.h_p = self.x.data_ptr(), self.h.data_ptr()
+        self.qkv_p, self.attn_p = self.qkv.data_ptr(), self.attn.data_ptr()
         self.delta_p, self.gate_up_p = self.delta.data_ptr(), self.gate_up.data_ptr()
         self.act_p = self.act.data_ptr()
+        self._tables = None  # the rotary tables last checked
+
+    def bind(self, positions: torch.Tensor, slots: torch.Tensor, rotary) -> None:  # noqa: ANN001
+        tokens = self.tokens
         _need("rope_store", "positions", positions, torch.int64, (tokens,))
         _need("rope_store", "slots", slots, torch.int64, (tokens,))
-        _need("rope_store", "cos", rotary.cos, torch.float32, (None, rotary.cos.shape[1]))
-        _need("rope_store", "sin", rotary.sin, torch.float32, tuple(rotary.cos.shape))
         self.positions_p, self.slots_p = positions.data_ptr(), slots.data_ptr()
-        self.cos_p, self.sin_p = rotary.cos.data_ptr(), rotary.sin.data_ptr()
-        self.table_len = rotary.cos.shape[0]
+        cos, sin = rotary.cos, rotary.sin
+        if self._tables is None or self._tables[0] is not cos or self._tables[1] is not sin:
+            _need("rope_store", "cos", cos, torch.float32, (None, cos.shape[1]))
+            _need("rope_store", "sin", sin, torch.float32, tuple(cos.shape))
+            self._tables = (cos, sin)  # held, so their addresses stay theirs
+            self.cos_p, self.sin_p = cos.data_ptr(), sin.data_ptr()
+            self.table_len = cos.shape[0]
 
 
 def _need_index(t: torch.Tensor) -> torch.Tensor:
