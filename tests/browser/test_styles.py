@@ -39,3 +39,34 @@ def test_no_horizontal_scroll(live_server, browser, width):
             assert overflow <= 0, f"{path} scrolls sideways by {overflow}px at {width}px"
     finally:
         context.close()
+
+
+LAYOUT = """(root) => {
+    const box = (sel) => root.querySelector(sel).getBoundingClientRect();
+    const form = box('.calculator-form'), output = box('.calculator-output');
+    const label = box('.steps tbody th'), working = box('.steps tbody .expression');
+    return {beside: output.left >= form.right && Math.abs(output.top - form.top) < 40,
+            working_below_label: working.top >= label.bottom - 1};
+}"""
+
+
+@pytest.mark.parametrize(("width", "path", "beside", "below"), [
+    # A course page at 1280 px: beside the table of contents the calculator has ~48rem, the
+    # form goes beside the working, and each step's working under its name and value.
+    (1280, "/pages/03/", True, True),
+    # Its own page has the width for three columns beside the form.
+    (1280, "/calculators/static-vs-continuous/", True, False),
+    # A phone: the form above the working.
+    (390, "/pages/03/", False, True),
+])
+def test_the_working_sits_beside_the_form_where_there_is_room(live_server, browser, width,
+                                                              path, beside, below):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(live_server.url + path)
+        layout = page.locator(".calculator").first.evaluate(LAYOUT)
+        assert layout["beside"] is beside, layout
+        assert layout["working_below_label"] is below, layout
+    finally:
+        context.close()
