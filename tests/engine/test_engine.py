@@ -245,24 +245,43 @@ def test_prefix_cache_is_shared_only_within_a_salt(engine):
     assert cached(None) == 0
 
 
-def test_a_paced_request_sits_out_steps_until_its_next_token_is_due(engine):
+def test_a_paced_request_sits_out_steps_until_its_next_token_is_due(engine, monkeypatch):
+    """On a clock of its own, each step taking 62.5 ms (binary fractions, so no rounding): a
+    request paced at 250 ms a token is carried once every four steps while an unpaced one
+    decodes every step. (On the wall clock this failed under load: once steps took 250 ms the
+    paced request was due every step.)"""
     import time
 
+    from worker.engine import engine as engine_mod
+    from worker.engine import scheduler as scheduler_mod
+
+    class Clock:
+        now = 1024.0
+
+        def perf_counter(self) -> float:
+            return self.now
+
+        def __getattr__(self, name: str):  # noqa: ANN204 (the rest of the time module)
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(engine_mod, "time", clock)
+    monkeypatch.setattr(scheduler_mod, "time", clock)
     slow = engine.add_request(ids(5), SamplingParams(temperature=0, max_tokens=3,
-                                                     ignore_eos=True), pace_s=0.2)
+                                                     ignore_eos=True), pace_s=0.25)
     fast = engine.add_request(ids(5, seed=1), SamplingParams(temperature=0, max_tokens=6,
                                                              ignore_eos=True))
     carried: list[list[str]] = []
     while engine.has_unfinished():
-        if engine.seconds_until_ready() > 0:
-            time.sleep(engine.seconds_until_ready())
+        clock.now += engine.seconds_until_ready()  # waits for the paced one, once it is alone
         for event in engine.step():
             if event["type"] == "step" and event["num_seqs"]:
                 carried.append(event["request_ids"])
-    # The fast request decodes every step; the slow one only once its pace allows.
-    assert sum(fast in c for c in carried) == 6
-    assert sum(slow in c for c in carried) == 3
-    assert sum(1 for c in carried if slow not in c) >= 4
+        clock.now += 0.0625
+    assert [i for i, c in enumerate(carried) if fast in c] == [0, 1, 2, 3, 4, 5]
+    # The paced one: its first token with the prompt, the next four steps later, and the last
+    # once it is due, after the fast one has finished (the engine waits for it, not steps).
+    assert [i for i, c in enumerate(carried) if slow in c] == [0, 4, 6]
 
 
 def test_one_definition_of_decoding(engine):
