@@ -448,6 +448,33 @@ def test_the_decode_layer_loop_in_c_matches_the_python_loop(tiny_models, monkeyp
     assert runs[False][2] == 0 and runs[True][2] >= 8
 
 
+def test_a_step_keeps_its_buffers_for_the_next_and_holds_them_alone(tiny_models, monkeypatch,
+                                                                    kern) -> None:
+    """A decode step reuses the last step's buffers (same token count), and while a step runs
+    they are taken out of the model, so another thread running the same model at that moment
+    allocates its own instead of writing into them."""
+    from worker.engine import Engine, SamplingParams
+
+    monkeypatch.setenv("ENGINE_CPU_KERNELS", "1")
+    engine = Engine.from_pretrained(tiny_models["llama_tied"], num_kv_blocks=32, block_size=4)
+    model = engine.runner.model
+    engine.generate([[3, 4]], SamplingParams(temperature=0, max_tokens=2))
+    lib, seen = model.cpu_kernels._lib, []
+    real = lib.decode_layers
+
+    def watched(*args):  # noqa: ANN002, ANN202
+        seen.append((model.__dict__.get("_fused_step"), args[3]))  # args[3]: the h buffer
+        return real(*args)
+
+    monkeypatch.setattr(lib, "decode_layers", watched, raising=False)
+    engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=6, ignore_eos=True))
+    monkeypatch.setattr(lib, "decode_layers", real, raising=False)
+    assert len(seen) >= 4
+    assert all(held is None for held, _ in seen)  # out of the model while a step runs
+    assert len({h for _, h in seen}) == 1  # one batch-1 buffer, step after step
+    assert model._fused_step is not None and model._fused_step.tokens == 1
+
+
 def test_without_a_compiler_the_engine_runs_pytorch_ops(tiny_models, monkeypatch, caplog,
                                                         tmp_path) -> None:
     """No compiler and no build made earlier (an empty build directory)."""

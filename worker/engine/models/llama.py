@@ -288,11 +288,12 @@ class LlamaForCausalLM(nn.Module):
         nh, nkv, dim = c.num_heads, c.num_kv_heads, c.head_dim
         _need("embed_packed", "input_ids", input_ids, torch.int64, (None,))
         tokens, hidden = input_ids.shape[0], c.hidden_size
-        state = self._fused_step
+        # The step's buffers, kept for the next step of as many tokens (every step of a steady
+        # decode; nothing this returns is one of them). Taken out while in use, so a second
+        # thread running this model at the same time makes its own.
+        state = self.__dict__.pop("_fused_step", None)
         if state is None or state.tokens != tokens:
-            # The step's buffers, kept for the next step of as many tokens (every step of a
-            # steady decode): nothing this returns is one of them.
-            state = self._fused_step = FusedStep(self.fused_layers[0], tokens, hidden)
+            state = FusedStep(self.fused_layers[0], tokens, hidden)
         state.bind(positions, meta.slot_mapping, self.rotary)
         lib = kern._lib
         x = state.x
@@ -381,6 +382,7 @@ class LlamaForCausalLM(nn.Module):
         lib.gemm_packed(state.h_p, n, state.hidden, state.hidden, head.weight.data_ptr(),
                         head.out_features, None if head.bias is None else head.bias.data_ptr(),
                         logits.data_ptr(), head.out_features, threads)
+        self._fused_step = state  # for the next step
         return logits
 
     def _decode_layer_table(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
