@@ -10,7 +10,7 @@ goodput (requests per second that met every SLO given).
 import math
 from collections.abc import Sequence
 
-from problems.arithmetic.inputs import fraction_check, number_check
+from problems.arithmetic.inputs import ArithmeticInputError, fraction_check, number_check
 from problems.arithmetic.serving_metrics import goodput, percentile
 from problems.arithmetic.steps import Result, Step
 from problems.arithmetic.units import number_format, rate_format, seconds_format
@@ -24,6 +24,62 @@ DURATION_MAX = 86_400.0
 LATENCY_MAX = 3_600.0
 CONCURRENCY_MAX = 1_000_000
 PERCENTILES = (0.5, 0.9, 0.99)
+# The precision a p99 is usually wanted to: ±0.002 in quantile terms, p98.8 to p99.2.
+PRECISION_DEFAULT = 0.002
+# Beyond the p99 the default keeps the same precision relative to the tail: ±0.2 points is a
+# fifth of a p99's 1% tail, so a p99.9 gets a fifth of its 0.1%, ±0.02 points.
+PRECISION_TAIL_SHARE = 0.2
+
+
+def percentile_label(q: float) -> str:
+    """The percentile's name, "p99.9" for 0.999, with every digit it needs (never "p100" for
+    0.9999)."""
+    return f"p{number_format(q * 100, digits=8)}"
+
+
+def percentile_level(value: float, *, half_width: float) -> str:
+    """`value` (a quantile) as a percentile name with enough decimals that `value` ±
+    `half_width` reads as two different percentiles: p99.88 and p99.92 at ±0.0002."""
+    points = half_width * 100
+    decimals = max(0, math.ceil(-math.log10(points))) + 1 if points > 0 else 2
+    text = f"{value * 100:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"p{text}"
+
+
+def squared_format(value: float) -> str:
+    """`value`² as written in a formula, bracketed when it is in scientific notation
+    ("(1×10⁻⁵)²", never "1×10⁻⁵²")."""
+    text = number_format(value)
+    return f"({text})²" if "×" in text else f"{text}²"
+
+
+def precision_default(q: float) -> float:
+    """The half-width a load point's percentile is pinned to when none is given: ±0.002
+    (±0.2 points), or a fifth of the share of requests beyond (or below) the percentile
+    where that is narrower, so the interval stays between p0 and p100 at every percentile.
+    p99: 0.002; p99.9: 0.0002; p99.99: 0.00002."""
+    return min(PRECISION_DEFAULT, PRECISION_TAIL_SHARE * min(q, 1 - q))
+
+
+def precision_check(precision: float | None, *, q: float) -> float:
+    """The half-width to use: `precision` if it keeps q ± it between p0 and p100, the
+    percentile's default when None. A wider one is refused with the widest this percentile
+    allows and what a blank gives."""
+    if precision is None:
+        return precision_default(q)
+    widest = min(q, 1 - q)
+    h = number_check(precision, field="precision", maximum=math.inf)
+    if h > widest:
+        side, edge = ("beyond", "p100") if q >= 0.5 else ("below", "p0")
+        raise ArithmeticInputError(
+            field="precision",
+            message=(f"must be at most {number_format(widest, digits=6)} at the "
+                     f"{percentile_label(q)}, the share of requests {side} it, or the interval "
+                     f"reaches past {edge}; left blank it is "
+                     f"±{number_format(precision_default(q), digits=6)}"))
+    return h
 
 
 def percentile_rank_interval(*, requests: float, q: float) -> tuple[float, float, float]:
@@ -67,15 +123,15 @@ def requests_for_percentile_precision(*, q: float, half_width: float) -> int:
 
 def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: float,
                    e2e_latency_s: float, client_concurrency: int, output_tokens: int,
-                   precision: float = 0.002) -> Result:
-    """One load point of a benchmark: requests sent, how well they pin down the percentile,
-    the concurrency the client needs to hold the rate (Little's law: in flight = rate × E2E),
-    the rate a capped client really offers, and the output throughput expected if the server
-    keeps up."""
+                   precision: float | None = None) -> Result:
+    """One load point of a benchmark: requests sent, how well they pin down the percentile
+    (to ± `precision` in quantile terms; None for `precision_default`), the concurrency the
+    client needs to hold the rate (Little's law: in flight = rate × E2E), the rate a capped
+    client really offers, and the output throughput expected if the server keeps up."""
     rate = number_check(request_rate, field="request_rate", maximum=RATE_MAX)
     duration = number_check(duration_s, field="duration_s", maximum=DURATION_MAX)
     q = fraction_check(percentile_q, field="percentile_q", allow_one=False)
-    h = number_check(precision, field="precision", maximum=min(q, 1 - q))
+    h = precision_check(precision, q=q)
     e2e = number_check(e2e_latency_s, field="e2e_latency_s", maximum=LATENCY_MAX)
     cap = int(number_check(client_concurrency, field="client_concurrency",
                            maximum=CONCURRENCY_MAX, minimum=1, allow_minimum=True,
@@ -87,38 +143,42 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     needed = requests_for_bounded_percentile(q)
     whole = max(1, math.floor(n))
     rank_low, rank_high = percentile_order_interval(requests=whole, q=q)
+    rank_spread = (rank_high - rank_low) / (2 * whole)
     precise = requests_for_percentile_precision(q=q, half_width=h)
     in_flight = rate * e2e
     offered = min(rate, cap / e2e)
     capped = cap < in_flight
     tokens_per_s = offered * output
-    label = f"p{number_format(q * 100)}"
+    label = percentile_label(q)
+    h_squared = squared_format(h)
+    # q and its tail with every digit they have: 0.9999 is not "1", nor 1,199.88 "1,200".
+    q_text, tail_text = number_format(q, digits=8), number_format(1 - q, digits=8)
     steps = (
         Step("Requests in this load point", f"{rate_format(rate, 'requests/s')} × "
              f"{seconds_format(duration)}", n, "requests", f"{number_format(n)} requests"),
         Step(f"Requests expected beyond the true {label}",
-             f"{number_format(n)} × (1 − {number_format(q)})", beyond, "requests",
+             f"{number_format(n)} × (1 − {q_text})", beyond, "requests",
              f"about {number_format(beyond)} on average"),
         Step("95% range of that count", f"{number_format(beyond)} ± {Z_95:.2f} × √("
-             f"{number_format(n)} × {number_format(q)} × {number_format(1 - q)})", high - low,
+             f"{number_format(n)} × {q_text} × {tail_text})", high - low,
              "requests", f"about {number_format(max(low, 0))} to about "
              f"{number_format(high)}"),
         Step("Fewest requests for which that range clears zero (a bare minimum)",
-             f"the next whole number above {Z_95:.2f}² × {number_format(q)} ÷ "
-             f"{number_format(1 - q)} = {number_format(Z_95**2 * q / (1 - q))}", needed,
+             f"the next whole number above {Z_95:.2f}² × {q_text} ÷ "
+             f"{tail_text} = {number_format(Z_95**2 * q / (1 - q))}", needed,
              "requests", count_phrase(needed, "request")),
         Step(f"95% interval for the {label} (order statistics)",
-             f"sorted ranks ⌊{number_format(whole * q)} ∓ {Z_95:.2f} × √({whole:,} × "
-             f"{number_format(q)} × {number_format(1 - q)})⌉ of {whole:,}"
+             f"sorted ranks ⌊{number_format(whole * q, digits=8)} ∓ {Z_95:.2f} × √({whole:,} × "
+             f"{q_text} × {tail_text})⌉ of {whole:,}"
              + (" (rank at the maximum: no upper bound beyond it)" if rank_high == whole
                 else ""),
              rank_high - rank_low, "ranks",
              f"ranks {rank_low:,} to {rank_high:,}: between the sample's "
-             f"p{number_format(100 * rank_low / whole, digits=4)} and "
-             f"p{number_format(100 * rank_high / whole, digits=4)}"),
+             f"{percentile_level(rank_low / whole, half_width=rank_spread)} and "
+             f"{percentile_level(rank_high / whole, half_width=rank_spread)}"),
         Step(f"Requests to pin the {label} to ±{number_format(h * 100)} points",
-             f"{Z_95:.2f}² × {number_format(q)} × {number_format(1 - q)} ÷ "
-             f"{number_format(h)}², rounded up", precise, "requests", f"{precise:,} requests"),
+             f"{Z_95:.2f}² × {q_text} × {tail_text} ÷ "
+             f"{h_squared}, rounded up", precise, "requests", f"{precise:,} requests"),
         Step("Requests in flight the client must hold (Little's law)",
              f"{rate_format(rate, 'requests/s')} × {seconds_format(e2e)}", in_flight,
              "requests", f"{number_format(in_flight)} requests"),

@@ -32,6 +32,7 @@ from problems.arithmetic.units import (
     money_format,
     number_format,
     percent_format,
+    percent_given_format,
     rate_format,
     seconds_format,
 )
@@ -209,7 +210,7 @@ def autoscale_steps(a: dict, k: dict) -> tuple[Step, ...]:
              "s", seconds_format(p["total"])),
         Step("Replicas for today's load", f"⌈{rate_format(k['load_rps'], 'requests/s')} ÷ "
              f"({number_format(k['replica_rps'])} per replica × "
-             f"{percent_format(k['utilisation'])})⌉", a["base"], "replicas",
+             f"{percent_given_format(k['utilisation'])})⌉", a["base"], "replicas",
              count_phrase(a["base"], "replica")),
         Step("Headroom to ride out the ramp", f"{slope} of the load per minute × ({react} to "
              f"react + {seconds_format(p['total'])} cold start)", a["headroom_cold"],

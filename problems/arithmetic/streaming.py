@@ -9,6 +9,7 @@ OpenAI-compatible server stream) and count its UTF-8 bytes.
 import json
 import math
 
+from problems.arithmetic.catalog import model_get
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.decode import decode
 from problems.arithmetic.errors import ArithmeticInputError
@@ -28,7 +29,8 @@ from problems.arithmetic.units import (
 from problems.arithmetic.wording import amount_phrase, count_phrase, share_phrase
 
 # A chunk's fixed fields, with placeholder values of realistic length: ids are "chatcmpl-"
-# plus 32 hex digits, `created` a Unix time in seconds, `model` the name the client asked for.
+# plus 32 hex digits, `created` a Unix time in seconds. Its `model` is the name the server
+# serves the model under (the catalog's `Model.served_name`); this one only when none is given.
 CHUNK_ID = "chatcmpl-" + "0" * 32
 CHUNK_CREATED = 1_700_000_000
 CHUNK_MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"
@@ -100,8 +102,12 @@ def stream_cost(
     chars_per_token: float = 4.0,
     tokens_per_event: int = 1,
     reasoning_tokens: int = 0,
+    model_name: str = CHUNK_MODEL,
 ) -> Result:
     """Bytes on the wire and waiting time, streamed vs sent whole (bytes, seconds).
+
+    `model_name` is what every event's `model` field repeats: the name the model is served
+    under, so a longer name costs bytes in every event.
 
     `ttft_seconds` is the time to the first token (queue + prefill); `tpot_seconds` the time per
     output token after it; `tokens_per_event` how many tokens the server packs in one event
@@ -132,7 +138,7 @@ def stream_cost(
     # packs all of it into one event.
     event_tokens = min(tokens_per_event, max(1, output_tokens - 1))
     event_chars = max(1, round(chars_per_token * event_tokens))
-    event = sse_chunk_event(content=_text(event_chars))
+    event = sse_chunk_event(content=_text(event_chars), model_name=model_name)
     event_bytes = len(event.encode())
     overhead_bytes = event_bytes - event_chars
     # The first token goes out alone at once; the rest in events of `tokens_per_event`.
@@ -140,13 +146,15 @@ def stream_cost(
     answer_chars = max(1, round(chars_per_token * output_tokens))
     # An opening event declares the role; every later one carries its share of the text plus
     # the same envelope; [DONE] closes it.
-    role_bytes = len(sse_chunk_event(content="", role="assistant").encode())
+    role_bytes = len(sse_chunk_event(content="", role="assistant",
+                                     model_name=model_name).encode())
     stream_bytes = role_bytes + events * overhead_bytes + answer_chars + len(SSE_DONE)
     plain_bytes = len(
         plain_response_body(
             content=_text(answer_chars),
             prompt_tokens=prompt_tokens,
             completion_tokens=output_tokens,
+            model_name=model_name,
         ).encode()
     )
     first_text = ttft_seconds
@@ -485,7 +493,8 @@ def streaming_for_scale(
     tpot = float(dec["step_seconds"])
     cost = stream_cost(output_tokens=output_tokens, ttft_seconds=ttft, tpot_seconds=tpot,
                        prompt_tokens=prompt_tokens, chars_per_token=chars_per_token,
-                       tokens_per_event=tokens_per_event, reasoning_tokens=reasoning_tokens)
+                       tokens_per_event=tokens_per_event, reasoning_tokens=reasoning_tokens,
+                       model_name=model_get(model).served_name)
     abandoned = abandoned_request(model=model, prompt_tokens=prompt_tokens,
                                   output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
                                   step_seconds=tpot, dtype=kv_dtype, block_size=block_size)

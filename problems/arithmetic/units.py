@@ -189,3 +189,9 @@ def count_format(count: float, noun: str) -> str:
 def percent_format(fraction: float) -> str:
     """A fraction as a percentage: 0.5 → "50%"."""
     return f"{number_format(fraction * 100)}%"
+
+
+def percent_given_format(fraction: float) -> str:
+    """A fraction the learner gave, as a percentage with the digits it was given in: 0.7 →
+    "70%", 0.9995 → "99.95%" (three figures would round it to a "100%" it is not)."""
+    return f"{number_format(fraction * 100, digits=6)}%"

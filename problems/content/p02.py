@@ -7,7 +7,9 @@ import math
 
 from django.http import HttpRequest
 
+from course.openai_api import model_id
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
+from problems.arithmetic.catalog.models import DEMO_MODEL_ID
 from problems.arithmetic.memory import embedding_dtype_resolve, weight_bytes_model
 from problems.arithmetic.streaming import (
     SSE_DONE,
@@ -124,6 +126,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://html.spec.whatwg.org/multipage/server-sent-events.html"),
     ("OpenAI API reference: streaming chat completions (chat.completion.chunk, data: [DONE])",
      "https://platform.openai.com/docs/api-reference/chat-streaming"),
+    ("vLLM documentation: engine arguments (--served-model-name: the name in each response's "
+     "model field, by default the --model argument)",
+     "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
     ("OpenAI Help Center: 'What are tokens and how to count them' (about four characters per "
      "token of English)",
      "https://help.openai.com/en/articles/4936856-what-are-tokens-and-how-to-count-them"),
@@ -221,11 +226,20 @@ def context(*, request: HttpRequest) -> dict:
         inputs = CALCULATOR.defaults()
         result = streaming_for_scale(**inputs)
     r = result.values
-    sample_event = sse_chunk_event(content="Hello")
+    # The sample is an event of the model the worked answer follows, named as a server serving
+    # that checkpoint names it (the calculator's bytes per event count the same name).
+    model = model_get(inputs["model"])
+    sample_event = sse_chunk_event(content="Hello", model_name=model.served_name)
+    engine_id = model_id()
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
-        "model_name": model_get(inputs["model"]).name,
+        "model_name": model.name,
+        "served_name": model.served_name,
+        # The name this course's own /v1 answers with when the sample's model is the one its
+        # engine serves; otherwise the name vLLM gives a checkpoint it was started on.
+        "served_by_course": model.served_name == engine_id and model.id == DEMO_MODEL_ID,
+        "served_from_repo": bool(model.repo),
         "gpu_name": gpu_get(inputs["gpu"]).name,
         "prompt_tokens": count_phrase(inputs["prompt_tokens"], "token"),
         "output_tokens": f"{inputs['output_tokens']:,}",

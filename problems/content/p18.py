@@ -13,12 +13,17 @@ from problems.arithmetic.benchmarking import (
     CONFIDENCE,
     DURATION_MAX,
     LATENCY_MAX,
+    PRECISION_DEFAULT,
     RATE_MAX,
     Z_95,
     benchmark_plan,
+    percentile_label,
+    percentile_level,
     percentile_rank_interval,
+    precision_default,
     requests_for_bounded_percentile,
     requests_for_percentile_precision,
+    squared_format,
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import number_format, percent_format, rate_format, seconds_format
@@ -34,7 +39,9 @@ PREFIX = "p18-plan"
 # benchmarks end up generating different amounts of text.
 COMPLETIONS_MAX_TOKENS_DEFAULT = 16
 # The precision the model answer quotes for comparing two engines' p99: ±0.2 points.
-P99_PRECISION = 0.002
+P99_PRECISION = PRECISION_DEFAULT
+# The percentile the plot's caption invites the learner to try, beside the page's p99.
+DEEPER_Q = 0.999
 
 
 def plan_plot(*, inputs: dict, result: Result) -> Plot:
@@ -85,9 +92,11 @@ CALCULATOR = calculator_register(Calculator(
         whole_input("output_tokens", "Output per request", unit="tokens", initial=256,
                     api=256, maximum=10**9),
         real_input("precision", "Precision wanted for the percentile", unit="± quantile",
-                   initial=0.002, api=0.002, minimum=0.00001, maximum=0.5,
+                   initial=None, api=None, minimum=0.00001, maximum=0.5, required=False,
                    help="Half-width of the 95% interval in quantile terms: 0.002 pins a p99 "
-                        "between p98.8 and p99.2."),
+                        "between p98.8 and p99.2. Blank: 0.002, or a fifth of the share of "
+                        "requests beyond the percentile where that is narrower (0.0002 for a "
+                        "p99.9), so every percentile gets a precision it can have."),
     ),
     compute=benchmark_plan,
     plot=plan_plot,
@@ -151,9 +160,11 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
-def _level(rank: int, requests: float) -> str:
-    """A rank among the point's sorted requests as the sample percentile it is ("p98.4")."""
-    return f"p{number_format(100 * rank / max(1, math.floor(requests)), digits=4)}"
+def _level(rank: int, *, low: int, high: int, requests: float) -> str:
+    """A rank among the point's sorted requests as the sample percentile it is ("p98.42"),
+    with the decimals that tell the interval's two ends apart."""
+    whole = max(1, math.floor(requests))
+    return percentile_level(rank / whole, half_width=(high - low) / (2 * whole))
 
 
 def context(*, request: HttpRequest) -> dict:
@@ -174,7 +185,7 @@ def context(*, request: HttpRequest) -> dict:
         "rate_text": rate_format(inputs["request_rate"], "requests/s"),
         "duration_text": seconds_format(inputs["duration_s"]),
         "label": r["percentile_label"],
-        "q_text": number_format(q),
+        "q_text": number_format(q, digits=8),
         "tail_share_text": percent_format(1 - q),
         "e2e_text": seconds_format(inputs["e2e_latency_s"]),
         "cap": number_format(inputs["client_concurrency"]),
@@ -189,16 +200,27 @@ def context(*, request: HttpRequest) -> dict:
         "needed_p99_text": f"{requests_for_bounded_percentile(0.99):,}",
         "rank_low": ordinal(r["rank_low"]), "rank_high": ordinal(r["rank_high"]),
         "rank_high_is_max": r["rank_high"] >= max(1, math.floor(r["requests"])),
-        "rank_low_level": _level(r["rank_low"], r["requests"]),
-        "rank_high_level": _level(r["rank_high"], r["requests"]),
+        "rank_low_level": _level(r["rank_low"], low=r["rank_low"], high=r["rank_high"],
+                                 requests=r["requests"]),
+        "rank_high_level": _level(r["rank_high"], low=r["rank_low"], high=r["rank_high"],
+                                  requests=r["requests"]),
         "precision_points": number_format(r["precision"] * 100),
-        "precision_low": f"p{number_format(100 * (q - r['precision']), digits=4)}",
-        "precision_high": f"p{number_format(100 * (q + r['precision']), digits=4)}",
+        "precision_narrowed": (inputs.get("precision") is None
+                               and r["precision"] < PRECISION_DEFAULT),
+        "p99_precision_past_edge": PRECISION_DEFAULT > min(q, 1 - q),
+        "precision_low": percentile_level(q - r["precision"], half_width=r["precision"]),
+        "precision_high": percentile_level(q + r["precision"], half_width=r["precision"]),
         "precise_text": f"{r['requests_precise']:,}", "precise_enough": r["precise_enough"],
         "precise_p99_text": "{:,}".format(requests_for_percentile_precision(
             q=0.99, half_width=P99_PRECISION)),
         "precision_p99_points": number_format(P99_PRECISION * 100),
-        "precision_q": number_format(r["precision"]), "z_text": f"{Z_95:.2f}",
+        "precision_squared": squared_format(r["precision"]), "z_text": f"{Z_95:.2f}",
+        "deeper_label": percentile_label(DEEPER_Q),
+        "deeper_needed_text": f"{requests_for_bounded_percentile(DEEPER_Q):,}",
+        "deeper_precision_points": number_format(precision_default(DEEPER_Q) * 100),
+        "deeper_precise_text": "{:,}".format(requests_for_percentile_precision(
+            q=DEEPER_Q, half_width=precision_default(DEEPER_Q))),
+        "deeper_q_text": number_format(DEEPER_Q),
         "in_flight_text": number_format(r["in_flight"]),
         "offered_text": rate_format(r["offered_rate"], "requests/s"),
         "capped": r["capped"],

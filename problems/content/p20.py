@@ -26,10 +26,11 @@ from problems.arithmetic.units import (
     money_format,
     number_format,
     percent_format,
+    percent_given_format,
     rate_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase
+from problems.arithmetic.wording import count_phrase, share_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     Input,
@@ -383,6 +384,12 @@ def day_note(*, inputs: dict, result: Result) -> str:
                 f"arithmetic predicted {expected} for the reactive one): the spike fits in the "
                 "capacity already running. " + loosest_text + static_text)
     worst_text = count_phrase(round(reactive["peak_backlog"]), "request")
+    utilisation = inputs["utilisation"]
+    # The spare capacity a target below 100% keeps delays the queue; at 100% there is none.
+    kept_text = (", and the queue only starts once the ready capacity, sized to run at most "
+                 f"{percent_given_format(utilisation)} busy, is used up" if utilisation < 1
+                 else "; a target utilisation of 100% keeps no spare capacity to delay the "
+                      "queue")
     return (f"The reactive policy's worst queue was {worst_text} against {predicted} "
             "predicted; "
             f"with the warm pool, {number_format(round(pool['peak_backlog']))} against "
@@ -390,9 +397,8 @@ def day_note(*, inputs: dict, result: Result) -> str:
             "as one step up to its value at the spike's first minute and the capacity as what "
             "was ready just before; in the simulation the daily curve keeps moving under the "
             "spike, the noise changes the load minute by minute, replicas come in whole numbers "
-            "and join only at whole two-minute steps of the simulation, and the queue only "
-            "starts once the ready capacity, kept below full by the target utilisation, is "
-            "used up. " + loosest_text + static_text)
+            f"and join only at whole two-minute steps of the simulation{kept_text}. "
+            + loosest_text + static_text)
 
 
 DAY = calculator_register(Calculator(
@@ -482,6 +488,12 @@ def figures(inputs: dict) -> dict:
     r = autoscale(**inputs).values
     k = autoscale_checked(**inputs)
     shared = autoscale_model(autoscale_checked(**{**inputs, "standby_cost": 0.5}))
+    fleet = r["replicas"] + r["extra_replicas"]
+    peak_load = k["load_rps"] * (1 + r["headroom"])
+    fleet_uncapped = replicas_for(load_rps=peak_load, replica_rps=k["replica_rps"],
+                                  utilisation=1.0)
+    peak_util = peak_load / (fleet * k["replica_rps"])
+    base_capacity = r["replicas"] * k["replica_rps"] * k["utilisation"]
     return {
         "model_name": k["model"].name, "dtype_name": k["dtype"].name,
         "gpus": k["gpus_per_replica"], "gpus_text": count_phrase(k["gpus_per_replica"], "GPU"),
@@ -500,7 +512,7 @@ def figures(inputs: dict) -> dict:
         "ramp_text": percent_format(k["ramp_per_minute"]),
         "load_text": rate_format(k["load_rps"], "requests/s"),
         "replica_rate_text": rate_format(k["replica_rps"], "requests/s"),
-        "util_text": percent_format(k["utilisation"]),
+        "util_text": percent_given_format(k["utilisation"]),
         "replicas": r["replicas"],
         "headroom_text": percent_format(r["headroom"]),
         "extra": r["extra_replicas"],
@@ -515,6 +527,22 @@ def figures(inputs: dict) -> dict:
                          replica_rps=k["replica_rps"], utilisation=1.0), "replica"),
         "fleet_with_headroom": count_phrase(r["replicas"] + r["extra_replicas"], "replica"),
         "capped": k["utilisation"] < 1.0,
+        # Whether the cap costs replicas: the fewest that carry the ramp's peak at it against
+        # the fewest at full load. Where it costs none, whole replicas already run below it.
+        "cap_binds": fleet > fleet_uncapped,
+        "burst_room_text": share_phrase(1 - k["utilisation"]),
+        "fleet_util_text": share_phrase(k["load_rps"] / (fleet * k["replica_rps"])),
+        "fleet_peak_util_text": share_phrase(peak_util),
+        "fleet_peak_full": peak_util > 0.999,
+        "fleet_count_text": count_phrase(fleet, "whole replica"),
+        "ramp_target_peak_text": share_phrase(
+            k["load_rps"] * (1 + r["headroom"]) / (fleet_uncapped * k["replica_rps"])),
+        # With no replica added for the ramp, what today's replicas already serve within the
+        # cap beyond today's load (at least the headroom).
+        "base_capacity_text": rate_format(base_capacity, "requests/s"),
+        "base_spare_text": percent_format(base_capacity / k["load_rps"] - 1),
+        "fast_faster": r["fast_cold_start_seconds"] < r["cold_start_seconds"],
+        "fast_saves": r["extra_replicas_fast"] < r["extra_replicas"],
         "ramp_target_leaner": replicas_for(load_rps=k["load_rps"] * (1 + r["headroom"]),
                                            replica_rps=k["replica_rps"], utilisation=1.0)
         < r["replicas"] + r["extra_replicas"],

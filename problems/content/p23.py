@@ -680,6 +680,27 @@ def figures(inputs: dict) -> dict:
     # Which layout has the lower step floor at this batch on the learner's cluster: at low load
     # TP splits each token's work n ways and its copied cache costs nothing.
     tp_floor, dp_floor = a_tp["tpot_low"], a_dp["tpot_low"]
+    # TP is the better layout only where it holds the batch: a TP floor worked at the fewer
+    # sequences its copied cache holds is not a faster way to serve the batch asked for.
+    tp_faster = a_tp["fits"] and tp_floor < dp_floor * (1 - SAME_WITHIN)
+    # What the DP step spends its GPU time on, at the sequences it is worked at: reading
+    # weights, reading the busiest group's KV, or attention's arithmetic (compute-bound at
+    # long contexts even for one sequence, since MLA's attention multiplies the cached latent
+    # by every head).
+    dp_kv_bytes = (math.ceil(a_dp["batch"] / a_dp["layout"].attn_groups - 1e-9) * context
+                   * dp_stage["kv_token"])
+    dp_bytes = dp_stage["attn_bytes"] + dp_stage["ffn_bytes"]
+    dp_read_time = dp_stage["attn_memory"] + dp_stage["ffn_memory"]
+    dp_kv_time = dp_read_time * dp_kv_bytes / dp_bytes
+    dp_weight_time = dp_read_time - dp_kv_time
+    dp_attn_arith = (dp_stage["t_attn"] if dp_stage["attn_bound"] == "compute" else 0.0)
+    if dp_attn_arith > dp_stage["gpu_time"] / 2:
+        dp_step_mostly = "attention"
+    elif dp_weight_time >= dp_kv_time:
+        dp_step_mostly = "weights"
+    else:
+        dp_step_mostly = "kv"
+    dp_touched = dp_stage["touched"]
     busiest = math.ceil(batch / n)
     b_q = expert_gpu_hit_probability(experts=m.experts_routed, per_gpu=m.experts_routed // bn,
                                      k=m.experts_per_token)
@@ -726,6 +747,11 @@ def figures(inputs: dict) -> dict:
         "experts_touched_text": f"{experts_touched(model=m, batch=batch):.1f}",
         # "Nearly every expert is read" holds only at a large batch.
         "experts_touched_most": experts_touched(model=m, batch=batch) >= 0.9 * m.experts_routed,
+        # "Little more than the active part" holds only while at most twice one token's
+        # experts are read: at batch 1 exactly its own.
+        "experts_touched_few": experts_touched(model=m, batch=batch)
+        <= 2 * m.experts_per_token,
+        "experts_touched_one": batch == 1,
         "experts_touched_share_text": share_phrase(experts_touched(model=m, batch=batch)
                                                    / m.experts_routed),
         "tp_allreduces_per_step": 2 * m.layers,
@@ -740,7 +766,18 @@ def figures(inputs: dict) -> dict:
             b_gpu.interconnect_one_way_bytes_per_second / ib_speed, digits=2),
         "b_nvlink_text": bandwidth_format(b_gpu.interconnect_one_way_bytes_per_second),
         "b_dtype_name": b_w.name, "b_dtype_fallback": b_w.id != w.id,
-        "tp_faster": tp_floor < dp_floor * (1 - SAME_WITHIN),
+        "tp_faster": tp_faster,
+        # TP holds the batch yet DP attention's floor is as low or lower.
+        "tp_fits_not_faster": a_tp["fits"] and not tp_faster,
+        "dp_floor_against_tp": ("lower than" if dp_floor < tp_floor * (1 - SAME_WITHIN)
+                                else "about the same as"),
+        "dp_step_mostly": dp_step_mostly,
+        "a_dp_attn_share_text": share_phrase(dp_stage["t_attn"] / dp_stage["gpu_time"]),
+        "a_dp_kv_share_text": share_phrase(dp_kv_time / dp_stage["gpu_time"]),
+        "dp_experts_touched_most": dp_touched >= 0.9 * m.experts_routed,
+        "dp_experts_touched_share_text": share_phrase(dp_touched / m.experts_routed),
+        "dp_experts_touched_few": dp_touched <= 2 * m.experts_per_token,
+        "batch_holds": "that holds" if batch == 1 else "that each hold",
         "tp_dp_floor_ratio": ratio_phrase(dp_floor, tp_floor, more="longer",
                                           less="shorter"),
         "a_tp_step_low_text": seconds_format(a_tp["tpot_low"]),

@@ -120,3 +120,11 @@ def test_grading_never_fails(kind, seed, number, unit):
     except AnswerError:
         return
     assert grade.verdict in ("right", "close", "wrong", "unit") and grade.message
+
+
+def test_the_p99_sample_drill_asks_about_every_percentile_it_draws():
+    """It draws 0.95, 0.99 and 0.999; the calculator refused 0.999 at its default precision, so
+    the p99.9 question was silently redrawn and never asked."""
+    kind = kind_get("p99-sample")
+    asked = {question_draw(kind, seed).inputs["percentile_q"] for seed in range(60)}
+    assert asked == {0.95, 0.99, 0.999}

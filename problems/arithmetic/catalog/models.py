@@ -55,10 +55,20 @@ class Model:
     # The weight format the checkpoint is published in when it is not `dtype` (DeepSeek-V3's
     # FP8): the baseline a deployment starts from, not a quantization of it.
     checkpoint_dtype: str = ""
+    # The Hugging Face repository its config.json is read from (`source` links it).
+    repo: str = ""
 
     @property
     def is_moe(self) -> bool:
         return self.experts_routed > 0
+
+    @property
+    def served_name(self) -> str:
+        """The name an OpenAI-compatible server answers with in each response's `model` field
+        when started on this checkpoint with no other name given: vLLM's --served-model-name
+        defaults to its --model argument, the repository ("meta-llama/Meta-Llama-3-8B"); this
+        course's /v1 serves its demo model under its directory's name ("course-lm")."""
+        return self.repo or self.id
 
 
 def _hf(repo: str, card_note: str) -> str:
@@ -80,6 +90,7 @@ _MODELS: tuple[Model, ...] = (
         context=4096,
         attention="MHA",
         params_published=6.74e9,
+        repo="meta-llama/Llama-2-7b-hf",
         source=_hf(
             "meta-llama/Llama-2-7b-hf",
             "6.74B parameters: Touvron et al., 'Llama 2' "
@@ -99,6 +110,7 @@ _MODELS: tuple[Model, ...] = (
         context=4096,
         attention="GQA",
         params_published=68.98e9,
+        repo="meta-llama/Llama-2-70b-hf",
         source=_hf(
             "meta-llama/Llama-2-70b-hf",
             "68.98B parameters: the safetensors metadata of the Hugging Face repo",
@@ -117,6 +129,7 @@ _MODELS: tuple[Model, ...] = (
         context=8192,
         attention="GQA",
         params_published=8.03e9,
+        repo="meta-llama/Meta-Llama-3-8B",
         source=_hf(
             "meta-llama/Meta-Llama-3-8B",
             "8.03B parameters: the Hugging Face repo's "
@@ -136,6 +149,7 @@ _MODELS: tuple[Model, ...] = (
         context=8192,
         attention="GQA",
         params_published=70.6e9,
+        repo="meta-llama/Meta-Llama-3-70B",
         source=_hf(
             "meta-llama/Meta-Llama-3-70B",
             "70.6B parameters: the Hugging Face repo's safetensors metadata",
@@ -154,6 +168,7 @@ _MODELS: tuple[Model, ...] = (
         context=131072,
         attention="GQA",
         params_published=8.03e9,
+        repo="meta-llama/Llama-3.1-8B",
         source=_hf(
             "meta-llama/Llama-3.1-8B",
             "Llama 3 8B's architecture with max_position_embeddings 131,072 (RoPE scaling "
@@ -174,6 +189,7 @@ _MODELS: tuple[Model, ...] = (
         context=131072,
         attention="GQA",
         params_published=70.6e9,
+        repo="meta-llama/Llama-3.1-70B",
         source=_hf(
             "meta-llama/Llama-3.1-70B",
             "Llama 3 70B's architecture with max_position_embeddings 131,072 (RoPE scaling "
@@ -194,6 +210,7 @@ _MODELS: tuple[Model, ...] = (
         context=131072,
         attention="GQA",
         params_published=405.9e9,
+        repo="meta-llama/Llama-3.1-405B",
         source=_hf(
             "meta-llama/Llama-3.1-405B",
             "405B parameters, 128K context: Llama Team, "
@@ -213,6 +230,7 @@ _MODELS: tuple[Model, ...] = (
         context=32768,
         attention="GQA",
         params_published=7.25e9,
+        repo="mistralai/Mistral-7B-v0.3",
         source=_hf(
             "mistralai/Mistral-7B-v0.3",
             "7.25B parameters: the Hugging Face repo's "
@@ -236,6 +254,7 @@ _MODELS: tuple[Model, ...] = (
         moe_intermediate=14336,
         params_published=46.7e9,
         active_params_published=12.9e9,
+        repo="mistralai/Mixtral-8x7B-v0.1",
         source=_hf(
             "mistralai/Mixtral-8x7B-v0.1",
             "46.7B total, 12.9B active parameters: "
@@ -256,6 +275,7 @@ _MODELS: tuple[Model, ...] = (
         attention="GQA",
         qkv_bias=True,
         params_published=7.61e9,
+        repo="Qwen/Qwen2.5-7B",
         source=_hf(
             "Qwen/Qwen2.5-7B",
             "7.61B parameters, 131,072-token context: the model "
@@ -276,6 +296,7 @@ _MODELS: tuple[Model, ...] = (
         attention="GQA",
         qkv_bias=True,
         params_published=72.7e9,
+        repo="Qwen/Qwen2.5-72B",
         source=_hf(
             "Qwen/Qwen2.5-72B",
             "72.7B parameters, 131,072-token context: the model "
@@ -309,6 +330,7 @@ _MODELS: tuple[Model, ...] = (
         params_published=671e9,
         active_params_published=37e9,
         checkpoint_dtype="fp8",
+        repo="deepseek-ai/DeepSeek-V3",
         source=_hf(
             "deepseek-ai/DeepSeek-V3",
             "671B total, 37B active parameters per token "

@@ -83,3 +83,24 @@ def test_expected_output_throughput() -> None:
     assert expected_output_throughput(mode="concurrency", level=8, output_tokens=16,
                                       mean_e2e_s=0.5) == 256
     assert expected_output_throughput(mode="rate", level=float("inf"), output_tokens=16) is None
+
+
+def test_the_default_precision_follows_the_percentile() -> None:
+    """±0.002 from p1 to p99; beyond, a fifth of the tail (±0.0002 at p99.9), so the default
+    never reaches past p100. A given precision wider than the tail is refused in words."""
+    from problems.arithmetic.benchmarking import percentile_label, precision_default
+    from problems.arithmetic.inputs import ArithmeticInputError
+
+    assert precision_default(0.5) == 0.002 and precision_default(0.99) == 0.002
+    assert precision_default(0.01) == 0.002
+    assert precision_default(0.999) == pytest.approx(0.0002)
+    for q in (0.01, 0.5, 0.99, 0.995, 0.999, 0.9999):
+        r = benchmark_plan(request_rate=4, duration_s=300, percentile_q=q, e2e_latency_s=8,
+                           client_concurrency=16, output_tokens=256)
+        assert r["precision"] <= min(q, 1 - q) / 5 + 1e-15
+    assert benchmark_plan(request_rate=4, duration_s=300, percentile_q=0.999, e2e_latency_s=8,
+                          client_concurrency=16, output_tokens=256)["requests_precise"] == 95941
+    assert percentile_label(0.9999) == "p99.99" and percentile_label(0.999) == "p99.9"
+    with pytest.raises(ArithmeticInputError, match="at most 0.001 at the p99.9"):
+        benchmark_plan(request_rate=4, duration_s=300, percentile_q=0.999, e2e_latency_s=8,
+                       client_concurrency=16, output_tokens=256, precision=0.002)

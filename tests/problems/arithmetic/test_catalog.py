@@ -157,3 +157,16 @@ def test_shipped_demo_model_architecture_matches_its_weights(model_id: str) -> N
     if model is None or model.params_published is None:
         pytest.skip(f"{model_id} is not shipped in this checkout")
     assert params_count_model(model)["total"] == model.params_published
+
+
+def test_each_catalog_model_names_the_repository_its_config_is_read_from() -> None:
+    """`repo` (the name a server started on it answers with) is the one its source links."""
+    from problems.arithmetic.catalog import models_all
+    from problems.arithmetic.catalog.models import DEMO_MODEL_IDS
+
+    for model in models_all().values():
+        if model.id in DEMO_MODEL_IDS:
+            assert model.repo == "" and model.served_name == model.id
+        else:
+            assert model.repo and f"huggingface.co/{model.repo}/blob/main/config.json" in (
+                model.source)

@@ -169,3 +169,18 @@ def test_abandoned_streams_before_the_first_token_take_one_decode_step_fewer_eac
     one = streaming_for_scale(requests_per_second=10, abandon_rate=0.1, cut_after_tokens=0,
                               output_tokens=1)
     assert one["wasted_tokens_per_second"] == 0
+
+
+def test_every_event_repeats_the_served_name_so_its_length_counts() -> None:
+    """A model served as "course-lm" (9 characters) sends events 26 B shorter than one served
+    as "meta-llama/Meta-Llama-3-8B-Instruct" (35); the catalog's served name is the repository
+    its config.json comes from, or the demo model's directory name."""
+    from problems.arithmetic.catalog import model_get
+
+    common = {"output_tokens": 10, "ttft_seconds": 0.1, "tpot_seconds": 0.01}
+    long = stream_cost(**common, model_name="meta-llama/Meta-Llama-3-8B-Instruct")
+    short = stream_cost(**common, model_name="course-lm")
+    assert long["bytes_per_event"] - short["bytes_per_event"] == 26
+    assert model_get("llama-3-8b").served_name == "meta-llama/Meta-Llama-3-8B"
+    assert model_get("deepseek-v3").served_name == "deepseek-ai/DeepSeek-V3"
+    assert model_get("course-lm").served_name == "course-lm"

@@ -69,3 +69,12 @@ def test_scientific_format_survives_subnormal_floats():
     assert scientific_format(5e-324) == "4.9×10⁻³²⁴"
     assert number_format(5e-324).endswith("10⁻³²⁴")
     assert scientific_format(9.96e3) == "1×10⁴"
+
+
+def test_a_given_percentage_keeps_its_digits() -> None:
+    """A cap of 0.9995 is 99.95%, not the "100%" three figures give."""
+    from problems.arithmetic.units import percent_format, percent_given_format
+
+    assert percent_format(0.9995) == "100%"
+    assert percent_given_format(0.9995) == "99.95%"
+    assert percent_given_format(0.7) == "70%" and percent_given_format(1.0) == "100%"

@@ -28,23 +28,25 @@ def test_f1_course_lm_refusal_says_how_far_to_cut(client) -> None:
 
 
 def test_f15_a_fast_stream_is_not_nothing_for_any_network(client) -> None:
-    """course-lm, 100-token prompt, 200-token answer: 246 B per event ÷ 9.09 µs per step =
-    27.1 MB/s = 216 Mbit/s a stream; × 32 streams = 867 MB/s = 6.93 Gbit/s. A 9.09 µs step is a
-    byte count no engine reaches, and the page says so."""
+    """course-lm, 100-token prompt, 200-token answer: 220 B per event (its events name
+    "course-lm") ÷ 9.09 µs per step = 24.2 MB/s = 194 Mbit/s a stream; × 32 streams = 774 MB/s
+    = 6.19 Gbit/s. A 9.09 µs step is a byte count no engine reaches, and the page says so."""
     worked = section(client, "?p2-stream-model=course-lm&p2-stream-prompt_tokens=100"
                              "&p2-stream-output_tokens=200", "worked")
     assert "nothing for any network" not in worked
-    assert "27.1 MB/s (216 Mbit/s)" in worked and "6.93 Gbit/s" in worked
+    assert "24.2 MB/s (194 Mbit/s)" in worked and "6.19 Gbit/s" in worked
     assert "Steps this short are only the bytes read" in worked
-    # At the defaults, 42.9 kB/s (343 kbit/s) still is nothing for any network.
-    assert "42.9 kB/s (343 kbit/s), nothing for any network" in section(client, "", "worked")
+    # At the defaults, 237 B every 5.73 ms, 41.3 kB/s (331 kbit/s), still is nothing for any
+    # network.
+    assert "41.3 kB/s (331 kbit/s), nothing for any network" in section(client, "", "worked")
 
 
 def test_f16_the_model_answer_counts_the_characters_an_event_carries(client) -> None:
     """1,000 tokens per event × 4 characters = 4,000, less the first token sent alone: an
-    event of 4,238 B carries 3,996 characters, not "a few". At 0.5 characters per token an
+    event of 4,229 B (233 B of envelope naming meta-llama/Meta-Llama-3-8B) carries 3,996
+    characters, not "a few". At 0.5 characters per token an
     event carries 1 character (rounded up: text is whole characters), not "1 characters"."""
-    assert "4,238 B for 3,996 characters of text" in section(
+    assert "4,229 B for 3,996 characters of text" in section(
         client, "?p2-stream-tokens_per_event=1000", "answer")
     half = section(client, "?p2-stream-chars_per_token=0.5", "answer")
     assert "for 1 character of text" in half and "1 characters" not in half
@@ -164,11 +166,11 @@ def test_a_model_that_does_not_fit_has_no_ttft_floor_and_one_step_is_one(client)
 
 
 def test_the_model_answer_sizes_a_fast_stream_too(client) -> None:
-    """course-lm at 100 + 200 tokens: 246 B every 9.09 µs is 216 Mbit/s a stream, so the model
-    answer no longer calls the bytes "tiny per stream"; at the defaults (343 kbit/s) it does."""
+    """course-lm at 100 + 200 tokens: 220 B every 9.09 µs is 194 Mbit/s a stream, so the model
+    answer no longer calls the bytes "tiny per stream"; at the defaults (331 kbit/s) it does."""
     answer = section(client, "?p2-stream-model=course-lm&p2-stream-prompt_tokens=100"
                              "&p2-stream-output_tokens=200", "answer")
     assert "tiny per stream" not in answer
-    assert "which at these step times is 216 Mbit/s per stream, worth sizing" in answer
+    assert "which at these step times is 194 Mbit/s per stream, worth sizing" in answer
     assert "but that is tiny per stream" in section(client, "", "answer")
     assert "with 1 stream a second abandoned and left running" in section(client, "", "answer")

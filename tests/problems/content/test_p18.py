@@ -114,3 +114,41 @@ def test_genai_perf_drops_every_empty_response(client) -> None:
     assert "GenAI-Perf drops every response that carries no text" in concepts
     assert "skips empty first responses" not in concepts
     assert any("llm_profile_data_parser" in url for _, url in p18.SOURCES)
+
+
+def test_the_p999_the_page_invites_is_worked_not_refused(client) -> None:
+    """Review: the plot's caption invites a percentile of 0.999, and the form's own starting
+    precision (±0.002) was refused there (wider than the 0.1% tail), so the page showed a
+    refusal on a setting it offers. Left blank, the precision now follows the percentile: a
+    fifth of the tail, ±0.0002 for a p99.9 (p99.88 to p99.92), 1.96² × 0.999 × 0.001 ÷
+    0.0002² = 95,940.8, so 95,941 requests."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.999)
+    worked = section_text(client, 18, "worked", query)
+    assert "were refused" not in worked
+    assert "To pin the p99.9 to ±0.02 points, between the true p99.88 and p99.92" in worked
+    assert "a width that here would reach past p100" in worked
+    assert "÷ 0.0002² = 95,941 requests" in worked
+    caption = worked[worked.index("The plot shows"):]
+    assert "from 381 requests for a p99 to 3,838 for a p99.9" in caption
+    assert "a p99.9 takes 95,941 requests" in caption
+
+
+def test_a_precision_too_wide_for_the_percentile_is_refused_in_its_words(client) -> None:
+    """±0.002 typed in at a p99.9 reaches past p100: the notice says the widest this percentile
+    allows and what a blank gives, instead of a bare "at most 0.001"."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.999, precision=0.002)
+    worked = section_text(client, 18, "worked", query)
+    assert ("must be at most 0.001 at the p99.9, the share of requests beyond it, or the "
+            "interval reaches past p100; left blank it is ±0.0002") in worked.lower()
+
+
+def test_a_deep_percentile_keeps_its_name_and_its_interval_apart(client) -> None:
+    """At 0.9999 the label read "p100" and ±0.001 points read "between p99.99 and p99.99";
+    1×10⁻⁵ squared read "1×10⁻⁵²"; the calculator's formulas showed q as "1"."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.9999,
+                             precision=0.00001)
+    worked = section_text(client, 18, "worked", query)
+    assert "judged on the p99.99," in worked and "the p100" not in worked
+    assert "√(1,200 × 0.9999 × 1×10⁻⁴)" in worked and "⌊1,199.88 ∓" in worked
+    assert "between the true p99.989 and p99.991" in worked
+    assert "÷ (1×10⁻⁵)² = 3,841,075 requests" in worked

@@ -245,3 +245,78 @@ def test_warm_pools_name_sleep_mode_and_fast_loaders_with_sources(client) -> Non
     assert "ServerlessLLM" in concepts
     urls = [url for _, url in p20.SOURCES]
     assert any("sleep_mode" in u for u in urls) and any("2401.14351" in u for u in urls)
+
+
+def answer_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 20), 20, "answer"))
+
+
+def test_the_cap_sentence_says_whether_the_cap_applied(client) -> None:
+    """At a 99% cap and 40 requests/s the fleet that carries the 17.4% ramp is ⌈46.96 ÷ 1.98⌉
+    = 24 replicas, and ⌈46.96 ÷ 2⌉ = 24 at full load too: the cap costs no replica, so "the two
+    margins add on purpose" was untrue; the 24 run 46.96 ÷ 48 = 97.8% busy at the ramp's peak.
+    At 39 requests/s the cap binds (⌈45.79 ÷ 1.98⌉ = 24 against ⌈45.79 ÷ 2⌉ = 23), and the
+    page says how little room a 99% cap keeps (1%) and how busy the 24 really run today
+    (39 ÷ 48 = 81.2%, within 99% ÷ 1.174 = 84.3%)."""
+    loose = worked_text(client, "?p20-cold-utilisation=0.99")
+    assert "The two margins add on purpose" not in loose
+    assert ("The 99% cap costs no replica here: 24 whole replicas, the fewest that carry the "
+            "ramp's peak at full load, already run 97.8% busy when it peaks") in loose
+    binding = worked_text(client, "?p20-cold-utilisation=0.99&p20-cold-load_rps=39")
+    assert "the 99% cap keeps 1% of each replica free for the short bursts" in binding
+    assert "= 84.3% of what it serves within the latency target (81.2% with 24 whole" in binding
+    assert "23 replicas instead of 24 replicas, 99.5% busy when the ramp peaks" in binding
+
+
+def test_a_cap_just_below_one_is_not_shown_as_100_percent(client) -> None:
+    """0.9995 read "100%" (three figures), so ⌈40 ÷ (2 × 100%)⌉ = 21 and "the 100% cap"."""
+    worked = worked_text(client, "?p20-cold-utilisation=0.9995")
+    assert "⌈40 requests/s ÷ (2 requests/s × 99.95%)⌉ = 21" in worked
+    assert "100% cap" not in worked
+    body = api_get(client, "cold-start", utilisation=0.9995)
+    assert any("99.95%" in step["expression"] for step in body["steps"])
+
+
+def test_no_ramp_replica_is_credited_to_the_cap_when_rounding_or_a_flat_load_did_it(
+        client) -> None:
+    """The model answer said "none here, since the 70% cap already leaves room for it" whenever
+    no replica was added: at a flat load (nothing to cover), and at 39 requests/s with a 0.1%
+    ramp (0.869% headroom), where ⌈39 ÷ 1.98⌉ = 20 replicas serve 39.6 requests/s within a 99%
+    cap, 1.54% more than the load, and with no cap at all ("the 100% cap") 40, 2.56% more.
+    Whole replicas leave the room, not the cap; the warm pool then adds nothing either."""
+    flat = answer_text(client, "?p20-cold-ramp_per_minute=0")
+    assert "cap already leaves room" not in flat and "grows 0%" not in flat
+    assert "With a flat load nothing grows while a replica starts" in flat
+    assert "Loading faster still shortens that replacement" in flat
+    small = "?p20-cold-ramp_per_minute=0.001&p20-cold-load_rps=39"
+    capped = answer_text(client, small + "&p20-cold-utilisation=0.99")
+    assert ("no replica more here, since the 20 today's load needs, rounded up to whole "
+            "replicas, already serve 1.54% more than it within the 99% cap") in capped
+    assert "A warm pool would add nothing here either" in capped
+    assert "$0.00 at half the standby cost" not in capped
+    assert "Loading faster saves no replica here" in capped
+    uncapped = answer_text(client, small + "&p20-cold-utilisation=1")
+    assert "100% cap" not in uncapped and "already serve 2.56% more than it." in uncapped
+    worked = worked_text(client, small + "&p20-cold-utilisation=1")
+    assert "no more replicas (no GPUs) running all the time" not in worked
+    assert "serve 40 requests/s at full load, 2.56% more than today's load" in worked
+    assert "the replicas run 98.3% busy" in worked and "every replica is fully busy" not in worked
+
+
+def test_a_slower_fast_load_is_not_called_a_saving(client) -> None:
+    """At 0.5 GB/s the "faster" load is slower than the 1 GB/s the weights already load at."""
+    answer = answer_text(client, "?p20-cold-fast_load_gbps=0.5")
+    assert "cleaner saving" not in answer and "drops to" not in answer
+    assert "Loading at 500 MB/s would save nothing" in answer
+
+
+def test_the_note_keeps_spare_capacity_only_below_a_full_target() -> None:
+    """The day's note said the ready capacity was "kept below full by the target utilisation"
+    even at a target of 100%."""
+    base = {i.name: i.initial for i in p20.DAY_INPUTS}
+    full = {**base, "utilisation": 1.0}
+    note = p20.day_note(inputs=full, result=p20.day_policies(**full))
+    assert "kept below full" not in note and "sized to run at most" not in note
+    assert "a target utilisation of 100% keeps no spare capacity" in note
+    note = p20.day_note(inputs=base, result=p20.day_policies(**base))
+    assert "sized to run at most 70% busy, is used up" in note

@@ -234,3 +234,73 @@ def test_batch_one_works_the_busiest_gpu_and_recommends_tp(client) -> None:
     answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
     assert "so at this load I'd run TP8" in answer
     assert "throughput below" in answer
+
+
+def answer_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
+
+
+def concepts_text(client, query: str = "") -> str:
+    return text_of(section_html(problem_html(page_get(client, query), 23), 23, "concepts"))
+
+
+def test_batch_one_reads_only_its_tokens_experts_and_is_one_sequence(client) -> None:
+    """At batch 1 the 8 experts read are the one token's own (256 × (1 − (1 − 8/256)¹) = 8),
+    not "little more than the active part"; and one sequence "holds", not "each hold"."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1)
+    assert ("its one token's own, so a single sequence's step reads only the active part"
+            in concepts_text(client, query))
+    assert "decoding 1 sequence that holds about 5,000 tokens" in worked_text(client, query)
+    assert "that each hold" in worked_text(client)
+
+
+def test_batch_one_at_a_long_context_is_attention_arithmetic_not_weights(client) -> None:
+    """On 8 × A100 with INT4 experts at 131,072 tokens, one sequence's DP attention is
+    compute-bound (MLA multiplies the cached latent by every head): 82% of the 17.6 ms of GPU
+    work. The answer said "Most of the step is reading weights" at every input."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1, gpu="a100-80gb-sxm",
+                             dtype="int4", context_tokens=131_072)
+    worked = worked_text(client, query)
+    assert "is compute-bound at" in worked
+    answer = answer_text(client, query)
+    assert "Most of the step is reading weights" not in answer
+    assert ("Most of the step is attention's arithmetic: at 131,072 tokens of context it is "
+            "compute-bound and takes 82% of the GPU work") in answer
+    assert "so at this load I'd run TP8" in answer
+
+
+def test_tp_is_not_recommended_for_a_batch_it_cannot_hold(client) -> None:
+    """At 680 sequences of 5,000 tokens TP8's copied cache holds 132: its floor (33.6 ms) was
+    worked at those 132 and set against DP attention's at 680 (39.3 ms), so the page said TP
+    was the better layout and 'at 680 sequences that is no constraint'."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=680)
+    worked = worked_text(client, query)
+    assert "plain TP8 has the lower floor" not in worked
+    answer = answer_text(client, query)
+    assert "that is no constraint" not in answer and "I'd run TP8" not in answer
+    assert "So I'd run attention data-parallel" in answer
+
+
+def test_a_middling_batch_is_neither_the_active_part_nor_all_experts(client) -> None:
+    """At 64 sequences 256 × (1 − (248/256)⁶⁴) = 222 experts (86.9%) are read: not "little more
+    than the active part", and not "only"; TP8 holds the 64 but DP attention's floor (23.7 ms)
+    is about the same as TP's (24.9 ms) and it holds 680 sequences to TP's 132."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=64)
+    concepts = concepts_text(client, query)
+    assert "little more than the active part" not in concepts
+    assert "86.9% of the routed experts, far more than the active part" in concepts
+    answer = answer_text(client, query)
+    assert "only 86.9%" not in answer and "at 64 sequences 86.9% of the experts" in answer
+    assert ("That holds the 64 sequences, but DP attention's step floor, 23.7 ms, is about the "
+            "same as TP's 24.9 ms, and it holds up to 680 sequences against TP's 132") in answer
+    worked = worked_text(client, query)
+    assert "the layout that splits each token's work widest wins" not in worked
+
+
+def test_a_cache_heavy_step_is_said_to_read_the_cache(client) -> None:
+    """2 × 8 H100 PCIe, INT4 experts, 256 sequences of 32,768 tokens: the busiest GPU reads
+    more KV than weights (54.3% of the GPU work)."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="h100-pcie", nodes=2,
+                             dtype="int4", context_tokens=32_768)
+    answer = answer_text(client, query)
+    assert "Most of the step is reading the sequences' cache (54.3% of the GPU work)" in answer
