@@ -421,7 +421,7 @@ def test_problem_22_colocated_baseline_at_the_defaults(client) -> None:
     worked = section_text(page_get(client), 22, "worked")
     assert "The load needs 3 replicas (12 GPUs) colocated against 3 replicas (12 GPUs) split" \
         in worked
-    assert "0.289 split against 0.248 colocated, 1.16× higher: splitting pays" in worked
+    assert "0.289 split against 0.248 colocated, 1.16× higher: per GPU splitting pays" in worked
 
 
 def test_problem_22_wide_replicas_and_pcie_gpus_are_flagged(client) -> None:

@@ -65,3 +65,25 @@ def test_problem_8_names_the_gpu_it_prices(client) -> None:
     worked = p8_text(client, "worked", gpu="mi300x")
     assert "on replicas of 4 GPUs (AMD Instinct MI300X)" in worked
     assert "the calculator's GPU" not in worked
+
+
+def test_problem_22_a_split_that_needs_more_gpus_at_this_load_is_not_said_to_pay_here(
+        client) -> None:
+    """At 0.001 requests a second one colocated replica (4 GPUs) serves the load against two
+    pools of one replica each (8 GPUs): the goodput per GPU favours splitting (0.289 against
+    0.248), but the page said 'splitting pays here'. At the defaults both need 12 GPUs, and at
+    50 requests a second splitting saves 28."""
+    quiet = p22_text(client, "worked", requests_per_second=0.001)
+    assert "splitting pays here" not in quiet
+    assert "1 replica (4 GPUs) colocated against 2 replicas (8 GPUs) split" in quiet
+    assert "At this load, though, two pools of whole replicas need 4 GPUs more than colocated " \
+           "serving: the gain per GPU pays only once the load keeps both pools busy." in quiet
+    default = p22_text(client, "worked")
+    assert "At this load both layouts need the same GPUs, so the gain shows as headroom" \
+        in default
+    busy = p22_text(client, "worked", requests_per_second=50)
+    assert "At this load that saves 28 GPUs." in busy
+    # DeepSeek-V3 on H200s: no gain per GPU, and a whole replica more at this load.
+    mla = p22_text(client, "worked", model="deepseek-v3", tp=8, gpu="h200", dtype="fp8")
+    assert "per GPU splitting buys nothing" in mla
+    assert "At this load it also needs 8 GPUs more" in mla
