@@ -350,6 +350,9 @@ def _levers_result(b: dict) -> Result:
         "tpot_seconds": base["tpot_seconds"],
         "tokens_per_second": base["tokens_per_second_per_gpu"],
         "batch_max_memory": base["batch_max_memory"],
+        # The weights stored on each GPU against what the engine may use there: when they
+        # alone exceed it, no batch fits whatever the context.
+        "weights_stored_gpu_bytes": base_cfg["weights_gpu"], "usable_gpu_bytes": usable,
         "batch_at_target": base["batch_at_target"],
         "per_gpu_at_target": base["per_gpu_at_target"],
         "spike_unchunked_seconds": whole_spike, "spike_chunked_seconds": chunk_spike,

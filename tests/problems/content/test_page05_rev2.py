@@ -102,3 +102,21 @@ def test_problem_17_answer_quotes_queueing_at_a_load_that_queues(client) -> None
     assert "p99 response at 90% load is 21.1 s against a median of 4.31 s" in default
     wide = text(client, 17, "answer", p17, mean_service_seconds=0.001, servers=100000)
     assert "even 95% load queues almost nobody" in wide
+
+
+def test_problem_9_weights_larger_than_the_gpu_are_said_to_be_the_reason(client) -> None:
+    """Llama 3.1 70B in BF16 on one H100: 141 GB of weights against 73.3 GB usable. The page
+    said 'beside the weights there is no room for one sequence's KV at this context', as if the
+    weights fitted and the context were to blame."""
+    worked = text(client, 9, "worked", p09, model="llama-3.1-70b", tp="1")
+    assert "beside the weights there is no room" not in worked
+    assert "The weights alone take 141 GB against 73.3 GB usable, so not even one sequence " \
+           "fits" in worked
+    assert "Memory holds no sequences: the weights alone exceed the memory" in worked
+    # Where the weights fit but the batch does not (TP 2), the old sentence stands; where they
+    # fit and one sequence's KV does not (FP8 weights, 128K of context), the context is blamed.
+    pair = text(client, 9, "worked", p09, model="llama-3.1-70b", tp="2")
+    assert "This batch does not fit in memory beside the weights" in pair
+    long = text(client, 9, "worked", p09, model="llama-3.1-70b", tp="1", dtype="fp8",
+                context_tokens=128000)
+    assert "beside the weights there is no room for one sequence's KV at this context" in long
