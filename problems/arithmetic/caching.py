@@ -399,6 +399,12 @@ def prefix_routing(
             "gpu_seconds_lone": tp * ttft_saved,
             "weights_gpu": weights_gpu, "usable_gpu": usable_gpu,
             "weights_fit": weights_gpu < usable_gpu, "prefill_gpus": prefill_gpus,
+            # The same prefills with the cache: each hit removes the FLOPs it skips, so a fleet
+            # short of GPUs with every request a miss can keep up at a high enough hit rate.
+            "prefill_gpus_random": prefill_gpus * (1 - rates["random"] * flops_saved
+                                                   / (miss["flops"] * tp)),
+            "prefill_gpus_affine": prefill_gpus * (1 - rates["affine"] * flops_saved
+                                                   / (miss["flops"] * tp)),
             "fleet_gpus": replicas * tp,
             "hit_affine_busiest": rates["affine_busiest"],
             "apps_busiest": rates["apps_busiest"], "busiest_share": rates["busiest_share"],

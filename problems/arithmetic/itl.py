@@ -227,9 +227,11 @@ def _levers_build(
             > peak_flops_get(gpu=g, dtype=w) else " (weight-only: fewer bytes, same matmul rate)"
             if lever_w.bits < w.bits else ""), config(weights=lever_w),
          "moves the curve" if lever_w.bits < w.bits
+         else "no gain: more bits than the baseline's weights" if lever_w.bits > w.bits
          else "no gain: not fewer bits than the baseline's weights"),
         ("kv", f"{lever_kv.kv_label} KV cache", config(kv_d=lever_kv),
          "moves the curve" if lever_kv.bits < kv.bits
+         else "no gain: more bits than the baseline's KV cache" if lever_kv.bits > kv.bits
          else "no gain: not fewer bits than the baseline's KV cache"),
         ("tp", f"Tensor parallel × {2 * tp}", config(group=2 * tp), "moves the curve"),
         ("overlap", "Host work hidden (CUDA graphs, overlap)", config(overlap=True),
@@ -292,6 +294,13 @@ def _levers_result(b: dict) -> Result:
         best = at_target(cfg)
         if key != "baseline" and not effect.startswith("no gain"):
             effect = _effect(key, best, base_best, cfg, b)
+        elif key != "baseline":
+            # A lever with a reason to gain nothing can still cost: a format with more bits, or
+            # drafts that are never kept, lower tokens/s per GPU, and the label says so.
+            measured = _effect(key, best, base_best, cfg, b)
+            if measured.startswith(("lowers", "moves")):
+                reason = effect.removeprefix("no gain: ")
+                effect = f"{measured}: {reason}" if measured.startswith("lowers") else measured
         mean_best = at_target(cfg, per_gap=False)
         rows.append({
             "id": key, "name": name, "effect": effect, "fits": fits,
@@ -341,6 +350,9 @@ def _levers_result(b: dict) -> Result:
         "tpot_seconds": base["tpot_seconds"],
         "tokens_per_second": base["tokens_per_second_per_gpu"],
         "batch_max_memory": base["batch_max_memory"],
+        # The weights stored on each GPU against what the engine may use there: when they
+        # alone exceed it, no batch fits whatever the context.
+        "weights_stored_gpu_bytes": base_cfg["weights_gpu"], "usable_gpu_bytes": usable,
         "batch_at_target": base["batch_at_target"],
         "per_gpu_at_target": base["per_gpu_at_target"],
         "spike_unchunked_seconds": whole_spike, "spike_chunked_seconds": chunk_spike,

@@ -7,7 +7,7 @@ time by problems/arithmetic.
 from django.http import HttpRequest
 
 from problems import arithmetic as a
-from problems.arithmetic.catalog import dtype_get, model_get
+from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
 from problems.arithmetic.units import (
     bytes_in,
     bytes_short,
@@ -54,6 +54,7 @@ def figures(inputs: dict) -> dict:
     full_blocks = BLOCK_EXAMPLE_TOKENS // VLLM_BLOCK
     return {
         "model_name": m.name, "tp": inputs["tp"], "replicas": inputs["replicas"],
+        "gpu_name": gpu_get(inputs["gpu"]).name,
         "dtype_name": dtype_get(inputs["dtype"]).name,
         "gpus_text": "one GPU" if inputs["tp"] == 1 else count_format(inputs["tp"], "GPU"),
         "replicas_text": ("one replica" if inputs["replicas"] == 1
@@ -75,6 +76,10 @@ def figures(inputs: dict) -> dict:
         "miss_text": seconds_format(r["miss_seconds"]), "miss_bound": r["miss_bound"],
         "hit_text": seconds_format(r["hit_seconds"]), "hit_bound": r["hit_bound"],
         "ttft_saved_text": seconds_format(r["ttft_saved"]),
+        # Both lone prefills bound by the weight reads: a hit is no shorter (a short prompt on
+        # a big model), which gets a sentence of its own, not "0 s of TTFT (0%)".
+        "ttft_none": r["ttft_saved"] <= 1e-12,
+        "user_one": user == 1,
         "gpu_seconds_text": number_format(r["gpu_seconds_saved"]),
         "saved_share_text": percent_format(r["ttft_saved"] / r["miss_seconds"]),
         # Across the replica's GPUs: MLA's latent, or a head copied past the KV-head count,
@@ -106,6 +111,11 @@ def figures(inputs: dict) -> dict:
         "usable_gpu_text": bytes_in(r["usable_gpu"], "GB"),
         "overloaded": r["prefill_gpus"] > r["fleet_gpus"],
         "prefill_gpus_text": number_format(r["prefill_gpus"]),
+        # With the cache the same load can fit: hits skip their prefix's FLOPs.
+        "rescued_random": r["prefill_gpus_random"] <= r["fleet_gpus"],
+        "rescued_affine": r["prefill_gpus_affine"] <= r["fleet_gpus"],
+        "prefill_gpus_random_text": number_format(r["prefill_gpus_random"]),
+        "prefill_gpus_affine_text": number_format(r["prefill_gpus_affine"]),
         "fleet_gpus_text": count_phrase(r["fleet_gpus"], "GPU"),
         # Below one request in flight per replica, prefills seldom meet to share weight reads.
         "busy": inputs["requests_per_minute"] / 60 / inputs["replicas"]
@@ -122,6 +132,7 @@ def figures(inputs: dict) -> dict:
         "hit_affine_busiest_text": percent_format(r["hit_affine_busiest"]),
         "affine_uneven": r["hit_affine_busiest"] < r["hit_affine"] - 1e-9,
         "apps_busiest": f"{r['apps_busiest']:,}",
+        "apps_busiest_n": count_phrase(r["apps_busiest"], "application"),
         "busiest_share_text": percent_format(r["busiest_share"]),
         "even_share_text": percent_format(r["even_share"]),
         "unbalanced": r["busiest_share"] > r["even_share"] * (1 + 1e-9),

@@ -19,6 +19,7 @@ from problems.arithmetic.speculative import DRAFT_TOKENS_MAX
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
     bandwidth_format,
+    bytes_in,
     bytes_short,
     number_format,
     percent_format,
@@ -301,6 +302,9 @@ def context(*, request: HttpRequest) -> dict:
             1 / (r["gpu_step_seconds"] - r["allreduce_seconds"]),
             more="more", less="less", same="about the same"),
         "host_zero": inputs["host_ms"] == 0,
+        "weights_exceed": r["weights_stored_gpu_bytes"] >= r["usable_gpu_bytes"],
+        "weights_stored_text": bytes_in(r["weights_stored_gpu_bytes"], "GB"),
+        "usable_text": bytes_in(r["usable_gpu_bytes"], "GB"),
         "answer_tokens": f"{inputs['answer_tokens']:,}",
         "answer_tokens_n": count_phrase(inputs["answer_tokens"], "token"),
         "context_tokens_n": count_phrase(inputs["context_tokens"], "token"),

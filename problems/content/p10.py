@@ -16,7 +16,7 @@ from problems.arithmetic.speculative import (
     speedup_memory_bound,
 )
 from problems.arithmetic.steps import Result
-from problems.arithmetic.units import count_format, number_format, percent_format
+from problems.arithmetic.units import bytes_in, count_format, number_format, percent_format
 from problems.arithmetic.wording import amount_phrase, count_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
@@ -205,6 +205,8 @@ def context(*, request: HttpRequest) -> dict:
         tree = plan_compute(**{**inputs, "verify_tokens": max(TREE_EXAMPLE, gamma + 1)})
     except ArithmeticInputError:
         tree = None
+    # Not one sequence fits beside the weights (Llama 3.1 405B on an L4): no batch to search.
+    one = _speculative(**{**inputs, "batch": 1})
     positions = [{"j": j + 1, "p_text": percent_format(p)}
                  for j, p in enumerate(r["acceptance_by_position"])]
     return {
@@ -234,6 +236,7 @@ def context(*, request: HttpRequest) -> dict:
         # At α = 1 the formula is 0 ÷ 0 (every guess kept); and a best γ at the search's end
         # is a bound, not an optimum, when the speedup still rises past it.
         "alpha_one": inputs["acceptance"] >= 1,
+        "alpha_zero": inputs["acceptance"] <= 0,
         "best_at_limit": r["best_gamma"] == DRAFT_TOKENS_MAX,
         "best_text": f"{number_format(r['best_gamma_speedup'])}×",
         "positions": positions,
@@ -255,6 +258,9 @@ def context(*, request: HttpRequest) -> dict:
         "big_verify_plural": "" if at_big and number_format(at_big["verify_ratio"]) == "1"
         else "s",
         "fits": r["fits"],
+        "none_fit": not one["fits"],
+        "one_needed_text": bytes_in(one["memory_needed_bytes"], "GB"),
+        "one_usable_text": bytes_in(one["memory_usable_bytes"], "GB"),
         "paper_rows": [{"task": t, "draft": dr, "temp": te, "gamma": ga,
                         "alpha_text": number_format(a), "speedup_text": f"{number_format(s)}×"}
                        for t, dr, te, ga, a, s in PAPER_ROWS],

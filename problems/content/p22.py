@@ -133,6 +133,8 @@ def figures(inputs: dict) -> dict:
         < r["colocated_replicas"],
         "more_gpus_split": r["prefill_replicas"] + r["decode_replicas"]
         > r["colocated_replicas"],
+        "gpu_gap_text": count_phrase(abs(r["prefill_replicas"] + r["decode_replicas"]
+                                         - r["colocated_replicas"]) * inputs["tp"], "GPU"),
         "nv_text": seconds_format(nv["seconds"]), "ib_text": seconds_format(ib["seconds"]),
         "eth_text": seconds_format(eth["seconds"]),
         "eth_ratio_text": percent_format(eth["ratio"]),

@@ -105,7 +105,7 @@ def test_problem_8_uneven_homes_quote_the_fleet_and_the_busiest_replica(client) 
         "request_seconds": 0}.items())
     worked = section_text(page_get(client, "?" + query), 8, "worked")
     assert "fleet-wide hit rate 80%" in worked
-    assert "home to 2, hits only 50%" in worked
+    assert "home to 2 applications, hits only 50%" in worked
     assert "hits only 50%. The price of affinity is balance: that replica takes 20%" in worked
     # The plot's row for 3 replicas: homes of 4, 3, 3 keeping 1 each: random 10%, fleet 3 ÷ 10
     # = 30%, busiest 1 ÷ 4 = 25%, its share 4 ÷ 10 = 40%.
@@ -120,8 +120,8 @@ def test_problem_8_balance_names_the_busiest_replica_when_every_home_hits(client
         **p08.CALCULATOR.form_class().defaults(), "applications": 10}.items())
     worked = section_text(page_get(client, "?" + query), 8, "worked")
     assert "fleet-wide hit rate 100%." in worked
-    assert ("the busiest replica, home to 2, takes 20% of the traffic against an even 12.5%"
-            in worked)
+    assert ("the busiest replica, home to 2 applications, takes 20% of the traffic against an "
+            "even 12.5%") in worked
     assert "that replica" not in worked
 
 
@@ -421,7 +421,7 @@ def test_problem_22_colocated_baseline_at_the_defaults(client) -> None:
     worked = section_text(page_get(client), 22, "worked")
     assert "The load needs 3 replicas (12 GPUs) colocated against 3 replicas (12 GPUs) split" \
         in worked
-    assert "0.289 split against 0.248 colocated, 1.16× higher: splitting pays" in worked
+    assert "0.289 split against 0.248 colocated, 1.16× higher: per GPU splitting pays" in worked
 
 
 def test_problem_22_wide_replicas_and_pcie_gpus_are_flagged(client) -> None:
