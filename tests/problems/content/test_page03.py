@@ -554,3 +554,24 @@ def test_p21_the_light_bound_is_reached_when_the_replica_is_always_busy(client) 
     0.15) = 29.4 ms, the bound itself, yet the page said its wait "stays below 29.4 ms"."""
     worked = section_text(client, 21, "worked")
     assert "stays below" not in worked and "stays at or below 29.4 ms" in worked
+
+
+def test_problem_6_names_the_exponential_mean_it_used(client) -> None:
+    """Found on the strict re-review: the mean field is the lengths' mean before the cut, so
+    200 tokens plus a tail averaging 256 is a tail of mean 56, yet the page said "200 tokens
+    plus an exponential tail of mean 256 tokens". And the comparison beside uniform lengths
+    clamps that mean into [shortest, longest] but quoted the field: at a longest output of 100
+    it said "a tail of mean 256 tokens" while computing with 100, and at a shortest of 1,000 it
+    computed a tail of nothing ("gives 1×, the mean is 1,000 tokens")."""
+    exp = section_text(client, 6, "worked", "?p06-batching-distribution=exponential"
+                       "&p06-batching-output_min=200&p06-batching-output_mean=256")
+    assert "exponential tail of mean 256" not in exp
+    assert "200 tokens plus an exponential tail, averaging 256 tokens before the cut" in exp
+    short = section_text(client, 6, "worked", "?p06-batching-output_max=100")
+    assert "tail of mean 256" not in short
+    assert ("an exponential tail averaging 100 tokens before the cut (the mean field's 256 "
+            "tokens lies past the longest output) gives 1.45×") in short
+    narrow = section_text(client, 6, "worked",
+                          "?p06-batching-output_min=1000&p06-batching-output_max=1024")
+    assert "the mean is 1,000 tokens, the expected longest 1,000 tokens" not in narrow
+    assert "an exponential tail has no room to compare here" in narrow
