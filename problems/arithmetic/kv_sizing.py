@@ -202,7 +202,9 @@ def kv_sizing(
                       per_seq, "B", bytes_format(per_seq)))
     steps.append(Step(f"KV for {count_format(users, 'user')}",
                       f"{bytes_short(per_seq)} × {users:,}", total, "B", bytes_format(total)))
-    steps.append(Step(f"Weights ({d.name})", f"{m.name}'s parameters × {number_format(d.bytes)} B",
+    # "course-lm's parameters", not "course-lm (this course's demo model)'s parameters".
+    steps.append(Step(f"Weights ({d.name})",
+                      f"{m.name.split(' (')[0]}'s parameters × {number_format(d.bytes)} B",
                       weights, "B", bytes_format(weights)))
     steps.append(Step("KV against the weights", f"{bytes_short(total)} ÷ {bytes_short(weights)}",
                       total / weights, "×", f"{number_format(total / weights)}×"))

@@ -187,7 +187,10 @@ def context(*, request: HttpRequest) -> dict:
         "h100_fits": h100["batch"] >= 1,
         "mla_latent_per_layer": f"{(m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0):,}",
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
-        "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
+        "model_name": m.name,
+        # "course-lm's heads", not "course-lm (this course's demo model)'s heads".
+        "model_possessive": f"{m.name.split(' (')[0]}'s",
+        "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
         "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",
         # The follow-up asks about a tensor-parallel size of 16: a model with 16 or more KV
         # heads still splits them there.

@@ -234,3 +234,11 @@ def test_the_model_answer_follows_the_throughput_regime(client) -> None:
     assert "rises less" not in keeps_up and "brings cache reads" not in keeps_up
     assert "throughput rises about as much, 4.97× here" in keeps_up
     assert "rises about as much, 4.97×" in section_text(client, "worked", query)
+
+
+def test_the_course_model_takes_a_plain_possessive(client) -> None:
+    """Found on the strict re-review: "course-lm (this course's demo model)'s window ends at
+    1,024 tokens"."""
+    worked = section_text(client, "worked", "?p04-paging-model=course-lm"
+                          "&p04-paging-mix=100:100:100&p04-paging-max_len=1024")
+    assert "model)'s" not in worked and "course-lm's window ends at 1,024 tokens" in worked
