@@ -328,6 +328,9 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("vLLM issue 11797 (the query heads must divide by the tensor-parallel size, which is why "
+     "the calculator refuses Qwen2.5 7B's 28 heads over 8 GPUs)",
+     "https://github.com/vllm-project/vllm/issues/11797"),
     ("Yang et al. (Meta), 'Context Parallelism for Scalable Million-Token Inference' "
      "(arXiv 2411.01783: a long prompt's prefill split across GPUs by tokens, ring attention "
      "passing keys and values or queries between them)", "https://arxiv.org/abs/2411.01783"),

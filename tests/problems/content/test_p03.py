@@ -390,3 +390,20 @@ def test_offload_figures_on_a_node_that_cannot_hold_the_model_say_so_in_the_answ
     assert ("against 558 ms of prefill to recompute it, both counted on 8 B200s as if they "
             "could hold the model, which in this format they cannot") in answer
     assert "as if they could hold the model" not in section_text(client, "answer")
+
+
+def test_a_model_whose_query_heads_do_not_divide_by_16_says_so(client) -> None:
+    """Found on the strict re-review: for Qwen2.5 7B (28 query heads, 4 KV heads) the page set
+    its cache "under tensor parallel 8" beside MLA's and answered "what changes with tensor
+    parallelism of 16?" with copied KV heads, though no engine runs it at 8 or 16: vLLM
+    refuses a size that does not divide the query heads."""
+    query = "?p03-kv-model=qwen2.5-7b"
+    worked = section_text(client, "worked", query)
+    assert "under tensor parallel 8" not in worked
+    assert ("under tensor parallel 4 the latent cannot be split by heads, so each GPU keeps "
+            "32,256 B per token against 14,336 B") in worked
+    hint = section_text(client, "followups", query)
+    assert ("Qwen2.5 7B cannot run at a tensor-parallel size of 16 at all: its 28 query heads "
+            "do not divide by 16") in hint
+    assert "up to 16, its heads allow 1, 2 and 4" in hint
+    assert "cannot run at a tensor-parallel size of 16" not in section_text(client, "followups")

@@ -604,3 +604,12 @@ def test_problem_7_model_answer_follows_the_chunks_and_the_decode_step(client) -
                                                            "?p07-long-decode_batch=0")
     assert "the worst stall comes late; with a budget of 2,048 tokens it is 260 ms" in (
         section_text(client, 7, "answer"))
+
+
+def test_problem_7_refuses_a_tp_the_query_heads_do_not_divide(client) -> None:
+    """Found on the strict re-review: Qwen2.5 7B on 8 GPUs in tensor parallel was worked as
+    if it ran, though its 28 query heads do not divide by 8 and vLLM refuses that size."""
+    worked = section_text(client, 7, "worked", "?p07-long-model=qwen2.5-7b&p07-long-tp=8")
+    assert "The working below stays at that calculator's defaults" in worked
+    assert "28 query heads do not split evenly over 8 GPUs" in worked
+    assert "Take Qwen2.5 7B" not in worked
