@@ -31,6 +31,7 @@ from problems.arithmetic.memory import (
     embedding_dtype_resolve,
     kv_cache,
     kv_heads_per_gpu,
+    tp_sizes_model,
     weight_bytes_model,
 )
 from problems.arithmetic.steps import Result, Step
@@ -150,11 +151,14 @@ def mla_like_for_like(*, model: str, kv_dtype: str) -> dict:
     latent = (v3.kv_lora_rank + v3.qk_rope_head_dim) * kv_d.bytes
     mla = float(kv_bytes_per_token_model(v3, kv_dtype_get(kv_d.id, model=v3)))
     own = float(kv_cache(model=model, tokens=1, dtype=kv_d.id)["bytes_per_token"])
+    # The widest tensor-parallel group of one node the model's heads allow: 8 for most, 4 for
+    # Qwen2.5 7B, whose 28 query heads do not divide by 8.
+    tp = max(tp_sizes_model(m, maximum=NODE_GPUS))
     own_per_gpu = float(kv_cache(model=model, tokens=1, dtype=kv_d.id,
-                                 tp=NODE_GPUS)["total_bytes_per_gpu"])
+                                 tp=tp)["total_bytes_per_gpu"])
     return {"mla_same_layers": m.layers * latent, "mla_per_gpu_tp": mla,
             "mla_same_layers_per_gpu_tp": m.layers * latent,
-            "own_bytes_per_token": own, "own_per_gpu_tp": own_per_gpu}
+            "own_bytes_per_token": own, "own_per_gpu_tp": own_per_gpu, "tp": tp}
 
 
 def kv_sizing(
@@ -202,7 +206,9 @@ def kv_sizing(
                       per_seq, "B", bytes_format(per_seq)))
     steps.append(Step(f"KV for {count_format(users, 'user')}",
                       f"{bytes_short(per_seq)} × {users:,}", total, "B", bytes_format(total)))
-    steps.append(Step(f"Weights ({d.name})", f"{m.name}'s parameters × {number_format(d.bytes)} B",
+    # "course-lm's parameters", not "course-lm (this course's demo model)'s parameters".
+    steps.append(Step(f"Weights ({d.name})",
+                      f"{m.name.split(' (')[0]}'s parameters × {number_format(d.bytes)} B",
                       weights, "B", bytes_format(weights)))
     steps.append(Step("KV against the weights", f"{bytes_short(total)} ÷ {bytes_short(weights)}",
                       total / weights, "×", f"{number_format(total / weights)}×"))
@@ -276,8 +282,8 @@ def kv_sizing(
              f"{m.layers} layers × ({v3.kv_lora_rank} + {v3.qk_rope_head_dim}) × "
              f"{number_format(kv_d.bytes)} B",
              fair["mla_same_layers"], "B", f"{bytes_format(fair['mla_same_layers'])} per token"),
-        Step(f"…per GPU under tp {NODE_GPUS}: this model against MLA",
-             f"{bytes_short(per_token)} split over {NODE_GPUS} GPUs (where its KV heads allow) "
+        Step(f"…per GPU under tp {fair['tp']}: this model against MLA",
+             f"{bytes_short(per_token)} split over {fair['tp']} GPUs (where its KV heads allow) "
              "against the latent copied whole onto each",
              fair["own_per_gpu_tp"], "B",
              f"{bytes_format(fair['own_per_gpu_tp'])} against "
@@ -361,6 +367,7 @@ def kv_sizing(
             "mla_total_bytes": mla_token * tokens * users,
             "mla_same_layers_bytes_per_token": fair["mla_same_layers"],
             "own_per_gpu_tp_bytes_per_token": fair["own_per_gpu_tp"],
+            "mla_compare_tp": fair["tp"],
             "mean_total_bytes": mean_total,
             "window_tokens_effective": windowed,
             "window_total_bytes": window_total,

@@ -455,6 +455,22 @@ def memory_fit(
     )
 
 
+def tp_sizes_model(model: Model, *, maximum: int = TP_MAX) -> tuple[int, ...]:
+    """The tensor-parallel sizes up to `maximum` that `model`'s heads allow (GPUs): the query
+    heads must split evenly (vLLM refuses any other size: "Total number of attention heads
+    must be divisible by tensor parallel size"), and the KV heads either split evenly or are
+    copied whole. Qwen2.5 7B's 28 query heads and 4 KV heads allow 1, 2, 4 and 28, so no
+    8-GPU node runs it as one tensor-parallel group. MLA's latent is kept whole at any size."""
+    sizes = []
+    for tp in range(1, maximum + 1):
+        if model.heads % tp:
+            continue
+        if model.attention != "MLA" and model.kv_heads % tp and tp % model.kv_heads:
+            continue
+        sizes.append(tp)
+    return tuple(sizes)
+
+
 def kv_heads_per_gpu(*, model: Model, tp: int) -> tuple[int, str]:
     """KV heads each GPU stores under tensor parallelism `tp`, and why.
 

@@ -185,7 +185,7 @@ def paging(
                 "even 64 of them would not leave room for one: choose a narrower format")
         raise ArithmeticInputError(
             field="model",
-            message=f"{m.name}'s {bytes_short(weights)} of {d.name} weights and the "
+            message=f"{m.name.split(' (')[0]}'s {bytes_short(weights)} of {d.name} weights and the "
                     f"{bytes_short(reserve)} reserve need {bytes_short(weights + reserve)}, "
                     f"{bytes_short(weights + reserve - usable)} more than the "
                     f"{bytes_short(usable)} one {g.name} lets the engine use, so there is no "

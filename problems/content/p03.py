@@ -16,7 +16,12 @@ from problems.arithmetic.kv_sizing import (
     mha_bytes_per_token,
     node_layout,
 )
-from problems.arithmetic.memory import MEMORY_FRACTION_DEFAULT, RESERVE_GB_DEFAULT, kv_cache
+from problems.arithmetic.memory import (
+    MEMORY_FRACTION_DEFAULT,
+    RESERVE_GB_DEFAULT,
+    kv_cache,
+    tp_sizes_model,
+)
 from problems.arithmetic.paging import VLLM_DEFAULT_BLOCK
 from problems.arithmetic.units import (
     GB,
@@ -48,6 +53,8 @@ PREFIX = "p03-kv"
 TOKENS_MAX = 1_000_000
 PLOT_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-2-7b", "qwen2.5-72b", "deepseek-v3")
 PLOT_GPUS = ("h100-sxm", "h200", "b200")
+# The tensor-parallel size the first follow-up asks about.
+TP_FOLLOWUP = 16
 
 
 def kv_context_plot(*, inputs: dict, result) -> Plot:
@@ -187,11 +194,20 @@ def context(*, request: HttpRequest) -> dict:
         "h100_fits": h100["batch"] >= 1,
         "mla_latent_per_layer": f"{(m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0):,}",
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
-        "model_name": m.name, "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
+        "model_name": m.name,
+        # "course-lm's heads", not "course-lm (this course's demo model)'s heads".
+        "model_possessive": f"{m.name.split(' (')[0]}'s",
+        "layers": f"{m.layers:,}", "kv_heads": f"{m.kv_heads:,}",
         "heads": f"{m.heads:,}", "head_dim": f"{m.head_dim:,}",
         # The follow-up asks about a tensor-parallel size of 16: a model with 16 or more KV
         # heads still splits them there.
         "tp16_splits": m.attention != "MLA" and m.kv_heads >= 16 and m.kv_heads % 16 == 0,
+        # Query heads must divide too: Qwen2.5 7B's 28 (and the course's small models) cannot
+        # run at 16 at all.
+        "tp16_allowed": TP_FOLLOWUP in tp_sizes_model(m, maximum=TP_FOLLOWUP),
+        "tp_allowed_text": list_phrase([str(t) for t in tp_sizes_model(m, maximum=TP_FOLLOWUP)],
+                                       conjunction="and"),
+        "mla_tp": r["mla_compare_tp"],
         "kv_heads_per_gpu_at_16": count_format(m.kv_heads // 16, "KV head"),
         "context_window": f"{m.context:,}",
         # The format's short name for prose ("FP32", "INT8"), without the catalog's aside.
@@ -319,6 +335,9 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.vllm.ai/en/latest/serving/parallelism_scaling/"),
     ("vLLM docs, Automatic Prefix Caching design (full blocks hashed by their whole prefix and "
      "shared between requests)", "https://docs.vllm.ai/en/latest/design/prefix_caching/"),
+    ("vLLM issue 11797 (the query heads must divide by the tensor-parallel size: Qwen2-7B, "
+     "with 28 attention heads and 4 KV heads, cannot run on an 8-GPU node)",
+     "https://github.com/vllm-project/vllm/issues/11797"),
     ("DeepSeek-V3 config.json on Hugging Face (quantization_config: fp8, e4m3, "
      "weight_block_size [128, 128]: the released weights are FP8)",
      "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),

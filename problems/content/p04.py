@@ -138,7 +138,10 @@ def context(*, request: HttpRequest) -> dict:
                 "output": f"{c['output']:,}"} for c in r["classes"]]
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
-        "model_name": m.name, "gpu_name": g.name,
+        "model_name": m.name,
+        # "course-lm's heads", not "course-lm (this course's demo model)'s heads".
+        "model_possessive": f"{m.name.split(' (')[0]}'s",
+        "gpu_name": g.name,
         # The format's short name for prose ("an FP8 (E4M3) cache", "an FP32 cache"), with
         # the article its spoken first letter takes, as problem 3 writes it.
         "kv_name": (kv_d.kv_label.split(" (")[0].removesuffix(" KV cache") if kv_d.kv_name

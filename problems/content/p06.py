@@ -173,11 +173,12 @@ def context(*, request: HttpRequest) -> dict:
     """The figures problem 6's prose quotes, from the same inputs as its calculator."""
     inputs, r, valid = _evaluated(request)
     batch = inputs["batch"]
+    # The exponential set beside the uniform one takes the form's mean, held between the
+    # shortest and the longest output; the page names the mean it really used.
+    exp_mean = max(inputs["output_min"], min(inputs["output_mean"], inputs["output_max"]))
     exp = static_vs_continuous(batch=batch, distribution="exponential",
                                output_min=inputs["output_min"], output_max=inputs["output_max"],
-                               output_mean=max(inputs["output_min"],
-                                               min(inputs["output_mean"],
-                                                   inputs["output_max"])))
+                               output_mean=exp_mean)
     uni = static_vs_continuous(batch=batch, distribution="uniform",
                                output_min=inputs["output_min"], output_max=inputs["output_max"])
     # The batch set beside this one: a larger one below 256, a smaller one from 256 up (a
@@ -208,6 +209,10 @@ def context(*, request: HttpRequest) -> dict:
         "uniform_ratio_text": f"{number_format(uni['throughput_ratio'])}×",
         "uniform_wasted_text": _waste_text(uni["static_wasted_share"]),
         "exp_ratio_text": f"{number_format(exp['throughput_ratio'])}×",
+        "exp_mean_used_text": _tokens(exp_mean),
+        # A mean at the shortest output leaves no tail: every length is the shortest.
+        "exp_has_tail": exp_mean > inputs["output_min"],
+        "exp_mean_clamped": exp_mean != inputs["output_mean"],
         "exp_wasted_text": _waste_text(exp["static_wasted_share"]),
         "exp_mean_text": _tokens(exp["mean_output_tokens"]),
         "exp_longest_text": _tokens(exp["expected_longest_tokens"]),

@@ -269,6 +269,9 @@ def context(*, request: HttpRequest) -> dict:
             if streams else ""),
         "decode_step_text": _s(r["decode_step_seconds"]),
         "decode_step_bound": r["decode_step_bound"],
+        # Only a step that carries decodes can be called a compute-bound decode step (with no
+        # streams it has nothing to compute and takes no time).
+        "decode_compute_bound": bool(streams) and r["decode_step_bound"] == "compute",
         "first_step_text": _s(r["first_chunk_step_seconds"]),
         # With no streams decoding there is no decode step to compare with, and no one to notice.
         "first_step_compute_bound": (r["first_step_bound"] == "compute"
@@ -325,6 +328,9 @@ def context(*, request: HttpRequest) -> dict:
 
 
 SOURCES: list[tuple[str, str]] = [
+    ("vLLM issue 11797 (the query heads must divide by the tensor-parallel size, which is why "
+     "the calculator refuses Qwen2.5 7B's 28 heads over 8 GPUs)",
+     "https://github.com/vllm-project/vllm/issues/11797"),
     ("Yang et al. (Meta), 'Context Parallelism for Scalable Million-Token Inference' "
      "(arXiv 2411.01783: a long prompt's prefill split across GPUs by tokens, ring attention "
      "passing keys and values or queries between them)", "https://arxiv.org/abs/2411.01783"),

@@ -216,3 +216,24 @@ def test_the_fp8_lever_step_says_a_one_byte_cache_saves_nothing() -> None:
     step = next(s for s in kv_sizing(model="llama-3.1-70b").steps
                 if s.label == "Lever: FP8 KV cache")
     assert step.expression == "2 B → 1 B per value"
+
+
+def test_tensor_parallel_sizes_need_the_query_heads_to_divide() -> None:
+    """Found on the strict re-review: Qwen2.5 7B has 28 query heads and 4 KV heads, so vLLM
+    refuses tensor parallel 8 ("Total number of attention heads (28) must be divisible by
+    tensor parallel size (8)"), yet problem 3 set its cache per GPU "under tp 8" beside MLA's.
+    By hand: the divisors of 28 are 1, 2, 4, 7, 14, 28; 7 and 14 neither split nor copy 4 KV
+    heads evenly, so 1, 2, 4 and 28 remain; Llama 3.1 70B (64 and 8) allows every power of two
+    up to 64; DeepSeek-V3's latent is kept whole, so its 128 heads alone decide."""
+    from problems.arithmetic.catalog import model_get
+    from problems.arithmetic.memory import tp_sizes_model
+
+    assert tp_sizes_model(model_get("qwen2.5-7b"), maximum=32) == (1, 2, 4, 28)
+    assert tp_sizes_model(model_get("llama-3.1-70b"), maximum=64) == (1, 2, 4, 8, 16, 32, 64)
+    assert tp_sizes_model(model_get("deepseek-v3"), maximum=8) == (1, 2, 4, 8)
+    qwen = kv_sizing(model="qwen2.5-7b")
+    assert qwen["mla_compare_tp"] == 4
+    step = next(s for s in qwen.steps if s.label.startswith("…per GPU under tp"))
+    assert step.label == "…per GPU under tp 4: this model against MLA"
+    assert qwen["own_per_gpu_tp_bytes_per_token"] == 28 * 2 * 4 * 128 * 2 / 4
+    assert kv_sizing()["mla_compare_tp"] == 8

@@ -233,3 +233,14 @@ def test_a_short_queue_bound_refuses_what_random_bursts_fill_it_with():
     # At ρ = 1 exactly the formula's limit, 1 ÷ (K + 1).
     assert tenant_fairness(heavy_rate=34, queue_bound=64)["heavy_refused_share"] == (
         pytest.approx(1 / 65))
+
+
+def test_long_prompt_refuses_a_tp_the_query_heads_do_not_divide():
+    """Found on the strict re-review: Qwen2.5 7B's 28 query heads over 8 GPUs were accepted
+    (its 4 KV heads are copied there), though vLLM refuses that size."""
+    with pytest.raises(ArithmeticInputError) as refused:
+        long_prompt(model="qwen2.5-7b", tp=8)
+    assert refused.value.field == "tp"
+    assert "28 query heads do not split evenly over 8 GPUs" in str(refused.value)
+    assert "1, 2, 4 or 28" in str(refused.value)
+    assert long_prompt(model="qwen2.5-7b", tp=4)["chunks"] >= 1

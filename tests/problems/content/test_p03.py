@@ -368,3 +368,42 @@ def test_the_pipeline_example_starts_where_heads_stop_splitting(client) -> None:
     assert "parallel 32 × pipeline parallel 2 over 64 GPUs keeps 8,192 B per token" in follow
     assert "parallel 8 × pipeline parallel 2 over 16 GPUs keeps 20,480 B per token" in (
         section_text(client, "followups"))
+
+
+def test_the_course_model_takes_a_plain_possessive(client) -> None:
+    """Found on the strict re-review: at course-lm the page wrote "DeepSeek-V3's latent at
+    course-lm (this course's demo model)'s 6 layers" and "course-lm (this course's demo
+    model)'s own cache"."""
+    query = "?p03-kv-model=course-lm&p03-kv-tokens=1024&p03-kv-mean_tokens=512"
+    text = section_text(client, "worked", query) + section_text(client, "answer", query)
+    assert "model)'s" not in text
+    assert "DeepSeek-V3's latent at course-lm's 6 layers" in section_text(client, "answer", query)
+    assert "course-lm's own cache is smaller than the latent" in text
+
+
+def test_offload_figures_on_a_node_that_cannot_hold_the_model_say_so_in_the_answer(
+        client) -> None:
+    """Found on the strict re-review: DeepSeek-V3 in BF16 fits on no 8-GPU node of H100s,
+    H200s or B200s; the worked answer says its offload figures are for 8 B200s "as if they
+    could", but the model answer offered 45 ms against 558 ms with no such word."""
+    answer = section_text(client, "answer", "?p03-kv-model=deepseek-v3")
+    assert ("against 558 ms of prefill to recompute it, both counted on 8 B200s as if they "
+            "could hold the model, which in this format they cannot") in answer
+    assert "as if they could hold the model" not in section_text(client, "answer")
+
+
+def test_a_model_whose_query_heads_do_not_divide_by_16_says_so(client) -> None:
+    """Found on the strict re-review: for Qwen2.5 7B (28 query heads, 4 KV heads) the page set
+    its cache "under tensor parallel 8" beside MLA's and answered "what changes with tensor
+    parallelism of 16?" with copied KV heads, though no engine runs it at 8 or 16: vLLM
+    refuses a size that does not divide the query heads."""
+    query = "?p03-kv-model=qwen2.5-7b"
+    worked = section_text(client, "worked", query)
+    assert "under tensor parallel 8" not in worked
+    assert ("under tensor parallel 4 the latent cannot be split by heads, so each GPU keeps "
+            "32,256 B per token against 14,336 B") in worked
+    hint = section_text(client, "followups", query)
+    assert ("Qwen2.5 7B cannot run at a tensor-parallel size of 16 at all: its 28 query heads "
+            "do not divide by 16") in hint
+    assert "up to 16, its heads allow 1, 2 and 4" in hint
+    assert "cannot run at a tensor-parallel size of 16" not in section_text(client, "followups")

@@ -217,3 +217,28 @@ def test_a_throughput_that_does_not_rise_is_not_said_to_rise(client) -> None:
     only 1×"."""
     worked = section_text(client, "worked", "?p04-paging-mfu=0.01")
     assert "rises only 1×" not in worked and "throughput does not rise at all (1×)" in worked
+
+
+def test_the_model_answer_follows_the_throughput_regime(client) -> None:
+    """Found on the strict re-review: the worked answer said "does not rise at all (1×)" at 5%
+    MFU and "rises about as much, 4.97×" where the weights dominate (Llama 3.1 70B in FP8 on an
+    H100, 330-token requests under a 1,024 maximum), but the model answer still said
+    "throughput rises less, about 1× here" and "rises less, about 4.97× here, because each
+    added sequence brings cache reads to every step"."""
+    flat = section_text(client, "answer", "?p04-paging-mfu=0.05")
+    assert "rises less, about 1× here" not in flat
+    assert "throughput does not rise at all (1×)" in flat
+    query = ("?p04-paging-model=llama-3.1-70b&p04-paging-dtype=fp8"
+             "&p04-paging-mix=100:300:30&p04-paging-max_len=1024")
+    keeps_up = section_text(client, "answer", query)
+    assert "rises less" not in keeps_up and "brings cache reads" not in keeps_up
+    assert "throughput rises about as much, 4.97× here" in keeps_up
+    assert "rises about as much, 4.97×" in section_text(client, "worked", query)
+
+
+def test_the_course_model_takes_a_plain_possessive(client) -> None:
+    """Found on the strict re-review: "course-lm (this course's demo model)'s window ends at
+    1,024 tokens"."""
+    worked = section_text(client, "worked", "?p04-paging-model=course-lm"
+                          "&p04-paging-mix=100:100:100&p04-paging-max_len=1024")
+    assert "model)'s" not in worked and "course-lm's window ends at 1,024 tokens" in worked

@@ -453,7 +453,7 @@ def test_p07_one_chunk_and_two_near_equal_chunks_read_right(client) -> None:
     two = section_text(client, 7, "worked", "?p07-long-model=llama-2-7b&p07-long-prompt_tokens=4000"
                        "&p07-long-decode_batch=1")
     assert "The later chunks cost" not in two
-    assert "The last chunk's step is barely longer than the first's (1.03×)" in two
+    assert "The largest chunk's step is barely longer than the first's (1.03×)" in two
     idle = section_text(client, 7, "worked", "?p07-long-decode_batch=0")
     assert "after the decodes' one token each" not in idle
     assert "2,048 tokens for the prompt, with no decodes to carry" in idle
@@ -554,3 +554,62 @@ def test_p21_the_light_bound_is_reached_when_the_replica_is_always_busy(client) 
     0.15) = 29.4 ms, the bound itself, yet the page said its wait "stays below 29.4 ms"."""
     worked = section_text(client, 21, "worked")
     assert "stays below" not in worked and "stays at or below 29.4 ms" in worked
+
+
+def test_problem_6_names_the_exponential_mean_it_used(client) -> None:
+    """Found on the strict re-review: the mean field is the lengths' mean before the cut, so
+    200 tokens plus a tail averaging 256 is a tail of mean 56, yet the page said "200 tokens
+    plus an exponential tail of mean 256 tokens". And the comparison beside uniform lengths
+    clamps that mean into [shortest, longest] but quoted the field: at a longest output of 100
+    it said "a tail of mean 256 tokens" while computing with 100, and at a shortest of 1,000 it
+    computed a tail of nothing ("gives 1×, the mean is 1,000 tokens")."""
+    exp = section_text(client, 6, "worked", "?p06-batching-distribution=exponential"
+                       "&p06-batching-output_min=200&p06-batching-output_mean=256")
+    assert "exponential tail of mean 256" not in exp
+    assert "200 tokens plus an exponential tail, averaging 256 tokens before the cut" in exp
+    short = section_text(client, 6, "worked", "?p06-batching-output_max=100")
+    assert "tail of mean 256" not in short
+    assert ("an exponential tail averaging 100 tokens before the cut (the mean field's 256 "
+            "tokens lies past the longest output) gives 1.45×") in short
+    narrow = section_text(client, 6, "worked",
+                          "?p06-batching-output_min=1000&p06-batching-output_max=1024")
+    assert "the mean is 1,000 tokens, the expected longest 1,000 tokens" not in narrow
+    assert "an exponential tail has no room to compare here" in narrow
+
+
+def test_problem_7_model_answer_follows_the_chunks_and_the_decode_step(client) -> None:
+    """Found on the strict re-review: the model answer said "the later chunks cost more ... so
+    the worst stall comes late" where the 2,000-token prompt is one chunk, and at 4,096 tokens
+    where the worked answer says the largest chunk's step is only 1.07× the first's; and it
+    said "a decode step is memory-bound, so a chunk ... rides along almost for free" at 2% MFU,
+    where the worked answer gives the decode-only step 26 ms compute-bound. The worked answer
+    also called the largest chunk "the last chunk", though the last one (64 tokens) is the
+    smallest."""
+    one_chunk = section_text(client, 7, "answer", "?p07-long-prompt_tokens=2000")
+    assert "the worst stall comes late" not in one_chunk
+    assert "Here the whole prompt fits in one chunk, so chunking changes nothing" in one_chunk
+    short = "?p07-long-prompt_tokens=4096"
+    assert "the worst stall comes late" not in section_text(client, 7, "answer", short)
+    assert "every chunk costs about the same" in section_text(client, 7, "answer", short)
+    worked = section_text(client, 7, "worked", short)
+    assert "The last chunk's step" not in worked
+    assert "The largest chunk's step is barely longer than the first's (1.07×)" in worked
+    low = "?p07-long-mfu=0.02"
+    assert "26 ms (compute-bound)" in section_text(client, 7, "worked", low)
+    answer = section_text(client, 7, "answer", low)
+    assert "A decode step is memory-bound" not in answer
+    assert "even the decode-only step here is compute-bound (26 ms)" in answer
+    assert "there no chunk rides free" in section_text(client, 7, "concepts", low)
+    assert "there no chunk rides free" not in section_text(client, 7, "concepts",
+                                                           "?p07-long-decode_batch=0")
+    assert "the worst stall comes late; with a budget of 2,048 tokens it is 260 ms" in (
+        section_text(client, 7, "answer"))
+
+
+def test_problem_7_refuses_a_tp_the_query_heads_do_not_divide(client) -> None:
+    """Found on the strict re-review: Qwen2.5 7B on 8 GPUs in tensor parallel was worked as
+    if it ran, though its 28 query heads do not divide by 8 and vLLM refuses that size."""
+    worked = section_text(client, 7, "worked", "?p07-long-model=qwen2.5-7b&p07-long-tp=8")
+    assert "The working below stays at that calculator's defaults" in worked
+    assert "28 query heads do not split evenly over 8 GPUs" in worked
+    assert "Take Qwen2.5 7B" not in worked
