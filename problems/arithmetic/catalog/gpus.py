@@ -87,6 +87,8 @@ class Gpu:
     # The vendor, and its own names for the matrix units and for the plain FP32 vector units.
     vendor: str = "NVIDIA"
     matrix_units: str = NVIDIA_UNITS[0]
+    # The same name before a noun: "a tensor-core peak", "a Matrix Core peak".
+    matrix_unit_attributive: str = "tensor-core"
     vector_units: str = NVIDIA_UNITS[1]
     units_source: str = NVIDIA_UNITS_SOURCE
     # L2 cache (bytes, binary as vendors state it; None where no public source states it), and
@@ -415,6 +417,7 @@ GPUS: dict[str, Gpu] = {
             short_name="MI300X",
             vendor="AMD",
             matrix_units="Matrix Cores",
+            matrix_unit_attributive="Matrix Core",
             vector_units="vector ALUs",
             units_source="AMD names its matrix units Matrix Cores (AMD lab notes, 'AMD matrix "
             "cores', https://gpuopen.com/learn/amd-lab-notes/amd-lab-notes-matrix-cores-readme/; "

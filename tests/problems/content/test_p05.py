@@ -282,3 +282,11 @@ def test_a_one_token_prefill_is_not_called_faster_or_lighter(client) -> None:
     assert "about the same traffic as the standard path at this length" in answer
     assert "where the scores are too small to matter" in answer
     assert "257× less traffic" in section_text(client, "answer")
+
+
+def test_fp32_on_the_mi300x_runs_without_its_matrix_cores(client) -> None:
+    """FP32 attention on the MI300X: 163.4 TFLOP/s on its vector ALUs ÷ 5.3 TB/s = a ridge of
+    30.8 FLOP per byte, without the Matrix Cores (AMD's name, not tensor cores)."""
+    concepts = section_text(client, "concepts", "?p05-attn-gpu=mi300x&p05-attn-dtype=fp32")
+    assert ("(FP32, which runs without Matrix Cores) the AMD Instinct MI300X's ridge is only "
+            "30.8 FLOP per byte") in concepts

@@ -234,3 +234,14 @@ def test_batch_one_works_the_busiest_gpu_and_recommends_tp(client) -> None:
     answer = text_of(section_html(problem_html(page_get(client, query), 23), 23, "answer"))
     assert "so at this load I'd run TP8" in answer
     assert "throughput below" in answer
+
+
+def test_the_routing_note_names_the_selected_gpus_matrix_units(client) -> None:
+    """Memory-bound experts leave the matrix units idle: on the MI300X those are Matrix Cores,
+    on the default H200 tensor cores."""
+    mi300x = text_of(section_html(problem_html(page_get(client, "?p23-routing-gpu=mi300x"), 23),
+                                  23, "demo"))
+    assert "too few tokens per expert to use the Matrix Cores" in mi300x
+    assert "tensor core" not in mi300x
+    h200 = text_of(section_html(problem_html(page_get(client), 23), 23, "demo"))
+    assert "too few tokens per expert to use the tensor cores" in h200
