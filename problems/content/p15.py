@@ -6,7 +6,7 @@ the calculator.
 
 from django.http import HttpRequest
 
-from problems.arithmetic.catalog import DTYPES, gpu_get, models_all
+from problems.arithmetic.catalog import DTYPES, Gpu, gpu_get, models_all
 from problems.arithmetic.fusion import (
     HIDDEN_MAX,
     LAYERS_MAX,
@@ -65,7 +65,7 @@ def mib_pair(size: float, cache: float) -> tuple[str, str]:
     return texts
 
 
-def cache_context(*, gpu, elements: int) -> dict:
+def cache_context(*, gpu: Gpu, elements: int) -> dict:
     """Problem 15's sentence on the eager intermediate and the cache: the GPU's own cache,
     named and sized from the catalog, or None where no public source gives it."""
     fit = intermediate_cache_fit(gpu=gpu, elements=elements)
@@ -173,6 +173,10 @@ SOURCES: list[tuple[str, str]] = [
     ("ROCm, 'AMD Instinct MI300 series microarchitecture' (each XCD's compute units share its "
      "own 4 MB L2; Matrix Cores)",
      "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html"),
+    ("Modular, Mojo documentation, chiplet_transform_chunked (the MI300X hands a kernel's "
+     "workgroups round-robin to its 8 XCDs, each with its own L2)",
+     "https://docs.modular.com/mojo/kernels/linalg/matmul/gpu/amd/pingpong_kernel/"
+     "chiplet_transform_chunked"),
     ("NVIDIA Technical Blog, 'Getting Started with CUDA Graphs' (launch cost of short "
      "kernels)", "https://developer.nvidia.com/blog/cuda-graphs/"),
     ("Meta Llama 3 8B config.json (hidden size 4,096, 32 layers)",

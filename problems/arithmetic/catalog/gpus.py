@@ -58,7 +58,8 @@ PRICE_NOTE = (
 class Gpu:
     """One accelerator. Units: bytes, bytes/s, FLOP/s (or OP/s for INT8), watts, dollars/hour.
 
-    A rate of None means the chip has no tensor-core path for that format.
+    A rate of None means the chip has no matrix-unit (tensor-core, Matrix Core) path for that
+    format.
     """
 
     id: str
