@@ -276,8 +276,9 @@ def real_input(name: str, label: str, *, unit: str = "", initial: float | None,
                  maximum=maximum, help=help, required=required)
 
 
-MFU_HELP = ("Model FLOPs utilisation: the share of the format's dense tensor-core peak the "
-            "matmuls really reach. FlashAttention-2 reports 50–73% of an A100's peak in its "
+MFU_HELP = ("Model FLOPs utilisation: the share of the format's dense peak on the GPU's "
+            "matrix units (NVIDIA's tensor cores, AMD's Matrix Cores) the matmuls really "
+            "reach. FlashAttention-2 reports 50–73% of an A100's peak in its "
             "attention kernel and up to 72% end to end in training; a serving prefill, with "
             "other work sharing the step, is usually planned at 0.4–0.6 (an assumption, not a "
             "measurement). 1 gives a floor.")

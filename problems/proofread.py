@@ -276,8 +276,9 @@ def _whole_noun_pattern(nouns: Iterable[str]) -> str:
 
 _LITERALS = [
     ("not a number", re.compile(r"\bnan\b", re.I)),
-    # AMD's interconnect is named "Infinity Fabric": a name, not a value.
-    ("infinite", re.compile(r"\binf\b|∞|\binfinity\b(?!\s+Fabric)", re.I)),
+    # AMD's interconnect is named "Infinity Fabric", and the MI300X's last-level cache
+    # "Infinity Cache": names, not values.
+    ("infinite", re.compile(r"\binf\b|∞|\binfinity\b(?!\s+(?:Fabric|Cache))", re.I)),
     # "None" printed by Python, not the word that starts "None of them …".
     ("None printed", re.compile(r"(?<=[\w,:=(] )None\b|\(None\)|=None\b")),
     # A call's parentheses right after a name (".item()", "LLM.int8()", "prof.step()") are code,

@@ -44,12 +44,13 @@ TILE_MAX = 4096
 ATTENTION_DTYPES = ("bf16", "fp16", "fp32")
 STATS_BYTES = 4  # one FP32 log-sum-exp per query row and head (kept for the backward pass)
 
-# On-chip memory, for the concepts: (SMs, shared memory per SM in bytes, L2 bytes, source).
+# On-chip memory, for the concepts: (SMs, shared memory per SM in bytes, source); the L2 is
+# the catalog's (`Gpu.l2_bytes`).
 ON_CHIP = {
-    "a100-80gb-sxm": (108, 192 * 1024, 40 * 2**20,
+    "a100-80gb-sxm": (108, 192 * 1024,
                       "Dao et al., FlashAttention §2.1 (192 KB of SRAM on each of 108 SMs); "
                       "NVIDIA A100 Tensor Core GPU Architecture whitepaper (40 MB L2)"),
-    "h100-sxm": (132, 228 * 1024, 50 * 2**20,
+    "h100-sxm": (132, 228 * 1024,
                  "NVIDIA Hopper Tuning Guide (up to 228 KB of shared memory per SM); NVIDIA "
                  "H100 Tensor Core GPU Architecture whitepaper (132 SMs on the SXM5, 50 MB L2)"),
 }

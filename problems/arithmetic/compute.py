@@ -44,10 +44,11 @@ CROSSOVER_MAX = 10**8
 
 
 def peak_flops_get(*, gpu: Gpu, dtype: Dtype) -> float:
-    """The dense tensor-core peak of `gpu` for `dtype`'s matmuls (FLOP/s, or OP/s for INT8).
+    """The dense peak of `gpu`'s matrix units (tensor cores, or AMD's Matrix Cores) for
+    `dtype`'s matmuls (FLOP/s, or OP/s for INT8).
 
     Weight-only formats run at the activations' rate (BF16); MXFP4 falls back to that on a GPU
-    without FP4 tensor cores, as engines run it there.
+    without FP4 matrix units, as engines run it there.
     """
     rate = gpu.rate_get(dtype.compute)
     if rate is None and dtype.weight_only_on:
@@ -55,39 +56,42 @@ def peak_flops_get(*, gpu: Gpu, dtype: Dtype) -> float:
     if rate is None:
         raise ArithmeticInputError(
             field="dtype",
-            message=f"the {gpu.name} has no {dtype.compute.upper()} tensor cores for {dtype.name}",
+            message=f"the {gpu.name} has no {dtype.compute.upper()} {gpu.matrix_units} for "
+            f"{dtype.name}",
         )
     return rate
 
 
 def native_peak_get(*, gpu: Gpu, dtype: Dtype, field: str = "dtype") -> float:
-    """The dense peak of `gpu`'s own tensor cores for `dtype` (FLOP/s, or OP/s for INT8),
+    """The dense peak of `gpu`'s own matrix units for `dtype` (FLOP/s, or OP/s for INT8),
     refusing a format the GPU would only run weight-only (NVFP4 or MXFP4 off Blackwell)."""
     if gpu.rate_get(dtype.compute) is None:
         fallback = (f": engines run it weight-only there, at the "
                     f"{dtype.weight_only_on.upper()} rate" if dtype.weight_only_on else "")
         raise ArithmeticInputError(
             field=field,
-            message=f"the {gpu.name} has no {dtype.compute.upper()} tensor cores for "
+            message=f"the {gpu.name} has no {dtype.compute.upper()} {gpu.matrix_units} for "
             f"{dtype.name}{fallback}",
         )
     return peak_flops_get(gpu=gpu, dtype=dtype)
 
 
 def peak_describe(*, gpu: Gpu, dtype: Dtype) -> str:
-    """The peak named for what it is: which tensor cores, dense, and FLOP/s or OPS."""
+    """The peak named for what it is: which matrix units (by the vendor's name), dense, and
+    FLOP/s or OPS."""
     peak = peak_flops_get(gpu=gpu, dtype=dtype)
     if dtype.compute == "int8":
-        return f"{ops_format(peak)} dense INT8 tensor-core peak (integer operations, W8A8)"
+        return (f"{ops_format(peak)} dense INT8 {gpu.matrix_unit_attributive} peak (integer "
+                f"operations, W8A8)")
     if dtype.compute == "fp32":
-        return f"{rate_of_format(peak)} FP32 peak (CUDA cores, no tensor cores)"
+        return f"{rate_of_format(peak)} FP32 peak ({gpu.vector_units}, no {gpu.matrix_units})"
     if dtype.weight_only or (gpu.rate_get(dtype.compute) is None and dtype.weight_only_on):
         return (
             f"{rate_of_format(peak)} dense BF16 peak: {dtype.name} weights are dequantized and "
             f"multiplied in BF16 (weight-only), so compute runs at the BF16 rate"
         )
     kind = {"bf16": "BF16", "fp8": "FP8", "fp4": "FP4"}[dtype.compute]
-    return f"{rate_of_format(peak)} dense {kind} tensor-core peak"
+    return f"{rate_of_format(peak)} dense {kind} {gpu.matrix_unit_attributive} peak"
 
 
 def attention_flops_per_token_pair(model: Model) -> int:

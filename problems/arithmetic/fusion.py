@@ -24,7 +24,7 @@ intermediate fits in the L2 cache, part of it never reaches DRAM, so real eager 
 better than this count; and at small token counts each launch costs more than its bytes.
 """
 
-from problems.arithmetic.catalog import dtype_get, gpu_get
+from problems.arithmetic.catalog import Gpu, dtype_get, gpu_get
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import count_check, fraction_check
 from problems.arithmetic.steps import Result, Step
@@ -89,6 +89,22 @@ def rmsnorm_traffic_model(*, tokens: int, hidden: int, value_bytes: int) -> dict
     }
 
 
+def intermediate_cache_fit(*, gpu: Gpu, elements: int) -> dict:
+    """Whether the eager norm's FP32 intermediate (`elements` × 4 bytes) fits the on-chip cache
+    the next kernel can read it back from, whichever compute units run it (`Gpu.reuse_cache`:
+    the L2, or the MI300X's Infinity Cache, its L2 being private to each die). Bytes; the
+    cache's name and size; `fits` None where no public source gives that cache's size.
+    Hand: 4,096 × 4,096 × 4 = 67,108,864 B = 64 MiB, over an H100's 50 MiB of L2, under a
+    B200's 126.5 MiB."""
+    intermediate = elements * FP32
+    cache = gpu.reuse_cache
+    if cache is None:
+        return {"bytes": intermediate, "cache_name": None, "cache_bytes": None, "fits": None}
+    name, size = cache
+    return {"bytes": intermediate, "cache_name": name, "cache_bytes": size,
+            "fits": intermediate <= size}
+
+
 def _time(size: float, flops: float, *, bandwidth: float, rate: float) -> tuple[float, str]:
     memory, compute = size / bandwidth, flops / rate
     return max(memory, compute), "memory" if memory >= compute else "compute"
@@ -107,8 +123,9 @@ def rmsnorm_fusion(
     (bytes, seconds), per norm and over a forward pass of `layers` pre-norm layers (2·layers + 1
     norms, all but the first after a residual add).
 
-    The norm's arithmetic is elementwise FP32 work on the CUDA cores, not tensor-core matmuls,
-    so its compute ceiling is the GPU's FP32 rate; its intensity is far below that ridge.
+    The norm's arithmetic is elementwise FP32 work on the GPU's vector units (CUDA cores, or
+    AMD's vector ALUs), not matmuls on its matrix units, so its compute ceiling is the GPU's FP32
+    rate; its intensity is far below that ridge.
     """
     if dtype not in RMSNORM_DTYPES:
         raise ArithmeticInputError(field="dtype", message="choose BF16, FP16 or FP32")
@@ -175,7 +192,7 @@ def rmsnorm_fusion(
              f"{number_format(t['add_eager_bytes'] / t['add_fused_bytes'])}×"),
         Step("Intensity of the fused norm against the ridge",
              f"{NORM_FLOPS_PER_ELEMENT} FLOPs per element ÷ {2 * b} B, against "
-             f"{flops_rate_format(rate)} FP32 (CUDA cores; no tensor cores in a norm) ÷ "
+             f"{flops_rate_format(rate)} FP32 ({g.vector_units}; no {g.matrix_units} in a norm) ÷ "
              f"{bandwidth_format(g.bandwidth_bytes_per_second)} = {number_format(ridge)} FLOP/B",
              intensity, "FLOP/B", f"{number_format(intensity)} FLOP/B"),
         Step(f"Eager RMSNorm {when('norm_eager')}", f"{bytes_short(t['norm_eager_bytes'])} ÷ "

@@ -105,7 +105,8 @@ def gpus_section() -> Section:
         ))
     return Section(
         slug="gpus", title="GPUs: memory, bandwidth, dense compute, ridge point", problem=12,
-        note=("Dense tensor-core rates (datasheets print twice these, with 2:4 sparsity). The "
+        note=("Dense rates of the matrix units (NVIDIA's tensor cores, AMD's Matrix Cores; "
+              "datasheets print twice these, with 2:4 sparsity). The "
               "ridge point is BF16 peak ÷ bandwidth: a kernel doing fewer FLOPs per byte than "
               "this is memory-bound. Memory: the datasheet's label, then what the driver "
               "reports, in MiB as nvidia-smi (ROCm for the MI300X) prints it and in decimal GB "

@@ -385,14 +385,17 @@ def format_row_model(*, model: Model, gpu: Gpu, dtype: Dtype, kv_dtype: Dtype, t
 
 
 def path_describe(*, gpu: Gpu, dtype: Dtype) -> str:
-    """Which units multiply `dtype` on `gpu`, in a few words."""
+    """Which units multiply `dtype` on `gpu`, in a few words, by the vendor's own names (tensor
+    cores on NVIDIA's GPUs, Matrix Cores on AMD's)."""
     if format_rate_get(gpu=gpu, dtype=dtype) is None:
         return NO_PATH
+    units = gpu.matrix_units
     if not format_native(gpu=gpu, dtype=dtype):
-        return "BF16 tensor cores, weights unpacked first (weight-only)"
-    return {"bf16": "BF16 tensor cores", "fp8": "FP8 tensor cores",
-            "int8": "INT8 tensor cores (TOPS)", "fp4": "FP4 tensor cores",
-            "fp32": "FP32 units (no tensor cores)"}[dtype.compute]
+        return f"BF16 {units}, weights unpacked first (weight-only)"
+    if dtype.compute == "fp32":
+        return f"FP32 {gpu.vector_units} (no {units})"
+    kind = {"bf16": "BF16", "fp8": "FP8", "int8": "INT8", "fp4": "FP4"}[dtype.compute]
+    return f"{kind} {units}" + (" (TOPS)" if dtype.compute == "int8" else "")
 
 
 def quantization_formats(

@@ -145,8 +145,9 @@ def tiled_source() -> str:
 
 
 def _chip(gid: str) -> dict:
-    sms, smem, l2, source = ON_CHIP[gid]
+    sms, smem, source = ON_CHIP[gid]
     g = gpu_get(gid)
+    l2 = g.l2_bytes
     return {"name": g.short_name or g.name, "sms": f"{sms:,}", "smem_text": bytes_short(smem),
             "smem_kib": f"{smem // 1024:,} KiB", "total_text": bytes_short(sms * smem),
             # NVIDIA's whitepapers give L2 in binary megabytes ("50 MB" is 50 × 2**20 bytes) and
@@ -184,7 +185,8 @@ def context(*, request: HttpRequest) -> dict:
     defaults = KERNEL_PARAMS.defaults()
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
-        "model_name": m.name, "gpu_name": g.name, "heads": f"{m.heads:,}",
+        "model_name": m.name, "gpu_name": g.name, "matrix_units": g.matrix_units,
+        "heads": f"{m.heads:,}",
         "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
         "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
         "batch_text": count_format(inputs["batch"], "sequence"),

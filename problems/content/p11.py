@@ -503,6 +503,7 @@ def context(*, request: HttpRequest) -> dict:
         and by_id["int4"]["deploy_tp"] < recommendation(gpu=g, by_id=by_id)["format"]["deploy_tp"],
         "tied": m.tied_embeddings,
         "model_name": m.name, "gpu_name": g.name, "kv_dtype_name": kv_d.kv_label,
+        "matrix_units": g.matrix_units,
         "kv_is_narrow": kv_d.bytes <= 1,
         "memory_kind": g.memory_kind,
         "layers": f"{m.layers:,}", "hidden": f"{m.hidden:,}", "heads": f"{m.heads:,}",

@@ -67,23 +67,12 @@ TP_FOLLOWUP_MODEL = "llama-3.1-70b"
 # (The H100's and H200's roofs are one line: one name above it, one below.)
 ROOF_LABELS = {"h100-sxm": "bottom left", "h200": "top left", "b200": "top left",
                "l40s": "top left"}
-# Other B200 figures, beside the catalog's datasheet ones (memory and bandwidth): the memory at the
-# announcement (bytes; Glenn K. Lockwood's B200 notes), and the memory bus a shipping B200's
-# driver reports (bits) with its memory clock (Hz; nvidia-smi), whose product at two transfers
-# a clock is a peak a little under the datasheet's (pytorch/ao pull request 4002).
-B200_ANNOUNCED_MEMORY = 192 * GB
-# NVIDIA's HGX platform specifications, HGX B200 column: 7.7 TB/s of memory bandwidth a GPU,
-# against the DGX B200 datasheet's 64 TB/s ÷ 8 = 8 TB/s (https://www.nvidia.com/en-us/data-center/hgx/).
-B200_HGX_BANDWIDTH = 7.7e12
-B200_DRIVER_BUS_BITS = 7680
-B200_DRIVER_MEMORY_CLOCK_HZ = 3996e6
-DDR = 2  # HBM transfers data on both clock edges
 
 
 def b200_driver_bandwidth() -> float:
-    """The B200's bandwidth from what its driver reports (bytes/s): bus bits ÷ 8 × memory clock
-    × 2 transfers a clock. Hand: 7,680 ÷ 8 × 3.996e9 × 2 = 7.672e12."""
-    return B200_DRIVER_BUS_BITS / 8 * B200_DRIVER_MEMORY_CLOCK_HZ * DDR
+    """The B200's bandwidth from what its driver reports (bytes/s), from the catalog: bus bits
+    ÷ 8 × memory clock × 2 transfers a clock. Hand: 7,680 ÷ 8 × 3.996e9 × 2 = 7.672e12."""
+    return gpu_get("b200").driver_bandwidth_bytes_per_second
 
 
 def _price_input(gid: str) -> Input:
@@ -455,13 +444,14 @@ def context(*, request: HttpRequest) -> dict:
         "kw_ranking_text": ", ".join(p["short_name"] for p in kw_order),
         "price_source_text": f"{example.provider}'s published on-demand rates (per second × "
                              f"3,600), as listed in {example.as_of}",
-        "b200_announced_text": bytes_short(B200_ANNOUNCED_MEMORY),
-        "b200_bus_text": f"{B200_DRIVER_BUS_BITS:,}-bit",
-        "b200_clock_text": f"{B200_DRIVER_MEMORY_CLOCK_HZ / 1e6:,.0f} MHz",
-        "b200_driver_bandwidth_text": bandwidth_format(b200_driver_bandwidth()),
-        "b200_hgx_bandwidth_text": bandwidth_format(B200_HGX_BANDWIDTH),
+        "b200_announced_text": bytes_short(b200.memory_announced_bytes),
+        "b200_bus_text": f"{b200.driver_memory_bus_bits:,}-bit",
+        "b200_clock_text": f"{b200.driver_memory_clock_hz / 1e6:,.0f} MHz",
+        "b200_driver_bandwidth_text": bandwidth_format(b200.driver_bandwidth_bytes_per_second),
+        "b200_hgx_said_by": b200.bandwidth_other_said_by,
+        "b200_hgx_bandwidth_text": bandwidth_format(b200.bandwidth_other_bytes_per_second),
         "b200_bandwidth_overstate_text": percent_format(
-            gpu_get("b200").bandwidth_bytes_per_second / B200_HGX_BANDWIDTH - 1),
+            b200.bandwidth_bytes_per_second / b200.bandwidth_other_bytes_per_second - 1),
         "gpus": gpus,
         "g": by_key,
     }

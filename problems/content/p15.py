@@ -6,17 +6,20 @@ the calculator.
 
 from django.http import HttpRequest
 
-from problems.arithmetic.catalog import DTYPES, gpu_get, models_all
+from problems.arithmetic.catalog import DTYPES, Gpu, gpu_get, models_all
 from problems.arithmetic.fusion import (
     HIDDEN_MAX,
     LAYERS_MAX,
     RMSNORM_DTYPES,
     TOKENS_MAX,
+    intermediate_cache_fit,
     rmsnorm_fusion,
 )
 from problems.arithmetic.steps import Result
 from problems.arithmetic.units import (
+    MIB,
     bandwidth_format,
+    bytes_in,
     bytes_short,
     number_format,
     percent_format,
@@ -37,8 +40,6 @@ SLUG = "rmsnorm-fusion"
 PREFIX = "p15-rmsnorm"
 MICRO = 1e6
 PLOT_TOKENS_MAX = 65_536
-# NVIDIA, "NVIDIA Hopper Architecture In-Depth": 50 MB of L2 cache on the H100.
-H100_L2_BYTES = 50e6
 # A hidden size that is not a power of two, from Qwen2.5-0.5B's config.json.
 HIDDEN_EXAMPLE = ("Qwen2.5-0.5B", 896)
 
@@ -49,6 +50,33 @@ def hidden_source(hidden: int) -> str:
     models = sorted(models_all().values(), key=lambda m: not m.id.startswith("llama-3"))
     return next((m.name for m in models if m.hidden == hidden and not m.id.startswith("course")),
                 "")
+
+
+def mib_pair(size: float, cache: float) -> tuple[str, str]:
+    """A tensor's size and a cache's, in MiB as vendors state caches, with as many digits as it
+    takes for two unequal sizes to print unequal ("50.0001 MiB" against "50 MiB"); a tensor
+    under 1 MiB in bytes ("64 kB")."""
+    if size < MIB:
+        return bytes_short(size), bytes_in(cache, "MiB", digits=4)
+    for digits in range(4, 12):
+        texts = bytes_in(size, "MiB", digits=digits), bytes_in(cache, "MiB", digits=digits)
+        if size == cache or texts[0] != texts[1]:
+            return texts
+    return texts
+
+
+def cache_context(*, gpu: Gpu, elements: int) -> dict:
+    """Problem 15's sentence on the eager intermediate and the cache: the GPU's own cache,
+    named and sized from the catalog, or None where no public source gives it."""
+    fit = intermediate_cache_fit(gpu=gpu, elements=elements)
+    if fit["cache_bytes"] is None:
+        return {"cache_known": False, "intermediate_text": bytes_short(fit["bytes"])}
+    size_text, cache_text = mib_pair(fit["bytes"], fit["cache_bytes"])
+    dies = gpu.l2_dies
+    return {"cache_known": True, "cache_name": fit["cache_name"], "cache_text": cache_text,
+            "intermediate_text": size_text, "intermediate_fits": fit["fits"],
+            "cache_split": dies > 1, "dies": number_format(dies),
+            "l2_die_text": bytes_in(gpu.l2_bytes / dies, "MiB") if dies > 1 else ""}
 
 
 def fusion_plot(*, inputs: dict, result: Result) -> Plot:
@@ -129,6 +157,26 @@ SOURCES: list[tuple[str, str]] = [
      "https://docs.flashinfer.ai/api/python/_generate/flashinfer.norm.fused_add_rmsnorm.html"),
     ("NVIDIA Technical Blog, 'NVIDIA Hopper Architecture In-Depth' (H100: 50 MB of L2)",
      "https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/"),
+    ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (H100 SXM5: 50 MB of L2)",
+     "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"),
+    ("Chips and Cheese, 'Nvidia's H100: Funny L2, and Tons of Bandwidth' (H100 PCIe: 50 MB of "
+     "L2)", "https://chipsandcheese.com/2023/07/02/nvidias-h100-funny-l2-and-tons-of-bandwidth/"),
+    ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (A100: 40 MB of L2)",
+     "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/"
+     "nvidia-ampere-architecture-whitepaper.pdf"),
+    ("pytorch/ao pull request 4002 (a shipping B200's driver reports 126.50 MB of L2)",
+     "https://github.com/pytorch/ao/pull/4002"),
+    ("TechPowerUp's GPU database, as reproduced by fpsbench (L4: 48 MB of L2; NVIDIA's L4 "
+     "datasheet does not state it)", "https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40"),
+    ("ROCm, 'AMD GPU specifications' (MI300X: 32 MiB of L2, 4 per XCD; a 256 MiB L3, the AMD "
+     "Infinity Cache)", "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"),
+    ("ROCm, 'AMD Instinct MI300 series microarchitecture' (each XCD's compute units share its "
+     "own 4 MB L2; Matrix Cores)",
+     "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html"),
+    ("Modular, Mojo documentation, chiplet_transform_chunked (the MI300X hands a kernel's "
+     "workgroups round-robin to its 8 XCDs, each with its own L2)",
+     "https://docs.modular.com/mojo/kernels/linalg/matmul/gpu/amd/pingpong_kernel/"
+     "chiplet_transform_chunked"),
     ("NVIDIA Technical Blog, 'Getting Started with CUDA Graphs' (launch cost of short "
      "kernels)", "https://developer.nvidia.com/blog/cuda-graphs/"),
     ("Meta Llama 3 8B config.json (hidden size 4,096, 32 layers)",
@@ -152,8 +200,6 @@ def context(*, request: HttpRequest) -> dict:
         r = rmsnorm_fusion(**inputs)
     gpu = gpu_get(inputs["gpu"])
     dtype = DTYPES[inputs["dtype"]]
-    # The eager norm's FP32 intermediate (N × 4 bytes): whether it could sit in an H100's L2.
-    intermediate = r["elements"] * 4
     # The same add and norm for one token (a decode step of one sequence): the pair whose
     # launches the prose counts, so its floors, not the plain norm's.
     one_token = rmsnorm_fusion(**{**inputs, "tokens": 1})
@@ -206,8 +252,8 @@ def context(*, request: HttpRequest) -> dict:
         "one_token_eager_time_text": seconds_format(one_token["add_eager_seconds"]),
         "one_token_fused_time_text": seconds_format(one_token["add_fused_seconds"]),
         "one_token_sub_microsecond": one_token["add_eager_seconds"] < 1e-6,
-        "intermediate_text": bytes_short(intermediate),
-        "intermediate_fits_l2": intermediate <= H100_L2_BYTES,
-        "l2_text": bytes_short(H100_L2_BYTES),
+        # The eager norm's FP32 intermediate against this GPU's own cache.
+        "cache": cache_context(gpu=gpu, elements=r["elements"]),
+        "matrix_units": gpu.matrix_units,
         "hidden_example": f"{HIDDEN_EXAMPLE[0]}'s is {number_format(HIDDEN_EXAMPLE[1])}",
     }

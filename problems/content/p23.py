@@ -452,8 +452,9 @@ def moe_routing_note(*, inputs: dict, result: Result) -> str:
            "mean, popular experts add more, and redundant copies help only as far as the "
            "sample they were placed from still describes the traffic. ")
     if r["uniform_bound"] == "memory":
+        units = gpu_get(inputs["gpu"]).matrix_units
         why += ("Here each GPU's experts are memory-bound (too few tokens per expert to use the "
-                "tensor cores), so extra tokens cost little until the hottest GPU turns "
+                f"{units}), so extra tokens cost little until the hottest GPU turns "
                 "compute-bound; extra copies even add weight reads. More tokens per step make "
                 "the time track the load.")
     else:

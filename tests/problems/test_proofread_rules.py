@@ -57,6 +57,7 @@ def test_each_rule_catches_its_mistake(text, rule):
     # A formula for a count (γ + 1 of them) and AMD's interconnect, a name.
     "Verifying γ + 1 positions per sequence costs up to γ + 1 steps.",
     "The MI300X's Infinity Fabric (7 links × 128 GB/s) carries 448 GB/s each way.",
+    "64 MiB is small enough for the MI300X's 256 MiB Infinity Cache.",
 ])
 def test_right_sentences_pass(text):
     assert rules(text) == []

@@ -15,6 +15,15 @@ little under nvidia-smi's total (`memory_reported_mib`, in MiB = 2²⁰ bytes): 
 to nvidia-smi's total and says so (`memory_total_basis`), an overstatement of a few hundred MiB.
 `memory_total_bytes` is whichever applies, in bytes. The datasheet label is kept beside them
 (`memory_bytes`, read as decimal GB) for reference only.
+
+Caches: vendors give cache sizes in binary megabytes (NVIDIA's "50 MB" of L2 on an H100 is the
+52,428,800 bytes CUDA reports, 50 × 2²⁰), so `l2_bytes` is stored in bytes from that reading and
+shown in MiB. Where no public source states a GPU's L2, it is None and pages say so rather than
+borrow another GPU's figure. A GPU whose L2 is private to each compute die also names the cache
+that every die shares in front of its memory (`shared_cache_*`: the MI300X's Infinity Cache).
+
+Units: the matrix units (`matrix_units`) and the plain vector units (`vector_units`) carry each
+vendor's own name: NVIDIA's tensor cores and CUDA cores, AMD's Matrix Cores and vector ALUs.
 """
 
 from dataclasses import dataclass
@@ -24,6 +33,7 @@ GIGA = 10**9
 
 MIB = 2**20
 GIB = 2**30
+HBM_EDGES = 2  # HBM transfers data on both edges of its clock
 MEMORY_SOURCE = ("memory: the total nvidia-smi reports on an idle GPU (for the MI300X, the "
                  "total ROCm reports to PyTorch), as printed in public logs")
 
@@ -32,6 +42,11 @@ H100_CUDA_SOURCE = (
     "(79.22GiB) x gpu_memory_utilization (0.90) = 71.29GiB' "
     "(https://github.com/vllm-project/vllm/pull/12126; the same 79.22 GiB in "
     "https://github.com/vllm-project/vllm/pull/10511)")
+
+NVIDIA_UNITS = ("tensor cores", "CUDA cores")
+NVIDIA_UNITS_SOURCE = ("NVIDIA's datasheets name the matrix units Tensor Cores and the FP32 "
+                       "units CUDA cores (e.g. https://resources.nvidia.com/en-us-tensor-core/"
+                       "nvidia-tensor-core-gpu-datasheet)")
 
 PRICE_NOTE = (
     "Assumed on-demand cloud price per GPU-hour, a round figure for the exercise, not a quote: "
@@ -43,7 +58,8 @@ PRICE_NOTE = (
 class Gpu:
     """One accelerator. Units: bytes, bytes/s, FLOP/s (or OP/s for INT8), watts, dollars/hour.
 
-    A rate of None means the chip has no tensor-core path for that format.
+    A rate of None means the chip has no matrix-unit (tensor-core, Matrix Core) path for that
+    format.
     """
 
     id: str
@@ -69,6 +85,34 @@ class Gpu:
     # The total CUDA reports (GiB, as vLLM's startup log prints it), and where it was read.
     memory_cuda_gib: float | None = None
     memory_cuda_source: str = ""
+    # The vendor, and its own names for the matrix units and for the plain FP32 vector units.
+    vendor: str = "NVIDIA"
+    matrix_units: str = NVIDIA_UNITS[0]
+    # The same name before a noun: "a tensor-core peak", "a Matrix Core peak".
+    matrix_unit_attributive: str = "tensor-core"
+    vector_units: str = NVIDIA_UNITS[1]
+    units_source: str = NVIDIA_UNITS_SOURCE
+    # L2 cache (bytes, binary as vendors state it; None where no public source states it), and
+    # where it was read. `l2_dies` > 1: the L2 is split into private slices, one per compute die.
+    l2_bytes: int | None = None
+    l2_dies: int = 1
+    l2_source: str = ""
+    # A cache that every die shares in front of memory, beyond a per-die L2 (bytes, its name).
+    shared_cache_bytes: int | None = None
+    shared_cache_name: str = ""
+    shared_cache_source: str = ""
+    # Figures other sources give for the same product, beside the datasheet's: the memory at its
+    # announcement (bytes); another vendor page's bandwidth (bytes/s) and who states it; the
+    # memory bus (bits) and memory clock (Hz) a shipping card's driver reports. Each with its
+    # source; None where none is on record.
+    memory_announced_bytes: int | None = None
+    memory_announced_source: str = ""
+    bandwidth_other_bytes_per_second: float | None = None
+    bandwidth_other_said_by: str = ""
+    bandwidth_other_source: str = ""
+    driver_memory_bus_bits: int | None = None
+    driver_memory_clock_hz: float | None = None
+    driver_memory_source: str = ""
 
     @property
     def memory_total_bytes(self) -> int:
@@ -99,6 +143,30 @@ class Gpu:
     def memory_label(self) -> str:
         """What the datasheet calls it: "80 GB"."""
         return f"{self.memory_bytes // GIGA:,} GB"
+
+    @property
+    def driver_bandwidth_bytes_per_second(self) -> float | None:
+        """The peak bandwidth the driver's own figures give (bytes/s): bus bits ÷ 8 × memory
+        clock × 2, HBM moving data on both clock edges. None where the driver's figures are not
+        on record, or for memory that is not HBM (GDDR counts its transfers differently)."""
+        if (self.driver_memory_bus_bits is None or self.driver_memory_clock_hz is None
+                or not self.memory_kind.startswith("HBM")):
+            return None
+        return self.driver_memory_bus_bits / 8 * self.driver_memory_clock_hz * HBM_EDGES
+
+    @property
+    def reuse_cache(self) -> tuple[str, int] | None:
+        """The on-chip cache a tensor written by one kernel and read by the next can stay in,
+        whichever of the GPU's compute units run them (its name, bytes): the L2 where every
+        unit shares it, the shared cache in front of memory where the L2 is split per die;
+        None where no public source gives the size."""
+        if self.l2_dies > 1:
+            if self.shared_cache_bytes is None:
+                return None
+            return self.shared_cache_name, self.shared_cache_bytes
+        if self.l2_bytes is None:
+            return None
+        return "L2", self.l2_bytes
 
     @property
     def interconnect_one_way_bytes_per_second(self) -> float:
@@ -140,6 +208,10 @@ GPUS: dict[str, Gpu] = {
             + MEMORY_SOURCE,
             architecture="Ampere",
             short_name="A100",
+            l2_bytes=40 * MIB,
+            l2_source="NVIDIA A100 Tensor Core GPU Architecture whitepaper: 40 MB of L2 "
+            "(https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/"
+            "nvidia-ampere-architecture-whitepaper.pdf)",
         ),
         Gpu(
             id="h100-sxm",
@@ -166,6 +238,12 @@ GPUS: dict[str, Gpu] = {
             short_name="H100 SXM",
             memory_cuda_gib=79.22,
             memory_cuda_source=H100_CUDA_SOURCE,
+            l2_bytes=50 * MIB,
+            l2_source="NVIDIA H100 Tensor Core GPU Architecture whitepaper: 50 MB of L2 on the "
+            "H100 SXM5 (https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper); "
+            "CUDA reports it as 52,428,800 bytes = 50 × 2²⁰ (a deviceQuery printout of an H100 "
+            "80GB HBM3 kept in https://github.com/thamada/nvidia-smi/blob/main/nvsim/"
+            "H100SXMx8_deviceQuery.py)",
         ),
         Gpu(
             id="h100-pcie",
@@ -190,6 +268,10 @@ GPUS: dict[str, Gpu] = {
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Hopper",
             short_name="H100 PCIe",
+            l2_bytes=50 * MIB,
+            l2_source="Chips and Cheese, 'Nvidia's H100: Funny L2, and Tons of Bandwidth' (the "
+            "H100 PCIe enables 114 SMs and 50 MB of L2; https://chipsandcheese.com/2023/07/02/"
+            "nvidias-h100-funny-l2-and-tons-of-bandwidth/)",
         ),
         Gpu(
             id="h200",
@@ -241,6 +323,26 @@ GPUS: dict[str, Gpu] = {
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Blackwell",
             short_name="B200",
+            l2_bytes=round(126.5 * MIB),
+            l2_source="the L2 a shipping B200's driver reports, '126.50 MB' in the binary "
+            "units the same printout uses for its 178.35 GB of memory (cudaDeviceProp, in "
+            "pytorch/ao pull request 4002, https://github.com/pytorch/ao/pull/4002); Chips and "
+            "Cheese measured 126 MB (https://chipsandcheese.com/p/"
+            "nvidias-b200-keeping-the-cuda-juggernaut)",
+            memory_announced_bytes=192 * GIGA,
+            memory_announced_source="192 GB of HBM3e at the announcement (Glenn K. Lockwood, "
+            "'B200' notes, https://glennklockwood.com/garden/processors/B200)",
+            bandwidth_other_bytes_per_second=7.7 * TERA,
+            bandwidth_other_said_by="the HGX specification page",
+            bandwidth_other_source="NVIDIA HGX platform specifications, HGX B200 column: 7.7 TB/s "
+            "of memory bandwidth a GPU (https://www.nvidia.com/en-us/data-center/hgx/); the "
+            "NVIDIA Blackwell datasheet gives the same "
+            "(https://nvdam.widen.net/s/wwnsxrhm2w/blackwell-datasheet-3384703)",
+            driver_memory_bus_bits=7_680,
+            driver_memory_clock_hz=3_996e6,
+            driver_memory_source="a shipping B200's driver: a 7,680-bit memory bus "
+            "(cudaDeviceProp) at a 3,996 MHz memory clock (nvidia-smi), in pytorch/ao pull "
+            "request 4002 (https://github.com/pytorch/ao/pull/4002)",
         ),
         Gpu(
             id="l40s",
@@ -287,6 +389,10 @@ GPUS: dict[str, Gpu] = {
             "dense = half the 'with sparsity' figures; " + MEMORY_SOURCE,
             architecture="Ada Lovelace",
             short_name="L4",
+            l2_bytes=48 * MIB,
+            l2_source="48 MB of L2 on the L4 (AD104), as TechPowerUp's GPU database lists it, "
+            "reproduced at https://fpsbench.com/compare/gpu/nvidia-l4-vs-nvidia-tesla-m40; "
+            "NVIDIA's L4 datasheet does not state it",
         ),
         Gpu(
             id="mi300x",
@@ -310,6 +416,27 @@ GPUS: dict[str, Gpu] = {
             "dense (non-sparse) peaks; " + MEMORY_SOURCE,
             architecture="CDNA 3",
             short_name="MI300X",
+            vendor="AMD",
+            matrix_units="Matrix Cores",
+            matrix_unit_attributive="Matrix Core",
+            vector_units="vector ALUs",
+            units_source="AMD names its matrix units Matrix Cores (AMD lab notes, 'AMD matrix "
+            "cores', https://gpuopen.com/learn/amd-lab-notes/amd-lab-notes-matrix-cores-readme/; "
+            "ROCm, 'AMD Instinct MI300 series microarchitecture', "
+            "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html) and its plain "
+            "vector units VALUs (ROCm Compute Profiler, 'Compute unit', "
+            "https://rocm.docs.amd.com/projects/rocprofiler-compute/en/latest/conceptual/cdna/"
+            "compute-unit.html)",
+            l2_bytes=32 * MIB,
+            l2_dies=8,
+            l2_source="ROCm, 'AMD GPU specifications': MI300X L2 32 MiB, 4 per XCD; each XCD's "
+            "CUs share their own 4 MB L2 ('AMD Instinct MI300 series microarchitecture') "
+            "(https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html; "
+            "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html)",
+            shared_cache_bytes=256 * MIB,
+            shared_cache_name="Infinity Cache",
+            shared_cache_source="ROCm, 'AMD GPU specifications': MI300X L3 (AMD Infinity Cache) "
+            "256 MiB (https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html)",
         ),
     )
 }

@@ -170,3 +170,32 @@ def test_each_catalog_model_names_the_repository_its_config_is_read_from() -> No
         else:
             assert model.repo and f"huggingface.co/{model.repo}/blob/main/config.json" in (
                 model.source)
+
+
+def test_each_known_l2_names_its_source_and_unknown_ones_stay_unknown() -> None:
+    """L2 in binary megabytes as vendors state it: A100 40, H100 50, L4 48, B200 126.5 (the
+    driver's), MI300X 32 (4 per XCD) behind a 256 MiB Infinity Cache; no public source found
+    for the H200's or the L40S's, so None rather than a borrowed figure."""
+    mib = 2**20
+    expected = {"a100-80gb-sxm": 40 * mib, "h100-sxm": 50 * mib, "h100-pcie": 50 * mib,
+                "l4": 48 * mib, "b200": round(126.5 * mib), "mi300x": 32 * mib,
+                "h200": None, "l40s": None}
+    for gid, size in expected.items():
+        gpu = GPUS[gid]
+        assert gpu.l2_bytes == size, gid
+        assert ("https://" in gpu.l2_source) == (size is not None), gid
+    mi300x = GPUS["mi300x"]
+    assert mi300x.l2_dies == 8 and mi300x.reuse_cache == ("Infinity Cache", 256 * mib)
+    assert "https://" in mi300x.shared_cache_source
+    assert GPUS["h100-sxm"].reuse_cache == ("L2", 50 * mib)
+
+
+def test_matrix_and_vector_units_carry_the_vendors_names() -> None:
+    """NVIDIA: tensor cores and CUDA cores; AMD's MI300X: Matrix Cores and vector ALUs."""
+    for gpu in GPUS.values():
+        assert "https://" in gpu.units_source
+        if gpu.vendor == "NVIDIA":
+            assert (gpu.matrix_units, gpu.vector_units) == ("tensor cores", "CUDA cores")
+    mi300x = GPUS["mi300x"]
+    assert (mi300x.vendor, mi300x.matrix_units, mi300x.vector_units) == (
+        "AMD", "Matrix Cores", "vector ALUs")

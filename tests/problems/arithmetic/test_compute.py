@@ -136,3 +136,21 @@ def test_mla_attention_flops_use_its_own_head_dims() -> None:
     # DeepSeek-V3 config.json: queries and keys are 128 + 64 = 192 wide, values 128, 128 heads.
     pair = attention_flops_per_token_pair(MODELS["deepseek-v3"])
     assert pair == 61 * 128 * 2 * (192 + 128)
+
+
+def test_peaks_and_refusals_name_the_vendors_matrix_units() -> None:
+    """The MI300X's dense FP8 peak, 2,614.9 TFLOP/s, is a Matrix Core peak; asked for NVFP4
+    natively it has no FP4 Matrix Cores (tensor cores are NVIDIA's)."""
+    from problems.arithmetic.catalog import DTYPES, gpu_get
+    from problems.arithmetic.compute import native_peak_get, peak_describe
+
+    mi300x = gpu_get("mi300x")
+    assert peak_describe(gpu=mi300x, dtype=DTYPES["fp8"]) == (
+        "2.615 PFLOP/s dense FP8 Matrix Core peak")
+    assert "vector ALUs, no Matrix Cores" in peak_describe(gpu=mi300x, dtype=DTYPES["fp32"])
+    with pytest.raises(ArithmeticInputError) as error:
+        native_peak_get(gpu=mi300x, dtype=DTYPES["nvfp4"])
+    assert "has no FP4 Matrix Cores for NVFP4" in str(error.value)
+    assert "tensor" not in str(error.value)
+    assert peak_describe(gpu=gpu_get("h100-sxm"), dtype=DTYPES["fp8"]) == (
+        "1.979 PFLOP/s dense FP8 tensor-core peak")

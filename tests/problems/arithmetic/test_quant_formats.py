@@ -215,3 +215,16 @@ def test_deepseek_v3_is_compared_against_its_published_fp8():
     assert rows["bf16"]["deploy_tp"] is None and rows["fp8"]["deploy_tp"] == 8
     assert rows["fp8"]["deploy_decode_speedup"] == 1
     assert rows["int4"]["deploy_gpu_ratio"] == 2
+
+
+def test_the_mi300xs_paths_are_matrix_cores_not_tensor_cores():
+    """AMD's MI300X multiplies on Matrix Cores (AMD's name), not tensor cores (NVIDIA's); its
+    plain FP32 units are vector ALUs; it has no FP4 matrix path, so NVFP4 runs weight-only."""
+    mi300x, h100 = GPUS["mi300x"], GPUS["h100-sxm"]
+    assert path_describe(gpu=mi300x, dtype=DTYPES["fp8"]) == "FP8 Matrix Cores"
+    assert path_describe(gpu=mi300x, dtype=DTYPES["int8"]) == "INT8 Matrix Cores (TOPS)"
+    assert path_describe(gpu=mi300x, dtype=DTYPES["nvfp4"]) == (
+        "BF16 Matrix Cores, weights unpacked first (weight-only)")
+    assert path_describe(gpu=mi300x, dtype=DTYPES["fp32"]) == "FP32 vector ALUs (no Matrix Cores)"
+    assert path_describe(gpu=h100, dtype=DTYPES["fp8"]) == "FP8 tensor cores"
+    assert path_describe(gpu=h100, dtype=DTYPES["fp32"]) == "FP32 CUDA cores (no tensor cores)"

@@ -305,3 +305,11 @@ def test_the_prefill_regime_sentences_follow_the_roofline(client) -> None:
     default = section_text(client, "tradeoffs")
     assert "the standard path takes 165 ms (memory-bound), the fused kernel 35.6 ms" in default
     assert "63.8 FLOP per byte against a ridge of 295" in section_text(client, "mistakes")
+
+
+def test_fp32_on_the_mi300x_runs_without_its_matrix_cores(client) -> None:
+    """FP32 attention on the MI300X: 163.4 TFLOP/s on its vector ALUs ÷ 5.3 TB/s = a ridge of
+    30.8 FLOP per byte, without the Matrix Cores (AMD's name, not tensor cores)."""
+    concepts = section_text(client, "concepts", "?p05-attn-gpu=mi300x&p05-attn-dtype=fp32")
+    assert ("(FP32, which runs without Matrix Cores) the AMD Instinct MI300X's ridge is only "
+            "30.8 FLOP per byte") in concepts

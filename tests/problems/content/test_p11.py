@@ -359,3 +359,20 @@ def test_the_concepts_name_what_kernels_scales_and_checkpoints_change(client) ->
     assert "4.25 bits a parameter" in tradeoffs
     followups = section_text(client, "followups")
     assert "without calibration vLLM uses 1.0 for every scale" in followups
+
+
+def test_the_mi300xs_matrix_units_are_named_as_amd_names_them(client) -> None:
+    """Every sentence about the selected GPU's matrix units uses its vendor's name: on the
+    MI300X, Matrix Cores (the worked answer, its table's paths, its working's peaks)."""
+    worked = section_text(client, "worked", "?p11-formats-gpu=mi300x")
+    assert ("The linear layers run at the rate of the Matrix Cores that multiply this format "
+            "on the AMD Instinct MI300X") in worked
+    assert "FP8 Matrix Cores" in worked and "dense BF16 Matrix Core peak" in worked
+    assert "has no FP4 Matrix Cores and runs it weight-only" in worked
+    assert "only where the Matrix Cores speak the format" in worked
+    for phrase in ("BF16 tensor cores", "FP8 tensor cores", "FP4 tensor cores",
+                   "tensor-core peak", "their tensor cores", "the tensor cores"):
+        assert phrase not in worked, phrase
+    answer = section_text(client, "answer", "?p11-formats-gpu=mi300x")
+    assert "when the Matrix Cores multiply in that format" in answer
+    assert "FP8 tensor cores" in section_text(client, "worked")

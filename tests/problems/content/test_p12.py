@@ -176,6 +176,31 @@ def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
     assert "(HGX B200)" not in concepts
 
 
+def test_the_b200s_other_figures_come_from_the_catalog(client, monkeypatch) -> None:
+    """The announcement's memory, the HGX page's bandwidth and the driver's bus and clock are
+    fields of the catalog's B200, each with its source, not constants of problem 12: change
+    them there and the page follows. At 7.5 TB/s the catalog's 8 TB/s flatters by 8 ÷ 7.5 − 1 =
+    6.67%; a 5,120-bit bus at 4,000 MHz peaks at 5,120 ÷ 8 × 4e9 × 2 = 5.12 TB/s."""
+    from dataclasses import replace
+
+    from problems.arithmetic.catalog import GPUS
+
+    b200 = GPUS["b200"]
+    for source in (b200.memory_announced_source, b200.bandwidth_other_source,
+                   b200.driver_memory_source):
+        assert "https://" in source
+    assert b200.driver_bandwidth_bytes_per_second == pytest.approx(7.67232e12)
+    monkeypatch.setitem(GPUS, "b200", replace(
+        b200, memory_announced_bytes=200 * 10**9, bandwidth_other_bytes_per_second=7.5e12,
+        driver_memory_bus_bits=5_120, driver_memory_clock_hz=4_000e6))
+    concepts = section_text(client, "concepts")
+    assert "the announcement gave 200 GB" in concepts
+    assert "5,120-bit memory bus at 4,000 MHz" in concepts
+    assert "a peak of 5.12 TB/s" in concepts
+    assert "gives 7.5 TB/s a GPU" in concepts
+    assert "by about 6.67%" in concepts
+
+
 def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
     """The concepts' diagram says "to scale": 110 px per factor of 10 on both axes, the H100's
     BF16 ridge (989.5e12 ÷ 3.35e12 = 295.4 FLOP/B) at (371.7, 150.5). Each roof's corner must sit

@@ -142,3 +142,62 @@ def test_the_residual_fusion_is_measured_against_a_fused_norm(client) -> None:
     assert "makes the pair 1.25× faster than the middle case" in text
     assert "makes the total saving 6.25% larger" in text
     assert "each decoder layer hands the pending residual to the norm" in text
+
+
+def cache_sentence(client, **inputs) -> str:
+    worked = section_text(client, 15, "worked", calculator_query(p15.CALCULATOR, p15.PREFIX,
+                                                                  **inputs))
+    start = worked.index("When the intermediate FP32 tensor")
+    return worked[start:worked.index("And at small token counts", start)]
+
+
+def test_the_l2_sentence_names_the_selected_gpus_own_cache(client) -> None:
+    """The eager intermediate is tokens × hidden × 4 bytes, compared with the selected GPU's own
+    cache from the catalog, not always the H100's. 4,096 × 4,096 × 4 = 64 MiB: over the H100's
+    50 MiB of L2, under the B200's 126.5 MiB. At 3,072 tokens, 48 MiB: under the H100's 50 MiB,
+    over the A100's 40 MiB."""
+    h100 = cache_sentence(client)
+    assert "(the NVIDIA H100 SXM's L2, 50 MiB)" in h100
+    assert "here that tensor is 64 MiB, more than that L2 holds" in h100
+    b200 = cache_sentence(client, gpu="b200")
+    assert "(the NVIDIA B200's L2, 126.5 MiB)" in b200
+    assert "here that tensor is 64 MiB, small enough for that L2" in b200
+    assert "H100" not in b200
+    assert "small enough for that L2" in cache_sentence(client, tokens=3072)
+    a100 = cache_sentence(client, gpu="a100-80gb-sxm", tokens=3072)
+    assert "(the NVIDIA A100 80GB SXM's L2, 40 MiB)" in a100
+    assert "here that tensor is 48 MiB, more than that L2 holds" in a100
+
+
+def test_the_mi300x_is_compared_with_its_infinity_cache(client) -> None:
+    """The MI300X's L2 is 4 MiB on each of its 8 XCDs, private to that die (ROCm), so a tensor
+    passed between kernels stays in the 256 MiB Infinity Cache or nowhere: 64 MiB fits it;
+    1,048,576 tokens × 4,096 × 4 = 16 GiB does not. Its matrix units are Matrix Cores."""
+    mi300x = cache_sentence(client, gpu="mi300x")
+    assert "the 256 MiB Infinity Cache in front of its HBM3" in mi300x
+    assert "its L2, 4 MiB on each die, serves only that die's compute units" in mi300x
+    assert "here that tensor is 64 MiB, small enough for that Infinity Cache" in mi300x
+    assert "more than that Infinity Cache holds" in cache_sentence(client, gpu="mi300x",
+                                                                   tokens=1_048_576)
+    worked = section_text(client, 15, "worked",
+                          calculator_query(p15.CALCULATOR, p15.PREFIX, gpu="mi300x"))
+    assert "A norm uses no Matrix Cores" in worked and "tensor core" not in worked
+    assert "vector ALUs; no Matrix Cores in a norm" in worked
+
+
+def test_a_gpu_whose_l2_is_unsourced_is_not_given_one(client) -> None:
+    """No public source found states the H200's or the L40S's L2: the sentence says so and
+    decides nothing."""
+    for gpu, name in (("h200", "NVIDIA H200 SXM"), ("l40s", "NVIDIA L40S")):
+        text = cache_sentence(client, gpu=gpu)
+        assert f"no public source we found states the {name}'s L2 size" in text
+        verdict = text.split("here that tensor is")[1]
+        assert "small enough" not in verdict and "more than" not in verdict
+        assert "MiB" not in text
+
+
+def test_cache_sizes_print_unequal_when_they_differ() -> None:
+    """50 MiB + 4 B against 50 MiB must not print as "50 MiB, more than that L2 (50 MiB)"."""
+    size, cache = p15.mib_pair(50 * 2**20 + 4, 50 * 2**20)
+    assert size != cache and cache == "50 MiB"
+    assert p15.mib_pair(50 * 2**20, 50 * 2**20) == ("50 MiB", "50 MiB")

@@ -304,3 +304,14 @@ def test_a_cache_heavy_step_is_said_to_read_the_cache(client) -> None:
                              dtype="int4", context_tokens=32_768)
     answer = answer_text(client, query)
     assert "Most of the step is reading the sequences' cache (54.3% of the GPU work)" in answer
+
+
+def test_the_routing_note_names_the_selected_gpus_matrix_units(client) -> None:
+    """Memory-bound experts leave the matrix units idle: on the MI300X those are Matrix Cores,
+    on the default H200 tensor cores."""
+    mi300x = text_of(section_html(problem_html(page_get(client, "?p23-routing-gpu=mi300x"), 23),
+                                  23, "demo"))
+    assert "too few tokens per expert to use the Matrix Cores" in mi300x
+    assert "tensor core" not in mi300x
+    h200 = text_of(section_html(problem_html(page_get(client), 23), 23, "demo"))
+    assert "too few tokens per expert to use the tensor cores" in h200
