@@ -35,3 +35,38 @@ def test_p16_a_small_drop_on_long_prompts_is_not_blamed_on_the_lengths(client) -
     short = "p16-cost-prompt_tokens=100&p16-cost-output_tokens=2000"
     answer = text(client, 16, "answer", short)
     assert "At these lengths the hit rate is not a lever" in answer and "0.744%" in answer
+
+
+def test_p19_many_expected_events_are_not_called_a_handful(client) -> None:
+    """At 30% → 35% errors the normal formula asks 562 requests, which expect about 168 errors:
+    the page said "only about 168 errors" and "With ten or so events, or fewer, a count is
+    lumpy", and the model answer "with only about 168 errors expected I'd continuity-correct".
+    The correction moves 562 to 582 (3.6%): a nudge, not a rescue."""
+    query = ("p19-canary-error_rate=0.3&p19-canary-error_rate_regressed=0.35"
+             "&p19-canary-p99_regression=1.02")
+    worked = text(client, 19, "worked", query)
+    assert "only about 168" not in worked and "about 168 errors on average" in worked
+    assert "ten or so events" not in worked and "only nudges them, to 582 requests" in worked
+    answer = text(client, 19, "answer", query)
+    assert "only about 168" not in answer and "the continuity correction adds little" in answer
+    # The defaults keep the handful: 8.31 errors and 5.5 requests above the p99.
+    assert "only about 8.31 errors" in text(client, 19, "worked")
+
+
+def test_p19_a_one_request_sample_reads_in_the_singular(client) -> None:
+    """A 100× slowdown puts every candidate request above today's p99: one request settles it,
+    which the page printed as "the larger: 1 requests"."""
+    query = ("p19-canary-error_rate_regressed=1&p19-canary-p99_regression=100"
+             "&p19-canary-canary_share=0.001&p19-canary-replicas=100000")
+    worked = text(client, 19, "worked", query)
+    assert "1 requests" not in worked and "the larger: 1 request (" in worked
+
+
+def test_p19_a_half_share_canary_harms_more_users_before_a_decision(client) -> None:
+    """At a 50% share the canary needs 3,234 requests against 1,806 at 1%, so a bad release
+    costs 16 extra failures against 9: the trade-off said the harm was "about the same either
+    way"."""
+    tradeoffs = text(client, 19, "tradeoffs", "p19-canary-canary_share=0.5")
+    assert "about the same either way" not in tradeoffs
+    assert "16 extra failed requests against 9 at 1%" in tradeoffs
+    assert "about the same either way" in text(client, 19, "tradeoffs")
