@@ -70,3 +70,33 @@ def test_p19_a_half_share_canary_harms_more_users_before_a_decision(client) -> N
     assert "about the same either way" not in tradeoffs
     assert "16 extra failed requests against 9 at 1%" in tradeoffs
     assert "about the same either way" in text(client, 19, "tradeoffs")
+
+
+def test_p14_an_overlapped_host_longer_than_the_step_does_not_read_full(client) -> None:
+    """Overlapped, a 10 ms host against a 4.52 ms batch-1 step leaves the GPU idle 5.48 ms of
+    every 10: nvidia-smi reads 45.2%. The model answer said "with the host overlapped nvidia-smi
+    shows 100%"; at the defaults (3 ms, not overlapped) the hypothetical stays."""
+    answer = text(client, 14, "answer", "p14-util-host_ms=10&p14-util-overlap=on")
+    assert "with the host overlapped nvidia-smi shows" not in answer
+    assert "so even overlapped it reads 45.2%" in answer
+    assert "even overlapped" not in text(client, 14, "answer")
+
+
+def test_p14_a_model_too_big_at_either_batch_is_flagged_at_both(client) -> None:
+    """Llama 3.1 405B in BF16 (808 GB) fits one 24 GB L4 at no batch: the warning named only
+    batch 64, as if batch 1 ran."""
+    worked = text(client, 14, "worked", "p14-util-model=llama-3.1-405b&p14-util-gpu=l4")
+    assert "At batch 1 and batch 64 these weights" in worked and "neither batch" in worked
+
+
+def test_p14_a_per_sequence_cost_lost_in_rounding_is_not_printed_as_x_not_x(client) -> None:
+    """Beside a 2.8 s step on an L4, 50 µs a sequence leaves the gain at 61.5× either way: the
+    page said "the throughput gain over batch 1 is 61.5×, not 61.5×". Overlapped at 1 ms host,
+    the per-sequence part hides behind the 6.98 ms step, and the page offered overlapping as the
+    fix although it was already on."""
+    worked = text(client, 14, "worked", "p14-util-model=llama-3.1-405b&p14-util-gpu=l4")
+    assert "61.5×, not 61.5×" not in worked and "barely matters" in worked
+    hidden = text(client, 14, "worked", "p14-util-overlap=on&p14-util-host_ms=1")
+    assert "hides behind the GPU's 6.98 ms step" in hidden
+    assert "overlapping the host with the GPU" not in hidden
+    assert "48.7×, not 64×" in text(client, 14, "worked", "p14-util-host_ms=10&p14-util-overlap=on")
