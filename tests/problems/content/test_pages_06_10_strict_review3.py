@@ -100,3 +100,39 @@ def test_p14_a_per_sequence_cost_lost_in_rounding_is_not_printed_as_x_not_x(clie
     assert "hides behind the GPU's 6.98 ms step" in hidden
     assert "overlapping the host with the GPU" not in hidden
     assert "48.7×, not 64×" in text(client, 14, "worked", "p14-util-host_ms=10&p14-util-overlap=on")
+
+
+def test_p13_moe_experts_stay_memory_bound_where_the_page_said_all_weights_turn(client) -> None:
+    """Mixtral 8x7B at batch 512 sends 512 × 2 ÷ 8 = 128 tokens to each expert, under the H100's
+    BF16 ridge of 295: the MLP, most of the step, stays memory-bound. The page said "raise the
+    batch into the hundreds and watch the weight groups turn compute-bound"."""
+    worked = text(client, 13, "worked", "p13-breakdown-model=mixtral-8x7b")
+    assert "watch the weight groups turn compute-bound" not in worked
+    assert "while the MLP stays memory-bound (each expert multiplies only its share" in worked
+    dense = text(client, 13, "worked")
+    assert "the attention projections, the MLP and the LM head turn compute-bound" in dense
+
+
+def test_p13_the_ten_kernel_layer_is_a_floor_for_moe_and_mla(client) -> None:
+    """DeepSeek-V3's 61 layers were counted at 10 kernels each (613), the count of a dense GQA
+    layer, with no word that its router, expert GEMMs and MLA projections launch more."""
+    worked = text(client, 13, "worked", "p13-breakdown-model=deepseek-v3&p13-breakdown-dtype=fp8")
+    assert "so read 613 as a floor" in worked and "MLA's low-rank" in worked
+    assert "read 323 as a floor" not in text(client, 13, "worked")
+
+
+def test_p13_an_fp16_model_does_not_compute_attention_in_bf16(client) -> None:
+    worked = text(client, 13, "worked", "p13-breakdown-dtype=fp16")
+    assert "attention computes in FP16" in worked and "computes in BF16" not in worked
+
+
+def test_p13_a_bf16_head_beside_fp8_layers_multiplies_at_the_bf16_rate() -> None:
+    """Llama 3 8B in FP8 on an H100 at batch 512: the BF16 head (525M parameters) reads 1.05 GB
+    (0.313 ms) and does 5.38×10¹¹ FLOP. At the FP8 rate that was 0.272 ms and memory-bound; at
+    the BF16 rate it really multiplies at, 0.544 ms and compute-bound."""
+    from problems.arithmetic.utilization import decode_step_breakdown
+
+    r = decode_step_breakdown(model="llama-3-8b", gpu="h100-sxm", batch=512,
+                              context_tokens=1000, dtype="fp8")
+    assert r["lm_head_bound"] == "compute"
+    assert r["lm_head_seconds"] == pytest.approx(r["lm_head_flops"] / 989.4e12, rel=0.01)
