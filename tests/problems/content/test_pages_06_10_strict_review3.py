@@ -136,3 +136,16 @@ def test_p13_a_bf16_head_beside_fp8_layers_multiplies_at_the_bf16_rate() -> None
                               context_tokens=1000, dtype="fp8")
     assert r["lm_head_bound"] == "compute"
     assert r["lm_head_seconds"] == pytest.approx(r["lm_head_flops"] / 989.4e12, rel=0.01)
+
+
+def test_p11_int4_that_buys_no_speed_is_not_called_a_speed_gain(client) -> None:
+    """DeepSeek-V3 on B200s: FP8 on 8 GPUs steps in 1.82 ms, INT4 on 4 in 1.87 ms, "about the
+    same"; the answer said "The gain is partly speed and partly GPUs". course-lm at batch 256 on
+    one H100 (KV 99.3% of the bytes): INT4 is about the same on the same GPU, and the answer
+    said "Here the gain is all speed"."""
+    moe = text(client, 11, "answer", "p11-formats-model=deepseek-v3&p11-formats-gpu=b200")
+    assert "partly speed" not in moe
+    assert "The gain is all GPUs: INT4 here keeps about the same token latency" in moe
+    tiny = text(client, 11, "answer", "p11-formats-model=course-lm&p11-formats-batch=256")
+    assert "gain is all speed" not in tiny and "Here INT4 buys nothing" in tiny
+    assert "partly speed and partly GPUs" in text(client, 11, "answer")
