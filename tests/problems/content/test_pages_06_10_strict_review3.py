@@ -149,3 +149,46 @@ def test_p11_int4_that_buys_no_speed_is_not_called_a_speed_gain(client) -> None:
     tiny = text(client, 11, "answer", "p11-formats-model=course-lm&p11-formats-batch=256")
     assert "gain is all speed" not in tiny and "Here INT4 buys nothing" in tiny
     assert "partly speed and partly GPUs" in text(client, 11, "answer")
+
+
+P24_FP8_BASE = "p24-cost-dtype=fp8&p24-cost-kv_dtype=fp8&p24-cost-gpu=b200&p24-cost-tp=2"
+P24_CAP_LOOSE = "p24-cost-batch_cap=100000&p24-cost-tpot_target_ms=20"
+
+
+def test_p24_a_baseline_already_in_fp8_is_not_narrowed_again(client) -> None:
+    """Llama 3.1 70B already in FP8 weights and KV on 2 × B200: the FP8 lever changes nothing.
+    The page said "Narrower weights and KV do nothing here: it would not lower the cost per token
+    here", the model answer still counted "Second, FP8 (E4M3) weights and KV cache … Those two
+    together take 29.2% off" (all of it batching's), and the takeaway said "batching to the
+    latency target and FP8 do most of the work"."""
+    worked = text(client, 24, "worked", P24_FP8_BASE)
+    assert "already runs FP8 (E4M3) weights and an FP8 (E4M3) KV cache" in worked
+    assert "cost per token here" not in worked
+    assert "batching to the latency target and FP8 do most of the work" not in worked
+    assert "batching to the latency target (29.2% of the baseline)" in worked
+    answer = text(client, 24, "answer", P24_FP8_BASE)
+    assert "FP8 (E4M3) weights and KV cache: fewer bytes" not in answer
+    assert "That takes 29.2% off" in answer and "Second, prefix caching" in answer
+
+
+def test_p24_a_cap_that_does_not_bind_is_said_so(client) -> None:
+    """With the engine cap at 100,000 and a 20 ms TPOT target the batch is 104, set by the
+    latency target: lifting the cap does nothing, for that reason, and the answer must not open
+    with "First, batch up to the latency target". Under FP8 the latency target holds the batch
+    at 399 while 592 would fit; the page said "so 399 sequences fit"."""
+    worked = text(client, 24, "worked", P24_CAP_LOOSE)
+    assert "the batch is already 104, set by the latency target, not by the engine cap" in worked
+    assert "so 399 sequences fit" not in worked
+    assert "592 sequences would fit, but the latency target holds the batch at 399" in worked
+    answer = text(client, 24, "answer", P24_CAP_LOOSE)
+    assert "batch up to the latency target" not in answer
+    assert "First, FP8 (E4M3) weights and KV cache" in answer and "That takes 58.4% off" in answer
+
+
+def test_p24_speculation_that_pays_is_not_dismissed_as_no_cost_lever(client) -> None:
+    """With acceptance 0.95 and 4 drafted tokens, speculation applies at the final batch of 514
+    (1.04×), yet the answer said "not as a cost lever at full batch"."""
+    query = P24_CAP_LOOSE + "&p24-cost-spec_alpha=0.95&p24-cost-spec_gamma=4"
+    answer = text(client, 24, "answer", query)
+    assert "not as a cost lever at full batch" not in answer
+    assert "still pays at the batch reached here (1.04×)" in answer
