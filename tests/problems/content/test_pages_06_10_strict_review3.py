@@ -2,6 +2,8 @@
 input that showed a sentence wrong or misleading (the defaults were already right)."""
 
 
+import re
+
 import pytest
 
 from problems.registry import PROBLEMS
@@ -192,3 +194,60 @@ def test_p24_speculation_that_pays_is_not_dismissed_as_no_cost_lever(client) -> 
     answer = text(client, 24, "answer", query)
     assert "not as a cost lever at full batch" not in answer
     assert "still pays at the batch reached here (1.04×)" in answer
+
+
+def test_p25_decode_replicas_are_counted_as_worth_not_fractional_replicas(client) -> None:
+    """"So the peak needs 7.87 decode replicas" is a fractional count of whole things (and
+    "7.87×10⁻⁶ decode replicas" at one daily user); the whole count comes per region below."""
+    worked = text(client, 25, "worked")
+    assert "needs 7.87 decode replicas' worth" in worked
+    assert not re.search(r"\d\.\d+ decode replicas[^']", worked)
+    assert "That needs 7.87 decode replicas' worth" in text(client, 25, "answer")
+
+
+def test_p25_a_latency_bound_batch_does_not_make_both_counts_equal(client) -> None:
+    """At a 20 ms TPOT target the batch is 450 (latency) against 668 (memory): throughput asks
+    8.82 replicas, KV memory 5.92. The answer said "counting it by throughput or by KV memory
+    comes to the same", the worked answer "These are one formula", and the tornado note "because
+    KV memory, not the target, limits the batch"."""
+    query = "p25-fleet-tpot_target_ms=20"
+    answer = text(client, 25, "answer", query)
+    assert "comes to the same" not in answer
+    assert "KV memory alone would ask only 5.92" in answer
+    worked = text(client, 25, "worked", query)
+    assert "These are one formula" not in worked
+    assert "They differ because the batch, 450, is set by the latency target" in worked
+    assert "your 20 ms target lies below it and does bind" in worked
+
+
+def test_p25_full_utilisation_is_not_called_conservative(client) -> None:
+    """At 100% utilisation the planned batch is the whole batch: "a replica run 100% busy
+    carries a smaller batch than 668, whose step is shorter than 26.5 ms (26.5 ms)"."""
+    worked = text(client, 25, "worked", "p25-fleet-utilisation=1")
+    assert "a little conservative" not in worked
+    assert "a little conservative" in text(client, 25, "worked")
+
+
+def test_p25_a_fleet_without_a_spare_region_does_not_claim_failover(client) -> None:
+    """Sized without surviving a region's loss (or with one region), the answer still said "On a
+    region failure the survivors have the capacity"."""
+    for query in ("p25-fleet-survive_region=off", "p25-fleet-regions=1"):
+        answer = text(client, 25, "answer", query)
+        assert "the survivors have the capacity" not in answer
+    assert "the survivors have the capacity" in text(client, 25, "answer")
+
+
+def test_p25_open_conversations_are_not_all_between_turns(client) -> None:
+    """14,260 conversations are open at the peak (347 requests/s × (11.1 s + 30 s)); 3,844 of
+    them are requests in flight, so about 10,417 wait between turns. The page called all 14,260
+    "open between turns", and with no think time called the 3,844 in flight idle."""
+    worked = text(client, 25, "worked")
+    assert "about 10,417 of them between turns" in worked
+    assert "open between turns" not in worked
+    none = text(client, 25, "worked", "p25-fleet-think_s=0")
+    assert "no conversation waits between turns" in none
+
+
+def test_p25_the_tornado_note_reads_at_the_learners_inputs(client) -> None:
+    worked = text(client, 25, "worked", "p25-fleet-turns=8")
+    assert "At the defaults" not in worked and "At these inputs" in worked
