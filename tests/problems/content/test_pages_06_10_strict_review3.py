@@ -251,3 +251,12 @@ def test_p25_open_conversations_are_not_all_between_turns(client) -> None:
 def test_p25_the_tornado_note_reads_at_the_learners_inputs(client) -> None:
     worked = text(client, 25, "worked", "p25-fleet-turns=8")
     assert "At the defaults" not in worked and "At these inputs" in worked
+
+
+def test_p11_an_fp8_kv_cache_is_not_offered_as_the_next_step(client) -> None:
+    """With the KV cache already in FP8 the model answer still said the cache "isn't touched
+    unless I quantize it separately, to FP8 for instance"."""
+    answer = text(client, 11, "answer", "p11-formats-batch=64&p11-formats-kv_dtype=fp8")
+    assert "to FP8 for instance" not in answer
+    assert "here it is already in FP8 (E4M3)" in answer
+    assert "to FP8 for instance" in text(client, 11, "answer")
