@@ -673,8 +673,11 @@ def figures(inputs: dict) -> dict:
             previous = row
     reached = next((i for i, row in enumerate(rows) if i and row["cut"] >= target), 0)
     spec_row = next(r for r in rows if r["lever"] == "spec")
+    # The learner's speculation inputs, used even with the lever off so the figures stay true.
+    spec_params = (inputs["spec_alpha"], inputs["spec_gamma"], inputs["spec_draft_cost"])
     spec_base = state_costs({**state, "spec": spec_row.get("trial_state_spec",
-                                                             (0.8, 2, 0.05))})["big"]
+                                                             spec_params)})["big"]
+    spec_off_gain = state_costs({**spec_row["state"], "spec": spec_params})["big"]["spec_gain"]
     cut_at = {row["lever"]: row["cut"] for row in rows}
     on_after = sum(1 for row in rows[reached + 1:] if row["applied"]) if reached else 0
     # The model answer's first levers, in the order they applied, and the takeaway's ranking.
@@ -777,7 +780,10 @@ def figures(inputs: dict) -> dict:
         "final_request_text": _money(rows[-1]["per_1000"]),
         "final_request_cut_text": percent_format(1 - rows[-1]["per_1000"] / base["per_1000"]),
         "spec_gain_baseline_text": f"{number_format(spec_base['spec_gain'])}×",
-        "spec_gain_lever_text": lv["spec"].get("gain_text", ""),
+        # With its lever switched off, what speculation would give where the lever sits (the
+        # default acceptance, drafts and draft cost), so the follow-up's figure is still true.
+        "spec_gain_lever_text": lv["spec"].get("gain_text", "") if spec_row["on"] else
+        f"{number_format(spec_off_gain)}×",
         "spec_on": spec_row["applied"],
         "spec_gain_same": spec_row["applied"] and lv["spec"].get("gain_text", "")
         == f"{number_format(spec_base['spec_gain'])}×",

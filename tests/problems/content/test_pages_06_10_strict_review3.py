@@ -260,3 +260,22 @@ def test_p11_an_fp8_kv_cache_is_not_offered_as_the_next_step(client) -> None:
     assert "to FP8 for instance" not in answer
     assert "here it is already in FP8 (E4M3)" in answer
     assert "to FP8 for instance" in text(client, 11, "answer")
+
+
+def test_p24_speculation_switched_off_keeps_its_figures_true(client) -> None:
+    """With the speculation lever off, the worked answer said "at the batch reached by then it
+    gives 1×, so it stays off" and the follow-up "to 1× at the larger batch": 1× was no
+    computation at all. At the final batch of 730 speculation gives 0.871×."""
+    worked = text(client, 24, "worked", "p24-cost-spec=off")
+    assert "it gives 1×" not in worked and "its lever is switched off here" in worked
+    followups = text(client, 24, "followups", "p24-cost-spec=off")
+    assert "to 1× at the larger batch" not in followups
+    assert "to 0.871× at the larger batch" in followups
+
+
+def test_p24_no_lever_that_lowers_the_cost_is_said_plainly(client) -> None:
+    off = "&".join(f"p24-cost-{name}=off" for name in (
+        "batching", "fp8", "prefix", "right_gpu", "spec", "autoscale", "commit", "route",
+        "cap_output", "disagg"))
+    worked = text(client, 24, "worked", off)
+    assert "none do the most work" not in worked and "no lever lowers the cost" in worked
