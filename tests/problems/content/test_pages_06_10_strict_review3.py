@@ -279,3 +279,11 @@ def test_p24_no_lever_that_lowers_the_cost_is_said_plainly(client) -> None:
         "cap_output", "disagg"))
     worked = text(client, 24, "worked", off)
     assert "none do the most work" not in worked and "no lever lowers the cost" in worked
+
+
+def test_p25_single_turn_prompts_are_not_called_multi_turn(client) -> None:
+    """One turn per session with a 20,000-token system prompt: prefill outgrows decode because
+    the prompts are long, and the page said "long multi-turn prompts"."""
+    worked = text(client, 25, "worked", "p25-fleet-turns=1&p25-fleet-system_tokens=20000")
+    assert "multi-turn prompts" not in worked
+    assert "long prompts make input the larger job" in worked
