@@ -349,6 +349,11 @@ def _lever_resolve(lever: str, state: dict, changes: dict, *, batch: int) -> tup
         return changes, (f"the fleet already does useful work {percent_format(now)} of its paid "
                          f"hours, at or above the {percent_format(reached)} autoscaling would "
                          "reach, so there is nothing to gain")
+    if lever == "fp8":
+        now_w, now_kv, to_w, to_kv = state["w"], state["kv"], changes["w"], changes["kv"]
+        if now_w.id == to_w.id and now_kv.id == to_kv.id:
+            return changes, (f"the replica already runs {now_w.name} weights and an "
+                             f"{now_kv.kv_label} KV cache, so there is nothing to narrow")
     if lever == "commit" and changes["discount"] == 0:
         return changes, "a 0% discount changes no price"
     if lever == "prefix" and changes["prefix_hit"] == 0:
@@ -394,7 +399,11 @@ def _no_saving(lever: str, trial: dict, costs: dict) -> str:
         return ("one prompt's prefill is memory-bound here (it is the weight read that takes "
                 "the time), so computing fewer of its tokens saves nothing in this model; "
                 "prefilling several prompts in one pass is what would")
-    return "it would not lower the cost per token here, so it stays off"
+    if lever == "batching":
+        big = costs["big"]
+        return (f"the batch is already {big['batch']:,}, set by the {big['limit']}, not by the "
+                "engine cap, so lifting the cap changes nothing")
+    return "it would not lower the cost per token, so it stays off"
 
 
 def waterfall_rows(*, baseline: dict, levers: list[tuple[str, dict | None]]) -> list[dict]:

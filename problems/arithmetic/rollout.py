@@ -61,6 +61,11 @@ def requests_rate_text(rate: float) -> str:
     return f"{text} request/s" if text == "1" else f"{text} requests/s"
 
 
+# Below this many expected events a count is a handful, lumpy and skewed, and the normal
+# formula's sample size runs short without the continuity correction.
+FEW_EVENTS = 20
+
+
 def z_of(probability: float) -> float:
     """The standard normal quantile: z with Φ(z) = `probability` (0 < probability < 1)."""
     return NORMAL.inv_cdf(probability)
@@ -223,7 +228,9 @@ def canary(**inputs: object) -> Result:
              f"{percent_format(c['above_p99'])} of requests above {number_format(k['p99_ms'])} "
              "ms", c["n_latency"], "requests",
              count_format(math.ceil(c["n_latency"]), "request")),
-        Step("Few events: the normal approximation runs short",
+        Step("Few events: the normal approximation runs short"
+             if min(c["expected_errors"], c["expected_above"]) < FEW_EVENTS
+             else "Continuity correction (enough events: a small adjustment)",
              "if nothing changed the canary would expect "
              + (f"about {number_format(c['expected_errors'])} errors" if c["expected_errors"] > 0
                 else "no errors (the current version never fails)")
@@ -238,7 +245,7 @@ def canary(**inputs: object) -> Result:
              f"max({number_format(math.ceil(c['n_errors_cc']))}, "
              f"{number_format(math.ceil(c['n_latency_cc']))}), corrected", math.ceil(c["n"]),
              "requests", count_format(math.ceil(c["n"]), "request")),
-        Step("Canary duration", f"{number_format(math.ceil(c['n']))} requests ÷ "
+        Step("Canary duration", f"{count_format(math.ceil(c['n']), 'request')} ÷ "
              f"{requests_rate_text(c['canary_rate'])}", c["seconds"], "s",
              seconds_format(c["seconds"])),
         Step("Extra failed requests if it is a bad release",

@@ -81,6 +81,7 @@ def decode_groups_model(
     embedding_bytes_per_param: float | None = None,
     queries_per_sequence: int = 1,
     attention_peak_flops: float | None = None,
+    head_peak_flops: float | None = None,
 ) -> list[dict[str, float | str]]:
     """One decode step of `batch` sequences split into kernel groups, each with its parameters
     read, bytes, FLOPs, memory and compute seconds, floor (the larger) and bound.
@@ -92,7 +93,9 @@ def decode_groups_model(
     matmul and attend over the context, while the weights and each sequence's KV are read once.
     The KV group's FLOPs run at `attention_peak_flops` (default `peak_flops`): attention
     kernels compute in BF16 even over an FP8 cache or beside FP8 weights, so the calculators
-    pass the BF16 rate. MLA is counted in its absorbed decode form.
+    pass the BF16 rate. The head's FLOPs run at `head_peak_flops` (default `peak_flops`): a head
+    kept in BF16 beside FP8 or 4-bit layers multiplies at the BF16 rate. MLA is counted in its
+    absorbed decode form.
     """
     parts = params_count_model(model)
     rows_in = batch * queries_per_sequence  # positions through the matmuls
@@ -123,7 +126,8 @@ def decode_groups_model(
     groups = []
     for name, params, size, flops in rows:
         memory = size / bandwidth_bytes_per_second
-        rate = attention_peak_flops if name == "kv" and attention_peak_flops else peak_flops
+        rate = (attention_peak_flops if name == "kv" and attention_peak_flops
+                else head_peak_flops if name == "lm_head" and head_peak_flops else peak_flops)
         compute = flops / rate
         groups.append({
             "name": name,
@@ -207,7 +211,8 @@ def decode_step_breakdown(
         model=m, batch=batch, context_tokens=context_tokens, weight_bytes_per_param=d.bytes,
         kv_bytes_per_token=kv_per_token, bandwidth_bytes_per_second=bandwidth,
         peak_flops=achieved, embedding_bytes_per_param=e.bytes,
-        attention_peak_flops=attention_achieved)
+        attention_peak_flops=attention_achieved,
+        head_peak_flops=peak_flops_get(gpu=g, dtype=e) * mfu)
     by = {gr["name"]: gr for gr in groups}
     step_bytes = sum(gr["bytes"] for gr in groups)
     step_flops = sum(gr["flops"] for gr in groups)
@@ -281,7 +286,9 @@ def decode_step_breakdown(
         by["mlp"]["seconds"] / step_seconds, "fraction",
         f"MLP {percent_format(by['mlp']['seconds'] / step_seconds)}"))
     steps.append(Step(
-        "Kernels an eager step launches (residual adds fused into the norms)",
+        "Kernels an eager step launches (residual adds fused into the norms)"
+        + ("; a dense GQA layer's count, so a floor for this model's MoE or MLA layers"
+           if m.is_moe or m.attention == "MLA" else ""),
         f"{KERNELS_PER_LAYER} per layer × {m.layers} layers + {KERNELS_OUTSIDE_LAYERS} "
         "(embedding gather, final norm, head)", kernels_floor, "kernels",
         count_format(kernels_floor, "kernel")))
@@ -325,6 +332,7 @@ def utilization_point_model(
     overlap: bool = False,
     embedding_bytes_per_param: float | None = None,
     attention_peak_flops: float | None = None,
+    head_peak_flops: float | None = None,
 ) -> dict[str, float | str]:
     """One decode step's GPU time (the kernel groups' floors summed), its wall time with
     `host_seconds` of host work per step, and what nvidia-smi, MFU and MBU report (bytes, FLOP,
@@ -341,7 +349,7 @@ def utilization_point_model(
         weight_bytes_per_param=weight_bytes_per_param, kv_bytes_per_token=kv_bytes_per_token,
         bandwidth_bytes_per_second=bandwidth_bytes_per_second * bandwidth_efficiency,
         peak_flops=peak_flops, embedding_bytes_per_param=embedding_bytes_per_param,
-        attention_peak_flops=attention_peak_flops)
+        attention_peak_flops=attention_peak_flops, head_peak_flops=head_peak_flops)
     size = sum(g["bytes"] for g in groups)
     flops = sum(g["flops"] for g in groups)
     gpu = sum(g["seconds"] for g in groups)
@@ -430,7 +438,8 @@ def gpu_utilization(
             bandwidth_bytes_per_second=g.bandwidth_bytes_per_second, peak_flops=peak,
             bandwidth_efficiency=bandwidth_efficiency, host_seconds=host,
             overlap=overlapped, embedding_bytes_per_param=e.bytes,
-            attention_peak_flops=g.fp32_flops if d.compute == "fp32" else g.bf16_flops)
+            attention_peak_flops=g.fp32_flops if d.compute == "fp32" else g.bf16_flops,
+            head_peak_flops=peak_flops_get(gpu=g, dtype=e))
         fit, _ = _fit(model=m, gpu=g, dtype=d, embedding=e,
                       kv_bytes=batch * context_tokens * kv_per_token, reserve_gb=reserve_gb,
                       memory_fraction=memory_fraction)

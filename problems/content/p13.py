@@ -21,6 +21,7 @@ from problems.arithmetic.units import (
     seconds_format,
 )
 from problems.arithmetic.utilization import BATCH_MAX, GROUPS, decode_step_breakdown
+from problems.arithmetic.wording import list_phrase
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     bandwidth_input,
@@ -110,6 +111,13 @@ CALCULATOR = calculator_register(Calculator(
 ))
 
 SOURCES: list[tuple[str, str]] = [
+    ("vLLM source: vllm/model_executor/layers/fused_moe/fused_moe.py (an MoE layer's kernels: "
+     "the top-k choice, moe_align_block_size sorting tokens by expert, two grouped expert "
+     "matmuls and the sum over the chosen experts)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/layers/fused_moe/fused_moe.py"),
+    ("vLLM source: vllm/model_executor/models/deepseek_v2.py (MLA's q_a_proj, q_a_layernorm, "
+     "q_b_proj, kv_a_proj_with_mqa and kv_a_layernorm in every layer)",
+     "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/deepseek_v2.py"),
     ("NVIDIA Nsight Systems User Guide (nsys profile: --trace, --capture-range, "
      "--capture-range-end, --cuda-graph-trace; nsys stats; GPU Metrics: --gpu-metrics-devices, "
      "--gpu-metrics-set, --gpu-metrics-frequency, SM active, tensor active, DRAM bandwidth "
@@ -221,6 +229,23 @@ def context(*, request: HttpRequest) -> dict:
         "graphs_synced_text": seconds_format(CUDA_GRAPHS_BLOG_SECONDS["synced"]),
         "graphs_queued_text": seconds_format(CUDA_GRAPHS_BLOG_SECONDS["queued"]),
     }
+    # The plot's sweep: which weight groups a batch of PLOT_BATCH_MAX turns compute-bound. An
+    # MoE's experts each see only their share of the batch and can stay memory-bound.
+    sweep_batch = max(PLOT_BATCH_MAX, inputs["batch"])
+    sweep = _at(inputs, sweep_batch)
+    weight_groups = ("attn_proj", "mlp", "lm_head")
+    labels = {"attn_proj": "the attention projections", "mlp": "the MLP",
+              "lm_head": "the LM head"}
+    turned = [labels[n] for n in weight_groups if sweep and sweep[f"{n}_bound"] == "compute"]
+    stay = [labels[n] for n in weight_groups if sweep and sweep[f"{n}_bound"] == "memory"]
+    c.update({
+        "sweep_batch": number_format(sweep_batch),
+        "sweep_turned": list_phrase(turned) if turned else "",
+        "sweep_stay": list_phrase(stay) if stay else "",
+        "sweep_stay_verb": "stays" if len(stay) == 1 else "stay",
+        "sweep_mlp_stays": bool(sweep) and sweep["mlp_bound"] == "memory",
+        "dtype_is_fp16": dtype.id == "fp16",
+    })
     for name in GROUPS:
         c[f"{name}_params_text"] = number_format(r[f"{name}_params"])
         c[f"{name}_bytes_text"] = bytes_short(r[f"{name}_bytes"])

@@ -190,6 +190,15 @@ def _histogram_example() -> dict:
 HIT_RATE_MATTERS = 0.01
 
 
+def _cache_ceiling(inputs: dict) -> float:
+    """The share of a request's cost a perfect prefix cache would remove (a fraction): the whole
+    prompt's prefill time over the request's time with nothing cached. It bounds what any
+    change of hit rate can move, whatever the drop."""
+    prefill = inputs["prompt_tokens"] / inputs["prefill_tokens_per_second"]
+    decode = inputs["output_tokens"] / inputs["decode_tokens_per_second"]
+    return prefill / (prefill + decode)
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 16's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -221,7 +230,11 @@ def context(*, request: HttpRequest) -> dict:
         # A drop that adds under this share per request is not worth calling a lever.
         "drop_matters": r["cost_increase"] >= HIT_RATE_MATTERS,
         "matters_text": percent_format(HIT_RATE_MATTERS),
-        "prefill_minor": r["prefill_seconds_after"] < r["decode_seconds"],
+        # The most the cache could ever save: the whole prompt's share of a request's time with
+        # no cache at all. Under HIT_RATE_MATTERS the lengths, not the drop, make the hit rate
+        # irrelevant; above it, a drop that costs little is small because the drop is.
+        "lengths_minor": _cache_ceiling(inputs) < HIT_RATE_MATTERS,
+        "cache_ceiling_text": percent_format(_cache_ceiling(inputs)),
         "fleet_change_text": (
             f"grows from {number_format(r['replicas_before'])} to "
             f"{number_format(r['replicas_after'])} replicas' worth of GPU time"

@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from problems.arithmetic.catalog import DTYPES, gpu_get, model_get
 from problems.arithmetic.memory import embedding_dtype_resolve, weight_bytes_model
 from problems.arithmetic.rollout import (
+    FEW_EVENTS,
     canary,
     canary_checked,
     canary_model,
@@ -229,7 +230,14 @@ def figures(inputs: dict) -> dict:
         "n_latency_cc_count": count_phrase(r["requests_latency_corrected"], "request"),
         "n_latency_text": f"{r['requests_latency']:,}",
         "n_text": f"{r['requests']:,}", "binding": r["binding"],
+        "n_count": count_phrase(r["requests"], "request"),
         "expected_errors_text": number_format(r["expected_errors"]),
+        # "Only about 8.31 errors" is a handful; "about 168" is not, and then the continuity
+        # correction is a small adjustment rather than the rescue of a lumpy count.
+        "errors_few": r["expected_errors"] < FEW_EVENTS,
+        "above_few": c["expected_above"] < FEW_EVENTS,
+        "any_few": min(r["expected_errors"], c["expected_above"]) < FEW_EVENTS,
+        "few_events_text": number_format(FEW_EVENTS),
         "expected_above_text": number_format(c["expected_above"]),
         "n_errors_cc_text": f"{r['requests_errors_corrected']:,}",
         "n_latency_cc_text": f"{r['requests_latency_corrected']:,}",

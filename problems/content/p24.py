@@ -41,7 +41,13 @@ from problems.arithmetic.units import (
     scientific_format,
     seconds_format,
 )
-from problems.arithmetic.wording import count_phrase, finite_or, share_phrase, times_phrase
+from problems.arithmetic.wording import (
+    count_phrase,
+    finite_or,
+    list_phrase,
+    share_phrase,
+    times_phrase,
+)
 from problems.calculators import Calculator, calculator_evaluate, calculator_register
 from problems.forms import (
     ON_OFF,
@@ -565,6 +571,16 @@ def _piggyback(big: dict, state: dict) -> dict:
             "piggyback_room_text": times_phrase(room, 1.0)}
 
 
+def _lever_prose(lever: str, lv: dict) -> str:
+    """A lever named in running prose (the takeaway's ranking)."""
+    return {"batching": "batching to the latency target",
+            "fp8": f"{lv['fp8'].get('dtype_name', 'FP8')} weights and KV cache",
+            "prefix": "prefix caching", "gpu": "the move of GPU", "spec": "speculative decoding",
+            "autoscale": "autoscaling", "commit": "committed capacity",
+            "route": "routing to the small model", "cap_output": "the output cap",
+            "disagg": "disaggregation"}[lever]
+
+
 def figures(inputs: dict) -> dict:
     """Every figure of the prose at the calculator's normalised `inputs`."""
     rows, target = cost_rows(inputs)
@@ -586,7 +602,10 @@ def figures(inputs: dict) -> dict:
             "blended_text": _money(row["blended"]), "delta_text": _delta(row["delta"]),
             "cut_text": percent_format(row["cut"]),
             "batch_before": f"{previous['costs']['big']['batch']:,}",
-            "batch_after": f"{b['batch']:,}", "limit": b["limit"],
+            "batch_after": f"{b['batch']:,}", "limit": b["limit"], "b_mem": f"{b['b_mem']:,}",
+            # Within 5% of the step before: the lever fits more sequences into the same bytes.
+            "step_same": abs(b["step_seconds"] / previous["costs"]["big"]["step_seconds"] - 1)
+            < 0.05,
             "step_text": seconds_format(b["step_seconds"]), "bound": b["bound"],
             "tps_text": rate_format(round(b["tokens_per_second_effective"]), "tokens/s"),
             "out_text": _money(row["out"]), "in_text": _money(row["in"]),
@@ -654,11 +673,43 @@ def figures(inputs: dict) -> dict:
             previous = row
     reached = next((i for i, row in enumerate(rows) if i and row["cut"] >= target), 0)
     spec_row = next(r for r in rows if r["lever"] == "spec")
+    # The learner's speculation inputs, used even with the lever off so the figures stay true.
+    spec_params = (inputs["spec_alpha"], inputs["spec_gamma"], inputs["spec_draft_cost"])
     spec_base = state_costs({**state, "spec": spec_row.get("trial_state_spec",
-                                                             (0.8, 2, 0.05))})["big"]
+                                                             spec_params)})["big"]
+    spec_off_gain = state_costs({**spec_row["state"], "spec": spec_params})["big"]["spec_gain"]
     cut_at = {row["lever"]: row["cut"] for row in rows}
     on_after = sum(1 for row in rows[reached + 1:] if row["applied"]) if reached else 0
+    # The model answer's first levers, in the order they applied, and the takeaway's ranking.
+    ordinals = ("First", "Second", "Third")
+    early = [name for name in ("batching", "fp8", "prefix") if lv[name]["applied"]]
+    early_ordinal = {name: ordinals[i] for i, name in enumerate(early)}
+    applied = [row for row in rows[1:] if row["applied"] and row["delta"] < 0]
+    ranked = sorted(applied, key=lambda row: row["delta"])[:2]
+
+    def own_cut(row: dict) -> float:
+        """A lever's cut of what was left before it (a fraction)."""
+        before = row["blended"] - row["delta"] * base["blended"]
+        return 1 - row["blended"] / before if before > 0 else 0.0
+
+    pricing = [(row["title"].lower(), percent_format(own_cut(row))) for row in applied
+               if row["lever"] in ("autoscale", "commit")]
+    input_share = (state["input_tokens"] * base["in"]
+                   / (state["input_tokens"] * base["in"] + state["output_tokens"] * base["out"]))
     return {
+        "early_ordinal": early_ordinal,
+        "early_count": len([n for n in early if n != "prefix"]),
+        "top_levers_text": list_phrase([f"{_lever_prose(row['lever'], lv)} "
+                                        f"({percent_format(-row['delta'])} of the baseline)"
+                                        for row in ranked]),
+        "top_levers_count": len(ranked),
+        "top_are_bytes": bool(ranked) and all(row["lever"] in ("batching", "fp8")
+                                              for row in ranked)
+        and at["bound"] == "memory",
+        "pricing_text": list_phrase([f"{name} {cut}" for name, cut in pricing]),
+        "pricing_count": len(pricing),
+        "input_share_text": percent_format(input_share),
+        "margin_none": bool(reached) and on_after == 0,
         "question_cut_text": percent_format(QUESTION_CUT),
         "r1_hit_text": money_format(R1_PRICES["hit"]),
         "r1_miss_text": money_format(R1_PRICES["miss"]),
@@ -729,7 +780,10 @@ def figures(inputs: dict) -> dict:
         "final_request_text": _money(rows[-1]["per_1000"]),
         "final_request_cut_text": percent_format(1 - rows[-1]["per_1000"] / base["per_1000"]),
         "spec_gain_baseline_text": f"{number_format(spec_base['spec_gain'])}×",
-        "spec_gain_lever_text": lv["spec"].get("gain_text", ""),
+        # With its lever switched off, what speculation would give where the lever sits (the
+        # default acceptance, drafts and draft cost), so the follow-up's figure is still true.
+        "spec_gain_lever_text": lv["spec"].get("gain_text", "") if spec_row["on"] else
+        f"{number_format(spec_off_gain)}×",
         "spec_on": spec_row["applied"],
         "spec_gain_same": spec_row["applied"] and lv["spec"].get("gain_text", "")
         == f"{number_format(spec_base['spec_gain'])}×",

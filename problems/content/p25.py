@@ -488,6 +488,10 @@ def figures(inputs: dict) -> dict:
         "concurrency_text": number_format(p["concurrency"]),
         "rep_thr_text": number_format(p["by_throughput"]),
         "rep_kv_text": number_format(p["by_kv"]), "rep_kv_none": p["by_kv"] == 0,
+        "kv_limited": dec["limit"] == "KV memory",
+        # At full utilisation the planned batch is the whole batch: nothing conservative left.
+        "step_at_util_shorter": seconds_format(p["step_at_util"])
+        != seconds_format(dec["step_seconds"]),
         "kv_binds": p["kv_binds"],
         "t_decode_text": seconds_format(p["t_decode"]),
         "decode_concurrency_text": number_format(p["decode_concurrency"]),
@@ -524,6 +528,9 @@ def figures(inputs: dict) -> dict:
         "per_million_text": money_format(p["per_million"], significant=3),
         "per_million_output_text": money_format(p["per_million_output"], significant=3),
         "open_conversations_text": number_format(p["open_conversations"]),
+        # Of those, the ones between turns: Little's law over the think time alone.
+        "idle_conversations_text": number_format(p["demand"]["peak_rps"] * k["think_seconds"]),
+        "no_think": k["think_seconds"] == 0,
         "kv_open_text": bytes_in(p["kv_open"], "TB"),
         "kv_hbm_text": bytes_in(p["kv_room"], "TB"),
         "kv_open_exceeds": p["kv_open"] > p["kv_room"],
@@ -532,6 +539,12 @@ def figures(inputs: dict) -> dict:
         "tornado_top_high_text": money_format(top[0]["at_high"] or 0),
         "tornado_second_name": top[1]["label"], "tornado_third_name": top[2]["label"],
         "tpot_no_effect": tpot_row["swing"] == 0,
+        # Why it barely moves: KV memory still limits the batch at the range's tightest target,
+        # or else whole replicas per region round the change away.
+        "tpot_kv_binds_across": fleet_plan_model(capstone_checked(
+            **{**inputs, "tpot_target_ms": tpot_row["low"]}))["decode"]["limit"] == "KV memory",
+        "tpot_range_text": f"{_value_text('tpot_target_ms', tpot_row['low'])} to "
+                           f"{_value_text('tpot_target_ms', tpot_row['high'])}",
     }
 
 
