@@ -239,6 +239,8 @@ def context(*, request: HttpRequest) -> dict:
         "fused_tiles_time_text": f"{seconds_format(float(r['fused_tiles_seconds']))} "
                                  f"({r['fused_tiles_bound']}-bound)",
         "standard_memory_bound": r["standard_bound"] == "memory",
+        # "Far below" the ridge only under a quarter of it (the rate assumed, MFU included).
+        "standard_far_below": float(r["standard_intensity"]) < 0.25 * float(r["ridge"]),
         # Tiling turns attention compute-bound only where the standard path was not already.
         "fused_turns_compute": (r["standard_bound"] == "memory"
                                 and r["fused_min_bound"] == "compute"),

@@ -379,3 +379,19 @@ def test_a_compute_bound_time_below_the_peak_is_not_called_a_floor(client) -> No
     assert steps["Standard: time"].endswith("(memory-bound, floor)")
     steps = {s.label: s.display for s in attention_io(dtype="fp32").steps}
     assert steps["Standard: time"].endswith("(compute-bound, floor)")
+
+
+def test_a_length_where_fusion_gains_nothing_is_not_called_a_win(client) -> None:
+    """Review rev5 at one token: the trade-offs said the fused kernel "wins by moving fewer
+    bytes" where the floors make it no faster (both paths move about the same bytes); and the
+    model answer called the standard path's intensity "far below" the ridge at 25% MFU, where
+    63.8 FLOP/B sits just under the H100's 989.5 × 0.25 ÷ 3.35 = 73.8."""
+    one = section_text(client, "tradeoffs", "?p05-attn-tokens=1")
+    assert "it is no faster: the scores are too small to be much of the traffic" in one
+    assert "it wins by moving fewer bytes" not in one
+    assert "it wins by moving fewer bytes" in section_text(client, "tradeoffs",
+                                                           "?p05-attn-tokens=512")
+    answer = section_text(client, "answer", "?p05-attn-mfu=0.25")
+    assert "per value moved, below the GPU's ridge point" in answer
+    assert "far below" not in answer
+    assert "per value moved, far below the GPU's ridge point" in section_text(client, "answer")
