@@ -236,3 +236,22 @@ def test_a_step_larger_than_the_gpus_memory_is_said_not_to_fit(client) -> None:
     assert "cannot run in one piece" not in eager
     defaults = section_text(client, 15, "worked", "")
     assert "run out of memory" not in defaults and "cannot run in one piece" not in defaults
+
+
+def test_a_wide_row_at_decode_batch_1_is_not_said_to_take_nanoseconds(client) -> None:
+    """Review rev5: hidden size 65,536 in FP32 on an L4, one token: an eager add and norm moves
+    (28 + 12) × 65,536 B plus the row and weight terms, 9.61 µs at 300 GB/s, yet the model
+    answer said "the bytes take nanoseconds and the win is launches" and the trade-offs "saves
+    launches, not bytes". At the defaults (53.8 ns eager) both stay."""
+    query = calculator_query(p15.CALCULATOR, p15.PREFIX, gpu="l4", dtype="fp32",
+                             hidden_size=65_536, tokens=1)
+    answer = section_text(client, 15, "answer", query)
+    assert "take nanoseconds" not in answer
+    assert ("Even at decode batch 1 a row this wide takes 9.61 µs for an eager add and norm "
+            "against 4.37 µs fused here") in answer
+    tradeoffs = section_text(client, 15, "tradeoffs", query)
+    assert "saves launches, not bytes" not in tradeoffs
+    assert "so the fused kernel saves both there" in tradeoffs
+    default = section_text(client, 15, "answer", "")
+    assert "the bytes take nanoseconds (53.8 ns for an eager add and norm here)" in default
+    assert "saves launches, not bytes" in section_text(client, 15, "tradeoffs", "")
