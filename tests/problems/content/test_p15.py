@@ -252,6 +252,7 @@ def test_a_wide_row_at_decode_batch_1_is_not_said_to_take_nanoseconds(client) ->
     tradeoffs = section_text(client, 15, "tradeoffs", query)
     assert "saves launches, not bytes" not in tradeoffs
     assert "so the fused kernel saves both there" in tradeoffs
+    assert "(not for a row as wide as this one)" in section_text(client, 15, "mistakes", query)
     default = section_text(client, 15, "answer", "")
     assert "the bytes take nanoseconds (53.8 ns for an eager add and norm here)" in default
     assert "saves launches, not bytes" in section_text(client, 15, "tradeoffs", "")
