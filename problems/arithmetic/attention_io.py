@@ -33,6 +33,7 @@ from problems.arithmetic.units import (
     bytes_short,
     flops_format,
     number_format,
+    percent_format,
     rate_of_format,
     seconds_format,
 )
@@ -89,6 +90,12 @@ def attention_traffic_model(*, tokens: int, head_dim: int, value_bytes: float,
             "scores": n * n * value_bytes, "flops": 4 * n * n * d, "tiles": tiles}
 
 
+def memory_name(gpu) -> str:
+    """What the GPU's main memory is called in a sentence: "HBM" for any HBM generation, else
+    the catalog's kind ("GDDR6" on the L4 and L40S)."""
+    return "HBM" if gpu.memory_kind.startswith("HBM") else gpu.memory_kind
+
+
 def _bound(bytes_: float, flops: float, *, bandwidth: float, peak: float) -> tuple[float, str]:
     memory, compute = bytes_ / bandwidth, flops / peak
     return (memory, "memory") if memory >= compute else (compute, "compute")
@@ -104,7 +111,7 @@ def attention_io(
     tile_rows: int = 128,
     mfu: float = 1.0,
 ) -> Result:
-    """HBM traffic, intermediate memory, time bound and arithmetic intensity of standard and
+    """Memory traffic, intermediate memory, time bound and arithmetic intensity of standard and
     fused attention for one layer's prefill of `batch` sequences of `tokens` (bytes, seconds,
     FLOP/byte). `mfu` scales the dense peak (1 gives floors)."""
     m = model_get(model)
@@ -142,19 +149,26 @@ def attention_io(
     t_tiles, b_tiles = _bound(fused_tiles, flops, bandwidth=bw, peak=peak)
     ridge = peak / bw
     n, who = f"{tokens:,}", f"× {heads} heads × {batch:,} sequence{'s' if batch != 1 else ''}"
+    mem = memory_name(g)
+
+    def label(seconds: float, bound: str) -> str:
+        # The memory side runs at peak bandwidth, a floor; the compute side is one only at the
+        # full peak, and otherwise an estimate at the MFU assumed.
+        kind = "floor" if bound == "memory" or mfu >= 1 else f"at {percent_format(mfu)} MFU"
+        return f"{seconds_format(seconds)} ({bound}-bound, {kind})"
     b = number_format(d.bytes)
     steps = (
         Step("FLOPs (Q Kᵀ and P V, both paths)", f"4 × {n}² × {hd} head_dim {who}", flops,
              "FLOP", flops_format(flops)),
         Step("Scores matrix S (one layer)", f"{n}² × {b} B {who}", scores, "B",
              bytes_format(scores)),
-        Step("Standard: S and P held in HBM", f"2 × {bytes_short(scores)}", intermediates, "B",
+        Step(f"Standard: S and P held in {mem}", f"2 × {bytes_short(scores)}", intermediates, "B",
              bytes_format(intermediates)),
-        Step("Standard: HBM traffic", f"(4 × {n} × {hd} + 4 × {n}²) × {b} B {who}", standard,
+        Step(f"Standard: {mem} traffic", f"(4 × {n} × {hd} + 4 × {n}²) × {b} B {who}", standard,
              "B", bytes_format(standard)),
-        Step("Fused: HBM traffic, each tensor once", f"4 × {n} × {hd} × {b} B {who}",
+        Step(f"Fused: {mem} traffic, each tensor once", f"4 × {n} × {hd} × {b} B {who}",
              fused_min, "B", bytes_format(fused_min)),
-        Step("Fused: HBM traffic with K and V re-read per query tile",
+        Step(f"Fused: {mem} traffic with K and V re-read per query tile",
              f"(2 + 2 × {count_phrase(one['tiles'], 'tile')} of "
              f"{count_phrase(tile_rows, 'row')}) × {n} × {hd} × {b} B {who}",
              fused_tiles, "B", bytes_format(fused_tiles)),
@@ -162,13 +176,13 @@ def attention_io(
              stats, "B", bytes_format(stats)),
         Step("Standard: time", f"max({bytes_short(standard)} ÷ {bandwidth_format(bw)}, "
              f"{flops_format(flops)} ÷ {rate_of_format(peak)})", t_std, "s",
-             f"{seconds_format(t_std)} ({b_std}-bound, floor)"),
+             label(t_std, b_std)),
         Step("Fused (each tensor once): time", f"max({bytes_short(fused_min)} ÷ "
              f"{bandwidth_format(bw)}, {flops_format(flops)} ÷ {rate_of_format(peak)})", t_min,
-             "s", f"{seconds_format(t_min)} ({b_min}-bound, floor)"),
+             "s", label(t_min, b_min)),
         Step("Fused (tiles re-read): time", f"max({bytes_short(fused_tiles)} ÷ "
              f"{bandwidth_format(bw)}, {flops_format(flops)} ÷ {rate_of_format(peak)})",
-             t_tiles, "s", f"{seconds_format(t_tiles)} ({b_tiles}-bound, floor)"),
+             t_tiles, "s", label(t_tiles, b_tiles)),
         Step("Arithmetic intensity: standard", f"{flops_format(flops)} ÷ {bytes_short(standard)}",
              flops / standard, "FLOP/B", f"{number_format(flops / standard)} FLOP/B"),
         Step("Arithmetic intensity: fused (tiles re-read)",

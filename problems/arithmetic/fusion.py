@@ -20,8 +20,9 @@ once. The fused kernel moves 2b per element plus the weight. The eager residual 
 tensors and writes one (3b per element); fused with the norm it reads two and writes two (the
 new residual stream and the output), 4b. Both are memory-bound by far (a handful of FLOPs per
 element), so the floors are bytes over bandwidth. They count traffic to DRAM: when an eager
-intermediate fits in the L2 cache, part of it never reaches DRAM, so real eager kernels can do
-better than this count; and at small token counts each launch costs more than its bytes.
+kernel's FP32 input and output fit in the L2 cache together, the next kernel reads its input
+from there, so real eager kernels can do better than this count; and at small token counts each
+launch costs more than its bytes.
 """
 
 from problems.arithmetic.catalog import Gpu, dtype_get, gpu_get
@@ -90,19 +91,28 @@ def rmsnorm_traffic_model(*, tokens: int, hidden: int, value_bytes: int) -> dict
 
 
 def intermediate_cache_fit(*, gpu: Gpu, elements: int) -> dict:
-    """Whether the eager norm's FP32 intermediate (`elements` × 4 bytes) fits the on-chip cache
-    the next kernel can read it back from, whichever compute units run it (`Gpu.reuse_cache`:
-    the L2, or the MI300X's Infinity Cache, its L2 being private to each die). Bytes; the
-    cache's name and size; `fits` None where no public source gives that cache's size.
-    Hand: 4,096 × 4,096 × 4 = 67,108,864 B = 64 MiB, over an H100's 50 MiB of L2, under a
-    B200's 126.5 MiB."""
+    """Whether the eager norm's FP32 intermediates stay in the on-chip cache the next kernel
+    can read them back from, whichever compute units run it (`Gpu.reuse_cache`: the L2, or the
+    MI300X's Infinity Cache, its L2 being private to each die). Each eager kernel reads one
+    FP32 tensor (`elements` × 4 bytes) while it writes the next, so the pair must fit for the
+    written one to be there when the next kernel starts: under a least-recently-used policy a
+    kernel that streams 2 × S bytes through a cache of C < 2 × S leaves only part of its output
+    behind, the oldest part first, and that is the part the next kernel reads first.
+
+    Bytes of one tensor (`bytes`) and of the pair (`pair_bytes`); the cache's name and size;
+    `fits` (the pair fits) and `alone_fits` (one tensor would), None where no public source
+    gives that cache's size. Hand: 4,096 × 4,096 × 4 = 67,108,864 B = 64 MiB, a pair of 128
+    MiB: over an H100's 50 MiB of L2 even alone; over a B200's 126.5 MiB as a pair though one
+    alone fits; within an MI300X's 256 MiB Infinity Cache."""
     intermediate = elements * FP32
+    pair = 2 * intermediate
     cache = gpu.reuse_cache
     if cache is None:
-        return {"bytes": intermediate, "cache_name": None, "cache_bytes": None, "fits": None}
+        return {"bytes": intermediate, "pair_bytes": pair, "cache_name": None,
+                "cache_bytes": None, "fits": None, "alone_fits": None}
     name, size = cache
-    return {"bytes": intermediate, "cache_name": name, "cache_bytes": size,
-            "fits": intermediate <= size}
+    return {"bytes": intermediate, "pair_bytes": pair, "cache_name": name, "cache_bytes": size,
+            "fits": pair <= size, "alone_fits": intermediate <= size}
 
 
 def _time(size: float, flops: float, *, bandwidth: float, rate: float) -> tuple[float, str]:

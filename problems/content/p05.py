@@ -3,6 +3,7 @@ memory traffic, standard against fused (bytes, intermediate memory, time floors,
 the demo's tiled attention source (read as text: the web process imports no torch), and every
 figure the prose quotes, from problems/arithmetic at render time."""
 
+import math
 from pathlib import Path
 
 from django.http import HttpRequest
@@ -17,6 +18,7 @@ from problems.arithmetic.attention_io import (
     VLLM_FLASH_ATTN_PAGE_MULTIPLE,
     attention_io,
     decode_attention_intensity,
+    memory_name,
     tile_working_set_bytes,
 )
 from problems.arithmetic.catalog import dtype_get, gpu_get, model_get
@@ -24,6 +26,7 @@ from problems.arithmetic.paging import VLLM_DEFAULT_BLOCK
 from problems.arithmetic.units import (
     GB,
     bandwidth_format,
+    bytes_in,
     bytes_short,
     count_format,
     flops_format,
@@ -64,13 +67,13 @@ def _your_length(tokens: int) -> tuple[Mark, ...]:
 
 
 def traffic_plot(*, inputs: dict, result) -> Plot:
-    """HBM traffic and the standard path's intermediate memory against sequence length."""
+    """Memory traffic and the standard path's intermediate memory against sequence length."""
     xs = _lengths(inputs["tokens"], inputs["model"])
     pts = [attention_io(**{**inputs, "tokens": x}) for x in xs]
     g = gpu_get(inputs["gpu"])
     memory = g.memory_total_bytes / GB
     return Plot(
-        title="HBM traffic of one layer's attention against sequence length",
+        title=f"{memory_name(g)} traffic of one layer's attention against sequence length",
         x_title="Sequence length (tokens)", y_title="GB (10⁹ bytes)", x_log=True, y_log=True,
         series=(Series("standard: traffic", tuple(xs),
                        tuple(float(p["standard_bytes"]) / GB for p in pts)),
@@ -119,7 +122,8 @@ CALCULATOR = calculator_register(Calculator(
     slug=SLUG,
     title="Attention's memory traffic: standard against fused",
     explanation=("One layer's attention over a sequence: the FLOPs (the same either way), the "
-                 "bytes moved to and from HBM by the standard three-kernel path and by a fused "
+                 "bytes moved to and from GPU memory (HBM, or the L4's and L40S's GDDR6) by "
+                 "the standard three-kernel path and by a fused "
                  "kernel, the memory the standard path needs for its scores, and the time "
                  "floor of each as a roofline bound, with its arithmetic intensity."),
     inputs=INPUTS,
@@ -128,7 +132,7 @@ CALCULATOR = calculator_register(Calculator(
                                      time_plot(inputs=inputs, result=result)),
     order=23,
     api_path="/attention-io",
-    api_summary="Attention's HBM traffic, memory and time, standard against fused",
+    api_summary="Attention's memory traffic, memory and time, standard against fused",
 ))
 
 
@@ -159,6 +163,26 @@ def _chip(gid: str) -> dict:
             "source": source}
 
 
+def scores_cache_context(*, gpu, intermediate: float, tokens: int) -> dict:
+    """The longest sequence whose S and P (this layer, every head and sequence) fit together in
+    the GPU's reuse cache, where the standard path's later kernels read them from cache: S and P
+    grow with N², so N = ⌊tokens × √(cache ÷ S-and-P at `tokens`)⌋, tokens; 0 where they outgrow
+    it at one token; `known` False where no public source gives the cache. Hand, Llama 3.1 70B,
+    one sequence, BF16, H100: S and P at N tokens = 2 × N² × 2 B × 64 heads; 50 MiB ÷ 256 B =
+    204,800, √ = 452 tokens."""
+    cache = gpu.reuse_cache
+    if cache is None:
+        return {"known": False}
+    name, size = cache
+    per_token_squared = intermediate / tokens**2
+    fit = math.isqrt(int(size // per_token_squared))
+    # isqrt of the floor can fall one short of the true root: step up while it still fits.
+    while (fit + 1) ** 2 * per_token_squared <= size:
+        fit += 1
+    return {"known": True, "name": name, "size_text": bytes_in(size, "MiB"),
+            "tokens": fit, "tokens_text": count_format(fit, "token")}
+
+
 # A traffic ratio under this reads "about the same bytes", not "1.01× the bytes".
 TRAFFIC_CLOSE = 1.05
 
@@ -186,6 +210,9 @@ def context(*, request: HttpRequest) -> dict:
     return {
         "calculator_slug": SLUG, "calculator_prefix": PREFIX, "inputs_valid": valid,
         "model_name": m.name, "gpu_name": g.name, "matrix_units": g.matrix_units,
+        "gpu_short": g.short_name or g.name, "memory_name": memory_name(g),
+        "cache": scores_cache_context(gpu=g, intermediate=float(r["intermediate_bytes"]),
+                                      tokens=inputs["tokens"]),
         "heads": f"{m.heads:,}",
         "head_dim": f"{m.head_dim:,}", "tokens": f"{inputs['tokens']:,}",
         "batch": f"{inputs['batch']:,}", "tile_rows": f"{inputs['tile_rows']:,}",
@@ -212,6 +239,8 @@ def context(*, request: HttpRequest) -> dict:
         "fused_tiles_time_text": f"{seconds_format(float(r['fused_tiles_seconds']))} "
                                  f"({r['fused_tiles_bound']}-bound)",
         "standard_memory_bound": r["standard_bound"] == "memory",
+        # "Far below" the ridge only under a quarter of it (the rate assumed, MFU included).
+        "standard_far_below": float(r["standard_intensity"]) < 0.25 * float(r["ridge"]),
         # Tiling turns attention compute-bound only where the standard path was not already.
         "fused_turns_compute": (r["standard_bound"] == "memory"
                                 and r["fused_min_bound"] == "compute"),
@@ -324,6 +353,11 @@ SOURCES: list[tuple[str, str]] = [
      "https://github.com/vllm-project/vllm/blob/main/vllm/v1/attention/backends/flash_attn.py"),
     ("PyTorch, torch.nn.functional.scaled_dot_product_attention (fused backends)",
      "https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html"),
+    ("ROCm, 'AMD Instinct MI300 series microarchitecture' (MI300X peaks: matrix FP32 163.4 "
+     "TFLOPS, the same as vector FP32, so its Matrix Cores offer FP32 no faster path)",
+     "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html"),
+    ("ROCm, 'AMD GPU specifications' (MI300X: 4 MiB of L2 per XCD, a 256 MiB Infinity Cache)",
+     "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"),
     ("Meta Llama 3.1 70B config.json (64 query heads, head_dim 128)",
      "https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json"),
 ]

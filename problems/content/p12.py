@@ -75,6 +75,54 @@ def b200_driver_bandwidth() -> float:
     return gpu_get("b200").driver_bandwidth_bytes_per_second
 
 
+# Two bandwidth figures within 1% of each other "agree".
+AGREE_WITHIN = 0.01
+# A step share this close to 100% is the same step.
+SAME_STEP = 0.9995
+# A decode step under this share of its ridge's intensity sits "far left" of it.
+RIDGE_FAR = 0.25
+
+
+def ridge_scaling_text(*, mfu: float, efficiency: float) -> str:
+    """What scales the datasheet ridge into the one a step meets, as a phrase after the ridge
+    ("at 50% MFU"), or "" at the peaks."""
+    parts = []
+    if mfu < 1:
+        parts.append(f"{percent_format(mfu)} MFU")
+    if efficiency < 1:
+        parts.append(f"{percent_format(efficiency)} of peak bandwidth")
+    return f" at {' and '.join(parts)}" if parts else ""
+
+
+def b200_bandwidth_context(point: dict) -> dict:
+    """What the catalog's B200 bandwidth (the DGX datasheet's) means against the other figure
+    on record (the HGX page's) and the driver's: whether the other agrees with the driver,
+    how far apart the catalog's is (in the direction the numbers give), and what the B200's
+    decode step here would take at the other figure, the same batch, where it is memory-bound.
+    Hand: 8 ÷ 7.7 − 1 = 3.9% more; a memory-bound step of 9.59 ms takes 9.59 × 8 ÷ 7.7 =
+    9.96 ms at 7.7 TB/s."""
+    b200 = gpu_get("b200")
+    catalog = b200.bandwidth_bytes_per_second
+    other = b200.bandwidth_other_bytes_per_second
+    driver = b200.driver_bandwidth_bytes_per_second
+    step = point["decode_seconds"]
+    memory_bound = bool(step) and point["decode_bound"] == "memory"
+    other_step = None
+    if memory_bound:
+        # The tensor-parallel all-reduces, if any, do not move with the memory bandwidth.
+        comm = step - max(point["decode_memory_seconds"], point["decode_compute_seconds"])
+        other_step = max(point["decode_memory_seconds"] * catalog / other,
+                         point["decode_compute_seconds"]) + comm
+    return {
+        "b200_hgx_agrees": abs(other / driver - 1) <= AGREE_WITHIN,
+        "b200_catalog_higher": catalog > other,
+        "b200_bandwidth_overstate_text": percent_format(abs(catalog / other - 1)),
+        "b200_decode_state": ("memory" if memory_bound else "compute" if step else "none"),
+        "b200_decode_text": seconds_format(step) if step else "",
+        "b200_decode_other_text": seconds_format(other_step) if other_step else "",
+    }
+
+
 def _price_input(gid: str) -> Input:
     example = PRICE_EXAMPLES[gid]
     short = gpu_get(gid).short_name
@@ -361,6 +409,15 @@ def context(*, request: HttpRequest) -> dict:
     ref = ph100 if ph100["decode_seconds"] else (running[0] if running else None)
     kv_share = ref["decode_kv_bytes"] / ref["decode_bytes"] if ref else None
     example = PRICE_EXAMPLES["h100-sxm"]
+    # Which GPUs' decode steps are memory-bound and which compute-bound at the batch each runs:
+    # a large batch of short sequences reuses each weight read enough to pass the ridge.
+    decode_memory = [p["short_name"] for p in running if p["decode_bound"] == "memory"]
+    decode_compute = [p["short_name"] for p in running if p["decode_bound"] == "compute"]
+
+    def ridge_effective(p: dict) -> float:
+        """The intensity where this GPU's step turns compute-bound at the MFU and bandwidth
+        efficiency assumed (the dense ridge × MFU ÷ efficiency), FLOP/B."""
+        return p["ridge"] * inputs["mfu"] / inputs["bandwidth_efficiency"]
     # The four-L40S follow-up's model: two all-reduces per layer, each a message of its own.
     m70 = model_get(TP_FOLLOWUP_MODEL)
     return {
@@ -405,6 +462,17 @@ def context(*, request: HttpRequest) -> dict:
         "all_prefill_compute_bound": all(p["prefill_bound"] == "compute"
                                          for p in result["gpus"] if p["prefill_seconds"]),
         "all_decode_memory_bound": all(p["decode_bound"] == "memory" for p in running),
+        "all_decode_compute_bound": bool(running) and not decode_memory,
+        # "Far left" of the ridge only where every step is under a quarter of it.
+        "decode_far_left": all(p["intensity"] < RIDGE_FAR * ridge_effective(p) for p in running),
+        "ref_ridge_effective_text": (f"{number_format(ridge_effective(ref))} FLOP/B"
+                                     if ref else ""),
+        "ridge_scaling_text": ridge_scaling_text(mfu=inputs["mfu"],
+                                                 efficiency=inputs["bandwidth_efficiency"]),
+        "decode_memory_names": list_phrase([f"the {n}" for n in decode_memory]),
+        "decode_compute_names": list_phrase([f"the {n}" for n in decode_compute]),
+        # Compute-bound at the H100's batch on both: the same tensor cores, the same step.
+        "h200_same_batch_equal": same_batch is not None and same_batch >= SAME_STEP,
         "any_capped": any(p["capped"] for p in result["gpus"]),
         "any_running": bool(running),
         "h100_running": bool(ph100["decode_seconds"]),
@@ -450,8 +518,7 @@ def context(*, request: HttpRequest) -> dict:
         "b200_driver_bandwidth_text": bandwidth_format(b200.driver_bandwidth_bytes_per_second),
         "b200_hgx_said_by": b200.bandwidth_other_said_by,
         "b200_hgx_bandwidth_text": bandwidth_format(b200.bandwidth_other_bytes_per_second),
-        "b200_bandwidth_overstate_text": percent_format(
-            b200.bandwidth_bytes_per_second / b200.bandwidth_other_bytes_per_second - 1),
+        **b200_bandwidth_context(points["b200"]),
         "gpus": gpus,
         "g": by_key,
     }

@@ -70,13 +70,32 @@ def cache_context(*, gpu: Gpu, elements: int) -> dict:
     named and sized from the catalog, or None where no public source gives it."""
     fit = intermediate_cache_fit(gpu=gpu, elements=elements)
     if fit["cache_bytes"] is None:
-        return {"cache_known": False, "intermediate_text": bytes_short(fit["bytes"])}
-    size_text, cache_text = mib_pair(fit["bytes"], fit["cache_bytes"])
+        return {"cache_known": False, "intermediate_text": bytes_short(fit["bytes"]),
+                "pair_text": bytes_short(fit["pair_bytes"])}
+    # The pair against the cache decides, so those two print unequal when they differ.
+    pair_text, cache_text = mib_pair(fit["pair_bytes"], fit["cache_bytes"])
+    size_text = mib_pair(fit["bytes"], fit["cache_bytes"])[0]
     dies = gpu.l2_dies
     return {"cache_known": True, "cache_name": fit["cache_name"], "cache_text": cache_text,
-            "intermediate_text": size_text, "intermediate_fits": fit["fits"],
+            "intermediate_text": size_text, "pair_text": pair_text,
+            "intermediate_fits": fit["fits"], "alone_fits": fit["alone_fits"],
             "cache_split": dies > 1, "dies": number_format(dies),
             "l2_die_text": bytes_in(gpu.l2_bytes / dies, "MiB") if dies > 1 else ""}
+
+
+def memory_context(*, gpu: Gpu, elements: int, value_bytes: int) -> dict:
+    """Whether the step's tensors fit the GPU's memory at all, before any weights (bytes): the
+    fused kernel holds its input and output (2 × b per element), eager PyTorch at its peak the
+    input and two FP32 intermediates (b + 8 per element: the widened copy and its square, both
+    live until the mean). `state` is "both" (everything fits), "fused" (only the fused kernel's
+    tensors fit) or "neither". Hand, 1,048,576 tokens × 8,192 in BF16 on an H100 (79.22 GiB =
+    85.1 GB): fused 34.4 GB fits, eager 10 × 8.59e9 = 85.9 GB does not."""
+    memory = gpu.memory_total_bytes
+    fused = 2 * value_bytes * elements
+    eager = (value_bytes + 2 * 4) * elements
+    state = "both" if eager <= memory else "fused" if fused <= memory else "neither"
+    return {"state": state, "memory_text": bytes_short(memory),
+            "fused_need_text": bytes_short(fused), "eager_need_text": bytes_short(eager)}
 
 
 def fusion_plot(*, inputs: dict, result: Result) -> Plot:
@@ -254,6 +273,7 @@ def context(*, request: HttpRequest) -> dict:
         "one_token_sub_microsecond": one_token["add_eager_seconds"] < 1e-6,
         # The eager norm's FP32 intermediate against this GPU's own cache.
         "cache": cache_context(gpu=gpu, elements=r["elements"]),
+        "memory": memory_context(gpu=gpu, elements=r["elements"], value_bytes=r["value_bytes"]),
         "matrix_units": gpu.matrix_units,
         "hidden_example": f"{HIDDEN_EXAMPLE[0]}'s is {number_format(HIDDEN_EXAMPLE[1])}",
     }

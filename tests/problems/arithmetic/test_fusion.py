@@ -86,18 +86,23 @@ def test_fusing_the_add_on_top_of_a_fused_norm_is_worth_a_fifth_not_a_doubling()
 
 
 def test_the_intermediate_is_compared_with_each_gpus_own_cache() -> None:
-    """4,096 × 4,096 FP32 values = 67,108,864 B (64 MiB): over the H100's 50 MiB of L2, under
-    the B200's 126.5 MiB and the MI300X's 256 MiB Infinity Cache (its 4 MiB L2 slices are
-    private to each XCD); the H200's L2 is not in any source found, so no verdict."""
+    """4,096 × 4,096 FP32 values = 67,108,864 B (64 MiB), and each eager kernel reads one while
+    it writes another, 128 MiB: over the H100's 50 MiB of L2 even alone; over the B200's 126.5
+    MiB as a pair though one alone fits; within the MI300X's 256 MiB Infinity Cache (its 4 MiB
+    L2 slices are private to each XCD); the H200's L2 is not in any source found, so no
+    verdict."""
     from problems.arithmetic.catalog import gpu_get
     from problems.arithmetic.fusion import intermediate_cache_fit
 
     n = 4096 * 4096
     h100 = intermediate_cache_fit(gpu=gpu_get("h100-sxm"), elements=n)
-    assert h100 == {"bytes": 67_108_864, "cache_name": "L2", "cache_bytes": 52_428_800,
-                    "fits": False}
-    assert intermediate_cache_fit(gpu=gpu_get("b200"), elements=n)["fits"] is True
+    assert h100 == {"bytes": 67_108_864, "pair_bytes": 134_217_728, "cache_name": "L2",
+                    "cache_bytes": 52_428_800, "fits": False, "alone_fits": False}
+    b200 = intermediate_cache_fit(gpu=gpu_get("b200"), elements=n)
+    assert (b200["fits"], b200["alone_fits"]) == (False, True)
+    assert intermediate_cache_fit(gpu=gpu_get("b200"), elements=n // 2)["fits"] is True
     mi300x = intermediate_cache_fit(gpu=gpu_get("mi300x"), elements=n)
     assert (mi300x["cache_name"], mi300x["cache_bytes"], mi300x["fits"]) == (
         "Infinity Cache", 256 * 2**20, True)
-    assert intermediate_cache_fit(gpu=gpu_get("h200"), elements=n)["fits"] is None
+    h200 = intermediate_cache_fit(gpu=gpu_get("h200"), elements=n)
+    assert h200["fits"] is None and h200["alone_fits"] is None

@@ -307,9 +307,91 @@ def test_the_prefill_regime_sentences_follow_the_roofline(client) -> None:
     assert "63.8 FLOP per byte against a ridge of 295" in section_text(client, "mistakes")
 
 
-def test_fp32_on_the_mi300x_runs_without_its_matrix_cores(client) -> None:
-    """FP32 attention on the MI300X: 163.4 TFLOP/s on its vector ALUs ÷ 5.3 TB/s = a ridge of
-    30.8 FLOP per byte, without the Matrix Cores (AMD's name, not tensor cores)."""
-    concepts = section_text(client, "concepts", "?p05-attn-gpu=mi300x&p05-attn-dtype=fp32")
-    assert ("(FP32, which runs without Matrix Cores) the AMD Instinct MI300X's ridge is only "
-            "30.8 FLOP per byte") in concepts
+def test_fp32_on_the_mi300x_gains_nothing_from_its_matrix_cores(client) -> None:
+    """FP32 attention on the MI300X: 163.4 TFLOP/s ÷ 5.3 TB/s = a ridge of 30.8 FLOP per byte.
+    Review rev5: the page said FP32 "runs without Matrix Cores", but the MI300X's Matrix Cores
+    do take FP32, at 163.4 TFLOP/s, the same as its vector ALUs (ROCm's MI300 peak table); what
+    is true of every GPU here is that they offer FP32 no faster path. The trade-offs and
+    mistakes said "tensor cores" on an AMD GPU."""
+    query = "?p05-attn-gpu=mi300x&p05-attn-dtype=fp32"
+    concepts = section_text(client, "concepts", query)
+    assert ("(FP32, for which the MI300X's Matrix Cores offer no faster path) the AMD Instinct "
+            "MI300X's ridge is only 30.8 FLOP per byte") in concepts
+    assert "runs without" not in concepts
+    for slug in ("tradeoffs", "mistakes"):
+        text = section_text(client, slug, query)
+        assert "tensor cores" not in text
+        assert "for which the Matrix Cores offer no faster path" in text
+    assert "for which the H100 SXM's tensor cores offer no faster path" in section_text(
+        client, "concepts", "?p05-attn-dtype=fp32")
+    assert any("rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300" in url
+               for _, url in p05.SOURCES)
+
+
+def test_a_gddr_gpu_is_not_said_to_move_hbm(client) -> None:
+    """Review rev5: on an L4 (GDDR6) the worked answer counted "HBM traffic" and the plot was
+    titled "HBM traffic"; the memory is named from the catalog."""
+    worked = section_text(client, "worked", "?p05-attn-gpu=l4")
+    assert "GDDR6 traffic. Standard:" in worked
+    assert "Standard: GDDR6 traffic" in worked
+    assert "HBM traffic" not in worked and "held in HBM" not in worked
+    assert "to GDDR6" in section_text(client, "answer", "?p05-attn-gpu=l4")
+    assert "the L4 worked below has GDDR6 in its place" in section_text(
+        client, "concepts", "?p05-attn-gpu=l4")
+    assert "HBM traffic. Standard:" in section_text(client, "worked")
+    assert "in its place" not in section_text(client, "concepts")
+
+
+def test_the_length_where_the_scores_fit_in_cache_is_computed(client) -> None:
+    """Review rev5: "at a few hundred tokens it fits in cache" held for one sequence on an H100
+    (S and P = 2 × N² × 2 B × 64 heads ≤ 50 MiB below N = √204,800 = 452) but not at 64
+    sequences on an L4 (48 MiB ÷ (2 × 2 × 64 × 64) = 3,072, √ = 55 tokens). The MI300X's is
+    its 256 MiB Infinity Cache (FP32: 256 MiB ÷ (2 × 4 × 64) = 524,288, √ = 724); the H200's
+    L2 is not sourced."""
+    worked = section_text(client, "worked")
+    assert "Below about 452 tokens (1 sequence, 64 query heads, BF16) S and P fit together in " \
+        "the H100 SXM's L2 (50 MiB)" in worked
+    assert "a few hundred" not in worked
+    assert "Below about 55 tokens (64 sequences" in section_text(
+        client, "worked", "?p05-attn-gpu=l4&p05-attn-batch=64")
+    assert "Below about 724 tokens (1 sequence, 64 query heads, FP32) S and P fit together in " \
+        "the MI300X's Infinity Cache (256 MiB)" in section_text(
+            client, "worked", "?p05-attn-gpu=mi300x&p05-attn-dtype=fp32")
+    assert "no public source we found gives the H200's size" in section_text(
+        client, "worked", "?p05-attn-gpu=h200")
+    g = p05.gpu_get("h100-sxm")
+    for tokens in (452, 453):
+        fits = 2 * tokens**2 * 2 * 64 <= 50 * 2**20
+        assert fits == (tokens == 452)
+    assert p05.scores_cache_context(gpu=g, intermediate=2 * 32_768**2 * 2 * 64,
+                                    tokens=32_768)["tokens"] == 452
+
+
+def test_a_compute_bound_time_below_the_peak_is_not_called_a_floor(client) -> None:
+    """Review rev5: at 50% MFU a compute-bound time is an estimate at that MFU, not a floor;
+    a memory-bound one (peak bandwidth) stays a floor. FP32 on an H100 at 0.5: 3.5e13 FLOP ÷
+    33.5 TFLOP/s = 1.05 s."""
+    from problems.arithmetic.attention_io import attention_io
+
+    steps = {s.label: s.display for s in attention_io(dtype="fp32", mfu=0.5).steps}
+    assert steps["Standard: time"].endswith("(compute-bound, at 50% MFU)")
+    steps = {s.label: s.display for s in attention_io(mfu=0.5).steps}
+    assert steps["Standard: time"].endswith("(memory-bound, floor)")
+    steps = {s.label: s.display for s in attention_io(dtype="fp32").steps}
+    assert steps["Standard: time"].endswith("(compute-bound, floor)")
+
+
+def test_a_length_where_fusion_gains_nothing_is_not_called_a_win(client) -> None:
+    """Review rev5 at one token: the trade-offs said the fused kernel "wins by moving fewer
+    bytes" where the floors make it no faster (both paths move about the same bytes); and the
+    model answer called the standard path's intensity "far below" the ridge at 25% MFU, where
+    63.8 FLOP/B sits just under the H100's 989.5 × 0.25 ÷ 3.35 = 73.8."""
+    one = section_text(client, "tradeoffs", "?p05-attn-tokens=1")
+    assert "it is no faster: the scores are too small to be much of the traffic" in one
+    assert "it wins by moving fewer bytes" not in one
+    assert "it wins by moving fewer bytes" in section_text(client, "tradeoffs",
+                                                           "?p05-attn-tokens=512")
+    answer = section_text(client, "answer", "?p05-attn-mfu=0.25")
+    assert "per value moved, below the GPU's ridge point" in answer
+    assert "far below" not in answer
+    assert "per value moved, far below the GPU's ridge point" in section_text(client, "answer")

@@ -172,7 +172,10 @@ def test_the_b200_is_stated_for_a_named_product_and_source(client) -> None:
     # 3.9%, and the entry is no longer labelled "HGX B200".
     assert "the HGX specification page gives 7.7 TB/s a GPU, which agrees with the driver" \
         in concepts
-    assert "flatters every B200 decode time here by about 3.9%" in concepts
+    # Review rev5: the memory-bound times, not "every decode time", move with it; 8 ÷ 7.7 − 1 =
+    # 3.9% longer at 7.7 TB/s.
+    assert "at 7.7 TB/s every memory-bound B200 time on this page would be 3.9% longer" \
+        in concepts
     assert "(HGX B200)" not in concepts
 
 
@@ -197,8 +200,10 @@ def test_the_b200s_other_figures_come_from_the_catalog(client, monkeypatch) -> N
     assert "the announcement gave 200 GB" in concepts
     assert "5,120-bit memory bus at 4,000 MHz" in concepts
     assert "a peak of 5.12 TB/s" in concepts
-    assert "gives 7.5 TB/s a GPU" in concepts
-    assert "by about 6.67%" in concepts
+    assert "gives 7.5 TB/s a GPU while the DGX" in concepts
+    # 7.5 TB/s is not the driver's 5.12 TB/s: the page no longer says the two agree.
+    assert "agrees with the driver" not in concepts
+    assert "would be 6.67% longer" in concepts
 
 
 def test_the_roofline_diagram_is_drawn_to_the_catalogs_scale(client) -> None:
@@ -371,3 +376,54 @@ def test_the_plots_say_why_a_gpu_or_all_of_them_are_missing() -> None:
     assert note.startswith("Nothing to draw at these inputs, because no GPU runs this workload")
     inputs = p12.CALCULATOR.defaults()
     assert p12.compare_note(inputs=inputs, result=p12.CALCULATOR.compute(**inputs)) == ""
+
+
+def test_the_b200_bandwidth_gap_is_read_on_its_own_decode_step(client) -> None:
+    """Review rev5: "the catalog's figure flatters every B200 decode time here by about 3.9%"
+    was false where the B200's step is compute-bound (FP8, 128 tokens of context, 1,024
+    conversations: intensity 612 FLOP/B against a ridge of 4.5 PFLOP/s × 0.5 ÷ 8 TB/s = 281).
+    Memory-bound at the defaults, its step at 7.7 TB/s takes 8 ÷ 7.7 of the catalog's."""
+    from problems.arithmetic.gpus import gpu_compare
+
+    inputs = p12.CALCULATOR.defaults()
+    b200 = next(p for p in gpu_compare(**inputs)["gpus"] if p["gpu"] == "b200")
+    text = p12.b200_bandwidth_context(b200)
+    assert text["b200_decode_state"] == "memory"
+    assert text["b200_decode_other_text"] == p12.seconds_format(
+        b200["decode_seconds"] * 8 / 7.7)
+    concepts = section_text(client, "concepts")
+    assert f"its decode step here, {text['b200_decode_text']}, would take " \
+        f"{text['b200_decode_other_text']}" in concepts
+    busy = section_text(client, "concepts",
+                        "?p12-gpus-context_tokens=128&p12-gpus-concurrency=1024")
+    assert "its decode step here is compute-bound, so the bandwidth does not change it" in busy
+    assert "would take" not in busy
+
+
+def test_decode_steps_that_are_compute_bound_are_not_called_memory_bound(client) -> None:
+    """Review rev5 at 128 tokens of context and 1,024 conversations in FP8: every GPU's step is
+    compute-bound (intensity 612 FLOP/B against the H100's 1,979 ÷ 3.35 × 0.5 = 295), yet the
+    worked answer was headed "Bandwidth decides the step" and the model answer said "mostly
+    memory-bound, though some steps turn compute-bound". And the ridge quoted beside the
+    intensity is the one at the MFU assumed, not the datasheet's 591."""
+    query = "?p12-gpus-context_tokens=128&p12-gpus-concurrency=1024"
+    worked = section_text(client, "worked", query)
+    assert "Compute decides the step at this batch." in worked
+    assert "Bandwidth decides the step." not in worked
+    assert "Some steps are compute-bound" not in worked
+    assert "against a ridge of 295 FLOP/B at 50% MFU on the H100 SXM" in worked
+    assert "step takes as long as the H100's: compute-bound on both" in worked
+    answer = section_text(client, "answer", query)
+    assert "every GPU's step is compute-bound" in answer
+    assert "mostly memory-bound" not in answer
+    # Mixed: Llama 3.1 70B at 64 tokens and 2,048 conversations, the H100 (TP 2, 28 sequences)
+    # memory-bound, the other three compute-bound.
+    mixed = "?p12-gpus-model=llama-3.1-70b&p12-gpus-context_tokens=64&p12-gpus-concurrency=2048"
+    answer = section_text(client, "answer", mixed)
+    assert ("memory-bound on the H100 SXM, but at this batch compute-bound on the H200, the "
+            "B200 and the L40S") in answer
+    assert "Bandwidth or compute decides the step." in section_text(client, "worked", mixed)
+    defaults = section_text(client, "worked")
+    assert "Bandwidth decides the step." in defaults
+    assert "far left of its ridge (intensity 16 FLOP/B against a ridge of 295 FLOP/B at 50% " \
+        "MFU on the H100 SXM)" in defaults

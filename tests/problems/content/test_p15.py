@@ -153,20 +153,36 @@ def cache_sentence(client, **inputs) -> str:
 
 def test_the_l2_sentence_names_the_selected_gpus_own_cache(client) -> None:
     """The eager intermediate is tokens × hidden × 4 bytes, compared with the selected GPU's own
-    cache from the catalog, not always the H100's. 4,096 × 4,096 × 4 = 64 MiB: over the H100's
-    50 MiB of L2, under the B200's 126.5 MiB. At 3,072 tokens, 48 MiB: under the H100's 50 MiB,
-    over the A100's 40 MiB."""
+    cache from the catalog, not always the H100's. Each eager kernel reads one such tensor while
+    it writes the next, so the pair is what must fit. 4,096 × 4,096 × 4 = 64 MiB, a pair of 128
+    MiB: over the H100's 50 MiB of L2 even alone. At 1,536 tokens, 24 MiB and a pair of 48:
+    within the H100's 50 MiB, over the A100's 40 MiB though one alone fits."""
     h100 = cache_sentence(client)
     assert "(the NVIDIA H100 SXM's L2, 50 MiB)" in h100
-    assert "here that tensor is 64 MiB, more than that L2 holds" in h100
+    assert "here one is 64 MiB and the pair 128 MiB, and even one is more than that L2 holds" \
+        in h100
+    assert "within that L2" in cache_sentence(client, tokens=1536)
+    a100 = cache_sentence(client, gpu="a100-80gb-sxm", tokens=1536)
+    assert "(the NVIDIA A100 80GB SXM's L2, 40 MiB)" in a100
+    assert ("here one is 24 MiB and the pair 48 MiB, more than that L2 holds though one alone "
+            "would fit") in a100
+
+
+def test_a_tensor_that_fits_alone_but_not_beside_the_next_is_not_said_to_stay(client) -> None:
+    """Review rev5: at the defaults on a B200 the page said the 64 MiB intermediate was "small
+    enough for that L2" (126.5 MiB). But the kernel that writes it reads another of the same
+    size, 128 MiB together, more than the L2: with least-recently-used eviction the oldest part
+    of what it wrote, the part the next kernel reads first, is gone. At 2,048 tokens the pair is
+    64 MiB and fits. On an A100 at 2,560 tokens one tensor is exactly its 40 MiB of L2."""
     b200 = cache_sentence(client, gpu="b200")
     assert "(the NVIDIA B200's L2, 126.5 MiB)" in b200
-    assert "here that tensor is 64 MiB, small enough for that L2" in b200
+    assert "small enough for that L2" not in b200
+    assert ("here one is 64 MiB and the pair 128 MiB, more than that L2 holds though one alone "
+            "would fit, so part of each is evicted before the next kernel reads it") in b200
     assert "H100" not in b200
-    assert "small enough for that L2" in cache_sentence(client, tokens=3072)
-    a100 = cache_sentence(client, gpu="a100-80gb-sxm", tokens=3072)
-    assert "(the NVIDIA A100 80GB SXM's L2, 40 MiB)" in a100
-    assert "here that tensor is 48 MiB, more than that L2 holds" in a100
+    assert "the pair 64 MiB, within that L2" in cache_sentence(client, gpu="b200", tokens=2048)
+    a100 = cache_sentence(client, gpu="a100-80gb-sxm", tokens=2560)
+    assert "here one is 40 MiB and the pair 80 MiB, more than that L2 holds" in a100
 
 
 def test_the_mi300x_is_compared_with_its_infinity_cache(client) -> None:
@@ -176,7 +192,7 @@ def test_the_mi300x_is_compared_with_its_infinity_cache(client) -> None:
     mi300x = cache_sentence(client, gpu="mi300x")
     assert "the 256 MiB Infinity Cache in front of its HBM3" in mi300x
     assert "its L2, 4 MiB on each die, serves only that die's compute units" in mi300x
-    assert "here that tensor is 64 MiB, small enough for that Infinity Cache" in mi300x
+    assert "here one is 64 MiB and the pair 128 MiB, within that Infinity Cache" in mi300x
     assert "more than that Infinity Cache holds" in cache_sentence(client, gpu="mi300x",
                                                                    tokens=1_048_576)
     worked = section_text(client, 15, "worked",
@@ -191,8 +207,8 @@ def test_a_gpu_whose_l2_is_unsourced_is_not_given_one(client) -> None:
     for gpu, name in (("h200", "NVIDIA H200 SXM"), ("l40s", "NVIDIA L40S")):
         text = cache_sentence(client, gpu=gpu)
         assert f"no public source we found states the {name}'s L2 size" in text
-        verdict = text.split("here that tensor is")[1]
-        assert "small enough" not in verdict and "more than" not in verdict
+        verdict = text.split("here one is")[1]
+        assert "within" not in verdict and "more than" not in verdict
         assert "MiB" not in text
 
 
@@ -201,3 +217,42 @@ def test_cache_sizes_print_unequal_when_they_differ() -> None:
     size, cache = p15.mib_pair(50 * 2**20 + 4, 50 * 2**20)
     assert size != cache and cache == "50 MiB"
     assert p15.mib_pair(50 * 2**20, 50 * 2**20) == ("50 MiB", "50 MiB")
+
+
+def test_a_step_larger_than_the_gpus_memory_is_said_not_to_fit(client) -> None:
+    """Review rev5: at 1,048,576 tokens of hidden size 65,536 on an L4 the page worked eager and
+    fused floors for a step whose BF16 input alone is 137 GB against the L4's 24.2 GB. Even
+    the fused kernel's input and output, 2 × 2 × 6.87e10 = 275 GB, do not fit. At 1,048,576 ×
+    8,192 in BF16 on an H100 (85.1 GB), fused needs 34.4 GB and eager (2 + 8) × 8.59e9 = 85.9
+    GB: only eager runs out."""
+    neither = section_text(client, 15, "worked", calculator_query(
+        p15.CALCULATOR, p15.PREFIX, gpu="l4", tokens=1_048_576, hidden_size=65_536))
+    assert ("cannot run in one piece on it: even the fused kernel's input and output, 275 GB, "
+            "are more than its 24.2 GB of memory") in neither
+    eager = section_text(client, 15, "worked", calculator_query(
+        p15.CALCULATOR, p15.PREFIX, tokens=1_048_576, hidden_size=8_192))
+    assert ("eager PyTorch would run out of memory: its input and two live FP32 intermediates "
+            "come to 85.9 GB, more than the GPU's 85.1 GB") in eager
+    assert "cannot run in one piece" not in eager
+    defaults = section_text(client, 15, "worked", "")
+    assert "run out of memory" not in defaults and "cannot run in one piece" not in defaults
+
+
+def test_a_wide_row_at_decode_batch_1_is_not_said_to_take_nanoseconds(client) -> None:
+    """Review rev5: hidden size 65,536 in FP32 on an L4, one token: an eager add and norm moves
+    (28 + 12) × 65,536 B plus the row and weight terms, 9.61 µs at 300 GB/s, yet the model
+    answer said "the bytes take nanoseconds and the win is launches" and the trade-offs "saves
+    launches, not bytes". At the defaults (53.8 ns eager) both stay."""
+    query = calculator_query(p15.CALCULATOR, p15.PREFIX, gpu="l4", dtype="fp32",
+                             hidden_size=65_536, tokens=1)
+    answer = section_text(client, 15, "answer", query)
+    assert "take nanoseconds" not in answer
+    assert ("Even at decode batch 1 a row this wide takes 9.61 µs for an eager add and norm "
+            "against 4.37 µs fused here") in answer
+    tradeoffs = section_text(client, 15, "tradeoffs", query)
+    assert "saves launches, not bytes" not in tradeoffs
+    assert "so the fused kernel saves both there" in tradeoffs
+    assert "(not for a row as wide as this one)" in section_text(client, 15, "mistakes", query)
+    default = section_text(client, 15, "answer", "")
+    assert "the bytes take nanoseconds (53.8 ns for an eager add and norm here)" in default
+    assert "saves launches, not bytes" in section_text(client, 15, "tradeoffs", "")
