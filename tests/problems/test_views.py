@@ -19,7 +19,7 @@ KV_QUERY = ("kv-cache-model=llama-3-8b&kv-cache-tokens=1300&kv-cache-users=1"
 
 
 def _step_values(html: str) -> list[str]:
-    return [unescape(v) for v in re.findall(r'<td class="value">([^<]*)</td>', html)]
+    return [unescape(v) for v in re.findall(r'<td class="value(?: value-long)?">([^<]*)</td>', html)]
 
 
 def test_index_lists_every_calculator_with_its_working(client):
