@@ -818,7 +818,8 @@ def figures(inputs: dict) -> dict:
         # A bisection over floors that step with whole sequences per GPU: two figures suffice.
         "crossover_text": count_phrase(crossover if crossover < 100 else
                                        round(crossover, 2 - len(str(crossover))), "sequence"),
-        "crossover_before_full": crossover <= a_tp["max_seq"],
+        "crossover_before_full": crossover < a_tp["max_seq"],
+        "crossover_at_full": crossover == a_tp["max_seq"],
         "a_tp_tps_low_text": number_format(round(a_tp["tps_low"])),
         "a_tp_tps_high_text": number_format(round(a_tp["tps_high"])),
         # TP holds the batch yet DP attention's floor is as low or lower.

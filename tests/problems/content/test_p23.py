@@ -331,6 +331,12 @@ def test_dp_attention_catches_up_before_tps_cache_is_full(client) -> None:
     assert "costs nothing" not in sixteen
     assert ("TP's copied cache makes each GPU read 4.92 GB more of the cache per step than DP "
             "attention's busiest GPU") in sixteen
+    full = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1, gpu="a100-80gb-sxm",
+                            dtype="int4", context_tokens=131_072)
+    assert ("DP attention catches up at about 3 sequences, the most TP's copied cache holds."
+            in worked_text(client, full))
+    assert "From about 3 sequences, the most the copied cache holds, I'd switch" in (
+        answer_text(client, full))
 
 
 def test_a_cluster_of_two_nodes_is_not_called_the_node(client) -> None:
