@@ -24,10 +24,15 @@ DURATION_MAX = 86_400.0
 LATENCY_MAX = 3_600.0
 CONCURRENCY_MAX = 1_000_000
 PERCENTILES = (0.5, 0.9, 0.99)
-# The precision a p99 is usually wanted to: ±0.002 in quantile terms, p98.8 to p99.2.
-PRECISION_DEFAULT = 0.002
-# Beyond the p99 the default keeps the same precision relative to the tail: ±0.2 points is a
-# fifth of a p99's 1% tail, so a p99.9 gets a fifth of its 0.1%, ±0.02 points.
+# A load point is judged on its median or a tail percentile: the counts below are of the
+# requests beyond it, the smaller side from the median up.
+PERCENTILE_MIN = 0.5
+# The precision a p99 is usually wanted to: ±0.002 in quantile terms, p98.8 to p99.2, a fifth
+# of its 1% tail (the count beyond it known to within a fifth: about 96 requests beyond it).
+PRECISION_P99 = 0.002
+# Every percentile's default keeps that share of its own side: a fifth of the requests beyond
+# it (below it, under the median). A p99.9 gets a fifth of its 0.1%, ±0.02 points; a p50 a
+# fifth of its half, ±10 points, since a median is pinned by the many requests either side.
 PRECISION_TAIL_SHARE = 0.2
 
 
@@ -56,11 +61,11 @@ def squared_format(value: float) -> str:
 
 
 def precision_default(q: float) -> float:
-    """The half-width a load point's percentile is pinned to when none is given: ±0.002
-    (±0.2 points), or a fifth of the share of requests beyond (or below) the percentile
-    where that is narrower, so the interval stays between p0 and p100 at every percentile.
-    p99: 0.002; p99.9: 0.0002; p99.99: 0.00002."""
-    return min(PRECISION_DEFAULT, PRECISION_TAIL_SHARE * min(q, 1 - q))
+    """The half-width a load point's percentile is pinned to when none is given: a fifth of the
+    share of requests beyond the percentile (below it, under the median), so every percentile
+    is pinned as tightly for its own side as ±0.002 pins a p99, and the interval stays between
+    p0 and p100. p99: 0.002; p99.9: 0.0002; p99.99: 0.00002; p90: 0.02; p50: 0.1."""
+    return round(PRECISION_TAIL_SHARE * min(q, 1 - q), 12)
 
 
 def precision_check(precision: float | None, *, q: float) -> float:
@@ -69,7 +74,7 @@ def precision_check(precision: float | None, *, q: float) -> float:
     allows and what a blank gives."""
     if precision is None:
         return precision_default(q)
-    widest = min(q, 1 - q)
+    widest = round(min(q, 1 - q), 12)
     h = number_check(precision, field="precision", maximum=math.inf)
     if h > widest:
         side, edge = ("beyond", "p100") if q >= 0.5 else ("below", "p0")
@@ -104,13 +109,35 @@ def percentile_order_interval(*, requests: int, q: float) -> tuple[int, int]:
     """The distribution-free 95% interval for the q-quantile from n sorted samples: the ranks
     (1-based, among n) of the two order statistics that bracket the true quantile,
     ⌊nq − z√(nq(1 − q))⌋ and ⌈nq + z√(nq(1 − q))⌉, clamped to 1…n (the normal approximation
-    to the binomial rank; rank n is the sample's maximum, no upper bound beyond it).
+    to the binomial rank; `percentile_order_open` says where an end was clamped, so that the
+    sample bounds the quantile on that side not at all).
     p99 of 1,200: 1,188 ± 6.76 → ranks 1,181 and 1,195."""
     n = requests
     spread = Z_95 * math.sqrt(n * q * (1 - q))
     low = max(1, math.floor(n * q - spread))
     high = min(n, math.ceil(n * q + spread))
     return low, high
+
+
+def percentile_order_open(*, requests: int, q: float) -> tuple[bool, bool]:
+    """Whether the 95% interval's low end reaches below the fastest of n samples (rank under 1)
+    and its high end beyond the slowest (rank over n): there the sample sets no lower (upper)
+    bound on the q-quantile. p99.9 of 1,200: 1,198.8 + 2.14 is past 1,200, so no upper bound;
+    p99 of 1,200: neither."""
+    n = requests
+    spread = Z_95 * math.sqrt(n * q * (1 - q))
+    return math.floor(n * q - spread) < 1, math.ceil(n * q + spread) > n
+
+
+def _below_format(value: float, *, whole: int) -> str:
+    """`value` with the digits that keep it visibly below `whole`, the next whole number above
+    it: 3,837.76 rather than "3,838" when the next whole number above it is 3,838."""
+    digits = 3
+    text = number_format(value, digits=digits)
+    while float(text.replace(",", "")) >= whole and digits < 15:
+        digits += 1
+        text = number_format(value, digits=digits)
+    return text
 
 
 def requests_for_percentile_precision(*, q: float, half_width: float) -> int:
@@ -131,6 +158,8 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     rate = number_check(request_rate, field="request_rate", maximum=RATE_MAX)
     duration = number_check(duration_s, field="duration_s", maximum=DURATION_MAX)
     q = fraction_check(percentile_q, field="percentile_q", allow_one=False)
+    number_check(q, field="percentile_q", minimum=PERCENTILE_MIN, maximum=1.0,
+                 allow_minimum=True)
     h = precision_check(precision, q=q)
     e2e = number_check(e2e_latency_s, field="e2e_latency_s", maximum=LATENCY_MAX)
     cap = int(number_check(client_concurrency, field="client_concurrency",
@@ -143,6 +172,7 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     needed = requests_for_bounded_percentile(q)
     whole = max(1, math.floor(n))
     rank_low, rank_high = percentile_order_interval(requests=whole, q=q)
+    low_open, high_open = percentile_order_open(requests=whole, q=q)
     rank_spread = (rank_high - rank_low) / (2 * whole)
     precise = requests_for_percentile_precision(q=q, half_width=h)
     in_flight = rate * e2e
@@ -151,11 +181,29 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     tokens_per_s = offered * output
     label = percentile_label(q)
     h_squared = squared_format(h)
-    # q and its tail with every digit they have: 0.9999 is not "1", nor 1,199.88 "1,200".
-    q_text, tail_text = number_format(q, digits=8), number_format(1 - q, digits=8)
+    # q and its tail with every digit they have: 0.9999 is not "1", nor 1,199.88 "1,200"; the
+    # tail rounded off its float error so that 1 − 0.9999 reads 0.0001, not 1×10⁻⁴.
+    q_text, tail_text = number_format(q, digits=8), number_format(round(1 - q, 12), digits=8)
+    # A Poisson load point's count is a mean: "1.5 requests on average", never "1.5 requests".
+    requests_value = (f"{number_format(n)} requests" if n == int(n)
+                      else f"{number_format(n)} requests on average")
+    low_level = percentile_level(rank_low / whole, half_width=rank_spread)
+    high_level = percentile_level(rank_high / whole, half_width=rank_spread)
+    if low_open and high_open:
+        interval_value = ("past both the fastest and the slowest request: no bound on either "
+                          "side")
+    elif high_open:
+        interval_value = (f"rank {rank_low:,} up, the sample's {low_level}; past the slowest "
+                          "request: no upper bound")
+    elif low_open:
+        interval_value = (f"up to rank {rank_high:,}, the sample's {high_level}; below the "
+                          "fastest request: no lower bound")
+    else:
+        interval_value = (f"ranks {rank_low:,} to {rank_high:,}: between the sample's "
+                          f"{low_level} and {high_level}")
     steps = (
         Step("Requests in this load point", f"{rate_format(rate, 'requests/s')} × "
-             f"{seconds_format(duration)}", n, "requests", f"{number_format(n)} requests"),
+             f"{seconds_format(duration)}", n, "requests", requests_value),
         Step(f"Requests expected beyond the true {label}",
              f"{number_format(n)} × (1 − {q_text})", beyond, "requests",
              f"about {number_format(beyond)} on average"),
@@ -165,23 +213,19 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
              f"{number_format(high)}"),
         Step("Fewest requests for which that range clears zero (a bare minimum)",
              f"the next whole number above {Z_95:.2f}² × {q_text} ÷ "
-             f"{tail_text} = {number_format(Z_95**2 * q / (1 - q))}", needed,
+             f"{tail_text} = {_below_format(Z_95**2 * q / (1 - q), whole=needed)}", needed,
              "requests", count_phrase(needed, "request")),
         Step(f"95% interval for the {label} (order statistics)",
              f"sorted ranks ⌊{number_format(whole * q, digits=8)} ∓ {Z_95:.2f} × √({whole:,} × "
-             f"{q_text} × {tail_text})⌉ of {whole:,}"
-             + (" (rank at the maximum: no upper bound beyond it)" if rank_high == whole
-                else ""),
-             rank_high - rank_low, "ranks",
-             f"ranks {rank_low:,} to {rank_high:,}: between the sample's "
-             f"{percentile_level(rank_low / whole, half_width=rank_spread)} and "
-             f"{percentile_level(rank_high / whole, half_width=rank_spread)}"),
-        Step(f"Requests to pin the {label} to ±{number_format(h * 100)} points",
+             f"{q_text} × {tail_text})⌉ of {whole:,}",
+             rank_high - rank_low, "ranks", interval_value),
+        Step(f"Requests to pin the {label} to ±{number_format(h * 100)} "
+             f"{'point' if h * 100 == 1 else 'points'}",
              f"{Z_95:.2f}² × {q_text} × {tail_text} ÷ "
              f"{h_squared}, rounded up", precise, "requests", f"{precise:,} requests"),
         Step("Requests in flight the client must hold (Little's law)",
              f"{rate_format(rate, 'requests/s')} × {seconds_format(e2e)}", in_flight,
-             "requests", f"{number_format(in_flight)} requests"),
+             "requests", f"{number_format(in_flight)} requests on average"),
         Step("Rate the client offers, if E2E stayed at this rate's",
              f"min({rate_format(rate, 'requests/s')}, {cap:,} ÷ {seconds_format(e2e)})"
              + ("; a capped client's E2E falls with fewer in flight, so somewhat more"
@@ -194,7 +238,8 @@ def benchmark_plan(*, request_rate: float, duration_s: float, percentile_q: floa
     return Result(values={
         "requests": n, "beyond": beyond, "beyond_low": max(low, 0.0), "beyond_high": high,
         "bounded": low > 0, "requests_needed": needed, "in_flight": in_flight,
-        "rank_low": rank_low, "rank_high": rank_high, "precision": h,
+        "rank_low": rank_low, "rank_high": rank_high, "rank_low_open": low_open,
+        "rank_high_open": high_open, "precision": h,
         "requests_precise": precise, "precise_enough": n >= precise,
         "offered_rate": offered, "capped": capped, "output_tokens_per_second": tokens_per_s,
         "percentile_label": label,

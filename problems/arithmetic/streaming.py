@@ -10,6 +10,7 @@ import json
 import math
 
 from problems.arithmetic.catalog import model_get
+from problems.arithmetic.catalog.models import Model
 from problems.arithmetic.compute import prefill
 from problems.arithmetic.decode import decode
 from problems.arithmetic.errors import ArithmeticInputError
@@ -30,10 +31,38 @@ from problems.arithmetic.wording import amount_phrase, count_phrase, share_phras
 
 # A chunk's fixed fields, with placeholder values of realistic length: ids are "chatcmpl-"
 # plus 32 hex digits, `created` a Unix time in seconds. Its `model` is the name the server
-# serves the model under (the catalog's `Model.served_name`); this one only when none is given.
+# serves the model under (`chat_served_name`); this one only when none is given.
 CHUNK_ID = "chatcmpl-" + "0" * 32
 CHUNK_CREATED = 1_700_000_000
 CHUNK_MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"
+# A chat stream comes from a chat-tuned checkpoint. Where a catalog model's repository (the one
+# its config.json is read from) is a base model, it was never tuned to chat, and some ship no
+# chat template, so a server started on them refuses chat requests (vLLM issue #5924 on
+# meta-llama/Meta-Llama-3-8B: no chat template, use meta-llama/Meta-Llama-3-8B-Instruct). The
+# stream's `model` then names the family's instruction-tuned repository,
+# https://huggingface.co/<repo>.
+# DeepSeek-V3's repository is itself the chat model (its base is DeepSeek-V3-Base).
+CHAT_CHECKPOINTS = {
+    "llama-2-7b": "meta-llama/Llama-2-7b-chat-hf",
+    "llama-2-70b": "meta-llama/Llama-2-70b-chat-hf",
+    "llama-3-8b": "meta-llama/Meta-Llama-3-8B-Instruct",
+    "llama-3-70b": "meta-llama/Meta-Llama-3-70B-Instruct",
+    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
+    "llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct",
+    "llama-3.1-405b": "meta-llama/Llama-3.1-405B-Instruct",
+    "mistral-7b": "mistralai/Mistral-7B-Instruct-v0.3",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "qwen2.5-7b": "Qwen/Qwen2.5-7B-Instruct",
+    "qwen2.5-72b": "Qwen/Qwen2.5-72B-Instruct",
+}
+
+
+def chat_served_name(model: Model) -> str:
+    """The name a chat stream's `model` field carries for `model` when a server is started on
+    its chat checkpoint with no other name given (vLLM's --served-model-name defaults to
+    --model): the family's chat-tuned repository where the catalog's is a base model, else the
+    catalog's own served name (DeepSeek-V3's repository; the demo model's directory)."""
+    return CHAT_CHECKPOINTS.get(model.id, model.served_name)
 SSE_PREFIX = "data: "
 SSE_END = "\n\n"
 # The OpenAI-style stream ends with this sentinel event.
@@ -494,7 +523,7 @@ def streaming_for_scale(
     cost = stream_cost(output_tokens=output_tokens, ttft_seconds=ttft, tpot_seconds=tpot,
                        prompt_tokens=prompt_tokens, chars_per_token=chars_per_token,
                        tokens_per_event=tokens_per_event, reasoning_tokens=reasoning_tokens,
-                       model_name=model_get(model).served_name)
+                       model_name=chat_served_name(model_get(model)))
     abandoned = abandoned_request(model=model, prompt_tokens=prompt_tokens,
                                   output_tokens=output_tokens, cut_after_tokens=cut_after_tokens,
                                   step_seconds=tpot, dtype=kv_dtype, block_size=block_size)

@@ -14,6 +14,7 @@ from problems.arithmetic.memory import embedding_dtype_resolve, weight_bytes_mod
 from problems.arithmetic.streaming import (
     SSE_DONE,
     abandoned_blocks_timeline,
+    chat_served_name,
     sse_chunk_event,
     streaming_for_scale,
 )
@@ -129,6 +130,12 @@ SOURCES: list[tuple[str, str]] = [
     ("vLLM documentation: engine arguments (--served-model-name: the name in each response's "
      "model field, by default the --model argument)",
      "https://docs.vllm.ai/en/latest/configuration/engine_args.html"),
+    ("vLLM issue #5924: meta-llama/Meta-Llama-3-8B, a base model, has no chat template; chat "
+     "requests belong on meta-llama/Meta-Llama-3-8B-Instruct",
+     "https://github.com/vllm-project/vllm/issues/5924"),
+    ("Hugging Face: meta-llama/Meta-Llama-3-8B-Instruct, the chat-tuned Llama 3 8B (each "
+     "family's -Instruct or -chat repository is its chat checkpoint)",
+     "https://huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct"),
     ("OpenAI Help Center: 'What are tokens and how to count them' (about four characters per "
      "token of English)",
      "https://help.openai.com/en/articles/4936856-what-are-tokens-and-how-to-count-them"),
@@ -229,13 +236,19 @@ def context(*, request: HttpRequest) -> dict:
     # The sample is an event of the model the worked answer follows, named as a server serving
     # that checkpoint names it (the calculator's bytes per event count the same name).
     model = model_get(inputs["model"])
-    sample_event = sse_chunk_event(content="Hello", model_name=model.served_name)
+    served = chat_served_name(model)
+    sample_event = sse_chunk_event(content="Hello", model_name=served)
     engine_id = model_id()
     return {
         "calculator_slug": SLUG,
         "calculator_prefix": PREFIX,
         "model_name": model.name,
-        "served_name": model.served_name,
+        "served_name": served,
+        # A base repository has no chat template: the chat stream is its chat-tuned sibling's.
+        "chat_checkpoint": bool(model.repo) and served != model.repo,
+        "base_repo": model.repo,
+        # The base repository vLLM's issue #5924 finds without a chat template (SOURCES).
+        "no_template_repo": "meta-llama/Meta-Llama-3-8B",
         # The name this course's own /v1 answers with when the sample's model is the one its
         # engine serves; otherwise the name vLLM gives a checkpoint it was started on.
         "served_by_course": model.served_name == engine_id and model.id == DEMO_MODEL_ID,

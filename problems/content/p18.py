@@ -13,7 +13,8 @@ from problems.arithmetic.benchmarking import (
     CONFIDENCE,
     DURATION_MAX,
     LATENCY_MAX,
-    PRECISION_DEFAULT,
+    PERCENTILE_MIN,
+    PRECISION_P99,
     RATE_MAX,
     Z_95,
     benchmark_plan,
@@ -39,7 +40,7 @@ PREFIX = "p18-plan"
 # benchmarks end up generating different amounts of text.
 COMPLETIONS_MAX_TOKENS_DEFAULT = 16
 # The precision the model answer quotes for comparing two engines' p99: ±0.2 points.
-P99_PRECISION = PRECISION_DEFAULT
+P99_PRECISION = PRECISION_P99
 # The percentile the plot's caption invites the learner to try, beside the page's p99.
 DEEPER_Q = 0.999
 
@@ -81,7 +82,9 @@ CALCULATOR = calculator_register(Calculator(
         real_input("duration_s", "Duration of the load point", unit="s", initial=300.0,
                    api=300.0, maximum=DURATION_MAX),
         real_input("percentile_q", "Percentile", unit="fraction", initial=0.99, api=0.99,
-                   minimum=0.01, maximum=0.9999, help="0.99 for p99."),
+                   minimum=PERCENTILE_MIN, maximum=0.9999,
+                   help="0.99 for p99; from the median (0.5) up, the percentiles a latency "
+                        "target names."),
         real_input("e2e_latency_s", "Mean end-to-end latency at this rate", unit="s",
                    initial=8.0, api=8.0, maximum=LATENCY_MAX,
                    help="From a first short run: a long answer streamed at the measured TPOT."),
@@ -94,9 +97,9 @@ CALCULATOR = calculator_register(Calculator(
         real_input("precision", "Precision wanted for the percentile", unit="± quantile",
                    initial=None, api=None, minimum=0.00001, maximum=0.5, required=False,
                    help="Half-width of the 95% interval in quantile terms: 0.002 pins a p99 "
-                        "between p98.8 and p99.2. Blank: 0.002, or a fifth of the share of "
-                        "requests beyond the percentile where that is narrower (0.0002 for a "
-                        "p99.9), so every percentile gets a precision it can have."),
+                        "between p98.8 and p99.2. Blank: a fifth of the share of requests "
+                        "beyond the percentile, as 0.002 is for a p99: 0.0002 for a p99.9, "
+                        "0.02 for a p90, 0.1 for a p50."),
     ),
     compute=benchmark_plan,
     plot=plan_plot,
@@ -199,15 +202,17 @@ def context(*, request: HttpRequest) -> dict:
         "needed_text": count_phrase(r["requests_needed"], "request"),
         "needed_p99_text": f"{requests_for_bounded_percentile(0.99):,}",
         "rank_low": ordinal(r["rank_low"]), "rank_high": ordinal(r["rank_high"]),
-        "rank_high_is_max": r["rank_high"] >= max(1, math.floor(r["requests"])),
+        "rank_low_open": r["rank_low_open"], "rank_high_open": r["rank_high_open"],
         "rank_low_level": _level(r["rank_low"], low=r["rank_low"], high=r["rank_high"],
                                  requests=r["requests"]),
         "rank_high_level": _level(r["rank_high"], low=r["rank_low"], high=r["rank_high"],
                                   requests=r["requests"]),
         "precision_points": number_format(r["precision"] * 100),
-        "precision_narrowed": (inputs.get("precision") is None
-                               and r["precision"] < PRECISION_DEFAULT),
-        "p99_precision_past_edge": PRECISION_DEFAULT > min(q, 1 - q),
+        "precision_is_default": inputs.get("precision") is None,
+        "is_p99": q == 0.99,
+        "p99_tail_text": percent_format(1 - 0.99),
+        "p99_precision_past_edge": P99_PRECISION > 1 - q,
+        "precision_points_one": r["precision"] * 100 == 1,
         "precision_low": percentile_level(q - r["precision"], half_width=r["precision"]),
         "precision_high": percentile_level(q + r["precision"], half_width=r["precision"]),
         "precise_text": f"{r['requests_precise']:,}", "precise_enough": r["precise_enough"],
@@ -221,6 +226,7 @@ def context(*, request: HttpRequest) -> dict:
         "deeper_precise_text": "{:,}".format(requests_for_percentile_precision(
             q=DEEPER_Q, half_width=precision_default(DEEPER_Q))),
         "deeper_q_text": number_format(DEEPER_Q),
+        "requests_whole": r["requests"] == int(r["requests"]),
         "in_flight_text": number_format(r["in_flight"]),
         "offered_text": rate_format(r["offered_rate"], "requests/s"),
         "capped": r["capped"],

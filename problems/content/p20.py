@@ -533,6 +533,11 @@ def figures(inputs: dict) -> dict:
         "burst_room_text": share_phrase(1 - k["utilisation"]),
         "fleet_util_text": share_phrase(k["load_rps"] / (fleet * k["replica_rps"])),
         "fleet_peak_util_text": share_phrase(peak_util),
+        "fleet_peak_room_text": share_phrase(1 - peak_util),
+        # Problem 17's M/M/1: the mean response is the service time × 1 ÷ (1 − ρ), so a cap's
+        # room for bursts reads as the wait it allows (3.33× at 70%, 100× at 99%).
+        "cap_wait_factor_text": (f"{number_format(1 / (1 - k['utilisation']))}× its service "
+                                 "time" if k["utilisation"] < 1 else ""),
         "fleet_peak_full": peak_util > 0.999,
         "fleet_count_text": count_phrase(fleet, "whole replica"),
         "ramp_target_peak_text": share_phrase(

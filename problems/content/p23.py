@@ -541,6 +541,14 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
+def _link_phrase(ib_bytes: float, *, inside: str = "over NVLink") -> str:
+    """Where a step's collectives travel: NVLink alone, or NVLink and InfiniBand with the
+    InfiniBand share of the bytes."""
+    if ib_bytes <= 0:
+        return inside
+    return f"over NVLink and InfiniBand ({_mb(ib_bytes)} of it over InfiniBand)"
+
+
 def _gb(count: float) -> str:
     return bytes_in(count, "GB")
 
@@ -630,6 +638,31 @@ def wide_ep_calibration(inputs: dict) -> dict:
     }
 
 
+def tp_dp_crossover(inputs: dict, *, batch: int, tp_max: int) -> int:
+    """The fewest sequences above `batch` (where plain TP's step floor is the lower) at which
+    DP attention + EP's floor catches up with TP's (within SAME_WITHIN) on the learner's
+    cluster, or `tp_max` + 1 where TP stays ahead at every batch its copied cache holds.
+    DeepSeek-V3 on 8 × H200 at 5,000 tokens: 37, well before TP's 132."""
+    nodes, gpn = inputs["nodes"], inputs["gpus_per_node"]
+    n = nodes * gpn
+
+    def tp_ahead(b: int) -> bool:
+        at = {**inputs, "batch": b}
+        tp = _layout(at, Layout(nodes, gpn, 1, n, "tp"))["tpot_low"]
+        dp = _layout(at, Layout(nodes, gpn, 1, 1, "ep"))["tpot_low"]
+        return tp < dp * (1 - SAME_WITHIN)
+
+    # TP ahead at `batch`, not past `tp_max` (it cannot hold the batch): bisect between.
+    low, high = batch, tp_max + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        if tp_ahead(middle):
+            low = middle
+        else:
+            high = middle
+    return high
+
+
 def figures(inputs: dict) -> dict:
     """Every figure of the prose at `inputs` (the calculator's normalised inputs)."""
     m = model_get(inputs["model"])
@@ -702,6 +735,15 @@ def figures(inputs: dict) -> dict:
     else:
         dp_step_mostly = "kv"
     dp_touched = dp_stage["touched"]
+    # What each layout reads that the other does not, per GPU per step: TP's copied cache holds
+    # every sequence of the batch on every GPU (DP attention's busiest GPU only its own group's),
+    # and DP attention reads the replicated weights whole where TP reads an n-th of them.
+    tp_kv_bytes = a_tp["batch"] * context * tp_stage["kv_token"]
+    tp_weight_bytes = tp_stage["attn_bytes"] + tp_stage["ffn_bytes"] - tp_kv_bytes
+    tp_extra_kv = max(0.0, tp_kv_bytes - dp_kv_bytes)
+    dp_extra_weights = max(0.0, (dp_bytes - dp_kv_bytes) - tp_weight_bytes)
+    crossover = (tp_dp_crossover(inputs, batch=batch, tp_max=a_tp["max_seq"]) if tp_faster
+                 else batch)
     busiest = math.ceil(batch / n)
     b_q = expert_gpu_hit_probability(experts=m.experts_routed, per_gpu=m.experts_routed // bn,
                                      k=m.experts_per_token)
@@ -768,6 +810,19 @@ def figures(inputs: dict) -> dict:
         "b_nvlink_text": bandwidth_format(b_gpu.interconnect_one_way_bytes_per_second),
         "b_dtype_name": b_w.name, "b_dtype_fallback": b_w.id != w.id,
         "tp_faster": tp_faster,
+        "tp_extra_kv": tp_extra_kv > 0,
+        # Where TP is the layout chosen, the answer's DP step is a comparison at this load.
+        "dp_lead": "Under DP attention at this load, by comparison, most" if tp_faster else "Most",
+        "tp_extra_kv_text": _gb(tp_extra_kv),
+        "dp_extra_weights_text": _gb(dp_extra_weights),
+        # Where DP attention catches up: before TP's copied cache is full, or only there.
+        # A bisection over floors that step with whole sequences per GPU: two figures suffice.
+        "crossover_text": count_phrase(crossover if crossover < 100 else
+                                       round(crossover, 2 - len(str(crossover))), "sequence"),
+        "crossover_before_full": crossover < a_tp["max_seq"],
+        "crossover_at_full": crossover == a_tp["max_seq"],
+        "a_tp_tps_low_text": number_format(round(a_tp["tps_low"])),
+        "a_tp_tps_high_text": number_format(round(a_tp["tps_high"])),
         # TP holds the batch yet DP attention's floor is as low or lower.
         "tp_fits_not_faster": a_tp["fits"] and not tp_faster,
         "dp_floor_against_tp": ("lower than" if dp_floor < tp_floor * (1 - SAME_WITHIN)
@@ -786,6 +841,15 @@ def figures(inputs: dict) -> dict:
         "a_idle_groups": count_phrase(max(n - batch, 0), "GPU"),
         "a_few_sequences": batch < n,
         "a_gpus": n, "a_nodes": nodes, "a_gpu_name": a_gpu.name,
+        # The learner's cluster may span nodes: then it is not "the node", and its collectives
+        # cross InfiniBand as well as NVLink.
+        "a_span": "the node" if nodes == 1 else f"the {nodes} nodes",
+        "a_span_holds": "the node holds" if nodes == 1 else f"the {nodes} nodes hold",
+        "a_multinode": nodes > 1,
+        "a_tp_comm_link_text": _link_phrase(a_tp_full["comm_ib"]),
+        "a_dp_full_comm_link_text": _link_phrase(a_dp_full["comm_ib"], inside="all inside "
+                                                 "the node"),
+        "a_dp_comm_link_text": _link_phrase(a_dp["comm_ib"]),
         "a_memory_text": _gb(a_gpu.memory_total_bytes),
         "memory_fraction_text": percent_format(inputs["memory_fraction"]),
         "reserve_text": f"{number_format(inputs['reserve_gb'])} GB",

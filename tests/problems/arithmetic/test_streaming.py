@@ -184,3 +184,22 @@ def test_every_event_repeats_the_served_name_so_its_length_counts() -> None:
     assert model_get("llama-3-8b").served_name == "meta-llama/Meta-Llama-3-8B"
     assert model_get("deepseek-v3").served_name == "deepseek-ai/DeepSeek-V3"
     assert model_get("course-lm").served_name == "course-lm"
+
+
+def test_a_chat_stream_names_the_chat_tuned_checkpoint() -> None:
+    """Review: the events named a base repository (meta-llama/Meta-Llama-3-8B), which a chat
+    server is not started on (vLLM issue #5924: it has no chat template); the chat checkpoint
+    is the family's -Instruct (or Llama 2's -chat) repository, from the same organisation.
+    DeepSeek-V3's repository is its chat model; the demo model keeps its directory's name.
+    At the defaults an event is 246 B again, 9 B more than with the base name."""
+    from problems.arithmetic.catalog import model_get, models_all
+    from problems.arithmetic.streaming import CHAT_CHECKPOINTS, chat_served_name
+
+    assert chat_served_name(model_get("llama-3-8b")) == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert chat_served_name(model_get("deepseek-v3")) == "deepseek-ai/DeepSeek-V3"
+    assert chat_served_name(model_get("course-lm")) == "course-lm"
+    catalog = models_all()
+    for model_id, repo in CHAT_CHECKPOINTS.items():
+        base = catalog[model_id].repo
+        assert repo != base and repo.split("/")[0] == base.split("/")[0]
+    assert streaming_for_scale()["bytes_per_event"] == 246

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from problems.arithmetic.catalog import model_get
-from problems.arithmetic.streaming import abandoned_request, stream_cost
+from problems.arithmetic.streaming import abandoned_request, chat_served_name, stream_cost
 from problems.arithmetic.units import seconds_format
 from problems.content import p02
 from problems.registry import SECTIONS
@@ -67,7 +67,7 @@ def test_figures_equal_the_api_and_the_arithmetic(client) -> None:
     ttft, tpot = pre["seconds"], dec["step_seconds"]
     cost = stream_cost(output_tokens=1000, ttft_seconds=ttft, tpot_seconds=tpot,
                        prompt_tokens=1000, chars_per_token=4.0, tokens_per_event=1,
-                       model_name=model_get("llama-3-8b").served_name)
+                       model_name=chat_served_name(model_get("llama-3-8b")))
     held = abandoned_request(model="llama-3-8b", prompt_tokens=1000, output_tokens=1000,
                              cut_after_tokens=100, step_seconds=tpot, block_size=16)
     assert f"about {seconds_format(ttft)} to the first token" in worked
@@ -121,7 +121,7 @@ def test_changing_inputs_changes_the_figures(client) -> None:
     worked = worked_text(client, stream_query(cut_after_tokens=500, tokens_per_event=4))
     assert "holds 94 blocks of 16 tokens" in worked  # ⌈1,500 ÷ 16⌉
     four = stream_cost(output_tokens=1000, ttft_seconds=0.03, tpot_seconds=0.006,
-                       tokens_per_event=4, model_name=model_get("llama-3-8b").served_name)
+                       tokens_per_event=4, model_name=chat_served_name(model_get("llama-3-8b")))
     assert f"is {four['bytes_per_event']:,} B when it carries 16 characters" in worked
     assert "holds 69 blocks" not in worked
 
@@ -177,15 +177,15 @@ def test_hidden_reasoning_moves_the_first_visible_text_in_the_prose(client) -> N
 
 
 def test_a_one_token_answer_is_not_called_alarming_and_owes_no_decode_step(client) -> None:
-    """max_tokens 1: the 252-byte opening role event, one 237-byte event and [DONE] (503 B)
-    are 1.58× the 319-byte plain body, 184 B more: not a ratio to call alarming, and not smaller
+    """max_tokens 1: the 261-byte opening role event, one 246-byte event and [DONE] (521 B)
+    are 1.6× the 328-byte plain body, 193 B more: not a ratio to call alarming, and not smaller
     either (vLLM opens every stream with a role chunk). A client gone before that token leaves
     it to the prefill."""
     worked = text_of(section_html(problem_html(client.get(
         PAGE + "?p2-stream-output_tokens=1&p2-stream-cut_after_tokens=0").content.decode(), 2),
         2, "worked"))
     assert "1.6×" in worked and "sounds alarming" not in worked
-    assert "differ by only 184 B" in worked
+    assert "differ by only 193 B" in worked
     assert "smaller streamed" not in worked
     assert "the prefill under way still yields its one token for nobody" in worked
     assert "no decode step is left to waste" in worked
@@ -236,11 +236,11 @@ def test_waste_beyond_one_gpu_is_not_called_a_share_of_it(client) -> None:
 def test_an_event_never_holds_more_tokens_than_the_answer_has(client) -> None:
     """A stream interval of 5,000 on a two-token answer: the page sized its one later event at
     20,000 characters (20,242 B) and the stream at 706 B/s, for an answer of 8 characters; one
-    token, 4 characters, makes the 237 B event of the sample above."""
+    token, 4 characters, makes the 246 B event of the sample above."""
     worked = worked_text(client, stream_query(output_tokens=2, cut_after_tokens=1,
                                               tokens_per_event=5000))
     assert "20,242 B" not in worked and "20242 B" not in worked
-    assert "An event like the one above is 237 B when it carries 4 characters" in worked
+    assert "An event like the one above is 246 B when it carries 4 characters" in worked
 
 
 def sample_model(client, query: str = "") -> tuple[str, str]:
@@ -252,24 +252,31 @@ def sample_model(client, query: str = "") -> tuple[str, str]:
 
 
 def test_the_sample_event_names_the_model_the_page_works(client) -> None:
-    """The sample named meta-llama/Meta-Llama-3-8B-Instruct whatever the learner picked, while
-    the worked answer counted that name's bytes in every event of another model. It now names
-    the picked model as a server started on its checkpoint does (vLLM's --served-model-name
-    defaults to --model: the repository its config.json comes from), and for the course's demo
-    model the name this course's own /v1 answers with (settings.ENGINE_MODEL's directory). The
-    bytes follow: "deepseek-ai/DeepSeek-V3" is 3 characters shorter than
-    "meta-llama/Meta-Llama-3-8B", so its event is 234 B against 237 B."""
+    """The sample names the picked model as a chat server started on its checkpoint does
+    (vLLM's --served-model-name defaults to --model), and for the course's demo model the name
+    this course's own /v1 answers with (settings.ENGINE_MODEL's directory). Review: a chat
+    stream is served from the chat-tuned repository, not the base one the catalog reads its
+    config.json from (vLLM issue #5924: meta-llama/Meta-Llama-3-8B has no chat template), so
+    Llama 3 8B's event names meta-llama/Meta-Llama-3-8B-Instruct again, 246 B; DeepSeek-V3's
+    repository is its chat model, "deepseek-ai/DeepSeek-V3" (23 characters to 35), 234 B."""
     from course.openai_api import model_id
 
     name, concepts = sample_model(client)
-    assert name == "meta-llama/Meta-Llama-3-8B" and "Instruct" not in name
-    assert "here meta-llama/Meta-Llama-3-8B for Llama 3 8B, the name vLLM answers with" in concepts
-    assert "An event like the one above is 237 B" in worked_text(client)
+    assert name == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert ("here meta-llama/Meta-Llama-3-8B-Instruct for Llama 3 8B, the name vLLM answers with "
+            "when started on that chat-tuned repository") in concepts
+    assert "not the base repository the architecture is read from, meta-llama/Meta-Llama-3-8B" in (
+        concepts)
+    assert "An event like the one above is 246 B" in worked_text(client)
+    qwen = stream_query(model="qwen2.5-72b")
+    assert sample_model(client, qwen)[0] == "Qwen/Qwen2.5-72B-Instruct"
     query = stream_query(model="deepseek-v3")
-    assert sample_model(client, query)[0] == "deepseek-ai/DeepSeek-V3"
+    name, concepts = sample_model(client, query)
+    assert name == "deepseek-ai/DeepSeek-V3" and "chat-tuned" not in concepts
     assert "An event like the one above is 234 B" in worked_text(client, query)
     demo = stream_query(model="course-lm", prompt_tokens=100, output_tokens=200)
     name, concepts = sample_model(client, demo)
     assert name == model_id() == "course-lm"
     assert "the name this course's own /v1 answers with" in concepts
     assert any("served-model-name" in title for title, _ in p02.SOURCES)
+    assert any("issues/5924" in url for _, url in p02.SOURCES)

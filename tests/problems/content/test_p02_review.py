@@ -36,17 +36,17 @@ def test_f15_a_fast_stream_is_not_nothing_for_any_network(client) -> None:
     assert "nothing for any network" not in worked
     assert "24.2 MB/s (194 Mbit/s)" in worked and "6.19 Gbit/s" in worked
     assert "Steps this short are only the bytes read" in worked
-    # At the defaults, 237 B every 5.73 ms, 41.3 kB/s (331 kbit/s), still is nothing for any
+    # At the defaults, 246 B every 5.73 ms, 42.9 kB/s (343 kbit/s), still is nothing for any
     # network.
-    assert "41.3 kB/s (331 kbit/s), nothing for any network" in section(client, "", "worked")
+    assert "42.9 kB/s (343 kbit/s), nothing for any network" in section(client, "", "worked")
 
 
 def test_f16_the_model_answer_counts_the_characters_an_event_carries(client) -> None:
     """1,000 tokens per event × 4 characters = 4,000, less the first token sent alone: an
-    event of 4,229 B (233 B of envelope naming meta-llama/Meta-Llama-3-8B) carries 3,996
+    event of 4,238 B (242 B of envelope naming meta-llama/Meta-Llama-3-8B-Instruct) carries 3,996
     characters, not "a few". At 0.5 characters per token an
     event carries 1 character (rounded up: text is whole characters), not "1 characters"."""
-    assert "4,229 B for 3,996 characters of text" in section(
+    assert "4,238 B for 3,996 characters of text" in section(
         client, "?p2-stream-tokens_per_event=1000", "answer")
     half = section(client, "?p2-stream-chars_per_token=0.5", "answer")
     assert "for 1 character of text" in half and "1 characters" not in half
@@ -167,7 +167,7 @@ def test_a_model_that_does_not_fit_has_no_ttft_floor_and_one_step_is_one(client)
 
 def test_the_model_answer_sizes_a_fast_stream_too(client) -> None:
     """course-lm at 100 + 200 tokens: 220 B every 9.09 µs is 194 Mbit/s a stream, so the model
-    answer no longer calls the bytes "tiny per stream"; at the defaults (331 kbit/s) it does."""
+    answer no longer calls the bytes "tiny per stream"; at the defaults (343 kbit/s) it does."""
     answer = section(client, "?p2-stream-model=course-lm&p2-stream-prompt_tokens=100"
                              "&p2-stream-output_tokens=200", "answer")
     assert "tiny per stream" not in answer

@@ -149,6 +149,61 @@ def test_a_deep_percentile_keeps_its_name_and_its_interval_apart(client) -> None
                              precision=0.00001)
     worked = section_text(client, 18, "worked", query)
     assert "judged on the p99.99," in worked and "the p100" not in worked
-    assert "√(1,200 × 0.9999 × 1×10⁻⁴)" in worked and "⌊1,199.88 ∓" in worked
+    assert "√(1,200 × 0.9999 × 0.0001)" in worked and "⌊1,199.88 ∓" in worked
     assert "between the true p99.989 and p99.991" in worked
     assert "÷ (1×10⁻⁵)² = 3,841,075 requests" in worked
+
+
+def test_a_median_is_pinned_for_its_own_side_not_to_a_p99s_width(client) -> None:
+    """Review: at 0.5 the blank precision stayed ±0.2 points and the page said 240,092
+    requests were needed 'before comparing two engines' p50', while its own mistakes say to
+    quote the p50 when requests are few. A fifth of the 50% beyond it: ±10 points, 97."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.5)
+    worked = section_text(client, 18, "worked", query)
+    assert ("To pin the p50 to ±10 points, between the true p40 and p60 (the default: a fifth "
+            "of the 50% of requests beyond it, as tight for that share as ±0.2 points is for a "
+            "p99's 1%)") in worked
+    assert "= 97 requests . This point has them." in worked
+    assert "240,092" not in worked
+
+
+def test_a_p999_of_1200_requests_has_no_upper_bound(client) -> None:
+    """Review: the page said the true p99.9 'lies between the 1,196th and the 1,200th of
+    them' with 95% confidence, then that the requests set no upper bound: 30% of such runs
+    hold no request beyond it. It now gives the lower bound alone. The bare minimum read
+    '= 3,838' beside 3,838 requests."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.999)
+    worked = section_text(client, 18, "worked", query)
+    assert ("with 95% confidence the true p99.9 is at or above the 1,196th of them (the "
+            "sample's p99.67), but the interval's top reaches beyond the slowest request") in worked
+    assert "between the 1,196th" not in worked
+    assert "÷ 0.001 = 3,837.6 3,838 requests" in worked
+    assert "At a percentile of 0.999 the bare minimum grows" in worked
+
+
+def test_a_load_point_of_one_or_two_requests_is_said_as_such(client) -> None:
+    """0.3 requests/s for 5 s: 1.5 requests on average, not '1.5 requests'; the interval
+    'between the 1st and the 1st of them, the sample's p100 and its slowest request' reads as
+    bounding nothing."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, request_rate=0.3, duration_s=5)
+    worked = section_text(client, 18, "worked", query)
+    assert "= 1.5 requests on average (arrivals at a rate" in worked
+    assert "the requests bound it on neither side" in worked
+    assert "the 1st and the 1st" not in worked
+    assert "This point has 1.5 on average:" in worked
+
+
+def test_a_typed_precision_of_one_point_is_singular(client) -> None:
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, precision=0.01)
+    worked = section_text(client, 18, "worked", query)
+    assert "To pin the p99 to ±1 point, between the true p98 and p100, the interval" in worked
+    assert "±1 points" not in worked
+
+
+def test_a_percentile_below_the_median_is_refused_and_said(client) -> None:
+    """At 0.01 the page counted 99 of 100 requests 'beyond the true p1' and called 1 request
+    the bare minimum; the form now starts at the median and says so."""
+    query = calculator_query(p18.CALCULATOR, p18.PREFIX, percentile_q=0.01)
+    worked = section_text(client, 18, "worked", query)
+    assert "were refused" in worked and "judged on the p99," in worked
+    assert "p1 " not in worked

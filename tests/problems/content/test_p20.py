@@ -218,7 +218,7 @@ def test_the_utilisation_cap_and_the_ramp_headroom_are_said_to_stack(client) -> 
     fleet at 0.7 ÷ 1.174 = 59.6% of its capacity within the target; a target from the ramp
     alone, 1 ÷ 1.174 = 85.2%, needs ⌈40 × 1.174 ÷ 2⌉ = 24 replicas instead of 34."""
     worked = worked_text(client)
-    assert "The two margins add on purpose" in worked
+    assert "The two margins add: the 70% cap" in worked
     assert "= 59.6% of what it serves within the latency target" in worked
     assert "= 85.2%: 24 replicas instead of 34 replicas" in worked
 
@@ -259,7 +259,7 @@ def test_the_cap_sentence_says_whether_the_cap_applied(client) -> None:
     page says how little room a 99% cap keeps (1%) and how busy the 24 really run today
     (39 ÷ 48 = 81.2%, within 99% ÷ 1.174 = 84.3%)."""
     loose = worked_text(client, "?p20-cold-utilisation=0.99")
-    assert "The two margins add on purpose" not in loose
+    assert "The two margins add" not in loose
     assert ("The 99% cap costs no replica here: 24 whole replicas, the fewest that carry the "
             "ramp's peak at full load, already run 97.8% busy when it peaks") in loose
     binding = worked_text(client, "?p20-cold-utilisation=0.99&p20-cold-load_rps=39")
@@ -320,3 +320,23 @@ def test_the_note_keeps_spare_capacity_only_below_a_full_target() -> None:
     assert "a target utilisation of 100% keeps no spare capacity" in note
     note = p20.day_note(inputs=base, result=p20.day_policies(**base))
     assert "sized to run at most 70% busy, is used up" in note
+
+
+def test_a_99_percent_cap_says_how_little_burst_room_it_keeps(client) -> None:
+    """Review: where a 99% cap binds (40.8 requests/s: ⌈47.88 ÷ 1.98⌉ = 25 against ⌈47.88 ÷ 2⌉
+    = 24) the page said the cap keeps 1% free 'for the short bursts' as if that were a margin
+    like 70%'s 30%. It now gives problem 17's M/M/1 factor, 1 ÷ (1 − 0.99) = 100× the service
+    time (3.33× at 70%), and how busy the 25 run at the ramp's peak, 47.88 ÷ 50 = 95.8%.
+    Where the cap costs no replica (40 requests/s), the room the bursts get at the peak is
+    what rounding leaves: 1 − 46.96 ÷ 48 = 2.19%."""
+    binding = worked_text(client, "?p20-cold-utilisation=0.99&p20-cold-load_rps=40.8")
+    assert "The two margins add on purpose" not in binding
+    assert ("answers in its service time × 1 ÷ (1 − ρ) on average: 100× its service time at "
+            "99%)") in binding
+    assert "(81.6% with 25 whole replicas, 95.8% at the ramp's peak)" in binding
+    default = worked_text(client)
+    assert "on average: 3.33× its service time at 70%)" in default
+    assert "(58.8% with 34 whole replicas, 69% at the ramp's peak)" in default
+    loose = worked_text(client, "?p20-cold-utilisation=0.99")
+    assert ("so at the peak the bursts get the 2.19% of the fleet's capacity that rounding up "
+            "to whole replicas leaves") in loose

@@ -264,8 +264,9 @@ def test_batch_one_at_a_long_context_is_attention_arithmetic_not_weights(client)
     assert "is compute-bound at" in worked
     answer = answer_text(client, query)
     assert "Most of the step is reading weights" not in answer
-    assert ("Most of the step is attention's arithmetic: at 131,072 tokens of context it is "
-            "compute-bound and takes 82% of the GPU work") in answer
+    assert ("Under DP attention at this load, by comparison, most of the step is attention's "
+            "arithmetic: at 131,072 tokens of context it is compute-bound and takes 82% of the "
+            "GPU work") in answer
     assert "so at this load I'd run TP8" in answer
 
 
@@ -315,3 +316,51 @@ def test_the_routing_note_names_the_selected_gpus_matrix_units(client) -> None:
     assert "tensor core" not in mi300x
     h200 = text_of(section_html(problem_html(page_get(client), 23), 23, "demo"))
     assert "too few tokens per expert to use the tensor cores" in h200
+
+
+def test_dp_attention_catches_up_before_tps_cache_is_full(client) -> None:
+    """Review: at 1 or 16 sequences of 5,000 tokens on 8 × H200 the page said DP attention
+    'pays once the batch outgrows what TP's copied cache holds' (132 sequences) and the answer
+    would switch only 'as the batch grows past what the copied cache holds'; DP attention's
+    floor catches TP's at 37 sequences (TP 17.1 ms against DP 18.4 ms at 32, 21.6 against 21.7
+    at 48). 'The copied cache costs nothing' was said at 16 sequences, where TP's copy makes
+    each GPU read 15 sequences' cache more than DP's busiest GPU (2 sequences): 4.92 GB."""
+    one = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1)
+    worked = worked_text(client, one)
+    assert "outgrows what TP's copied cache holds" not in worked
+    assert ("DP attention catches up at about 37 sequences, before the batch outgrows the 132 "
+            "TP's copied cache holds") in worked
+    assert "with one sequence TP's copied cache costs nothing extra" in worked
+    answer = answer_text(client, one)
+    assert "As the batch grows past what the copied cache holds" not in answer
+    assert ("so at this load I'd run TP8: a step of at least 1.31 ms to 2.54 ms, at most about "
+            "393 to 761 tokens per second for the node. From about 37 sequences, before the "
+            "copied cache is full, I'd switch") in answer
+    assert "at most about 156 to 192 tokens per second for the node, against TP's 393 to 761" in (
+        answer)
+    sixteen = worked_text(client, calculator_query(p23.CALCULATOR, p23.PREFIX, batch=16))
+    assert "costs nothing" not in sixteen
+    assert ("TP's copied cache makes each GPU read 4.92 GB more of the cache per step than DP "
+            "attention's busiest GPU") in sixteen
+    full = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1, gpu="a100-80gb-sxm",
+                            dtype="int4", context_tokens=131_072)
+    assert ("DP attention catches up at about 3 sequences, the most TP's copied cache holds."
+            in worked_text(client, full))
+    assert "From about 3 sequences, the most the copied cache holds, I'd switch" in (
+        answer_text(client, full))
+
+
+def test_a_cluster_of_two_nodes_is_not_called_the_node(client) -> None:
+    """Review: at 2 nodes of H200 the page said 'across the node', 'the node holds', 'all
+    inside the node' for an all-to-all with 4.07 MB of its 7.63 MB over InfiniBand, 'over
+    NVLink', and gave the two nodes' throughput 'for the node'."""
+    query = calculator_query(p23.CALCULATOR, p23.PREFIX, batch=1, nodes=2)
+    worked = worked_text(client, query)
+    assert "across the node:" not in worked and "all inside the node" not in worked
+    assert "16,129,109 across the 2 nodes" in worked
+    assert ("about 1.26 ms, over NVLink and InfiniBand (4.07 MB of it over InfiniBand)"
+            in worked)
+    assert "output tokens per second for the 2 nodes with perfect overlap" in worked
+    answer = answer_text(client, query)
+    assert "the node holds" not in answer and "for the node" not in answer
+    assert "(its all-reduces cross InfiniBand, so that floor rests on the 10 µs" in answer
