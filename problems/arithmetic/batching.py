@@ -579,13 +579,13 @@ ANYSCALE_BENCHMARK = {
 # Agrawal et al., Sarathi-Serve (OSDI 2024): serving capacity (the highest load that meets a
 # P99 time-between-tokens target). The abstract gives Mistral-7B's and Yi-34B's against vLLM,
 # and "up to 5.6x" end-to-end for Falcon-180B with pipeline parallelism without naming that
-# one's baseline; the paper's Figure 13 puts Falcon-180B at 4.3x vLLM's tensor-parallel-only
-# deployment (3.6x its hybrid one) under the strict target.
+# one's baseline. The paper's hybrid-parallelism experiment (Figure 8 of its OSDI artifact,
+# osdi-experiments/figure-8) sets Falcon-180B's tensor parallelism across two nodes against
+# tensor plus pipeline parallelism; no figure for it beyond the abstract's is quoted here.
 PUBLISHED_CHUNKED_PREFILL_GAINS = {
     "sarathi_mistral_7b_1xa100": 2.6,
     "sarathi_yi_34b_2xa100_tp2": 3.7,
     "sarathi_falcon_180b_pp": 5.6,
-    "sarathi_falcon_180b_vs_vllm_tp_strict": 4.3,
 }
 # vLLM's default per-step token budget (max_num_batched_tokens) when none is set,
 # vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: on GPUs of at least 70 GiB other
