@@ -539,7 +539,8 @@ def kv_cache(
     steps = (
         Step(
             f"KV bytes per token ({kind})",
-            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B ({d.kv_label})",
+            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B per "
+            f"{d.kv_label} value" + (f" ({d.kv_note})" if d.kv_note else ""),
             per_token,
             "B",
             bytes_format(per_token),
@@ -645,7 +646,7 @@ def batch_max(
             bytes_format(free),
         ),
         Step(
-            f"KV per sequence per GPU ({kv_d.kv_label})",
+            f"KV per sequence per GPU in {kv_d.kv_label}",
             f"{bytes_short(kv['bytes_per_token_per_gpu'])} × {context_tokens:,} tokens",
             per_sequence,
             "B",

@@ -92,7 +92,8 @@ def test_mla_latent_is_whole_on_every_tensor_parallel_gpu() -> None:
 
 def test_kv_steps_show_the_inputs_with_units() -> None:
     step = kv_cache(model="llama-3-8b", tokens=1300).steps[0]
-    assert step.expression == "32 layers × 2 (K and V) × 8 KV heads × 128 head_dim × 2 B (BF16)"
+    assert step.expression == ("32 layers × 2 (K and V) × 8 KV heads × 128 head_dim × 2 B per "
+                               "BF16 value")
     assert step.display == "131,072 B = 128 KiB"
 
 
