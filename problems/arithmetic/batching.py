@@ -30,7 +30,7 @@ from problems.arithmetic.memory import (
     kv_heads_per_gpu,
     memory_fit,
     params_count_model,
-    tp_sizes_model,
+    tp_check,
     weight_bytes_model,
     weights_read_model,
 )
@@ -45,7 +45,7 @@ from problems.arithmetic.units import (
     rate_of_format,
     seconds_format,
 )
-from problems.arithmetic.wording import amount_phrase, count_phrase, list_phrase
+from problems.arithmetic.wording import amount_phrase, count_phrase
 
 
 def chunked_prefill(
@@ -411,10 +411,6 @@ def mlp_activation_bytes(*, model: str, tokens: int, dtype: str = "bf16") -> flo
     return float(tokens * width * 2 * dtype_get(dtype).bytes)
 
 
-# The tensor-parallel sizes a refusal lists, at most (a node or a few).
-TP_ALLOWED_SHOWN = 64
-
-
 def long_prompt(
     *,
     model: str = "llama-3.1-8b",
@@ -451,16 +447,9 @@ def long_prompt(
             message=f"must exceed the {decode_batch:,} decode tokens every step carries, or no "
                     "prompt token ever fits")
     tp = count_check(tp, field="tp", maximum=TP_MAX)
-    if m.heads % tp:
-        # Refused here, not only where KV heads are split: a size past the KV-head count copies
-        # KV heads, but the query heads must still divide (Qwen2.5 7B: 28 over 8 GPUs).
-        allowed = [str(t) for t in tp_sizes_model(m, maximum=TP_ALLOWED_SHOWN)]
-        raise ArithmeticInputError(
-            field="tp",
-            message=f"{m.name.split(' (')[0]}'s {m.heads} query heads do not split evenly over "
-                    f"{tp} GPUs, and engines such as vLLM refuse a tensor-parallel size that "
-                    f"does not divide them; its heads allow "
-                    f"{list_phrase(allowed, conjunction='or')}")
+    # Refused here, before the chunks are worked: a size past the KV-head count copies KV
+    # heads, but the query heads must still divide (Qwen2.5 7B: 28 over 8 GPUs).
+    tp_check(model=m, tp=tp)
     chunk = token_budget - decode_batch
     common = dict(model=model, gpu=gpu, prompt_tokens=prompt_tokens, dtype=dtype, mfu=mfu,
                   kv_dtype=kv_dtype, bandwidth_efficiency=bandwidth_efficiency,

@@ -30,6 +30,8 @@ from problems.arithmetic.memory import (
     RESERVE_GB_MAX,
     context_check,
     embedding_dtype_resolve,
+    tp_check,
+    tp_sizes_model,
     weight_bytes_model,
 )
 from problems.arithmetic.replica import decode_step_replica, kv_bytes_per_token_gpu
@@ -48,6 +50,7 @@ from problems.arithmetic.wording import (
     SAME_WITHIN,
     amount_phrase,
     count_phrase,
+    list_phrase,
     ratio_phrase,
 )
 
@@ -138,6 +141,17 @@ def _levers_build(
     if tp not in TP_CHOICES:
         raise ArithmeticInputError(field="tp", message=f"tensor parallelism is one of "
                                    f"{', '.join(map(str, TP_CHOICES))}")
+    tp_check(model=m, tp=tp)
+    try:
+        # The tensor-parallel lever doubles the baseline: the doubled size must be one the
+        # model's heads allow too (Qwen2.5 7B's 28 query heads stop at 4).
+        tp_check(model=m, tp=2 * tp)
+    except ArithmeticInputError as error:
+        doubles = [str(t) for t in TP_CHOICES if 2 * t in tp_sizes_model(m, maximum=2 * t)]
+        raise ArithmeticInputError(
+            field="tp", message=f"the tensor-parallel lever doubles the baseline to {2 * tp} "
+            f"GPUs, but {error.message}, so the baseline here is "
+            f"{list_phrase(doubles, conjunction='or')}") from None
     latency = number_check(allreduce_latency_us, field="allreduce_latency_us", minimum=0.0,
                            maximum=ALLREDUCE_US_MAX, allow_minimum=True) / 1e6
     alpha = fraction_check(acceptance, field="acceptance", allow_zero=True)

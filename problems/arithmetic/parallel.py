@@ -45,6 +45,7 @@ from problems.arithmetic.memory import (
     experts_touched,
     kv_heads_per_gpu,
     params_count_model,
+    tp_check,
 )
 from problems.arithmetic.moe import expert_gpu_hit_probability
 from problems.arithmetic.steps import Result, Step
@@ -141,6 +142,8 @@ def layout_check(*, model: Model, layout: Layout) -> None:
         raise ArithmeticInputError(
             field="attn_tp", message=f"a tensor-parallel group of {t} would straddle nodes of "
             f"{gpn}")
+    # A group the cluster can hold, but the model's query heads must divide it too.
+    tp_check(model=model, tp=t, field="attn_tp")
     if layout.moe == "tp" and t != g:
         raise ArithmeticInputError(
             field="moe", message=f"experts split by tensor parallelism need attention split "

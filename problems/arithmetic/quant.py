@@ -35,6 +35,7 @@ from problems.arithmetic.memory import (
     embedding_dtype_resolve,
     memory_fit,
     params_count_model,
+    tp_sizes_model,
     weight_bytes_model,
     weights_read_model,
 )
@@ -201,13 +202,13 @@ ACTIVATION_BYTES = 2.0
 def kv_per_token_gpu_model(*, model: Model, kv_dtype: Dtype, tp: int) -> float | None:
     """KV bytes one token adds on each of `tp` GPUs (bytes): GQA's KV heads split over the GPUs
     (replicated once there are more GPUs than heads), MLA's latent kept whole on every GPU. None
-    when the heads do not split evenly over `tp`."""
+    when the heads do not allow `tp` (`tp_sizes_model`: the query heads must divide it)."""
     per_token = kv_bytes_per_token_model(model, kv_dtype)
+    if tp not in tp_sizes_model(model, maximum=tp):
+        return None
     if model.attention == "MLA" or tp == 1:
         return per_token
-    if tp <= model.kv_heads:
-        return per_token / tp if model.kv_heads % tp == 0 else None
-    return per_token / model.kv_heads if tp % model.kv_heads == 0 else None
+    return per_token / min(tp, model.kv_heads)
 
 
 def tp_comm_seconds(*, model: Model, gpu: Gpu, tp: int, tokens: int) -> float:
