@@ -24,6 +24,7 @@ from problems.arithmetic.inputs import (
     fraction_check,
     number_check,
 )
+from problems.arithmetic.interconnect import collective_links
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
@@ -75,7 +76,9 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 def tp_allreduce_seconds(*, layers: int, hidden: int, tokens: int, tp: int,
                          link_bytes_per_second: float, latency_seconds: float) -> float:
     """Time of one step's tensor-parallel all-reduces (seconds): two per layer, each the ring's
-    bytes over the one-way link bandwidth plus a fixed latency. 1 GPU: 0."""
+    bytes over each GPU's one-way bandwidth in the collective (`link_bytes_per_second`, what
+    the GPU's links give a group of `tp`: `Gpu.collective_one_way_bytes_per_second`) plus a
+    fixed latency. 1 GPU: 0."""
     if tp == 1:
         return 0.0
     sent = tp_allreduce_bytes(layers=layers, hidden=hidden, tokens=tokens, group=tp)
@@ -183,7 +186,7 @@ def _levers_build(
                                     queries=queries, bandwidth_efficiency=bw_eff, mfu=mfu)
             comm = tp_allreduce_seconds(layers=m.layers, hidden=m.hidden, tokens=b * queries,
                                         tp=group, link_bytes_per_second=g.
-                                        interconnect_one_way_bytes_per_second,
+                                        collective_one_way_bytes_per_second(group),
                                         latency_seconds=latency)
             return {**s, "allreduce": comm, "gpu": s["seconds"] + comm}
 
@@ -393,7 +396,9 @@ def _levers_result(b: dict) -> Result:
              f"max({seconds_format(step['memory'])} reading at "
              f"{bandwidth_format(g.bandwidth_bytes_per_second * bw_eff)}, "
              f"{seconds_format(step['compute'])} computing)"
-             + (f" + {seconds_format(step['allreduce'])} of all-reduces over {tp} GPUs"
+             + (f" + {seconds_format(step['allreduce'])} of all-reduces among {tp} GPUs (a "
+                f"ring sends 2({tp} − 1)/{tp} of the activations through each GPU, over "
+                f"{collective_links(g, tp)[1]})"
                 if tp > 1 else ""),
              step["gpu"], "s", seconds_format(step["gpu"])),
         Step("TPOT: GPU step + host time",

@@ -315,3 +315,20 @@ def test_the_routing_note_names_the_selected_gpus_matrix_units(client) -> None:
     assert "tensor core" not in mi300x
     h200 = text_of(section_html(problem_html(page_get(client), 23), 23, "demo"))
     assert "too few tokens per expert to use the tensor cores" in h200
+
+
+def test_an_mi300x_cluster_names_its_own_link_and_times_its_links(client) -> None:
+    """Review: an MI300X cluster's all-reduces were said to go "over NVLink" and were timed at
+    half the 896 GB/s of all 7 of a GPU's Infinity Fabric links together. On one node of 8,
+    TP8 and EP8 reach the other 7 GPUs over 7 links at 64 GB/s each way, 448 GB/s at best,
+    which is what the API's layout gives."""
+    page = page_get(client, calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="mi300x"))
+    worked = text_of(section_html(problem_html(page, 23), 23, "worked"))
+    answer = text_of(section_html(problem_html(page, 23), 23, "answer"))
+    assert "over NVLink." not in worked and "over NVLink. DP" not in worked
+    assert "with Infinity Fabric inside a node of the first and NVLink 4 inside a node of the " \
+           "second" in worked
+    f = p23.figures({**p23.CALCULATOR.defaults(), "gpu": "mi300x"})
+    assert f"about {f['a_tp_comm_time_text']} over Infinity Fabric. DP attention" in worked
+    assert f"about {f['a_dp_comm_time_text']} over Infinity Fabric." in answer
+    assert "over NVLink." not in answer
