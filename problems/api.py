@@ -178,6 +178,7 @@ def catalog_models(request: HttpRequest) -> list[dict[str, object]]:
 def catalog_gpus(request: HttpRequest) -> list[dict[str, object]]:
     return [
         _entry(g, interconnect_one_way_bytes_per_second=g.interconnect_one_way_bytes_per_second,
+               peer_one_way_bytes_per_second=g.peer_one_way_bytes_per_second,
                memory_total_bytes=g.memory_total_bytes)
         for g in a.GPUS.values()
     ]

@@ -68,7 +68,7 @@ def dtype_field(*, label: str = "Weight format", initial: str = "bf16",
     the formats engines offer for a KV cache when `kv`. Optional ones start with a blank
     choice labelled `blank`."""
     formats = kv_dtypes() if kv else DTYPES
-    choices = [(d.id, f"{d.kv_label if kv else d.name} ({number_format(d.bits)} bits)")
+    choices = [(d.id, d.kv_choice_label if kv else f"{d.name} ({number_format(d.bits)} bits)")
                for d in formats.values()]
     if not required:
         choices = [("", blank or "the default")] + choices

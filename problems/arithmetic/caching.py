@@ -22,6 +22,7 @@ from problems.arithmetic.memory import (
     kv_cache,
     memory_fit,
     params_count_model,
+    tp_check,
     weight_bytes_model,
     weights_read_model,
 )
@@ -333,7 +334,7 @@ def prefix_routing(
     peak_flops_get(gpu=g, dtype=w)
     kv = kv_dtype_get(kv_dtype, model=m)
     emb = embedding_dtype_resolve(model=m, dtype=w)
-    tp = count_check(tp, field="tp", maximum=TP_MAX)
+    tp = tp_check(model=m, tp=count_check(tp, field="tp", maximum=TP_MAX))
     system_tokens = count_check(system_tokens, field="system_tokens", maximum=TOKENS_MAX)
     user_tokens = count_check(user_tokens, field="user_tokens", maximum=TOKENS_MAX)
     prompt = system_tokens + user_tokens

@@ -9,6 +9,7 @@ from problems.arithmetic.compute import kv_bytes_per_token_model
 from problems.arithmetic.decode import weights_read_params
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, count_check, fraction_check, number_check
+from problems.arithmetic.interconnect import collective_links, peer_link
 from problems.arithmetic.memory import (
     context_check,
     embedding_dtype_resolve,
@@ -45,9 +46,10 @@ def kv_transfer(
 ) -> Result:
     """KV bytes of a `prompt_tokens` prompt (bytes) and the time to move them (seconds).
 
-    The link is `link_gb_per_second` (GB/s, one direction) when given, else `gpu`'s
-    interconnect in one direction (datasheets quote both directions together). `dtype` is the
-    KV cache's format (None: the model's own precision).
+    The link is `link_gb_per_second` (GB/s, one direction) when given, else what a copy from
+    one `gpu` to another of its node gets, one direction (`interconnect.peer_link`: datasheets
+    quote both directions together, and an MI300X reaches a peer over one of its 7 links).
+    `dtype` is the KV cache's format (None: the model's own precision).
     """
     m = model_get(model)
     kv_d = kv_dtype_get(dtype, model=m, field="dtype")
@@ -58,11 +60,7 @@ def kv_transfer(
         link = number_check(link_gb_per_second, field="link_gb_per_second", maximum=1e6) * GB
         link_source = "given link, one direction"
     elif gpu is not None:
-        g = gpu_get(gpu)
-        link = g.interconnect_one_way_bytes_per_second
-        link_source = (
-            f"{g.interconnect}: {bandwidth_format(g.interconnect_bytes_per_second)} both ways ÷ 2"
-        )
+        link, link_source = peer_link(gpu_get(gpu))
     else:
         raise ArithmeticInputError(field="gpu", message="give a gpu or link_gb_per_second")
     kv = kv_cache(model=model, tokens=prompt_tokens, dtype=kv_d.id)
@@ -229,11 +227,15 @@ def disagg_plan(
     host = LINKS[GPU_HOST_LINK[g.id]] if g.id in GPU_HOST_LINK else None
     ib_rate = LINKS["ib-ndr"].bytes_per_second
     ib_capped = host is not None and host.bytes_per_second < ib_rate
-    # Prefill and decode replicas share a node's NVLink only if both fit in it.
+    # Prefill and decode replicas share a node's NVLink only if both fit in it. Each prefill
+    # GPU sends its share to its own decode GPU: a copy between two GPUs, over one link on a
+    # mesh (MI300X), at the whole NVLink figure through NVSwitch.
     in_node = 2 * n <= NODE_GPUS
     links = []
     for name, rate_one_way, applies in (
-        (f"{g.interconnect} (within a node)", g.interconnect_one_way_bytes_per_second, in_node),
+        (f"{g.interconnect} (within a node"
+         + (", one link between each pair of GPUs)" if g.mesh_links else ")"),
+         g.peer_one_way_bytes_per_second, in_node),
         (LINKS["ib-ndr"].name + (f", held to the GPU's {host.name}" if ib_capped else ""),
          host.bytes_per_second if ib_capped else ib_rate, True),
         (LINKS["eth-100g"].name, LINKS["eth-100g"].bytes_per_second, True),
@@ -250,7 +252,10 @@ def disagg_plan(
     # the activations of every token: a ring moves 2(n − 1)/n of them through each GPU.
     allreduce_bytes = (2 * m.layers * 2 * (n - 1) / n * prompt_tokens * m.hidden
                        * ACTIVATION_BYTES)
-    allreduce_link = (g.interconnect_one_way_bytes_per_second if n <= NODE_GPUS
+    # Within a node each GPU gets what the GPUs' links give a collective of n (NVLink's whole
+    # figure; an MI300X's n − 1 links); a replica wider than a node crosses the network.
+    collective_rate, collective_how = collective_links(g, n)
+    allreduce_link = (collective_rate if n <= NODE_GPUS
                       else links[1]["line_rate"]) * link_efficiency
     allreduce_seconds = allreduce_bytes / allreduce_link if n > 1 else 0.0
     # A paged KV cache is scattered: each block holds its tokens for one layer (K and V apart,
@@ -328,7 +333,8 @@ def disagg_plan(
              f"2 × {m.layers} layers × 2({n} − 1)/{n} × {count_phrase(prompt_tokens, 'token')} × "
              f"{m.hidden:,} × {ACTIVATION_BYTES} B = {bytes_short(allreduce_bytes)} per GPU ÷ "
              f"{bandwidth_format(allreduce_link)}"
-             + (" (the replica spans nodes: over the network)" if n > NODE_GPUS else ""),
+             + (" (the replica spans nodes: over the network)" if n > NODE_GPUS else
+                f" ({collective_how}, × {percent_format(link_efficiency)})"),
              allreduce_seconds, "s", seconds_format(allreduce_seconds)),) if n > 1 else ()),
         Step("Prefill replica-time per request, batched",
              f"up to {count_phrase(budget, 'token')} a pass, {batched['per_pass']:,} "
@@ -386,12 +392,13 @@ def disagg_plan(
 
 def kv_handoff_links(*, nbytes: float, gpu: str = "h100-sxm",
                      link_efficiency: float = 1.0) -> list[dict]:
-    """Seconds to move `nbytes` of KV over `gpu`'s own interconnect (one direction), a 400 Gb/s
-    InfiniBand port and 100 GbE, at `link_efficiency` of each line rate: what the same handoff
-    would take between machines. 1 MB over 100 GbE at line rate: 1e6 ÷ 12.5e9 = 80 µs."""
+    """Seconds to move `nbytes` of KV from one `gpu` to another over their own interconnect
+    (one direction: a copy between two GPUs, one link on an MI300X), a 400 Gb/s InfiniBand
+    port and 100 GbE, at `link_efficiency` of each line rate: what the same handoff would take
+    between machines. 1 MB over 100 GbE at line rate: 1e6 ÷ 12.5e9 = 80 µs."""
     g = gpu_get(gpu)
     link_efficiency = fraction_check(link_efficiency, field="link_efficiency")
-    links = ((f"{g.interconnect} ({g.name})", g.interconnect_one_way_bytes_per_second),
+    links = ((f"{g.interconnect} ({g.name})", g.peer_one_way_bytes_per_second),
              (LINKS["ib-ndr"].name, LINKS["ib-ndr"].bytes_per_second),
              (LINKS["eth-100g"].name, LINKS["eth-100g"].bytes_per_second))
     return [{"name": name, "bytes_per_second": rate * link_efficiency,

@@ -24,12 +24,15 @@ from problems.arithmetic.inputs import (
     fraction_check,
     number_check,
 )
+from problems.arithmetic.interconnect import collective_links
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
     RESERVE_GB_MAX,
     context_check,
     embedding_dtype_resolve,
+    tp_check,
+    tp_sizes_model,
     weight_bytes_model,
 )
 from problems.arithmetic.replica import decode_step_replica, kv_bytes_per_token_gpu
@@ -48,6 +51,7 @@ from problems.arithmetic.wording import (
     SAME_WITHIN,
     amount_phrase,
     count_phrase,
+    list_phrase,
     ratio_phrase,
 )
 
@@ -72,7 +76,9 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 def tp_allreduce_seconds(*, layers: int, hidden: int, tokens: int, tp: int,
                          link_bytes_per_second: float, latency_seconds: float) -> float:
     """Time of one step's tensor-parallel all-reduces (seconds): two per layer, each the ring's
-    bytes over the one-way link bandwidth plus a fixed latency. 1 GPU: 0."""
+    bytes over each GPU's one-way bandwidth in the collective (`link_bytes_per_second`, what
+    the GPU's links give a group of `tp`: `Gpu.collective_one_way_bytes_per_second`) plus a
+    fixed latency. 1 GPU: 0."""
     if tp == 1:
         return 0.0
     sent = tp_allreduce_bytes(layers=layers, hidden=hidden, tokens=tokens, group=tp)
@@ -138,6 +144,17 @@ def _levers_build(
     if tp not in TP_CHOICES:
         raise ArithmeticInputError(field="tp", message=f"tensor parallelism is one of "
                                    f"{', '.join(map(str, TP_CHOICES))}")
+    tp_check(model=m, tp=tp)
+    try:
+        # The tensor-parallel lever doubles the baseline: the doubled size must be one the
+        # model's heads allow too (Qwen2.5 7B's 28 query heads stop at 4).
+        tp_check(model=m, tp=2 * tp)
+    except ArithmeticInputError as error:
+        doubles = [str(t) for t in TP_CHOICES if 2 * t in tp_sizes_model(m, maximum=2 * t)]
+        raise ArithmeticInputError(
+            field="tp", message=f"the tensor-parallel lever doubles the baseline to {2 * tp} "
+            f"GPUs, but {error.message}, so the baseline here is "
+            f"{list_phrase(doubles, conjunction='or')}") from None
     latency = number_check(allreduce_latency_us, field="allreduce_latency_us", minimum=0.0,
                            maximum=ALLREDUCE_US_MAX, allow_minimum=True) / 1e6
     alpha = fraction_check(acceptance, field="acceptance", allow_zero=True)
@@ -169,7 +186,7 @@ def _levers_build(
                                     queries=queries, bandwidth_efficiency=bw_eff, mfu=mfu)
             comm = tp_allreduce_seconds(layers=m.layers, hidden=m.hidden, tokens=b * queries,
                                         tp=group, link_bytes_per_second=g.
-                                        interconnect_one_way_bytes_per_second,
+                                        collective_one_way_bytes_per_second(group),
                                         latency_seconds=latency)
             return {**s, "allreduce": comm, "gpu": s["seconds"] + comm}
 
@@ -379,7 +396,9 @@ def _levers_result(b: dict) -> Result:
              f"max({seconds_format(step['memory'])} reading at "
              f"{bandwidth_format(g.bandwidth_bytes_per_second * bw_eff)}, "
              f"{seconds_format(step['compute'])} computing)"
-             + (f" + {seconds_format(step['allreduce'])} of all-reduces over {tp} GPUs"
+             + (f" + {seconds_format(step['allreduce'])} of all-reduces among {tp} GPUs (a "
+                f"ring sends 2({tp} − 1)/{tp} of the activations through each GPU, over "
+                f"{collective_links(g, tp)[1]})"
                 if tp > 1 else ""),
              step["gpu"], "s", seconds_format(step["gpu"])),
         Step("TPOT: GPU step + host time",

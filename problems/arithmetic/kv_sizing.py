@@ -89,7 +89,7 @@ def gpus_needed(*, model: str, gpu: str, tokens: int, users: int, dtype: str, kv
     m = model_get(model)
     layouts = []
     for tp in (1, 2, 4, 8):
-        if m.attention != "MLA" and m.kv_heads % tp:
+        if tp not in tp_sizes_model(m, maximum=tp) or (m.attention != "MLA" and m.kv_heads % tp):
             continue
         per_replica = batch_max(model=model, gpu=gpu, context_tokens=tokens, dtype=dtype,
                                 kv_dtype=kv_dtype, tp=tp, memory_fraction=memory_fraction,
@@ -117,7 +117,8 @@ def node_layout(*, model: str, gpu: str, tokens: int, dtype: str, kv_dtype: str,
     m = model_get(model)
     best = None
     for tp in (1, 2, 4, 8):
-        if tp > gpus or (m.attention != "MLA" and m.kv_heads % tp):
+        if (tp > gpus or tp not in tp_sizes_model(m, maximum=tp)
+                or (m.attention != "MLA" and m.kv_heads % tp)):
             continue
         fit = batch_max(model=model, gpu=gpu, context_tokens=tokens, dtype=dtype,
                         kv_dtype=kv_dtype, tp=tp, memory_fraction=memory_fraction,

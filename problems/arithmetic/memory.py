@@ -40,6 +40,7 @@ from problems.arithmetic.units import (
     number_format,
     scientific_format,
 )
+from problems.arithmetic.wording import list_phrase
 
 TP_MAX = 1024
 # vLLM's gpu_memory_utilization default: the share of the GPU's memory the engine may use.
@@ -471,25 +472,38 @@ def tp_sizes_model(model: Model, *, maximum: int = TP_MAX) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def kv_heads_per_gpu(*, model: Model, tp: int) -> tuple[int, str]:
-    """KV heads each GPU stores under tensor parallelism `tp`, and why.
+def tp_check(*, model: Model, tp: int, field: str = "tp") -> int:
+    """`tp` when `model`'s heads allow that tensor-parallel size (`tp_sizes_model`), else
+    refused with the reason and the sizes they allow, as vLLM refuses it at startup: Qwen2.5
+    7B's 28 query heads over 8 GPUs ("its heads allow 1, 2, 4 or 28")."""
+    if tp in tp_sizes_model(model, maximum=tp):
+        return tp
+    name = model.name.split(" (")[0]
+    # Every size allowed: none exceeds the query heads, so the list is short.
+    allowed = list_phrase([str(t) for t in tp_sizes_model(model, maximum=model.heads)],
+                          conjunction="or")
+    if model.heads % tp:
+        reason = (f"{name}'s {model.heads} query heads do not split evenly over {tp} GPUs, and "
+                  "engines such as vLLM refuse a tensor-parallel size that does not divide them")
+    else:
+        reason = (f"{name}'s {model.kv_heads} KV heads neither split evenly over {tp} GPUs nor "
+                  "copy evenly onto them")
+    raise ArithmeticInputError(field=field, message=f"{reason}; its heads allow {allowed}")
+
+
+def kv_heads_per_gpu(*, model: Model, tp: int, field: str = "tp") -> tuple[int, str]:
+    """KV heads each GPU stores under tensor parallelism `tp`, and why; a size the model's
+    heads do not allow is refused (`tp_check`).
 
     Heads split evenly while tp ≤ kv_heads; beyond that each GPU still needs a whole head, so
     heads are replicated (tp / kv_heads copies of each).
     """
+    tp_check(model=model, tp=tp, field=field)
     if model.attention == "MLA":
         return 1, "MLA's latent is shared by all heads, so every GPU keeps the whole latent"
     if tp <= model.kv_heads:
-        if model.kv_heads % tp:
-            raise ArithmeticInputError(
-                field="tp", message=f"{model.kv_heads} KV heads do not split evenly over {tp} GPUs"
-            )
         return model.kv_heads // tp, (
             f"{model.kv_heads} KV heads ÷ {tp} GPU{'s' if tp != 1 else ''}")
-    if tp % model.kv_heads:
-        raise ArithmeticInputError(
-            field="tp", message=f"{tp} GPUs is not a multiple of {model.kv_heads} KV heads"
-        )
     return (
         1,
         f"tp {tp} > {model.kv_heads} KV heads: each GPU holds 1 head, "
@@ -539,7 +553,8 @@ def kv_cache(
     steps = (
         Step(
             f"KV bytes per token ({kind})",
-            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B ({d.kv_label})",
+            f"{m.layers} layers × {expression} × {number_format(d.bytes)} B per "
+            f"{d.kv_label} value" + (f" ({d.kv_note})" if d.kv_note else ""),
             per_token,
             "B",
             bytes_format(per_token),
@@ -606,7 +621,7 @@ def batch_max(
     e = embedding_dtype_resolve(model=m, dtype=d, embedding_dtype=embedding_dtype)
     context_tokens = count_check(context_tokens, field="context_tokens", maximum=TOKENS_MAX)
     context_check(model=m, tokens=context_tokens, field="context_tokens")
-    tp = count_check(tp, field="tp", maximum=TP_MAX)
+    tp = tp_check(model=m, tp=count_check(tp, field="tp", maximum=TP_MAX))
     weights = weight_bytes_model(model=m, dtype=d, embedding=e)["total"] / tp
     fit, fit_steps = memory_fit(
         gpu=g, weights_bytes=weights, kv_bytes=0.0, reserve_gb=reserve_gb,
@@ -645,7 +660,7 @@ def batch_max(
             bytes_format(free),
         ),
         Step(
-            f"KV per sequence per GPU ({kv_d.kv_label})",
+            f"KV per sequence per GPU in {kv_d.kv_label}",
             f"{bytes_short(kv['bytes_per_token_per_gpu'])} × {context_tokens:,} tokens",
             per_sequence,
             "B",

@@ -83,7 +83,13 @@ def _gpu_source(g) -> str:  # noqa: ANN001
 
 
 def _gpu_link_text(g) -> str:  # noqa: ANN001
-    return f"{g.interconnect}: {bandwidth_format(_gpu_link_one_way(g))} each way"
+    """A GPU's link, one direction; on a mesh (MI300X) the total over all its links beside
+    what one peer gets, since a copy between two GPUs crosses only one."""
+    text = f"{g.interconnect}: {bandwidth_format(_gpu_link_one_way(g))} each way"
+    if g.mesh_links:
+        text += (f" over all {g.mesh_links} links together, "
+                 f"{bandwidth_format(g.peer_one_way_bytes_per_second)} to any one peer")
+    return text
 
 
 def gpus_section() -> Section:
@@ -211,6 +217,16 @@ def links_section() -> Section:
                 source=link.source, values={"bytes_per_second": link.bytes_per_second})
             for link in LINKS.values()]
     for g in GPUS.values():
+        if g.mesh_links:
+            rows.append(Row(
+                cells=(f"{g.interconnect}, one link between two GPUs ({g.name})",
+                       bandwidth_format(g.peer_one_way_bytes_per_second),
+                       f"{bandwidth_format(g.peer_link_bytes_per_second)} per link, both "
+                       f"directions: ÷ 2 (a GPU's {g.mesh_links} links, one to each peer, "
+                       f"make its {bandwidth_format(g.interconnect_bytes_per_second)} "
+                       "together)"),
+                source=f"{g.peer_link_source}; {g.interconnect_source}",
+                values={"bytes_per_second": g.peer_one_way_bytes_per_second}))
         if g.interconnect.startswith("NVLink"):
             rows.append(Row(
                 cells=(f"{g.interconnect} ({g.name})",

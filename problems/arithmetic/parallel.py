@@ -38,6 +38,7 @@ from problems.arithmetic.inputs import (
     fraction_check,
     number_check,
 )
+from problems.arithmetic.interconnect import collective_links
 from problems.arithmetic.memory import (
     RESERVE_GB_MAX,
     context_check,
@@ -45,6 +46,7 @@ from problems.arithmetic.memory import (
     experts_touched,
     kv_heads_per_gpu,
     params_count_model,
+    tp_check,
 )
 from problems.arithmetic.moe import expert_gpu_hit_probability
 from problems.arithmetic.steps import Result, Step
@@ -141,6 +143,8 @@ def layout_check(*, model: Model, layout: Layout) -> None:
         raise ArithmeticInputError(
             field="attn_tp", message=f"a tensor-parallel group of {t} would straddle nodes of "
             f"{gpn}")
+    # A group the cluster can hold, but the model's query heads must divide it too.
+    tp_check(model=model, tp=t, field="attn_tp")
     if layout.moe == "tp" and t != g:
         raise ArithmeticInputError(
             field="moe", message=f"experts split by tensor parallelism need attention split "
@@ -223,11 +227,24 @@ def _kv_per_token_gpu(model: Model, layers: int, attn_tp: int, kv: Dtype) -> flo
 @dataclass(frozen=True)
 class Links:
     """The links and their costs: one-way bandwidths (bytes/s) already scaled by efficiency,
-    and the fixed cost of one collective (seconds)."""
+    and the fixed cost of one collective (seconds). `nvlink` is the GPU's whole link figure,
+    which any peer gets through a switch; on a mesh (`mesh_links` > 0, the MI300X's Infinity
+    Fabric) a GPU reaches each peer over one link of `peer` (`within`)."""
 
     nvlink: float
     infiniband: float
     alpha: float
+    peer: float = 0.0
+    mesh_links: int = 0
+
+    def within(self, gpus: int) -> float:
+        """Each GPU's one-way bandwidth inside a node when it exchanges with the other
+        `gpus` − 1 GPUs of its group at once (a collective; a point-to-point copy is
+        `gpus` = 2): on a mesh one link to each, at best spread evenly over them; through a
+        switch the whole figure."""
+        if not self.mesh_links:
+            return self.nvlink
+        return min(max(gpus - 1, 1), self.mesh_links) * self.peer
 
 
 def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, dense: int,
@@ -285,7 +302,8 @@ def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, d
     message = per_group_seqs * h * act.bytes
     ar_nvl, ar_ib = allreduce_bytes(message_bytes=message, group=t,
                                     per_node=layout.gpus_per_node) if t > 1 else (0.0, 0.0)
-    ar_time = reductions * (links.alpha + ar_nvl / links.nvlink + ar_ib / links.infiniband)
+    ar_time = reductions * (links.alpha + ar_nvl / links.within(min(t, layout.gpus_per_node))
+                            + ar_ib / links.infiniband)
     # Expert-parallel dispatch (out) and combine (back) per MoE layer.
     remote = 0.0
     a2a = {"d_nvl": 0.0, "d_ib": 0.0, "c_nvl": 0.0, "c_ib": 0.0}
@@ -303,15 +321,18 @@ def _stage(*, model: Model, gpu: Gpu, layout: Layout, stage: int, layers: int, d
         back = attn_tokens * remote * h * act.bytes
         a2a = {"d_nvl": out * local_share, "d_ib": out * (1 - local_share),
                "c_nvl": back * local_share, "c_ib": back * (1 - local_share)}
+        # Inside the node each GPU sends to the node's other GPUs at once.
+        node_link = links.within(min(g, layout.gpus_per_node))
         per_layer = (2 * links.alpha
-                     + max(a2a["d_nvl"] / links.nvlink, a2a["d_ib"] / links.infiniband)
-                     + max(a2a["c_nvl"] / links.nvlink, a2a["c_ib"] / links.infiniband))
+                     + max(a2a["d_nvl"] / node_link, a2a["d_ib"] / links.infiniband)
+                     + max(a2a["c_nvl"] / node_link, a2a["c_ib"] / links.infiniband))
         a2a_time = per_layer * moe_layers
         a2a = {k: v * moe_layers for k, v in a2a.items()}
     # Pipeline: one activation per token to the next stage.
     pp_bytes = per_gpu_tokens * h * act.bytes if layout.pp > 1 else 0.0
     pp_over_ib = layout.nodes > 1
-    pp_time = (links.alpha + pp_bytes / (links.infiniband if pp_over_ib else links.nvlink)
+    # A stage hands its activations to the next stage's GPU: a copy between two GPUs.
+    pp_time = (links.alpha + pp_bytes / (links.infiniband if pp_over_ib else links.within(2))
                if layout.pp > 1 else 0.0)
     nvl_bytes = reductions * ar_nvl + a2a["d_nvl"] + a2a["c_nvl"] + (
         0.0 if pp_over_ib else pp_bytes)
@@ -358,7 +379,9 @@ def moe_layout_model(*, model: Model, gpu: Gpu, layout: Layout, w: Dtype, kv: Dt
     usable = gpu.memory_total_bytes * memory_fraction - reserve_bytes
     m = (microbatches or layout.pp) if layout.pp > 1 else 1
     links = Links(nvlink=gpu.interconnect_one_way_bytes_per_second * link_efficiency,
-                  infiniband=ib_bytes_per_second * link_efficiency, alpha=alpha_seconds)
+                  infiniband=ib_bytes_per_second * link_efficiency, alpha=alpha_seconds,
+                  peer=gpu.peer_one_way_bytes_per_second * link_efficiency,
+                  mesh_links=gpu.mesh_links)
     bandwidth = gpu.bandwidth_bytes_per_second * bandwidth_efficiency
     splits = stage_layers(layers=model.layers, dense_layers=model.dense_layers, pp=layout.pp)
 
@@ -594,7 +617,8 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
         steps.append(Step(
             "All-reduces per stage-step",
             f"{top['reductions']} × ({number_format(k['alpha_seconds'] * 1e6)} µs + "
-            f"{bytes_short(top['ar_nvl'])} over NVLink"
+            f"{bytes_short(top['ar_nvl'])} over "
+            f"{collective_links(g, min(t, lay.gpus_per_node))[1]}"
             + (f" + {bytes_short(top['ar_ib'])} over InfiniBand" if top["ar_ib"] else "")
             + f"), messages of {bytes_short(top['message'])}",
             top["ar_time"], "s", seconds_format(top["ar_time"])))
@@ -606,14 +630,15 @@ def _layout_steps(r: dict, k: dict) -> tuple[Step, ...]:
             f"token × {amount_phrase(top['attn_tokens'], 'tokens')} on the busiest GPU × "
             f"{m.hidden:,} × ({number_format(k['dispatch'].bytes)} B out + 2 B back) = "
             f"{bytes_short(top['dispatch_bytes'] + top['combine_bytes'])}, "
-            f"{percent_format(share)} over InfiniBand; "
+            f"{percent_format(share)} over InfiniBand, the rest over "
+            f"{collective_links(g, min(gs, lay.gpus_per_node))[1]}; "
             f"{number_format(2 * k['alpha_seconds'] * 1e6)} µs fixed per layer",
             top["a2a_time"], "s", seconds_format(top["a2a_time"])))
     if lay.pp > 1:
         steps.append(Step(
             "Pipeline send per stage-step",
             f"{bytes_short(top['pp_bytes'])} per GPU over "
-            f"{'InfiniBand' if lay.nodes > 1 else 'NVLink'} + "
+            f"{'InfiniBand' if lay.nodes > 1 else collective_links(g, 2)[1]} + "
             f"{number_format(k['alpha_seconds'] * 1e6)} µs; {r['microbatches']} micro-batches "
             f"over {lay.pp} stages: {percent_format(r['bubble']['steady'])} idle in steady "
             f"decode, {percent_format(r['bubble']['flush'])} for one batch pushed through",

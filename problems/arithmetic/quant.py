@@ -28,6 +28,7 @@ from problems.arithmetic.compute import (
 from problems.arithmetic.decode import decode_flops_per_sequence, decode_step_model
 from problems.arithmetic.errors import ArithmeticInputError
 from problems.arithmetic.inputs import TOKENS_MAX, USERS_MAX, count_check, fraction_check
+from problems.arithmetic.interconnect import collective_links
 from problems.arithmetic.memory import (
     MEMORY_FRACTION_DEFAULT,
     RESERVE_GB_DEFAULT,
@@ -35,6 +36,7 @@ from problems.arithmetic.memory import (
     embedding_dtype_resolve,
     memory_fit,
     params_count_model,
+    tp_sizes_model,
     weight_bytes_model,
     weights_read_model,
 )
@@ -201,24 +203,26 @@ ACTIVATION_BYTES = 2.0
 def kv_per_token_gpu_model(*, model: Model, kv_dtype: Dtype, tp: int) -> float | None:
     """KV bytes one token adds on each of `tp` GPUs (bytes): GQA's KV heads split over the GPUs
     (replicated once there are more GPUs than heads), MLA's latent kept whole on every GPU. None
-    when the heads do not split evenly over `tp`."""
+    when the heads do not allow `tp` (`tp_sizes_model`: the query heads must divide it)."""
     per_token = kv_bytes_per_token_model(model, kv_dtype)
+    if tp not in tp_sizes_model(model, maximum=tp):
+        return None
     if model.attention == "MLA" or tp == 1:
         return per_token
-    if tp <= model.kv_heads:
-        return per_token / tp if model.kv_heads % tp == 0 else None
-    return per_token / model.kv_heads if tp % model.kv_heads == 0 else None
+    return per_token / min(tp, model.kv_heads)
 
 
 def tp_comm_seconds(*, model: Model, gpu: Gpu, tp: int, tokens: int) -> float:
     """One forward pass's tensor-parallel communication over `tp` GPUs (seconds): two ring
     all-reduces a layer (after attention and after the MLP) of `tokens` × hidden BF16
-    activations, each sending 2(tp − 1)/tp of the message at the GPU's one-way link bandwidth,
-    plus COLLECTIVE_SECONDS each. Zero on one GPU."""
+    activations, each sending 2(tp − 1)/tp of the message at each GPU's one-way bandwidth in a
+    collective over `tp` GPUs (`Gpu.collective_one_way_bytes_per_second`: NVLink's whole
+    figure, an MI300X's tp − 1 links), plus COLLECTIVE_SECONDS each. Zero on one GPU."""
     if tp == 1:
         return 0.0
     message = tokens * model.hidden * ACTIVATION_BYTES
-    per_allreduce = 2 * (tp - 1) / tp * message / gpu.interconnect_one_way_bytes_per_second
+    per_allreduce = (2 * (tp - 1) / tp * message
+                     / gpu.collective_one_way_bytes_per_second(tp))
     return 2 * model.layers * (per_allreduce + COLLECTIVE_SECONDS)
 
 
@@ -566,10 +570,13 @@ def quantization_formats(
             f"Smallest deployment in {d.name}: TP {dep['tp']}",
             f"the fewest GPUs each holding 1/{dep['tp']} of the weights, the reserve, its share "
             f"of this KV cache and of one {context:,}-token sequence; decode "
-            f"{seconds_format(dep['decode_seconds'] - dep['comm_decode_seconds'])} of reads or "
-            f"compute per GPU + {seconds_format(dep['comm_decode_seconds'])} of all-reduces "
-            f"(2 × {m.layers} a step, {seconds_format(COLLECTIVE_SECONDS)} each plus the bytes "
-            f"at {bandwidth_format(g.interconnect_one_way_bytes_per_second)} one way)",
+            + (f"{seconds_format(dep['decode_seconds'] - dep['comm_decode_seconds'])} of reads "
+               f"or compute per GPU + {seconds_format(dep['comm_decode_seconds'])} of "
+               f"all-reduces (2 × {m.layers} a step, {seconds_format(COLLECTIVE_SECONDS)} each "
+               f"plus the bytes over {collective_links(g, dep['tp'])[1]})"
+               if dep["tp"] > 1 else
+               f"{seconds_format(dep['decode_seconds'])} of reads or compute on the one GPU, "
+               "with no all-reduce"),
             dep["decode_seconds"], "s", seconds_format(dep["decode_seconds"])))
     steps[3:3] = list(base["fit_steps"][:2])
     return Result(

@@ -36,6 +36,7 @@ from problems.arithmetic.memory import (
     embedding_dtype_resolve,
     kv_heads_per_gpu,
     params_count_model,
+    tp_check,
     weight_bytes_model,
 )
 from problems.arithmetic.steps import Result, Step
@@ -60,9 +61,11 @@ BATCH_SEARCH_MAX = 10**7
 SPEC_GAMMA_MAX = 16
 
 
-def kv_bytes_per_token_gpu(*, model: Model, tp: int, kv: Dtype) -> float:
+def kv_bytes_per_token_gpu(*, model: Model, tp: int, kv: Dtype, field: str = "tp") -> float:
     """KV bytes one token adds on each GPU of a `tp`-way replica (bytes): its share of the KV
-    heads (or a replicated head when tp exceeds them); MLA's latent is whole on every GPU."""
+    heads (or a replicated head when tp exceeds them); MLA's latent is whole on every GPU. A
+    size the model's heads do not allow is refused (`tp_check`, naming `field`), MLA's too."""
+    tp_check(model=model, tp=tp, field=field)
     if model.attention == "MLA":
         return model.layers * (model.kv_lora_rank + model.qk_rope_head_dim) * kv.bytes
     heads, _ = kv_heads_per_gpu(model=model, tp=tp)
@@ -182,7 +185,7 @@ def replica_decode(*, model: Model, gpu: Gpu, tp: int, w: Dtype, kv: Dtype, cont
         raise ArithmeticInputError(
             field=field, message=f"{w.name} weights of {model.name} take {bytes_short(weights)} "
             f"on each of {tp} × {gpu.name}, more than the {bytes_short(usable)} usable")
-    kv_token = kv_bytes_per_token_gpu(model=model, tp=tp, kv=kv)
+    kv_token = kv_bytes_per_token_gpu(model=model, tp=tp, kv=kv, field=field)
     b_mem = math.floor(free / (kv_token * context))
     if b_mem < 1:
         raise ArithmeticInputError(
@@ -285,7 +288,7 @@ def replica_inputs_check(*, model: str, gpu: str, tp: int, dtype: str, kv_dtype:
                   what=f"the prompt ({inp:,}) plus the answer ({out:,})")
     return {
         "model": m, "gpu": g, "w": w, "kv": kv,
-        "tp": count_check(tp, field="tp", maximum=TP_MAX),
+        "tp": tp_check(model=m, tp=count_check(tp, field="tp", maximum=TP_MAX)),
         "input_tokens": inp, "output_tokens": out,
         "memory_fraction": fraction_check(memory_fraction, field="memory_fraction"),
         "reserve_bytes": number_check(reserve_gb, field="reserve_gb", minimum=0.0,

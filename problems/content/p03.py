@@ -160,7 +160,8 @@ def context(*, request: HttpRequest) -> dict:
     own_gpu = float(r["own_per_gpu_tp_bytes_per_token"])
     # The released checkpoint's own weight format, when the form sizes it in another one
     # (DeepSeek-V3 ships FP8): what one 8-GPU H200 node then seats.
-    checkpoint = m.checkpoint_dtype if m.checkpoint_dtype not in (None, inputs["dtype"]) else None
+    checkpoint = (m.checkpoint_dtype
+                  if m.checkpoint_dtype and m.checkpoint_dtype != inputs["dtype"] else None)
     checkpoint_node = (node_layout(model=m.id, gpu="h200", tokens=inputs["tokens"],
                                    dtype=checkpoint, kv_dtype=kv_d.id,
                                    memory_fraction=inputs["memory_fraction"],

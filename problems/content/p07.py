@@ -284,8 +284,6 @@ def context(*, request: HttpRequest) -> dict:
             f"{number_format(PUBLISHED_CHUNKED_PREFILL_GAINS['sarathi_mistral_7b_1xa100'])}×",
         "sarathi_falcon_text":
             f"{number_format(PUBLISHED_CHUNKED_PREFILL_GAINS['sarathi_falcon_180b_pp'])}×",
-        "sarathi_falcon_vllm_text": number_format(
-            PUBLISHED_CHUNKED_PREFILL_GAINS["sarathi_falcon_180b_vs_vllm_tp_strict"]) + "×",
         "sarathi_small_model": SARATHI_MODELS["small"],
         "sarathi_large_model": SARATHI_MODELS["large"],
         "growth_text": (f"{number_format(r['largest_chunk_step_seconds'] / first)}×"
@@ -340,9 +338,12 @@ SOURCES: list[tuple[str, str]] = [
     ("Agrawal et al., 'Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve' "
      "(OSDI 2024: chunked prefills, stall-free batching, a token budget per step; abstract: "
      "2.6x vLLM's serving capacity for Mistral-7B on one A100, up to 5.6x end-to-end for "
-     "Falcon-180B with pipeline parallelism, baseline unnamed; Figure 13: 4.3x vLLM's "
-     "tensor-parallel deployment of Falcon-180B under the strict SLO)",
+     "Falcon-180B with pipeline parallelism, baseline unnamed)",
      "https://arxiv.org/abs/2403.02310"),
+    ("Sarathi-Serve's OSDI artifact, 'Hybrid Parallelism (Figure 8)': Falcon-180B on two "
+     "4-GPU nodes, tensor parallelism across the nodes against tensor plus pipeline "
+     "parallelism, latency and serving capacity",
+     "https://github.com/microsoft/sarathi-serve/blob/main/osdi-experiments/figure-8/README.md"),
     ("Agrawal et al., 'SARATHI: Efficient LLM Inference by Piggybacking Decodes with Chunked "
      "Prefills' (2023)", "https://arxiv.org/abs/2308.16369"),
     ("vLLM blog, 'vLLM V1: A Major Upgrade to vLLM's Core Architecture' (prompt and output "

@@ -20,6 +20,7 @@ from problems.arithmetic.gpus import (
     gpu_rooflines,
     roofline_points,
 )
+from problems.arithmetic.interconnect import interconnect_summary
 from problems.arithmetic.quant import NO_PATH
 from problems.arithmetic.units import (
     GB,
@@ -314,9 +315,7 @@ def _gpu_texts(p: dict, *, at_floor: bool) -> dict:
         "bf16_text": rate(g.bf16_flops), "fp8_text": rate(g.fp8_flops),
         "int8_text": ops_format(g.int8_ops) if g.int8_ops else "none",
         "fp4_text": rate(g.fp4_flops),
-        "interconnect_text": f"{g.interconnect}, "
-                             f"{bandwidth_format(g.interconnect_bytes_per_second)} both "
-                             "directions",
+        "interconnect_text": interconnect_summary(g),
         "power_text": f"{g.power_watts:,} W",
         "price_text": money_format(p["price_per_hour"]) + "/h",
         "ridge_text": f"{number_format(p['ridge'])} FLOP/B" if p["ridge"] else "none",

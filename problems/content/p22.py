@@ -65,6 +65,15 @@ def figures(inputs: dict) -> dict:
         "eth_rate_text": bandwidth_format(LINKS["eth-100g"].bytes_per_second),
         "nvlink_both_text": bandwidth_format(g.interconnect_bytes_per_second),
         "nvlink_one_text": bandwidth_format(g.interconnect_one_way_bytes_per_second),
+        # A mesh (MI300X): the total is every link of a GPU together, and a copy between two
+        # GPUs crosses one of them.
+        "mesh_links_text": count_phrase(g.mesh_links, "link") if g.mesh_links else "",
+        "peer_one_text": bandwidth_format(g.peer_one_way_bytes_per_second),
+        # The all-reduce's link: on a mesh, the links a GPU has to the rest of its group.
+        "allreduce_over_text": (
+            f"{g.interconnect} ({count_phrase(min(inputs['tp'] - 1, g.mesh_links), 'link')} "
+            f"a GPU, {bandwidth_format(g.peer_one_way_bytes_per_second)} each way)"
+            if g.mesh_links and inputs["tp"] > 1 else g.interconnect),
         "heads": m.heads, "kv_heads": m.kv_heads,
         "gqa_ratio": (number_format(m.heads / m.kv_heads)
                       if m.attention != "MLA" and m.kv_heads and m.heads > m.kv_heads else ""),

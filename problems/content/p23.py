@@ -22,6 +22,7 @@ from problems.arithmetic.inputs import (
     fraction_check,
     number_check,
 )
+from problems.arithmetic.interconnect import collective_links
 from problems.arithmetic.memory import (
     embedding_dtype_resolve,
     experts_touched,
@@ -223,7 +224,7 @@ def layouts_comm_plot(rows: list[dict]) -> BarPlot:
     return BarPlot(
         title="Sent per GPU per decode step, by layout", categories=names,
         value_title="MB per GPU per step", horizontal=True, mode="stack",
-        series=(BarSeries("Over NVLink", tuple(r["comm_nvl"] / 1e6 for r in valid)),
+        series=(BarSeries("Inside a node", tuple(r["comm_nvl"] / 1e6 for r in valid)),
                 BarSeries("Over InfiniBand", tuple(r["comm_ib"] / 1e6 for r in valid),
                           labels=tuple(seconds_format(r["comm_time"]) for r in valid))),
         columns=(("Communication time", tuple(seconds_format(r["comm_time"]) for r in valid)),
@@ -331,7 +332,9 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
     parts = params_count_model(m)
     act = DTYPES["bf16"]
     over_ib = ep > gpn
-    link = (ib_gbps * 1e9 if over_ib else g.interconnect_one_way_bytes_per_second)
+    # Inside a node each GPU exchanges with the other ep − 1 at once: NVLink's whole figure,
+    # one link to each on a mesh (MI300X).
+    link = (ib_gbps * 1e9 if over_ib else g.collective_one_way_bytes_per_second(ep))
     run = routing_sim.simulate(
         experts=m.experts_routed, k=m.experts_per_token, gpus=ep, tokens=tokens,
         skew=float(skew), redundant=redundant, steps=steps,
@@ -384,7 +387,7 @@ def routing_simulated(*, model: str, gpu: str, dtype: str = "fp8", ep: int = 8,
              f"{'compute' if compute_mean >= memory_mean else 'memory'}-bound: max("
              f"{seconds_format(compute_mean)} matmuls, {seconds_format(memory_mean)} reading the "
              f"experts touched) + dispatch and combine over "
-             f"{'InfiniBand' if over_ib else 'NVLink'}", predicted, "s",
+             f"{'InfiniBand' if over_ib else collective_links(g, ep)[1]}", predicted, "s",
              seconds_format(predicted)),
         Step(f"Hottest expert at skew {number_format(skew)}",
              f"its (token, expert) pairs over the mean expert's "
@@ -541,12 +544,13 @@ SOURCES: list[tuple[str, str]] = [
 ]
 
 
-def _link_phrase(ib_bytes: float, *, inside: str = "over NVLink") -> str:
-    """Where a step's collectives travel: NVLink alone, or NVLink and InfiniBand with the
-    InfiniBand share of the bytes."""
+def _link_phrase(ib_bytes: float, link: str, *, inside: str | None = None) -> str:
+    """Where a step's collectives travel: the GPUs' own link inside a node (`link`: NVLink,
+    Infinity Fabric, PCIe) alone, or it and InfiniBand with the InfiniBand share of the
+    bytes."""
     if ib_bytes <= 0:
-        return inside
-    return f"over NVLink and InfiniBand ({_mb(ib_bytes)} of it over InfiniBand)"
+        return inside or f"over {link}"
+    return f"over {link} and InfiniBand ({_mb(ib_bytes)} of it over InfiniBand)"
 
 
 def _gb(count: float) -> str:
@@ -846,10 +850,16 @@ def figures(inputs: dict) -> dict:
         "a_span": "the node" if nodes == 1 else f"the {nodes} nodes",
         "a_span_holds": "the node holds" if nodes == 1 else f"the {nodes} nodes hold",
         "a_multinode": nodes > 1,
-        "a_tp_comm_link_text": _link_phrase(a_tp_full["comm_ib"]),
-        "a_dp_full_comm_link_text": _link_phrase(a_dp_full["comm_ib"], inside="all inside "
-                                                 "the node"),
-        "a_dp_comm_link_text": _link_phrase(a_dp["comm_ib"]),
+        "a_tp_comm_link_text": _link_phrase(a_tp_full["comm_ib"], a_gpu.interconnect),
+        "a_dp_full_comm_link_text": _link_phrase(a_dp_full["comm_ib"], a_gpu.interconnect,
+                                                 inside="all inside the node"),
+        "a_dp_comm_link_text": _link_phrase(a_dp["comm_ib"], a_gpu.interconnect),
+        # Each cluster's own link inside a node, from the catalog: NVLink, Infinity Fabric, PCIe.
+        "a_link_name": a_gpu.interconnect,
+        "node_links_text": (f"{a_gpu.interconnect} inside a node"
+                            if a_gpu.interconnect == b_gpu.interconnect else
+                            f"{a_gpu.interconnect} inside a node of the first and "
+                            f"{b_gpu.interconnect} inside a node of the second"),
         "a_memory_text": _gb(a_gpu.memory_total_bytes),
         "memory_fraction_text": percent_format(inputs["memory_fraction"]),
         "reserve_text": f"{number_format(inputs['reserve_gb'])} GB",

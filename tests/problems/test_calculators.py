@@ -187,10 +187,35 @@ def test_kv_cache_formats_are_named_as_kv_formats_not_weight_formats():
 
     labels = [label for _, label in kv_dtype_input().field().choices]
     assert not any("W8A8" in label for label in labels)
-    assert "INT8 KV cache (TensorRT-LLM) (8 bits)" in labels
-    assert "FP32 (the course's CPU demo model only) (32 bits)" in labels
+    # One bracket each: the name, then bits and the note together.
+    assert "INT8 (8 bits; TensorRT-LLM's KV cache format)" in labels
+    assert "FP32 (32 bits; a cache only the course's CPU demo model keeps)" in labels
     step = memory.kv_cache(model="llama-3-8b", tokens=1, dtype="int8").steps[0]
-    assert "INT8 KV cache (TensorRT-LLM)" in step.expression
+    assert "1 B per INT8 value (TensorRT-LLM's KV cache format)" in step.expression
+
+
+@pytest.mark.parametrize("kv_dtype", ["fp32", "int8", "fp8", "fp8-e5m2", "bf16"])
+def test_the_kv_cache_steps_never_nest_a_format_name_in_brackets(kv_dtype):
+    """The shared KV-cache calculator once printed "(FP32 (the course's CPU demo model only))"
+    and "(FP8 (E4M3))": a format's name, bracketed inside the step's own bracket. No bracket
+    of memory.py's KV steps opens inside another, for every KV format."""
+    def nested(text: str) -> bool:
+        depth = 0
+        for char in text:
+            if char == "(":
+                depth += 1
+                if depth > 1:
+                    return True
+            elif char == ")":
+                depth -= 1
+        return False
+
+    kv = memory.kv_cache(model="llama-3-8b", tokens=100, dtype=kv_dtype)
+    fit = memory.batch_max(model="llama-3-8b", gpu="h100-sxm", context_tokens=100,
+                           kv_dtype=kv_dtype)
+    for step in (*kv.steps, *fit.steps):
+        assert not nested(step.label), step.label
+        assert not nested(step.expression), step.expression
 
 
 def test_the_prompt_throughput_example_is_computed_at_the_mfu_it_names():

@@ -126,3 +126,16 @@ def test_the_fit_check_counts_weights_kv_and_the_reserve():
         if tp > 1:
             assert row.values["weights_bytes"] / (tp // 2) > budget  # and not on fewer
     assert "floor" in floors_section().title.lower() and "reserve" in floors_section().note
+
+
+def test_the_mi300x_link_gives_one_peer_apart_from_all_seven():
+    """Review: the sheet gave the MI300X's Infinity Fabric as 448 GB/s each way, all 7 links
+    together; a copy between two GPUs crosses one, 64 GB/s each way (AMD's ROCm blog)."""
+    rows = dict(zip(GPUS, gpus_section().rows, strict=True))
+    assert rows["mi300x"].cells[-1] == ("Infinity Fabric: 448 GB/s each way over all 7 links "
+                                        "together, 64 GB/s to any one peer")
+    link = next(r for r in links_section().rows if r.cells[0].startswith("Infinity Fabric"))
+    assert link.cells[:2] == ("Infinity Fabric, one link between two GPUs (AMD Instinct MI300X)",
+                              "64 GB/s")
+    assert link.values["bytes_per_second"] == 64e9
+    assert "rocm.blogs.amd.com" in link.source

@@ -19,7 +19,8 @@ KV_QUERY = ("kv-cache-model=llama-3-8b&kv-cache-tokens=1300&kv-cache-users=1"
 
 
 def _step_values(html: str) -> list[str]:
-    return [unescape(v) for v in re.findall(r'<td class="value(?: value-long)?">([^<]*)</td>', html)]
+    values = re.findall(r'<td class="value(?: value-long)?">([^<]*)</td>', html)
+    return [unescape(v) for v in values]
 
 
 def test_index_lists_every_calculator_with_its_working(client):

@@ -4,6 +4,8 @@ them for the KV cache."""
 
 from dataclasses import dataclass
 
+from problems.arithmetic.units import number_format
+
 
 @dataclass(frozen=True)
 class Dtype:
@@ -27,12 +29,23 @@ class Dtype:
     source: str
     weight_only_on: str = ""
     kv: str = ""
+    # The format's name as a KV-cache format where it differs from `name` ("INT8", not the
+    # weights' "INT8 (W8A8)"), and a note on who keeps such a cache, written to stand in
+    # parentheses on its own: never inside the name, which working steps already bracket.
     kv_name: str = ""
+    kv_note: str = ""
 
     @property
     def kv_label(self) -> str:
-        """The format's name as a KV-cache format ("INT8 KV", not the weights' "INT8 (W8A8)")."""
+        """The format's name as a KV-cache format ("INT8", not the weights' "INT8 (W8A8)")."""
         return self.kv_name or self.name
+
+    @property
+    def kv_choice_label(self) -> str:
+        """The KV format as a form offers it: its name, bits per value and note, one bracket:
+        "FP32 (32 bits; a cache only the course's CPU demo model keeps)"."""
+        note = f"; {self.kv_note}" if self.kv_note else ""
+        return f"{self.kv_label} ({number_format(self.bits)} bits{note})"
 
     @property
     def weight_only(self) -> bool:
@@ -62,7 +75,8 @@ DTYPES: dict[str, Dtype] = {
             source="IEEE 754-2019 binary32",
             kv="an FP32 cache is possible (this course's CPU demo model keeps one) but no GPU "
             "serving engine uses it",
-            kv_name="FP32 (the course's CPU demo model only)",
+            kv_name="FP32",
+            kv_note="a cache only the course's CPU demo model keeps",
         ),
         Dtype(
             id="bf16",
@@ -131,7 +145,8 @@ DTYPES: dict[str, Dtype] = {
             source="Xiao et al., 'SmoothQuant: Accurate and Efficient Post-Training Quantization "
             "for Large Language Models' (https://arxiv.org/abs/2211.10438)",
             kv="TensorRT-LLM's INT8 KV cache; vLLM offers FP8 instead",
-            kv_name="INT8 KV cache (TensorRT-LLM)",
+            kv_name="INT8",
+            kv_note="TensorRT-LLM's KV cache format",
         ),
         Dtype(
             id="int4",

@@ -6,6 +6,13 @@ sparse. INT8 rates are integer operations per second (OPS), not FLOPS. Interconn
 the datasheets' totals for both directions together; one direction gets half
 (`interconnect_one_way_bytes_per_second`).
 
+Links between GPUs: through NVIDIA's NVSwitch every GPU reaches any peer at its whole NVLink
+figure, and a PCIe card has one link. AMD's MI300X has no switch: each GPU has one Infinity
+Fabric link to each of its 7 peers, and its 896 GB/s is all 7 together, so a copy between two
+GPUs crosses one link (`peer_link_bytes_per_second`, 128 GB/s both ways, 64 GB/s each way) and
+only a collective over the whole node uses all 7 at once
+(`collective_one_way_bytes_per_second`).
+
 Memory: a datasheet's "80GB" is a round label, not what a program can allocate. The course's one
 definition of a GPU's memory is the total CUDA reports to a program (`cudaMemGetInfo`, which
 PyTorch's `torch.cuda.mem_get_info` returns and vLLM multiplies by gpu_memory_utilization):
@@ -113,6 +120,13 @@ class Gpu:
     driver_memory_bus_bits: int | None = None
     driver_memory_clock_hz: float | None = None
     driver_memory_source: str = ""
+    # Where `interconnect_bytes_per_second` is stated, when not in `source`.
+    interconnect_source: str = ""
+    # A GPU whose peers are each reached over a link of their own (a mesh, no switch): one
+    # link's bandwidth, both directions together (bytes/s), and its source. None where any
+    # peer gets the whole interconnect figure (NVLink through NVSwitch, a PCIe card's link).
+    peer_link_bytes_per_second: float | None = None
+    peer_link_source: str = ""
 
     @property
     def memory_total_bytes(self) -> int:
@@ -170,7 +184,36 @@ class Gpu:
 
     @property
     def interconnect_one_way_bytes_per_second(self) -> float:
+        """The whole interconnect figure in one direction (bytes/s): on a mesh, all its links
+        together, which only a collective over every peer uses."""
         return self.interconnect_bytes_per_second / 2
+
+    @property
+    def mesh_links(self) -> int:
+        """Point-to-point links, one to each peer (7 on an MI300X: 896 ÷ 128 GB/s); 0 where
+        any peer is reached at the whole interconnect figure."""
+        if self.peer_link_bytes_per_second is None:
+            return 0
+        return round(self.interconnect_bytes_per_second / self.peer_link_bytes_per_second)
+
+    @property
+    def peer_one_way_bytes_per_second(self) -> float:
+        """What a transfer from this GPU to one other GPU of its node gets, one direction
+        (bytes/s): on a mesh one link's half (MI300X: 128 GB/s ÷ 2 = 64 GB/s), else the whole
+        interconnect's (H100 SXM: 900 GB/s ÷ 2 = 450 GB/s to any peer through NVSwitch)."""
+        if self.peer_link_bytes_per_second is None:
+            return self.interconnect_one_way_bytes_per_second
+        return self.peer_link_bytes_per_second / 2
+
+    def collective_one_way_bytes_per_second(self, gpus: int) -> float:
+        """Each GPU's bandwidth, one direction, in a collective (all-reduce, all-gather,
+        all-to-all) over `gpus` GPUs of one node (bytes/s). On a mesh a GPU reaches the other
+        gpus − 1 over one link each, so at best, the traffic spread evenly over those links,
+        (gpus − 1) × one link (MI300X: 64 GB/s at 2 GPUs, 7 × 64 = 448 GB/s at 8); through a
+        switch the whole one-way figure at any size."""
+        if not self.mesh_links:
+            return self.interconnect_one_way_bytes_per_second
+        return min(max(gpus - 1, 1), self.mesh_links) * self.peer_one_way_bytes_per_second
 
     def rate_get(self, compute: str) -> float | None:
         """The dense peak for a `compute` kind: fp32, bf16, fp8, fp4 (FLOP/s), int8 (OP/s)."""
@@ -406,8 +449,21 @@ GPUS: dict[str, Gpu] = {
             fp8_flops=2_614.9 * TERA,
             int8_ops=2_614.9 * TERA,
             fp4_flops=None,
-            interconnect="Infinity Fabric (7 links × 128 GB/s)",
+            interconnect="Infinity Fabric",
             interconnect_bytes_per_second=896 * GIGA,
+            interconnect_source="7 Infinity Fabric links a GPU (ROCm, 'AMD Instinct MI300 series "
+            "microarchitecture': seven links form a fully connected 8-GPU system, "
+            "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi300.html) × 128 GB/s "
+            "each, both directions together (AMD Instinct MI300X platform data sheet, "
+            "https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
+            "amd-instinct-mi300x-platform-data-sheet.pdf) = 896 GB/s, all 7 links together",
+            peer_link_bytes_per_second=128 * GIGA,
+            peer_link_source="AMD ROCm blog, 'Understanding RCCL Bandwidth and xGMI Performance "
+            "on AMD Instinct MI300X' (2025): each GPU is joined to each of its seven peers by its "
+            "own xGMI (Infinity Fabric) link, rated 64 GB/s each way for a point-to-point "
+            "transfer between two GPUs, about 48 GB/s usable after CRC and protocol overhead "
+            "(https://rocm.blogs.amd.com/software-tools-optimization/mi300x-rccl-xgmi/"
+            "README.html); 128 GB/s both ways per link: the MI300X platform data sheet",
             power_watts=750,
             price_per_hour_assumed=2.50,
             price_note=PRICE_NOTE,

@@ -35,8 +35,9 @@ class Model:
     context: int
     attention: str
     dtype: str = "bf16"
-    # The format its released weights are stored in, when not `dtype` (DeepSeek-V3: FP8).
-    checkpoint_dtype: str | None = None
+    # The weight format the checkpoint is published in when it is not `dtype` (DeepSeek-V3's
+    # FP8): the baseline a deployment starts from, not a quantization of it. "" when it is.
+    checkpoint_dtype: str = ""
     tied_embeddings: bool = False
     qkv_bias: bool = False
     experts_routed: int = 0
@@ -52,9 +53,6 @@ class Model:
     params_published: float | None = None
     active_params_published: float | None = None
     source: str = ""
-    # The weight format the checkpoint is published in when it is not `dtype` (DeepSeek-V3's
-    # FP8): the baseline a deployment starts from, not a quantization of it.
-    checkpoint_dtype: str = ""
     # The Hugging Face repository its config.json is read from (`source` links it).
     repo: str = ""
 

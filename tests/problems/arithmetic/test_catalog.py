@@ -199,3 +199,24 @@ def test_matrix_and_vector_units_carry_the_vendors_names() -> None:
     mi300x = GPUS["mi300x"]
     assert (mi300x.vendor, mi300x.matrix_units, mi300x.vector_units) == (
         "AMD", "Matrix Cores", "vector ALUs")
+
+
+def test_the_model_declares_its_checkpoint_format_once():
+    """A field declared twice in a dataclass silently keeps the first position and the last
+    default: `Model` declared `checkpoint_dtype` as `str | None = None` and again as
+    `str = ""`. One declaration, "" where the checkpoint is in the model's own format, and
+    DeepSeek-V3's FP8 kept."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from problems.arithmetic.catalog.models import Model
+
+    tree = ast.parse(inspect.getsource(Model))
+    declared = [node.target.id for node in tree.body[0].body
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
+    assert declared.count("checkpoint_dtype") == 1
+    field = next(f for f in dataclasses.fields(Model) if f.name == "checkpoint_dtype")
+    assert field.default == ""
+    assert model_get("deepseek-v3").checkpoint_dtype == "fp8"
+    assert model_get("llama-3-8b").checkpoint_dtype == ""

@@ -3,7 +3,8 @@
 import pytest
 
 from problems.arithmetic import ArithmeticInputError, batch_max, kv_cache, weights_bytes
-from problems.arithmetic.catalog import MODELS, Model
+from problems.arithmetic.catalog import MODELS, Model, model_get
+from problems.arithmetic.compute import kv_bytes_per_token_model
 from problems.arithmetic.memory import kv_values_per_token_layer, params_count_model
 
 
@@ -92,7 +93,8 @@ def test_mla_latent_is_whole_on_every_tensor_parallel_gpu() -> None:
 
 def test_kv_steps_show_the_inputs_with_units() -> None:
     step = kv_cache(model="llama-3-8b", tokens=1300).steps[0]
-    assert step.expression == "32 layers × 2 (K and V) × 8 KV heads × 128 head_dim × 2 B (BF16)"
+    assert step.expression == ("32 layers × 2 (K and V) × 8 KV heads × 128 head_dim × 2 B per "
+                               "BF16 value")
     assert step.display == "131,072 B = 128 KiB"
 
 
@@ -204,3 +206,95 @@ def test_mqa_caches_a_single_kv_head() -> None:
     )
     values, _ = kv_values_per_token_layer(falcon)
     assert falcon.layers * values * 2 == 8192
+
+
+# Every calculator that takes a tensor-parallel size refuses one the query heads do not
+# divide, naming the sizes the heads allow: vLLM refuses Qwen2.5 7B (28 query heads, 4 KV
+# heads) at 8 GPUs, though its 4 KV heads copy evenly onto 8, and DeepSeek-V3 (MLA, 128
+# query heads) at 3, where no KV head is split at all.
+def _refused(call, **inputs):
+    with pytest.raises(ArithmeticInputError) as refused:
+        call(**inputs)
+    return refused.value
+
+
+QWEN_8 = "Qwen2.5 7B's 28 query heads do not split evenly over 8 GPUs"
+
+
+@pytest.mark.parametrize("call, inputs", [
+    ("memory.kv_cache", {"model": "qwen2.5-7b", "tokens": 1_000, "tp": 8}),
+    ("memory.batch_max", {"model": "qwen2.5-7b", "gpu": "h100-sxm", "context_tokens": 1_000,
+                          "tp": 8}),
+    ("disagg.disagg_plan", {"model": "qwen2.5-7b", "gpu": "h100-sxm", "tp": 8,
+                            "prompt_tokens": 2_000, "output_tokens": 200}),
+    ("caching.prefix_routing", {"model": "qwen2.5-7b", "gpu": "h100-sxm", "tp": 8,
+                                "system_tokens": 1_000, "user_tokens": 200,
+                                "requests_per_minute": 60, "replicas": 2}),
+    ("batching.chunked_prefill", {"model": "qwen2.5-7b", "gpu": "h100-sxm",
+                                  "prompt_tokens": 1_000, "chunk_tokens": 512, "tp": 8}),
+    ("batching.long_prompt", {"model": "qwen2.5-7b", "gpu": "h100-sxm", "tp": 8}),
+])
+def test_every_tp_calculator_refuses_a_size_the_query_heads_do_not_divide(call, inputs):
+    import importlib
+
+    module, name = call.split(".")
+    function = getattr(importlib.import_module(f"problems.arithmetic.{module}"), name)
+    error = _refused(function, **inputs)
+    assert error.field == "tp"
+    assert QWEN_8 in error.message and "its heads allow 1, 2, 4 or 28" in error.message
+    # The sizes it names are accepted.
+    for tp in (2, 4):
+        function(**{**inputs, "tp": tp})
+
+
+def test_mla_is_refused_a_size_its_query_heads_do_not_divide():
+    from problems.arithmetic.disagg import disagg_plan
+
+    for call in (lambda: kv_cache(model="deepseek-v3", tokens=1_000, tp=3),
+                 lambda: disagg_plan(model="deepseek-v3", gpu="h200", tp=3, dtype="fp8",
+                                     prompt_tokens=2_000, output_tokens=200)):
+        with pytest.raises(ArithmeticInputError) as refused:
+            call()
+        assert "DeepSeek-V3's 128 query heads do not split evenly over 3 GPUs" in (
+            refused.value.message)
+        assert "1, 2, 4, 8, 16, 32, 64 or 128" in refused.value.message
+
+
+def test_the_itl_levers_refuse_a_baseline_whose_doubled_size_the_heads_refuse():
+    """Problem 9's tensor-parallel lever doubles the baseline: Qwen2.5 7B at 4 GPUs would be
+    costed at 8, which its heads do not allow; the refusal says which baselines double
+    within what they allow."""
+    from problems.arithmetic.itl import itl_levers
+
+    error = _refused(itl_levers, model="qwen2.5-7b", gpu="h100-sxm", tp=4)
+    assert error.field == "tp" and QWEN_8 in error.message
+    assert error.message.endswith("so the baseline here is 1 or 2")
+    itl_levers(model="qwen2.5-7b", gpu="h100-sxm", tp=2)
+
+
+def test_deployment_searches_skip_sizes_the_heads_refuse():
+    """Problem 11's deployment search and problem 3's node layouts never pick a size vLLM
+    refuses."""
+    from problems.arithmetic.catalog import kv_dtype_get
+    from problems.arithmetic.kv_sizing import node_layout
+    from problems.arithmetic.quant import kv_per_token_gpu_model
+
+    qwen = model_get("qwen2.5-7b")
+    bf16 = kv_dtype_get("bf16", model=qwen)
+    assert kv_per_token_gpu_model(model=qwen, kv_dtype=bf16, tp=8) is None
+    assert kv_per_token_gpu_model(model=qwen, kv_dtype=bf16, tp=4) == pytest.approx(
+        kv_bytes_per_token_model(qwen, bf16) / 4)
+    layout = node_layout(model="qwen2.5-7b", gpu="h100-sxm", tokens=32_000, dtype="bf16",
+                         kv_dtype="bf16", memory_fraction=0.9, reserve_gb=3.3)
+    assert layout["tp"] in (1, 2, 4)
+
+
+def test_the_moe_layout_refuses_an_attention_tp_the_query_heads_do_not_divide():
+    """Mixtral 8x7B has 32 query heads and 8 KV heads: attention over 64 GPUs copies the KV
+    heads evenly, but vLLM refuses the size."""
+    from problems.arithmetic.parallel import moe_layout
+
+    error = _refused(moe_layout, model="mixtral-8x7b", gpu="h100-sxm", nodes=8,
+                     gpus_per_node=8, attn_tp=64, moe="tp")
+    assert error.field == "attn_tp"
+    assert "Mixtral 8x7B's 32 query heads do not split evenly over 64 GPUs" in error.message

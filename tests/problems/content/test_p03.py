@@ -108,7 +108,7 @@ def test_the_words_follow_the_models_attention(client) -> None:
     times them."""
     mla = "?p03-kv-model=deepseek-v3"
     worked = section_text(client, "worked", mla)
-    assert "61 layers × (512 latent + 64 RoPE key) × 2 B (BF16) = 70,272 bytes" in worked
+    assert "61 layers × (512 latent + 64 RoPE key) × 2 B per BF16 value = 70,272 bytes" in worked
     assert "KV heads of 192" not in worked and "latent kept whole on every GPU" in worked
     assert "does not split at all" in section_text(client, "concepts", mla)
     answer = section_text(client, "answer", mla)

@@ -279,3 +279,39 @@ def test_a_chunk_as_long_as_the_prompt_is_no_chunking(client) -> None:
             "nothing: the prefill still adds 252 ms to one step") in worked
     assert "repeated over 1 chunk" not in worked and "In chunks it is" not in worked
     assert "Disaggregated, the decode GPUs never run a prefill" in worked
+
+
+@pytest.mark.parametrize("tp, lever_links", [("2", 3), ("4", 7)])
+def test_mi300x_all_reduces_use_the_links_of_the_group(client, tp, lever_links) -> None:
+    """Review: an MI300X pair all-reduced at 448 GB/s, half the 896 GB/s of all 7 of a GPU's
+    Infinity Fabric links together; two GPUs share one link (64 GB/s each way), and the
+    lever's doubled group reaches its other GPUs over one link each."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="llama-3-70b", gpu="mi300x",
+                             tp=tp)
+    worked = section_text(client, 9, "worked", query)
+    r = api_get(client, "itl-levers", model="llama-3-70b", gpu="mi300x", tp=tp)
+    assert seconds_format(r["allreduce_seconds"]) in worked
+    if tp == "2":
+        assert "over Infinity Fabric, the one link between the two GPUs, at 64 GB/s" in worked
+    else:
+        assert "over Infinity Fabric, 3 links a GPU, one to each other GPU of the group" in worked
+    # The lever's group of 2 × tp at the default batch of 64 and 10 µs a collective: each
+    # GPU's links to the others, 64 GB/s each way apiece.
+    from problems.arithmetic.gpus import tp_allreduce_bytes
+
+    sent = tp_allreduce_bytes(layers=80, hidden=8192, tokens=64, group=2 * int(tp))
+    assert r["tp_allreduce_seconds"] == pytest.approx(sent / (lever_links * 64e9)
+                                                      + 2 * 80 * 10e-6)
+
+
+def test_a_baseline_whose_doubled_tp_the_heads_refuse_is_announced(client) -> None:
+    """Qwen2.5 7B's 28 query heads allow 1, 2, 4 or 28 GPUs: a baseline of 4 doubles to 8,
+    which vLLM refuses, so the page says so above the working and keeps the defaults."""
+    query = calculator_query(p09.CALCULATOR, p09.PREFIX, model="qwen2.5-7b", tp="4")
+    worked = section_text(client, 9, "worked", query)
+    assert "28 query heads do not split evenly over 8 GPUs" in worked
+    assert "so the baseline here is 1 or 2" in worked
+    assert "Take Llama 3 8B" in worked
+    fine = section_text(client, 9, "worked", calculator_query(
+        p09.CALCULATOR, p09.PREFIX, model="qwen2.5-7b", tp="2"))
+    assert "Qwen2.5 7B decoding on 2 ×" in fine

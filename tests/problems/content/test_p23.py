@@ -358,9 +358,26 @@ def test_a_cluster_of_two_nodes_is_not_called_the_node(client) -> None:
     worked = worked_text(client, query)
     assert "across the node:" not in worked and "all inside the node" not in worked
     assert "16,129,109 across the 2 nodes" in worked
-    assert ("about 1.26 ms, over NVLink and InfiniBand (4.07 MB of it over InfiniBand)"
+    assert ("about 1.26 ms, over NVLink 4 and InfiniBand (4.07 MB of it over InfiniBand)"
             in worked)
     assert "output tokens per second for the 2 nodes with perfect overlap" in worked
     answer = answer_text(client, query)
     assert "the node holds" not in answer and "for the node" not in answer
     assert "(its all-reduces cross InfiniBand, so that floor rests on the 10 µs" in answer
+
+
+def test_an_mi300x_cluster_names_its_own_link_and_times_its_links(client) -> None:
+    """Review: an MI300X cluster's all-reduces were said to go "over NVLink" and were timed at
+    half the 896 GB/s of all 7 of a GPU's Infinity Fabric links together. On one node of 8,
+    TP8 and EP8 reach the other 7 GPUs over 7 links at 64 GB/s each way, 448 GB/s at best,
+    which is what the API's layout gives."""
+    page = page_get(client, calculator_query(p23.CALCULATOR, p23.PREFIX, gpu="mi300x"))
+    worked = text_of(section_html(problem_html(page, 23), 23, "worked"))
+    answer = text_of(section_html(problem_html(page, 23), 23, "answer"))
+    assert "over NVLink." not in worked and "over NVLink. DP" not in worked
+    assert "with Infinity Fabric inside a node of the first and NVLink 4 inside a node of the " \
+           "second" in worked
+    f = p23.figures({**p23.CALCULATOR.defaults(), "gpu": "mi300x"})
+    assert f"about {f['a_tp_comm_time_text']} over Infinity Fabric. DP attention" in worked
+    assert f"about {f['a_dp_comm_time_text']} over Infinity Fabric." in answer
+    assert "over NVLink." not in answer

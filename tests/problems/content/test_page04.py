@@ -551,3 +551,39 @@ def test_problem_22_an_all_reduce_longer_than_the_prefill_is_a_multiple_not_100_
     assert "1.76 times the prefill if none of it overlaps" in worked
     default = section_text(page_get(client), 22, "worked")
     assert "89.5 ms over NVLink 4, 14.6% of the prefill if none of it overlaps" in default
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_problem_22_on_mi300x_moves_kv_over_one_link_and_all_reduces_over_the_group(
+        client, tp) -> None:
+    """Review: two MI300Xs moved KV at 448 GB/s, half the 896 GB/s of all 7 of a GPU's
+    Infinity Fabric links together; a copy between two GPUs crosses one link, 64 GB/s each
+    way, and only the all-reduce over all 8 sees 7 links (448 GB/s)."""
+    query = p22_query(model="llama-3.1-70b", gpu="mi300x", tp=tp, dtype="bf16")
+    content = page_get(client, query)
+    worked = section_text(content, 22, "worked")
+    from problems import arithmetic as a
+
+    r = a.disagg_plan(**{**p22.CALCULATOR.defaults(), "model": "llama-3.1-70b",
+                         "gpu": "mi300x", "tp": tp, "dtype": "bf16"})
+    links = 1 if tp == 2 else 7
+    assert f"over Infinity Fabric ({links} link{'s' if links > 1 else ''} a GPU, 64 GB/s each " \
+           "way)" in worked
+    assert seconds_format(r["allreduce_seconds"]) in worked
+    if tp == 2:
+        node = r["links"][0]
+        assert node["line_rate"] == 64e9 and r["allreduce_seconds"] == pytest.approx(
+            r["allreduce_bytes"] / (64e9 * 0.8))
+        assert ("Infinity Fabric (within a node, one link between each pair of GPUs) 64 GB/s "
+                f"{seconds_format(node['seconds'])}") in worked
+    else:
+        assert "no Infinity Fabric row" in worked
+        assert r["allreduce_seconds"] == pytest.approx(r["allreduce_bytes"] / (448e9 * 0.8))
+    mistakes = section_text(content, 22, "mistakes")
+    assert ("figure of 896 GB/s counts both directions, 448 GB/s each way, and all 7 links of "
+            "a GPU together, one to each peer: a copy between two GPUs crosses only the link "
+            "between them, 64 GB/s each way") in mistakes
+    # NVIDIA's NVSwitch gives any peer the whole figure: unchanged.
+    h200 = section_text(page_get(client, p22_query(model="llama-3.1-70b", gpu="h200", tp=tp,
+                                                   dtype="bf16")), 22, "mistakes")
+    assert "900 GB/s counts both directions, 450 GB/s each way." in h200
