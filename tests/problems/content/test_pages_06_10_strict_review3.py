@@ -287,3 +287,19 @@ def test_p25_single_turn_prompts_are_not_called_multi_turn(client) -> None:
     worked = text(client, 25, "worked", "p25-fleet-turns=1&p25-fleet-system_tokens=20000")
     assert "multi-turn prompts" not in worked
     assert "long prompts make input the larger job" in worked
+
+
+def test_p16_a_drop_to_no_hits_does_not_promise_a_larger_fall(client) -> None:
+    """At a 10% hit rate a 10-point drop takes it to zero, adding 0.503% per request (2,000-token
+    prompts, 5,700-token answers: a perfect cache saves up to 5%). The page said "That is small
+    because the drop is … so a larger fall would show", though no larger fall is possible; at a
+    50% hit rate a 5-point drop still reads that way (losing it all would add 2.56%)."""
+    lengths = "p16-cost-prompt_tokens=2000&p16-cost-output_tokens=5700"
+    worked = text(client, 16, "worked",
+                  lengths + "&p16-cost-cache_hit_rate=0.1&p16-cost-hit_rate_drop=0.1")
+    assert "a larger fall would show" not in worked
+    assert "little is cached to lose: even a fall to no hits at all would add under 1%" in worked
+    assert "up to 5%" in worked and "a higher hit rate would show" in worked
+    worked = text(client, 16, "worked",
+                  lengths + "&p16-cost-cache_hit_rate=0.5&p16-cost-hit_rate_drop=0.05")
+    assert "small because the drop is" in worked and "a larger fall would show" in worked
