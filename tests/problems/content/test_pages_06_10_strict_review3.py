@@ -303,3 +303,13 @@ def test_p16_a_drop_to_no_hits_does_not_promise_a_larger_fall(client) -> None:
     worked = text(client, 16, "worked",
                   lengths + "&p16-cost-cache_hit_rate=0.5&p16-cost-hit_rate_drop=0.05")
     assert "small because the drop is" in worked and "a larger fall would show" in worked
+
+
+def test_p19_the_few_events_warning_names_its_own_threshold(client) -> None:
+    """At a 50% share the gates expect 14.2 errors and 9.26 slow requests: under the 20 events
+    the page treats as few, yet it said "With ten or so events, or fewer", a bound 14.2 is not
+    under. It names the threshold it tests."""
+    worked = text(client, 19, "worked", "p19-canary-canary_share=0.5")
+    assert "only about 14.2 errors" in worked
+    assert "ten or so events" not in worked
+    assert "With fewer than about 20 events expected, a count is lumpy" in worked
