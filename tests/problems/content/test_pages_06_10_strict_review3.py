@@ -313,3 +313,25 @@ def test_p19_the_few_events_warning_names_its_own_threshold(client) -> None:
     assert "only about 14.2 errors" in worked
     assert "ten or so events" not in worked
     assert "With fewer than about 20 events expected, a count is lumpy" in worked
+
+
+def test_p24_small_pricing_levers_are_not_called_comparable(client) -> None:
+    """Autoscaling to 37% and a 2% discount remove 5.41% and 2% of what is left, against 54.4%
+    for FP8; the takeaway called that "comparable to a technical lever's" and said they look
+    small "only because they come after most of the cost is gone". With every technical lever
+    off, autoscaling alone read "The pricing lever need no code"."""
+    worked = text(client, 24, "worked",
+                  "p24-cost-autoscale_utilisation=0.37&p24-cost-commit_discount=0.02")
+    assert "comparable to a technical lever's" not in worked
+    assert "only because they come after most of the cost is gone" not in worked
+    assert ("they remove only a small share of what is left (autoscaling 5.41% and committed "
+            "capacity 2%), against 54.4% for the largest technical lever") in worked
+    off = "&".join(f"p24-cost-{name}=off" for name in (
+        "batching", "fp8", "prefix", "right_gpu", "spec", "commit", "route", "cap_output",
+        "disagg"))
+    worked = text(client, 24, "worked", off)
+    assert "The pricing lever needs no code, and at these inputs it is the only lever" in worked
+    assert "comes after most of the cost is gone" not in worked
+    worked = text(client, 24, "worked")
+    assert ("comparable to a technical lever's (autoscaling 41.7% and committed capacity 30%); "
+            "they look small in the waterfall only because they come after") in worked
