@@ -242,7 +242,7 @@ def test_p25_open_conversations_are_not_all_between_turns(client) -> None:
     them are requests in flight, so about 10,417 wait between turns. The page called all 14,260
     "open between turns", and with no think time called the 3,844 in flight idle."""
     worked = text(client, 25, "worked")
-    assert "about 10,417 of them between turns" in worked
+    assert "about 10,417 of them idle while their user reads the answer" in worked
     assert "open between turns" not in worked
     none = text(client, 25, "worked", "p25-fleet-think_s=0")
     assert "no conversation waits between turns" in none
@@ -335,3 +335,13 @@ def test_p24_small_pricing_levers_are_not_called_comparable(client) -> None:
     worked = text(client, 24, "worked")
     assert ("comparable to a technical lever's (autoscaling 41.7% and committed capacity 30%); "
             "they look small in the waterfall only because they come after") in worked
+
+
+def test_p25_one_turn_sessions_have_no_conversations_between_turns(client) -> None:
+    """At one turn a session, 2,083 conversations sit idle while their user reads the answer, but
+    none is "between turns": there is no next turn. The server still cannot tell, so their KV is
+    counted; the sentence says why instead of "of them between turns"."""
+    worked = text(client, 25, "worked", "p25-fleet-turns=1")
+    assert "of them between turns" not in worked
+    assert ("about 2,083 of them idle while their user reads the answer (with one turn a session "
+            "none will send another, but the server cannot tell)") in worked
