@@ -199,6 +199,15 @@ def _cache_ceiling(inputs: dict) -> float:
     return prefill / (prefill + decode)
 
 
+def _loss_to_zero(inputs: dict, r: dict) -> float:
+    """The rise in cost per request (a fraction) if the hit rate fell from today's to zero:
+    the cached part of the prompt prefilled again, over today's replica time per request."""
+    if r["busy_seconds"] <= 0:
+        return 0.0
+    full = inputs["prompt_tokens"] / inputs["prefill_tokens_per_second"]
+    return (full - r["prefill_seconds"]) / r["busy_seconds"]
+
+
 def context(*, request: HttpRequest) -> dict:
     """The figures problem 16's prose quotes, from the same inputs as its calculator."""
     state = calculator_evaluate(CALCULATOR, query=request.GET, prefix=PREFIX)
@@ -235,6 +244,10 @@ def context(*, request: HttpRequest) -> dict:
         # irrelevant; above it, a drop that costs little is small because the drop is.
         "lengths_minor": _cache_ceiling(inputs) < HIT_RATE_MATTERS,
         "cache_ceiling_text": percent_format(_cache_ceiling(inputs)),
+        # Whether any fall from today's hit rate could matter: losing all of it (the hit rate
+        # to zero) raises the cost per request by this share. Under HIT_RATE_MATTERS no larger
+        # fall is possible that would show; only a higher hit rate would.
+        "loss_can_matter": _loss_to_zero(inputs, r) >= HIT_RATE_MATTERS,
         "fleet_change_text": (
             f"grows from {number_format(r['replicas_before'])} to "
             f"{number_format(r['replicas_after'])} replicas' worth of GPU time"

@@ -694,6 +694,18 @@ def figures(inputs: dict) -> dict:
 
     pricing = [(row["title"].lower(), percent_format(own_cut(row))) for row in applied
                if row["lever"] in ("autoscale", "commit")]
+    # The pricing levers read as "comparable to a technical lever's" only when each removes at
+    # least half as large a share of what is left as the best technical lever does, and as
+    # "small in the waterfall only because they come late" only when most of the baseline's
+    # cost is gone before the first of them.
+    pricing_rows = [row for row in applied if row["lever"] in ("autoscale", "commit")]
+    technical_cuts = [own_cut(row) for row in applied
+                      if row["lever"] not in ("autoscale", "commit")]
+    pricing_comparable = bool(pricing_rows) and bool(technical_cuts) and (
+        min(own_cut(row) for row in pricing_rows) >= 0.5 * max(technical_cuts))
+    first_pricing = pricing_rows[0] if pricing_rows else None
+    pricing_late = first_pricing is not None and (
+        first_pricing["cut"] + first_pricing["delta"] >= 0.5)
     input_share = (state["input_tokens"] * base["in"]
                    / (state["input_tokens"] * base["in"] + state["output_tokens"] * base["out"]))
     return {
@@ -708,6 +720,9 @@ def figures(inputs: dict) -> dict:
         and at["bound"] == "memory",
         "pricing_text": list_phrase([f"{name} {cut}" for name, cut in pricing]),
         "pricing_count": len(pricing),
+        "pricing_comparable": pricing_comparable,
+        "pricing_late": pricing_late,
+        "best_technical_text": percent_format(max(technical_cuts)) if technical_cuts else "",
         "input_share_text": percent_format(input_share),
         "margin_none": bool(reached) and on_after == 0,
         "question_cut_text": percent_format(QUESTION_CUT),

@@ -531,6 +531,7 @@ def figures(inputs: dict) -> dict:
         # Of those, the ones between turns: Little's law over the think time alone.
         "idle_conversations_text": number_format(p["demand"]["peak_rps"] * k["think_seconds"]),
         "no_think": k["think_seconds"] == 0,
+        "turns_one": dem["turns"] == 1,
         "kv_open_text": bytes_in(p["kv_open"], "TB"),
         "kv_hbm_text": bytes_in(p["kv_room"], "TB"),
         "kv_open_exceeds": p["kv_open"] > p["kv_room"],

@@ -242,7 +242,7 @@ def test_p25_open_conversations_are_not_all_between_turns(client) -> None:
     them are requests in flight, so about 10,417 wait between turns. The page called all 14,260
     "open between turns", and with no think time called the 3,844 in flight idle."""
     worked = text(client, 25, "worked")
-    assert "about 10,417 of them between turns" in worked
+    assert "about 10,417 of them idle while their user reads the answer" in worked
     assert "open between turns" not in worked
     none = text(client, 25, "worked", "p25-fleet-think_s=0")
     assert "no conversation waits between turns" in none
@@ -287,3 +287,61 @@ def test_p25_single_turn_prompts_are_not_called_multi_turn(client) -> None:
     worked = text(client, 25, "worked", "p25-fleet-turns=1&p25-fleet-system_tokens=20000")
     assert "multi-turn prompts" not in worked
     assert "long prompts make input the larger job" in worked
+
+
+def test_p16_a_drop_to_no_hits_does_not_promise_a_larger_fall(client) -> None:
+    """At a 10% hit rate a 10-point drop takes it to zero, adding 0.503% per request (2,000-token
+    prompts, 5,700-token answers: a perfect cache saves up to 5%). The page said "That is small
+    because the drop is … so a larger fall would show", though no larger fall is possible; at a
+    50% hit rate a 5-point drop still reads that way (losing it all would add 2.56%)."""
+    lengths = "p16-cost-prompt_tokens=2000&p16-cost-output_tokens=5700"
+    worked = text(client, 16, "worked",
+                  lengths + "&p16-cost-cache_hit_rate=0.1&p16-cost-hit_rate_drop=0.1")
+    assert "a larger fall would show" not in worked
+    assert "little is cached to lose: even a fall to no hits at all would add under 1%" in worked
+    assert "up to 5%" in worked and "a higher hit rate would show" in worked
+    worked = text(client, 16, "worked",
+                  lengths + "&p16-cost-cache_hit_rate=0.5&p16-cost-hit_rate_drop=0.05")
+    assert "small because the drop is" in worked and "a larger fall would show" in worked
+
+
+def test_p19_the_few_events_warning_names_its_own_threshold(client) -> None:
+    """At a 50% share the gates expect 14.2 errors and 9.26 slow requests: under the 20 events
+    the page treats as few, yet it said "With ten or so events, or fewer", a bound 14.2 is not
+    under. It names the threshold it tests."""
+    worked = text(client, 19, "worked", "p19-canary-canary_share=0.5")
+    assert "only about 14.2 errors" in worked
+    assert "ten or so events" not in worked
+    assert "With fewer than about 20 events expected, a count is lumpy" in worked
+
+
+def test_p24_small_pricing_levers_are_not_called_comparable(client) -> None:
+    """Autoscaling to 37% and a 2% discount remove 5.41% and 2% of what is left, against 54.4%
+    for FP8; the takeaway called that "comparable to a technical lever's" and said they look
+    small "only because they come after most of the cost is gone". With every technical lever
+    off, autoscaling alone read "The pricing lever need no code"."""
+    worked = text(client, 24, "worked",
+                  "p24-cost-autoscale_utilisation=0.37&p24-cost-commit_discount=0.02")
+    assert "comparable to a technical lever's" not in worked
+    assert "only because they come after most of the cost is gone" not in worked
+    assert ("they remove only a small share of what is left (autoscaling 5.41% and committed "
+            "capacity 2%), against 54.4% for the largest technical lever") in worked
+    off = "&".join(f"p24-cost-{name}=off" for name in (
+        "batching", "fp8", "prefix", "right_gpu", "spec", "commit", "route", "cap_output",
+        "disagg"))
+    worked = text(client, 24, "worked", off)
+    assert "The pricing lever needs no code, and at these inputs it is the only lever" in worked
+    assert "comes after most of the cost is gone" not in worked
+    worked = text(client, 24, "worked")
+    assert ("comparable to a technical lever's (autoscaling 41.7% and committed capacity 30%); "
+            "they look small in the waterfall only because they come after") in worked
+
+
+def test_p25_one_turn_sessions_have_no_conversations_between_turns(client) -> None:
+    """At one turn a session, 2,083 conversations sit idle while their user reads the answer, but
+    none is "between turns": there is no next turn. The server still cannot tell, so their KV is
+    counted; the sentence says why instead of "of them between turns"."""
+    worked = text(client, 25, "worked", "p25-fleet-turns=1")
+    assert "of them between turns" not in worked
+    assert ("about 2,083 of them idle while their user reads the answer (with one turn a session "
+            "none will send another, but the server cannot tell)") in worked
