@@ -315,9 +315,10 @@ def _levers_result(b: dict) -> Result:
             # A lever with a reason to gain nothing can still cost: a format with more bits, or
             # drafts that are never kept, lower tokens/s per GPU, and the label says so.
             measured = _effect(key, best, base_best, cfg, b)
-            if measured.startswith(("lowers", "moves")):
+            # So can one that leaves no batch within the target where the baseline had one.
+            if measured.startswith(("lowers", "moves", "no batch")):
                 reason = effect.removeprefix("no gain: ")
-                effect = f"{measured}: {reason}" if measured.startswith("lowers") else measured
+                effect = measured if measured.startswith("moves") else f"{measured}: {reason}"
         mean_best = at_target(cfg, per_gap=False)
         rows.append({
             "id": key, "name": name, "effect": effect, "fits": fits,

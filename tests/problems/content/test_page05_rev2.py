@@ -36,6 +36,21 @@ def test_problem_9_a_lever_that_costs_throughput_is_not_labelled_no_gain(client)
     assert "1.97× less): no draft is ever accepted" in worked
 
 
+def test_problem_9_a_lever_that_leaves_no_batch_within_the_target_is_not_no_gain(client) -> None:
+    """At a 9 ms target the BF16 baseline keeps 32 sequences within it (3,562 tokens/s per
+    GPU), FP32 weights none: the row said 'no gain: more bits than the baseline's weights'."""
+    r = api_get(client, "itl-levers", lever_dtype="fp32", lever_kv_dtype="fp32",
+                tpot_target_ms=9)
+    rows = {x["id"]: x for x in r["levers"]}
+    assert rows["weights"]["effect"] == ("no batch meets the target: more bits than the "
+                                         "baseline's weights")
+    assert rows["kv"]["effect"].startswith("lowers tokens/s per GPU at the target")
+    # The same bits as the baseline: the same batch, so still no gain.
+    r = api_get(client, "itl-levers", lever_dtype="bf16", tpot_target_ms=9)
+    assert {x["id"]: x for x in r["levers"]}["weights"]["effect"] == (
+        "no gain: not fewer bits than the baseline's weights")
+
+
 def test_problem_9_no_host_time_is_said_in_words(client) -> None:
     """Host time set to zero read '0 s of host time per step that the GPU waits for' and
     'with 0 s of host time a TPOT of 9.49 ms'."""
